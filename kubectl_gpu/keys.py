@@ -1,0 +1,26 @@
+"""Every label, annotation and ConfigMap key string kubectl-gpu reads or writes.
+
+Defined once here; no key literals elsewhere. Our own keys use the
+`kubectl-gpu.io/` prefix; NVIDIA's are used where we drive NVIDIA components.
+"""
+
+from __future__ import annotations
+
+PREFIX = "kubectl-gpu.io/"
+
+# NVIDIA device plugin / GPU Feature Discovery (reference/sharing-config.md §0, §3)
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+GPU_REPLICAS_LABEL = "nvidia.com/gpu.replicas"
+GPU_SHARING_STRATEGY_LABEL = "nvidia.com/gpu.sharing-strategy"
+GPU_COMPUTE_MAJOR_LABEL = "nvidia.com/gpu.compute.major"
+GPU_COMPUTE_MINOR_LABEL = "nvidia.com/gpu.compute.minor"
+
+# NVIDIA MIG manager (reference/mig.md §3)
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+MIG_CONFIG_STATE_LABEL = "nvidia.com/mig.config.state"
+
+# Ours
+MIG_DESIRED_LABEL = PREFIX + "mig.config"
+MIG_STATE_LABEL = PREFIX + "mig.state"
+MIG_REASON_ANNOTATION = PREFIX + "mig.reason"
