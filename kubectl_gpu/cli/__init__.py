@@ -1,0 +1,90 @@
+"""The `kubectl gpu` command line: root group, global flags, error boundary, logging.
+
+Owns argv and the `Settings` handed to every command. Global kubectl-style flags are
+accepted before and after the subcommand, as kubectl accepts them. This is the one
+place that turns a `GpuError` into a message and an exit code; user mistakes never
+show a traceback (unless --debug). Imports only click and the package's light modules
+at module level: `--help` must not pay for the kubernetes client.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import click
+
+from kubectl_gpu import __version__
+from kubectl_gpu.cli import settings as settings_mod
+from kubectl_gpu.cli.settings import global_options
+from kubectl_gpu.errors import GpuError
+
+PROG = "kubectl gpu"
+log = logging.getLogger(__name__)
+
+
+class RootGroup(click.Group):
+    """The root group; its `main` is the error boundary for every subcommand."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # noqa: D102 - click's signature
+        kwargs.setdefault("prog_name", PROG)
+        argv = kwargs.get("args") or (args[0] if args else None) or sys.argv[1:]
+        try:
+            return super().main(*args, **kwargs)
+        except GpuError as e:
+            if "--debug" in argv:
+                raise
+            report(e)
+            sys.exit(int(e.exit_code))
+
+
+def report(e: GpuError) -> None:
+    """Print an error the way kubectl does: one line, then an optional hint."""
+    click.echo(f"{click.style('error', fg='red', bold=True)}: {e.message}", err=True)
+    if e.hint:
+        click.echo(f"hint: {e.hint}", err=True)
+
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+@click.group(cls=RootGroup, context_settings=CONTEXT)
+@click.version_option(__version__, "--version", prog_name="kubectl-gpu",
+                      message="%(prog)s %(version)s")
+@global_options
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """Share, partition and map NVIDIA GPUs on Kubernetes, safely.
+
+    \b
+    Examples:
+      # Check a device-plugin or MIG config before it reaches a node
+      kubectl gpu validate -f time-slicing.yaml
+    """
+    ctx.call_on_close(lambda: None)
+    _configure_logging(settings_mod.current(ctx).verbosity)
+
+
+def _configure_logging(verbosity: int) -> None:
+    level = logging.DEBUG if verbosity >= 4 else logging.INFO if verbosity >= 1 else logging.WARNING
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    root = logging.getLogger("kubectl_gpu")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    root.propagate = False
+
+
+def _register() -> None:
+    from kubectl_gpu.cli import validate
+
+    cli.add_command(validate.validate)
+
+
+_register()
+
+
+def main() -> None:
+    """Console-script entry point (`kubectl-gpu`, found by kubectl as `kubectl gpu`)."""
+    cli.main()

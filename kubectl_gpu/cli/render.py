@@ -1,0 +1,92 @@
+"""Rendering results: the only writer to stdout.
+
+Owns the output formats (`-o table|wide|json|yaml`). Data goes to stdout, talk
+(summaries, progress) to stderr. JSON and YAML are the same dict, described by a
+schema in `schemas/`, so scripts get a stable contract. Colour only on a terminal
+(click strips ANSI codes otherwise).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from kubectl_gpu.findings import Finding, Severity
+
+API_VERSION = "kubectl-gpu.io/v1"
+_COLOURS = {Severity.ERROR: "red", Severity.WARNING: "yellow"}
+
+
+def emit_validation(reports: Sequence[Any], output: str) -> None:
+    """Print `validation.FileReport`s: linter-style lines, or one JSON/YAML document."""
+    if output in ("json", "yaml"):
+        _emit_data(validation_document(reports), output)
+    else:
+        for report in reports:
+            _emit_file_findings(report)
+    click.echo(_summary(reports), err=True)
+
+
+def validation_document(reports: Sequence[Any]) -> dict[str, Any]:
+    """The machine-readable result (schemas/validate-result.v1.json)."""
+    all_findings = [f for r in reports for f in r.findings]
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ValidationResult",
+        "valid": all(r.valid for r in reports),
+        "summary": {
+            "files": len(reports),
+            "errors": sum(f.severity is Severity.ERROR for f in all_findings),
+            "warnings": sum(f.severity is Severity.WARNING for f in all_findings),
+        },
+        "files": [
+            {
+                "file": r.file,
+                "valid": r.valid,
+                "documents": [
+                    {"index": d.index, "kind": d.kind, "keys": dict(d.keys)} for d in r.documents
+                ],
+                "findings": [f.to_dict() for f in r.findings],
+            }
+            for r in reports
+        ],
+    }
+
+
+def _emit_file_findings(report: Any) -> None:
+    if not report.findings:
+        kinds = ", ".join(sorted({d.kind for d in report.documents})) or "empty"
+        click.echo(f"{report.file}: {click.style('valid', fg='green')} ({kinds})")
+    for finding in report.findings:
+        click.echo(format_finding(finding))
+
+
+def format_finding(f: Finding) -> str:
+    """One finding as `file:line:col: severity: message [code]`, then path and hint lines."""
+    where = ":".join(str(p) for p in (f.file, f.line, f.column) if p not in (None, ""))
+    severity = click.style(f.severity.value, fg=_COLOURS[f.severity], bold=True)
+    lines = [f"{where}: {severity}: {f.message} [{f.code}]"]
+    if f.path:
+        lines.append(f"    at {f.pointer}")
+    if f.hint:
+        lines.append(f"    hint: {f.hint}")
+    return "\n".join(lines)
+
+
+def _summary(reports: Sequence[Any]) -> str:
+    doc = validation_document(reports)["summary"]
+    verdict = "valid" if all(r.valid for r in reports) else "invalid"
+    files = "1 file" if doc["files"] == 1 else f"{doc['files']} files"
+    return f"{files} {verdict}: {doc['errors']} error(s), {doc['warnings']} warning(s)"
+
+
+def _emit_data(document: Any, output: str) -> None:
+    if output == "json":
+        click.echo(json.dumps(document, indent=2))
+    else:
+        import yaml
+
+        click.echo(yaml.safe_dump(document, sort_keys=False), nl=False)

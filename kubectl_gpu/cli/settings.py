@@ -1,0 +1,88 @@
+"""Global flags, kubectl style, and the frozen `Settings` commands receive.
+
+kubectl accepts its global flags anywhere on the command line, so each flag is
+declared on the root group and on every command; whichever occurrence is seen last
+wins. Values collect in the root context's `meta` and become one frozen `Settings`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+_META = "kubectl_gpu.flags"
+OUTPUTS = ("table", "wide", "json", "yaml")
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """What every command may need to know about how it was invoked."""
+
+    kubeconfig: str | None = None
+    context: str | None = None
+    namespace: str | None = None
+    output: str = "table"
+    verbosity: int = 0
+    debug: bool = False
+
+
+class _Level(click.ParamType):
+    """kubectl's `-v=4`: accept the `=` that click would otherwise pass through."""
+
+    name = "level"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        text = str(value).lstrip("=")
+        if not text.isdigit():
+            self.fail(f"{value!r} is not a log level (0-9)", param, ctx)
+        return int(text)
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+    if value is None or value is False:
+        return
+    ctx.find_root().meta.setdefault(_META, {})[param.name] = value
+
+
+_OPTIONS = (
+    click.option("--kubeconfig", metavar="PATH", help="Path to the kubeconfig file to use."),
+    click.option("--context", metavar="NAME", help="The kubeconfig context to use."),
+    click.option("-n", "--namespace", metavar="NS", help="The namespace to use."),
+    click.option("-o", "--output", type=click.Choice(OUTPUTS), metavar="FORMAT",
+                 help="Output format: table|wide|json|yaml."),
+    click.option("-v", "--v", "verbosity", type=_Level(), metavar="LEVEL",
+                 help="Log level for progress on stderr (1: info, 4: debug)."),
+    click.option("--debug", is_flag=True, default=None, help="Show tracebacks for errors."),
+)
+
+
+def global_options(f: F) -> F:
+    """Declare the global flags on a command or group."""
+    for option in reversed(_OPTIONS):
+        f = option(f)
+    params = getattr(f, "__click_params__", [])
+    for p in params[-len(_OPTIONS):]:
+        p.expose_value = False
+        p.callback = _remember
+    return f
+
+
+def current(ctx: click.Context) -> Settings:
+    """The settings given so far on the command line (root and subcommand flags)."""
+    given = ctx.find_root().meta.get(_META, {})
+    return Settings(**given)
+
+
+def pass_settings(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Like click.pass_obj, but hands the command its `Settings`."""
+
+    @click.pass_context
+    def wrapper(ctx: click.Context, *args: Any, **kwargs: Any) -> Any:
+        return ctx.invoke(f, current(ctx), *args, **kwargs)
+
+    return functools.update_wrapper(wrapper, f)

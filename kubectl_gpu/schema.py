@@ -1,0 +1,489 @@
+"""Turning config text into plain data with line marks, and checking it against `schemas/`.
+
+Owns YAML parsing (safe loader only), the YAML-level checks no schema can see
+(syntax, duplicate keys, YAML 1.1 booleans, alias bombs), locating a JSON path in
+the source text, and translating jsonschema errors into findings a user can act on.
+Must not build domain objects: callers hand the plain data to the domain's checks.
+`yaml` and `jsonschema` are imported inside functions so that `--help` stays fast.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from collections.abc import Iterator, Sequence
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from kubectl_gpu import findings
+from kubectl_gpu.findings import Finding, Path
+
+if TYPE_CHECKING:
+    import yaml
+
+MAX_NODES = 200_000  # after alias expansion; a ConfigMap holds at most 1 MiB of text
+MAX_DEPTH = 64
+_YAML11_BOOLEANS = {"y", "yes", "n", "no", "on", "off"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Document:
+    """One YAML document: its plain data and the node tree that knows where things are.
+
+    A document nested in another (a ConfigMap value) carries the offsets that map
+    its own line/column numbers back to the outer file; `exact` is False when the
+    nesting style (a quoted or plain scalar) makes that mapping approximate.
+    """
+
+    file: str
+    data: Any
+    root: Any = None  # yaml.Node | None; typed loosely to keep yaml out of signatures
+    line_base: int = 0  # 0-based line in the file of the document's line 0
+    column_base: int = 0
+    exact: bool = True
+
+    def locate(self, path: Path, *, at_key: bool = False) -> tuple[int | None, int | None]:
+        """Return the 1-based (line, column) of `path`, or of its deepest existing part."""
+        node = _walk(self.root, path, at_key)
+        if node is None:
+            return (self.line_base + 1, None) if self.line_base else (None, None)
+        mark = node.start_mark
+        if not self.exact:
+            return self.line_base + 1, None
+        return mark.line + 1 + self.line_base, mark.column + 1 + self.column_base
+
+    def place(self, finding: Finding) -> Finding:
+        """Fill in file, line and column of a finding made about this document."""
+        line, column = self.locate(finding.path, at_key=finding.at_key)
+        return finding.located(self.file, line, column)
+
+
+class _TooComplex(Exception):
+    pass
+
+
+def load_documents(text: str, file: str, line_base: int = 0) -> tuple[list[Document],
+                                                                      list[Finding]]:
+    """Parse every YAML document in `text`.
+
+    Returns the documents that could be parsed and the YAML-level findings, already
+    located. A syntax error stops parsing at that document, as any YAML parser would.
+    `line_base` is where `text` starts in its file, for line numbers quoted in messages.
+    """
+    import yaml
+
+    docs: list[Document] = []
+    problems: list[Finding] = []
+    try:
+        for root in yaml.compose_all(text, Loader=yaml.SafeLoader):
+            doc, found = _document_from_node(root, file, line_base)
+            docs.append(doc)
+            problems.extend(doc.place(f) for f in found)
+    except yaml.MarkedYAMLError as e:
+        problems.append(_syntax_finding(e, file))
+    except (yaml.YAMLError, RecursionError) as e:
+        problems.append(findings.error((), "yaml.syntax", f"cannot parse YAML: {e}").located(
+            file, None, None))
+    if not docs and not problems:
+        docs.append(Document(file, None))  # an empty file is one empty document
+    return docs, problems
+
+
+def load_nested(outer: Document, path: Path, text: str) -> tuple[list[Document], list[Finding]]:
+    """Parse `text`, the string value at `path` in `outer`, keeping lines relative to the file."""
+    value_node = _walk(outer.root, path, False)
+    line_base, column_base, exact = _nested_offsets(outer, value_node)
+    shifted = functools.partial(
+        dataclasses.replace, line_base=line_base, column_base=column_base, exact=exact
+    )
+    docs, problems = load_documents(text, outer.file, line_base if exact else 0)
+    docs = [shifted(d) for d in docs]
+    relocated = [_shift_finding(f, outer, line_base, column_base, exact) for f in problems]
+    return docs, relocated
+
+
+def check_structure(doc: Document, schema_name: str) -> list[Finding]:
+    """Validate the document's data against `schemas/<schema_name>.json`; findings are located."""
+    return check_against(doc, _validator(schema_name))
+
+
+def check_against(doc: Document, validator: Any) -> list[Finding]:
+    """Validate with a jsonschema validator, translating its errors into located findings."""
+    translated: list[Finding] = []
+    seen: set[tuple[str, Path]] = set()
+    for err in validator.iter_errors(doc.data):
+        for finding in _translate(err):
+            key = (finding.code + finding.message, finding.path)
+            if key not in seen:
+                seen.add(key)
+                translated.append(doc.place(finding))
+    return translated
+
+
+def schema_text(schema_name: str) -> str:
+    """The JSON text of a shipped schema (works from a wheel, a zipapp and the source tree)."""
+    return (resources.files("kubectl_gpu") / "schemas" / f"{schema_name}.json").read_text("utf-8")
+
+
+# --- YAML nodes -> plain data --------------------------------------------------------------
+
+
+def _document_from_node(root: yaml.Node | None, file: str,
+                        line_base: int) -> tuple[Document, list[Finding]]:
+    found: list[Finding] = []
+    if root is None:
+        return Document(file, None), found
+    try:
+        data = _Converter(found, line_base).convert(root, ())
+    except _TooComplex as e:
+        found = [findings.error((), "yaml.too-complex", str(e),
+                                "remove the YAML aliases (*name) or split the file")]
+        data = None
+    return Document(file, data, root), found
+
+
+class _Converter:
+    """Builds plain data from composed nodes, reporting what a plain load would hide."""
+
+    def __init__(self, found: list[Finding], line_base: int) -> None:
+        import yaml
+
+        self._line_base = line_base
+        self._yaml = yaml
+        self._constructor = yaml.constructor.SafeConstructor()
+        self._found = found
+        self._budget = MAX_NODES
+
+    def convert(self, node: yaml.Node, path: Path) -> Any:
+        self._budget -= 1
+        if self._budget < 0:
+            raise _TooComplex(f"the document expands to more than {MAX_NODES} values")
+        if len(path) > MAX_DEPTH:
+            raise _TooComplex(f"the document nests deeper than {MAX_DEPTH} levels")
+        if isinstance(node, self._yaml.MappingNode):
+            return self._mapping(node, path)
+        if isinstance(node, self._yaml.SequenceNode):
+            return [self.convert(item, (*path, i)) for i, item in enumerate(node.value)]
+        return self._scalar(node, path)
+
+    def _mapping(self, node: yaml.MappingNode, path: Path) -> dict[str, Any]:
+        self._constructor.flatten_mapping(node)  # YAML merge keys (<<), as Go's yaml does
+        result: dict[str, Any] = {}
+        first_line: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, self._yaml.ScalarNode):
+                self._found.append(findings.error(
+                    path, "yaml.complex-key", "a mapping key must be a plain string",
+                    "write the key as a string"))
+                continue
+            key = key_node.value
+            if key in first_line:
+                self._found.append(dataclasses.replace(findings.error(
+                    (*path, key), "yaml.duplicate-key",
+                    f"duplicate key '{key}' (first defined on line {first_line[key]})",
+                    "keep one of them: YAML parsers disagree on which one wins"), at_key=True))
+            first_line.setdefault(key, key_node.start_mark.line + 1 + self._line_base)
+            result[key] = self.convert(value_node, (*path, key))
+        return result
+
+    def _scalar(self, node: yaml.Node, path: Path) -> Any:
+        tag = node.tag.rsplit(":", 1)[-1]
+        if tag in ("timestamp", "binary"):
+            return node.value  # keep JSON-compatible: the schemas never want dates
+        if tag == "bool" and node.value.lower() in _YAML11_BOOLEANS:
+            value = node.value.lower() in ("y", "yes", "on")
+            self._found.append(findings.warning(
+                path, "yaml.ambiguous-boolean",
+                f"'{node.value}' is read as {str(value).lower()} by YAML 1.1 parsers (the device "
+                "plugin, mig-parted) but as a string by YAML 1.2 parsers",
+                f"write {str(value).lower()}"))
+        return self._constructor.construct_object(node)
+
+
+def _syntax_finding(e: yaml.MarkedYAMLError, file: str) -> Finding:
+    mark = e.problem_mark or e.context_mark
+    problem = e.problem or str(e)
+    context = f" ({e.context})" if e.context else ""
+    line, column = (mark.line + 1, mark.column + 1) if mark else (None, None)
+    return findings.error((), "yaml.syntax", f"invalid YAML: {problem}{context}",
+                          "fix the YAML syntax at that position").located(file, line, column)
+
+
+def _walk(root: Any, path: Path, at_key: bool) -> Any:
+    import yaml
+
+    node = root
+    for depth, item in enumerate(path):
+        last = depth == len(path) - 1
+        if isinstance(node, yaml.MappingNode):
+            match = [(k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode)
+                     and k.value == str(item)]
+            if not match:
+                return node
+            key_node, value_node = match[-1]
+            node = key_node if (last and at_key) else value_node
+        elif isinstance(node, yaml.SequenceNode) and isinstance(item, int):
+            if not 0 <= item < len(node.value):
+                return node
+            node = node.value[item]
+        else:
+            return node
+    return node
+
+
+def _nested_offsets(outer: Document, node: Any) -> tuple[int, int, bool]:
+    if node is None:
+        return outer.line_base, outer.column_base, False
+    mark = node.start_mark
+    base_line = mark.line + outer.line_base
+    if getattr(node, "style", None) not in ("|", ">") or not outer.exact:
+        return base_line, 0, False
+    # A block scalar's content starts on the next line, every line indented alike.
+    lines = mark.buffer.splitlines() if mark.buffer else []
+    content = [ln for ln in lines[mark.line + 1:] if ln.strip()]
+    indent = len(content[0]) - len(content[0].lstrip(" ")) if content else 0
+    exact = getattr(node, "style", None) == "|"
+    return base_line + 1, indent + outer.column_base, exact
+
+
+def _shift_finding(f: Finding, outer: Document, line_base: int, column_base: int,
+                   exact: bool) -> Finding:
+    if f.line is None:
+        return f.located(outer.file, line_base + 1, None)
+    if not exact:
+        return f.located(outer.file, line_base + 1, None)
+    column = f.column + column_base if f.column is not None else None
+    return f.located(outer.file, f.line + line_base, column)
+
+
+# --- jsonschema errors -> findings ---------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def _validator(schema_name: str) -> Any:
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(json.loads(schema_text(schema_name)))
+
+
+_TYPE_WORDS = {
+    "boolean": "a boolean (true or false)",
+    "integer": "an integer",
+    "number": "a number",
+    "string": "a string",
+    "array": "a list",
+    "object": "a mapping",
+    "null": "null",
+}
+
+
+def _translate(err: Any) -> Iterator[Finding]:
+    keyword = err.validator
+    path: Path = tuple(err.absolute_path)
+    if keyword in ("oneOf", "anyOf") and err.context:
+        yield from _translate_union(err, path)
+        return
+    handler = _HANDLERS.get(keyword, _generic)
+    if "propertyNames" in err.relative_schema_path:
+        # jsonschema reports a bad key at its mapping, with the key as the instance.
+        path, key_error = (*path, err.instance), True
+    else:
+        key_error = False
+    for code, message, hint, at_key, where, field in handler(err, path):
+        at_key = at_key or key_error
+        yield _customised(err.schema, keyword, code, message, hint, where, at_key, err.instance,
+                          field)
+
+
+def _customised(schema: Any, keyword: str, code: str, message: str, hint: str, where: Path,
+                at_key: bool, value: Any, field: str) -> Finding:
+    extra = schema if isinstance(schema, dict) else {}
+    fields = {"value": _plain(value), "field": field}
+    message = _template(extra.get("x-message", {}), keyword, message, fields)
+    hint = _template(extra.get("x-hint", {}), keyword, hint, fields)
+    code = extra.get("x-code", {}).get(keyword, code)
+    return dataclasses.replace(findings.error(where, code, message, hint), at_key=at_key)
+
+
+def _template(table: Any, keyword: str, default: str, fields: dict[str, str]) -> str:
+    if isinstance(table, str):
+        return table.format(**fields)
+    text = table.get(keyword) if isinstance(table, dict) else None
+    return text.format(**fields) if isinstance(text, str) else default
+
+
+Translation = tuple[str, str, str, bool, Path, str]
+
+
+def _additional(err: Any, path: Path) -> Iterator[Translation]:
+    import re
+
+    known = list(err.schema.get("properties", {}))
+    patterns = [re.compile(p) for p in err.schema.get("patternProperties", {})]
+    moved = err.schema.get("x-moved", {})
+    parent = str(path[-1]) if path else "the top level"
+    for key in err.instance:
+        if key in known or any(p.search(key) for p in patterns):
+            continue
+        where = (*path, key)
+        if key in moved:
+            yield ("schema.misplaced-field", f"'{key}' does not belong under '{parent}'",
+                   f"move it to {moved[key]}", True, where, key)
+        elif any(key.lower() == k.lower() for k in known):
+            right = next(k for k in known if k.lower() == key.lower())
+            yield ("schema.wrong-case", f"unknown field '{key}': field names are case-sensitive",
+                   f"write '{right}'", True, where, key)
+        else:
+            yield ("schema.unknown-field", f"unknown field '{key}'",
+                   _did_you_mean(key, known), True, where, key)
+
+
+def _did_you_mean(word: str, choices: Sequence[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    if close:
+        return f"did you mean '{close[0]}'?"
+    return "known fields: " + ", ".join(choices) if choices else "remove it"
+
+
+def _required(err: Any, path: Path) -> Iterator[Translation]:
+    for name in err.validator_value:
+        if isinstance(err.instance, dict) and name not in err.instance:
+            yield ("schema.missing-field", f"missing required field '{name}'",
+                   f"add '{name}'", False, (*path, name), name)
+
+
+def _type(err: Any, path: Path) -> Iterator[Translation]:
+    expected = err.validator_value if isinstance(err.validator_value, list) else [
+        err.validator_value]
+    words = " or ".join(_TYPE_WORDS.get(t, t) for t in expected)
+    hint = _type_hint(err.instance, expected)
+    yield ("schema.wrong-type", f"expected {words}, found {_describe(err.instance)}", hint,
+           False, path, _field(path))
+
+
+def _type_hint(value: Any, expected: list[str]) -> str:
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if "boolean" in expected and text in ("true", "false"):
+            return f"remove the quotes: write {text}"
+        if "integer" in expected and text.lstrip("-").isdigit():
+            return f"remove the quotes: write {text}"
+    if isinstance(value, float) and "integer" in expected:
+        return "use a whole number"
+    return ""
+
+
+def _enum(err: Any, path: Path) -> Iterator[Translation]:
+    allowed = [str(v) for v in err.validator_value]
+    value = err.instance
+    hint = "use one of: " + ", ".join(allowed)
+    if isinstance(value, str):
+        same = [a for a in allowed if a.lower() == value.lower()]
+        hint = f"write '{same[0]}' (values are case-sensitive)" if same else hint
+    yield ("schema.bad-value", f"'{_plain(value)}' is not one of: {', '.join(allowed)}", hint,
+           False, path, _field(path))
+
+
+def _const(err: Any, path: Path) -> Iterator[Translation]:
+    want = _plain(err.validator_value)
+    yield ("schema.bad-value", f"expected '{want}', found '{_plain(err.instance)}'",
+           f"write '{want}'", False, path, _field(path))
+
+
+def _generic(err: Any, path: Path) -> Iterator[Translation]:
+    yield (f"schema.{_kebab(err.validator)}", err.message, "", False, path, _field(path))
+
+
+_BOUNDS = {
+    "minimum": "must be at least {v}",
+    "maximum": "must be at most {v}",
+    "exclusiveMinimum": "must be greater than {v}",
+    "exclusiveMaximum": "must be less than {v}",
+    "minItems": "must have at least {v} item(s)",
+    "maxItems": "must have at most {v} item(s)",
+    "minProperties": "must have at least {v} entr(y/ies)",
+    "minLength": "must be at least {v} character(s) long",
+    "maxLength": "must be at most {v} characters long",
+    "pattern": "must match the pattern {v}",
+    "uniqueItems": "must not repeat items",
+}
+
+
+def _bounded(err: Any, path: Path) -> Iterator[Translation]:
+    rule = _BOUNDS[err.validator].format(v=err.validator_value)
+    yield ("schema.bad-value", f"'{_plain(err.instance)}' {rule}", "", False, path, _field(path))
+
+
+_HANDLERS: dict[str, Any] = {
+    "additionalProperties": _additional,
+    "required": _required,
+    "type": _type,
+    "enum": _enum,
+    "const": _const,
+    **{k: _bounded for k in _BOUNDS},
+}
+
+
+def _translate_union(err: Any, path: Path) -> Iterator[Finding]:
+    deeper = [e for e in err.context if len(e.absolute_path) > len(path)]
+    if deeper:
+        # The value has the right shape for one branch but fails inside it: report that.
+        best = max(deeper, key=lambda e: len(e.absolute_path))
+        yield from _translate(best)
+        return
+    branches = [_describe_schema(s) for s in err.validator_value]
+    choices = " or ".join(b for b in branches if b)
+    yield _customised(err.schema, err.validator, "schema.wrong-type",
+                      f"expected {choices}, found {_describe(err.instance)}", "", path, False,
+                      err.instance, _field(path))
+
+
+def _describe_schema(schema: Any) -> str:
+    if not isinstance(schema, dict):
+        return ""
+    if "const" in schema:
+        return f"'{_plain(schema['const'])}'"
+    if "enum" in schema:
+        return "one of " + ", ".join(f"'{v}'" for v in schema["enum"])
+    kind = schema.get("type")
+    if kind == "array" and isinstance(schema.get("items"), dict):
+        inner = schema["items"].get("type")
+        if isinstance(inner, str):
+            return f"a list of {inner}s"
+    return _TYPE_WORDS.get(kind, "") if isinstance(kind, str) else ""
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, str):
+        return f"the string '{value}'"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, list):
+        return "a list"
+    return "a mapping"
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    try:
+        return json.dumps(value, sort_keys=True)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _field(path: Path) -> str:
+    return str(path[-1]) if path else ""
+
+
+def _kebab(name: str) -> str:
+    return "".join("-" + c.lower() if c.isupper() else c for c in name)

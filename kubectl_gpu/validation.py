@@ -1,0 +1,181 @@
+"""Validating a config file: which kind of document it is, and every finding about it.
+
+Owns kind detection (device-plugin config, mig-parted config and its companion files,
+ConfigMaps holding either) and the order of checks: YAML, structure (schema), then
+the domain's semantic rules. Must not render anything or read files: it takes text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kubectl_gpu import findings, schema, sharing
+from kubectl_gpu.findings import Finding, Path
+from kubectl_gpu.mig import spec
+
+Check = Callable[[Mapping[str, Any]], list[Finding]]
+
+# A ConfigMap key is selected by the node label nvidia.com/device-plugin.config=<key>,
+# so it must be a valid label value (reference/sharing-config.md §8).
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Kind:
+    """A kind of document `validate` understands."""
+
+    name: str
+    title: str  # in the user's words, for messages
+    schema: str
+    check: Check
+
+
+KINDS: dict[str, Kind] = {
+    k.name: k
+    for k in (
+        Kind("device-plugin-config", "device-plugin config", "device-plugin-config.v1",
+             sharing.check),
+        Kind("mig-config", "mig-parted config", "mig-config.v1", spec.check),
+        Kind("mig-parted-hooks", "mig-parted hooks file", "mig-parted-hooks.v1", spec.check_hooks),
+        Kind("mig-manager-gpu-clients", "MIG manager GPU clients file",
+             "mig-manager-gpu-clients.v1", spec.check_gpu_clients),
+    )
+}
+CONFIGMAP = "configmap"
+AUTO = "auto"
+
+
+@dataclasses.dataclass(frozen=True)
+class DocumentReport:
+    """What one document in a file was taken for."""
+
+    index: int
+    kind: str  # a KINDS name, "configmap", or "unknown"
+    keys: tuple[tuple[str, str], ...] = ()  # for a ConfigMap: (data key, kind of its value)
+
+
+@dataclasses.dataclass(frozen=True)
+class FileReport:
+    """Every finding about one input, in file order."""
+
+    file: str
+    documents: tuple[DocumentReport, ...]
+    findings: tuple[Finding, ...]
+
+    @property
+    def valid(self) -> bool:
+        """True when no finding is an error (warnings allowed)."""
+        return not findings.has_errors(self.findings)
+
+
+def validate_text(text: str, file: str, kind: str = AUTO) -> FileReport:
+    """Validate every YAML document in `text`, read from `file` (a name for messages only)."""
+    docs, found = schema.load_documents(text, file)
+    reports: list[DocumentReport] = []
+    for index, doc in enumerate(docs):
+        report, doc_findings = _validate_document(doc, index, kind)
+        reports.append(report)
+        found.extend(doc_findings)
+    ordered = sorted(found, key=lambda f: (f.line or 0, f.column or 0, f.pointer))
+    return FileReport(file, tuple(reports), tuple(ordered))
+
+
+def unreadable(file: str, problem: str) -> FileReport:
+    """The report for an input that could not be read at all."""
+    finding = findings.error((), "input.unreadable", problem,
+                             "check the path and that the file is UTF-8 YAML or JSON")
+    return FileReport(file, (), (finding.located(file, None, None),))
+
+
+def detect(data: Any) -> str:
+    """Name the kind of a document from its top-level keys ("unknown" when it is none)."""
+    if data is None:
+        return "device-plugin-config"  # an empty config is the plugin's default
+    if not isinstance(data, dict):
+        return "unknown"
+    if data.get("kind") == "ConfigMap":
+        return CONFIGMAP
+    if "kind" in data and "apiVersion" in data:
+        return "unknown"
+    for key, name in (("mig-configs", "mig-config"), ("hooks", "mig-parted-hooks"),
+                      ("systemd-services", "mig-manager-gpu-clients")):
+        if key in data:
+            return name
+    return "device-plugin-config"
+
+
+def _validate_document(doc: schema.Document, index: int,
+                       kind: str) -> tuple[DocumentReport, list[Finding]]:
+    chosen = detect(doc.data) if kind == AUTO else kind
+    if chosen == CONFIGMAP:
+        return _validate_configmap(doc, index)
+    if chosen not in KINDS:
+        return DocumentReport(index, "unknown"), [doc.place(_unrecognised(doc.data))]
+    return DocumentReport(index, chosen), _validate_as(doc, KINDS[chosen])
+
+
+def _validate_as(doc: schema.Document, kind: Kind) -> list[Finding]:
+    if doc.data is None:
+        return []
+    found = schema.check_structure(doc, kind.schema)
+    if isinstance(doc.data, Mapping):
+        found.extend(doc.place(f) for f in kind.check(doc.data))
+    return found
+
+
+def _unrecognised(data: Any) -> Finding:
+    what = f"a {data.get('kind')}" if isinstance(data, dict) and "kind" in data else (
+        "this document")
+    return findings.error(
+        (), "document.unrecognised",
+        f"{what} is not a config kubectl gpu can validate",
+        "expected a device-plugin config (version/flags/sharing), a mig-parted config "
+        "(version/mig-configs) or a ConfigMap holding either; use --kind to force one")
+
+
+def _validate_configmap(doc: schema.Document, index: int) -> tuple[DocumentReport, list[Finding]]:
+    found = schema.check_structure(doc, "configmap.v1")
+    data = doc.data.get("data")
+    if not isinstance(data, dict):
+        return DocumentReport(index, CONFIGMAP), found
+    keys: list[tuple[str, str]] = []
+    for key, value in data.items():
+        if not isinstance(value, str):
+            continue  # the structure check reported it
+        value_kind, value_findings = _validate_configmap_value(doc, ("data", key), value)
+        keys.append((key, value_kind))
+        found.extend(value_findings)
+    return DocumentReport(index, CONFIGMAP, tuple(keys)), found
+
+
+def _validate_configmap_value(doc: schema.Document, path: Path,
+                              text: str) -> tuple[str, list[Finding]]:
+    inner_docs, inner_found = schema.load_nested(doc, path, text)
+    value_kind = detect(inner_docs[0].data) if inner_docs else "device-plugin-config"
+    for inner in inner_docs:
+        inner_kind = detect(inner.data)
+        if inner_kind in KINDS:
+            inner_found.extend(_validate_as(inner, KINDS[inner_kind]))
+        else:
+            inner_found.append(inner.place(_unrecognised(inner.data)))
+    found = [f.under(path) for f in inner_found]
+    if value_kind == "device-plugin-config":
+        found.extend(_check_selectable_key(doc, path))
+    return value_kind, found
+
+
+def _check_selectable_key(doc: schema.Document, path: Path) -> list[Finding]:
+    key = str(path[-1])
+    if len(key) <= 63 and _LABEL_VALUE.match(key) and key:
+        return []
+    problem = findings.error(
+        path, "configmap.bad-key",
+        f"key '{key}' cannot be selected by the node label "
+        f"nvidia.com/device-plugin.config: a label value is at most 63 characters of "
+        "letters, digits, '-', '_' and '.', starting and ending with a letter or digit",
+        "rename the key, e.g. " + (re.sub(r"[^A-Za-z0-9_.-]", "-", key).strip("-._")[:63]
+                                   or "default"))
+    return [doc.place(dataclasses.replace(problem, at_key=True))]
