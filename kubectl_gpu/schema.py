@@ -63,8 +63,9 @@ class _TooComplex(Exception):
     pass
 
 
-def load_documents(text: str, file: str, line_base: int = 0) -> tuple[list[Document],
-                                                                      list[Finding]]:
+def load_documents(
+    text: str, file: str, line_base: int = 0
+) -> tuple[list[Document], list[Finding]]:
     """Parse every YAML document in `text`.
 
     Returns the documents that could be parsed and the YAML-level findings, already
@@ -83,8 +84,9 @@ def load_documents(text: str, file: str, line_base: int = 0) -> tuple[list[Docum
     except yaml.MarkedYAMLError as e:
         problems.append(_syntax_finding(e, file))
     except (yaml.YAMLError, RecursionError) as e:
-        problems.append(findings.error((), "yaml.syntax", f"cannot parse YAML: {e}").located(
-            file, None, None))
+        problems.append(
+            findings.error((), "yaml.syntax", f"cannot parse YAML: {e}").located(file, None, None)
+        )
     if not docs and not problems:
         docs.append(Document(file, None))  # an empty file is one empty document
     return docs, problems
@@ -129,16 +131,20 @@ def schema_text(schema_name: str) -> str:
 # --- YAML nodes -> plain data --------------------------------------------------------------
 
 
-def _document_from_node(root: yaml.Node | None, file: str,
-                        line_base: int) -> tuple[Document, list[Finding]]:
+def _document_from_node(
+    root: yaml.Node | None, file: str, line_base: int
+) -> tuple[Document, list[Finding]]:
     found: list[Finding] = []
     if root is None:
         return Document(file, None), found
     try:
         data = _Converter(found, line_base).convert(root, ())
     except _TooComplex as e:
-        found = [findings.error((), "yaml.too-complex", str(e),
-                                "remove the YAML aliases (*name) or split the file")]
+        found = [
+            findings.error(
+                (), "yaml.too-complex", str(e), "remove the YAML aliases (*name) or split the file"
+            )
+        ]
         data = None
     return Document(file, data, root), found
 
@@ -173,16 +179,28 @@ class _Converter:
         first_line: dict[str, int] = {}
         for key_node, value_node in node.value:
             if not isinstance(key_node, self._yaml.ScalarNode):
-                self._found.append(findings.error(
-                    path, "yaml.complex-key", "a mapping key must be a plain string",
-                    "write the key as a string"))
+                self._found.append(
+                    findings.error(
+                        path,
+                        "yaml.complex-key",
+                        "a mapping key must be a plain string",
+                        "write the key as a string",
+                    )
+                )
                 continue
             key = key_node.value
             if key in first_line:
-                self._found.append(dataclasses.replace(findings.error(
-                    (*path, key), "yaml.duplicate-key",
-                    f"duplicate key '{key}' (first defined on line {first_line[key]})",
-                    "keep one of them: YAML parsers disagree on which one wins"), at_key=True))
+                self._found.append(
+                    dataclasses.replace(
+                        findings.error(
+                            (*path, key),
+                            "yaml.duplicate-key",
+                            f"duplicate key '{key}' (first defined on line {first_line[key]})",
+                            "keep one of them: YAML parsers disagree on which one wins",
+                        ),
+                        at_key=True,
+                    )
+                )
             first_line.setdefault(key, key_node.start_mark.line + 1 + self._line_base)
             result[key] = self.convert(value_node, (*path, key))
         return result
@@ -192,13 +210,19 @@ class _Converter:
         if tag in ("timestamp", "binary"):
             return node.value  # keep JSON-compatible: the schemas never want dates
         if tag == "bool" and node.value.lower() in _YAML11_BOOLEANS:
-            value = node.value.lower() in ("y", "yes", "on")
-            self._found.append(findings.warning(
-                path, "yaml.ambiguous-boolean",
-                f"'{node.value}' is read as {str(value).lower()} by YAML 1.1 parsers (the device "
-                "plugin, mig-parted) but as a string by YAML 1.2 parsers",
-                f"write {str(value).lower()}"))
+            self._found.append(_ambiguous_boolean(node.value, path))
         return self._constructor.construct_object(node)
+
+
+def _ambiguous_boolean(word: str, path: Path) -> Finding:
+    meaning = "true" if word.lower() in ("y", "yes", "on") else "false"
+    return findings.warning(
+        path,
+        "yaml.ambiguous-boolean",
+        f"'{word}' is read as {meaning} by YAML 1.1 parsers (the device plugin, mig-parted) "
+        "but as a string by YAML 1.2 parsers",
+        f"write {meaning}",
+    )
 
 
 def _syntax_finding(e: yaml.MarkedYAMLError, file: str) -> Finding:
@@ -206,8 +230,12 @@ def _syntax_finding(e: yaml.MarkedYAMLError, file: str) -> Finding:
     problem = e.problem or str(e)
     context = f" ({e.context})" if e.context else ""
     line, column = (mark.line + 1, mark.column + 1) if mark else (None, None)
-    return findings.error((), "yaml.syntax", f"invalid YAML: {problem}{context}",
-                          "fix the YAML syntax at that position").located(file, line, column)
+    return findings.error(
+        (),
+        "yaml.syntax",
+        f"invalid YAML: {problem}{context}",
+        "fix the YAML syntax at that position",
+    ).located(file, line, column)
 
 
 def _walk(root: Any, path: Path, at_key: bool) -> Any:
@@ -217,8 +245,11 @@ def _walk(root: Any, path: Path, at_key: bool) -> Any:
     for depth, item in enumerate(path):
         last = depth == len(path) - 1
         if isinstance(node, yaml.MappingNode):
-            match = [(k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode)
-                     and k.value == str(item)]
+            match = [
+                (k, v)
+                for k, v in node.value
+                if isinstance(k, yaml.ScalarNode) and k.value == str(item)
+            ]
             if not match:
                 return node
             key_node, value_node = match[-1]
@@ -241,14 +272,15 @@ def _nested_offsets(outer: Document, node: Any) -> tuple[int, int, bool]:
         return base_line, 0, False
     # A block scalar's content starts on the next line, every line indented alike.
     lines = mark.buffer.splitlines() if mark.buffer else []
-    content = [ln for ln in lines[mark.line + 1:] if ln.strip()]
+    content = [ln for ln in lines[mark.line + 1 :] if ln.strip()]
     indent = len(content[0]) - len(content[0].lstrip(" ")) if content else 0
     exact = getattr(node, "style", None) == "|"
     return base_line + 1, indent + outer.column_base, exact
 
 
-def _shift_finding(f: Finding, outer: Document, line_base: int, column_base: int,
-                   exact: bool) -> Finding:
+def _shift_finding(
+    f: Finding, outer: Document, line_base: int, column_base: int, exact: bool
+) -> Finding:
     if f.line is None:
         return f.located(outer.file, line_base + 1, None)
     if not exact:
@@ -260,7 +292,7 @@ def _shift_finding(f: Finding, outer: Document, line_base: int, column_base: int
 # --- jsonschema errors -> findings ---------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _validator(schema_name: str) -> Any:
     import jsonschema
 
@@ -279,31 +311,30 @@ _TYPE_WORDS = {
 
 
 def _translate(err: Any) -> Iterator[Finding]:
-    keyword = err.validator
     path: Path = tuple(err.absolute_path)
-    if keyword in ("oneOf", "anyOf") and err.context:
+    if err.validator in ("oneOf", "anyOf") and err.context:
         yield from _translate_union(err, path)
         return
-    handler = _HANDLERS.get(keyword, _generic)
-    if "propertyNames" in err.relative_schema_path:
-        # jsonschema reports a bad key at its mapping, with the key as the instance.
-        path, key_error = (*path, err.instance), True
-    else:
-        key_error = False
-    for code, message, hint, at_key, where, field in handler(err, path):
-        at_key = at_key or key_error
-        yield _customised(err.schema, keyword, code, message, hint, where, at_key, err.instance,
-                          field)
+    on_key = "propertyNames" in err.relative_schema_path
+    if on_key:  # jsonschema reports a bad key at its mapping, with the key as the instance
+        path = (*path, err.instance)
+    handler = _HANDLERS.get(err.validator, _generic)
+    for finding in handler(err, path):
+        yield _customised(err, dataclasses.replace(finding, at_key=finding.at_key or on_key))
 
 
-def _customised(schema: Any, keyword: str, code: str, message: str, hint: str, where: Path,
-                at_key: bool, value: Any, field: str) -> Finding:
-    extra = schema if isinstance(schema, dict) else {}
-    fields = {"value": _plain(value), "field": field}
-    message = _template(extra.get("x-message", {}), keyword, message, fields)
-    hint = _template(extra.get("x-hint", {}), keyword, hint, fields)
-    code = extra.get("x-code", {}).get(keyword, code)
-    return dataclasses.replace(findings.error(where, code, message, hint), at_key=at_key)
+def _customised(err: Any, finding: Finding) -> Finding:
+    """Apply the schema's own wording (x-message, x-hint, x-code) for the failed keyword."""
+    extra = err.schema if isinstance(err.schema, dict) else {}
+    fields = {"value": _plain(err.instance), "field": _field(finding.path)}
+    keyword = err.validator
+    codes = extra.get("x-code", {})
+    return dataclasses.replace(
+        finding,
+        message=_template(extra.get("x-message", {}), keyword, finding.message, fields),
+        hint=_template(extra.get("x-hint", {}), keyword, finding.hint, fields),
+        code=codes.get(keyword, finding.code) if isinstance(codes, dict) else finding.code,
+    )
 
 
 def _template(table: Any, keyword: str, default: str, fields: dict[str, str]) -> str:
@@ -313,10 +344,11 @@ def _template(table: Any, keyword: str, default: str, fields: dict[str, str]) ->
     return text.format(**fields) if isinstance(text, str) else default
 
 
-Translation = tuple[str, str, str, bool, Path, str]
+def _on_key(path: Path, code: str, message: str, hint: str) -> Finding:
+    return dataclasses.replace(findings.error(path, code, message, hint), at_key=True)
 
 
-def _additional(err: Any, path: Path) -> Iterator[Translation]:
+def _additional(err: Any, path: Path) -> Iterator[Finding]:
     import re
 
     known = list(err.schema.get("properties", {}))
@@ -327,16 +359,25 @@ def _additional(err: Any, path: Path) -> Iterator[Translation]:
         if key in known or any(p.search(key) for p in patterns):
             continue
         where = (*path, key)
+        same_but_case = [k for k in known if k.lower() == key.lower()]
         if key in moved:
-            yield ("schema.misplaced-field", f"'{key}' does not belong under '{parent}'",
-                   f"move it to {moved[key]}", True, where, key)
-        elif any(key.lower() == k.lower() for k in known):
-            right = next(k for k in known if k.lower() == key.lower())
-            yield ("schema.wrong-case", f"unknown field '{key}': field names are case-sensitive",
-                   f"write '{right}'", True, where, key)
+            yield _on_key(
+                where,
+                "schema.misplaced-field",
+                f"'{key}' does not belong under '{parent}'",
+                f"move it to {moved[key]}",
+            )
+        elif same_but_case:
+            yield _on_key(
+                where,
+                "schema.wrong-case",
+                f"unknown field '{key}': field names are case-sensitive",
+                f"write '{same_but_case[0]}'",
+            )
         else:
-            yield ("schema.unknown-field", f"unknown field '{key}'",
-                   _did_you_mean(key, known), True, where, key)
+            yield _on_key(
+                where, "schema.unknown-field", f"unknown field '{key}'", _did_you_mean(key, known)
+            )
 
 
 def _did_you_mean(word: str, choices: Sequence[str]) -> str:
@@ -348,20 +389,27 @@ def _did_you_mean(word: str, choices: Sequence[str]) -> str:
     return "known fields: " + ", ".join(choices) if choices else "remove it"
 
 
-def _required(err: Any, path: Path) -> Iterator[Translation]:
+def _required(err: Any, path: Path) -> Iterator[Finding]:
     for name in err.validator_value:
         if isinstance(err.instance, dict) and name not in err.instance:
-            yield ("schema.missing-field", f"missing required field '{name}'",
-                   f"add '{name}'", False, (*path, name), name)
+            yield findings.error(
+                (*path, name),
+                "schema.missing-field",
+                f"missing required field '{name}'",
+                f"add '{name}'",
+            )
 
 
-def _type(err: Any, path: Path) -> Iterator[Translation]:
-    expected = err.validator_value if isinstance(err.validator_value, list) else [
-        err.validator_value]
-    words = " or ".join(_TYPE_WORDS.get(t, t) for t in expected)
-    hint = _type_hint(err.instance, expected)
-    yield ("schema.wrong-type", f"expected {words}, found {_describe(err.instance)}", hint,
-           False, path, _field(path))
+def _type(err: Any, path: Path) -> Iterator[Finding]:
+    wanted = err.validator_value
+    expected = wanted if isinstance(wanted, list) else [wanted]
+    words = " or ".join(_TYPE_WORDS.get(str(t), str(t)) for t in expected)
+    yield findings.error(
+        path,
+        "schema.wrong-type",
+        f"expected {words}, found {_describe(err.instance)}",
+        _type_hint(err.instance, expected),
+    )
 
 
 def _type_hint(value: Any, expected: list[str]) -> str:
@@ -376,25 +424,32 @@ def _type_hint(value: Any, expected: list[str]) -> str:
     return ""
 
 
-def _enum(err: Any, path: Path) -> Iterator[Translation]:
+def _enum(err: Any, path: Path) -> Iterator[Finding]:
     allowed = [str(v) for v in err.validator_value]
     value = err.instance
-    hint = "use one of: " + ", ".join(allowed)
-    if isinstance(value, str):
-        same = [a for a in allowed if a.lower() == value.lower()]
-        hint = f"write '{same[0]}' (values are case-sensitive)" if same else hint
-    yield ("schema.bad-value", f"'{_plain(value)}' is not one of: {', '.join(allowed)}", hint,
-           False, path, _field(path))
+    same = [a for a in allowed if isinstance(value, str) and a.lower() == value.lower()]
+    hint = (
+        f"write '{same[0]}' (values are case-sensitive)"
+        if same
+        else "use one of: " + ", ".join(allowed)
+    )
+    yield findings.error(
+        path, "schema.bad-value", f"'{_plain(value)}' is not one of: {', '.join(allowed)}", hint
+    )
 
 
-def _const(err: Any, path: Path) -> Iterator[Translation]:
+def _const(err: Any, path: Path) -> Iterator[Finding]:
     want = _plain(err.validator_value)
-    yield ("schema.bad-value", f"expected '{want}', found '{_plain(err.instance)}'",
-           f"write '{want}'", False, path, _field(path))
+    yield findings.error(
+        path,
+        "schema.bad-value",
+        f"expected '{want}', found '{_plain(err.instance)}'",
+        f"write '{want}'",
+    )
 
 
-def _generic(err: Any, path: Path) -> Iterator[Translation]:
-    yield (f"schema.{_kebab(err.validator)}", err.message, "", False, path, _field(path))
+def _generic(err: Any, path: Path) -> Iterator[Finding]:
+    yield findings.error(path, f"schema.{_kebab(err.validator)}", err.message)
 
 
 _BOUNDS = {
@@ -412,9 +467,9 @@ _BOUNDS = {
 }
 
 
-def _bounded(err: Any, path: Path) -> Iterator[Translation]:
+def _bounded(err: Any, path: Path) -> Iterator[Finding]:
     rule = _BOUNDS[err.validator].format(v=err.validator_value)
-    yield ("schema.bad-value", f"'{_plain(err.instance)}' {rule}", "", False, path, _field(path))
+    yield findings.error(path, "schema.bad-value", f"'{_plain(err.instance)}' {rule}")
 
 
 _HANDLERS: dict[str, Any] = {
@@ -431,14 +486,11 @@ def _translate_union(err: Any, path: Path) -> Iterator[Finding]:
     deeper = [e for e in err.context if len(e.absolute_path) > len(path)]
     if deeper:
         # The value has the right shape for one branch but fails inside it: report that.
-        best = max(deeper, key=lambda e: len(e.absolute_path))
-        yield from _translate(best)
+        yield from _translate(max(deeper, key=lambda e: len(e.absolute_path)))
         return
-    branches = [_describe_schema(s) for s in err.validator_value]
-    choices = " or ".join(b for b in branches if b)
-    yield _customised(err.schema, err.validator, "schema.wrong-type",
-                      f"expected {choices}, found {_describe(err.instance)}", "", path, False,
-                      err.instance, _field(path))
+    choices = " or ".join(b for b in map(_describe_schema, err.validator_value) if b)
+    message = f"expected {choices}, found {_describe(err.instance)}"
+    yield _customised(err, findings.error(path, "schema.wrong-type", message))
 
 
 def _describe_schema(schema: Any) -> str:

@@ -36,12 +36,17 @@ class Kind:
 KINDS: dict[str, Kind] = {
     k.name: k
     for k in (
-        Kind("device-plugin-config", "device-plugin config", "device-plugin-config.v1",
-             sharing.check),
+        Kind(
+            "device-plugin-config", "device-plugin config", "device-plugin-config.v1", sharing.check
+        ),
         Kind("mig-config", "mig-parted config", "mig-config.v1", spec.check),
         Kind("mig-parted-hooks", "mig-parted hooks file", "mig-parted-hooks.v1", spec.check_hooks),
-        Kind("mig-manager-gpu-clients", "MIG manager GPU clients file",
-             "mig-manager-gpu-clients.v1", spec.check_gpu_clients),
+        Kind(
+            "mig-manager-gpu-clients",
+            "MIG manager GPU clients file",
+            "mig-manager-gpu-clients.v1",
+            spec.check_gpu_clients,
+        ),
     )
 }
 CONFIGMAP = "configmap"
@@ -85,8 +90,9 @@ def validate_text(text: str, file: str, kind: str = AUTO) -> FileReport:
 
 def unreadable(file: str, problem: str) -> FileReport:
     """The report for an input that could not be read at all."""
-    finding = findings.error((), "input.unreadable", problem,
-                             "check the path and that the file is UTF-8 YAML or JSON")
+    finding = findings.error(
+        (), "input.unreadable", problem, "check the path and that the file is UTF-8 YAML or JSON"
+    )
     return FileReport(file, (), (finding.located(file, None, None),))
 
 
@@ -100,15 +106,19 @@ def detect(data: Any) -> str:
         return CONFIGMAP
     if "kind" in data and "apiVersion" in data:
         return "unknown"
-    for key, name in (("mig-configs", "mig-config"), ("hooks", "mig-parted-hooks"),
-                      ("systemd-services", "mig-manager-gpu-clients")):
+    for key, name in (
+        ("mig-configs", "mig-config"),
+        ("hooks", "mig-parted-hooks"),
+        ("systemd-services", "mig-manager-gpu-clients"),
+    ):
         if key in data:
             return name
     return "device-plugin-config"
 
 
-def _validate_document(doc: schema.Document, index: int,
-                       kind: str) -> tuple[DocumentReport, list[Finding]]:
+def _validate_document(
+    doc: schema.Document, index: int, kind: str
+) -> tuple[DocumentReport, list[Finding]]:
     chosen = detect(doc.data) if kind == AUTO else kind
     if chosen == CONFIGMAP:
         return _validate_configmap(doc, index)
@@ -127,13 +137,16 @@ def _validate_as(doc: schema.Document, kind: Kind) -> list[Finding]:
 
 
 def _unrecognised(data: Any) -> Finding:
-    what = f"a {data.get('kind')}" if isinstance(data, dict) and "kind" in data else (
-        "this document")
+    what = (
+        f"a {data.get('kind')}" if isinstance(data, dict) and "kind" in data else ("this document")
+    )
     return findings.error(
-        (), "document.unrecognised",
+        (),
+        "document.unrecognised",
         f"{what} is not a config kubectl gpu can validate",
         "expected a device-plugin config (version/flags/sharing), a mig-parted config "
-        "(version/mig-configs) or a ConfigMap holding either; use --kind to force one")
+        "(version/mig-configs) or a ConfigMap holding either; use --kind to force one",
+    )
 
 
 def _validate_configmap(doc: schema.Document, index: int) -> tuple[DocumentReport, list[Finding]]:
@@ -151,8 +164,9 @@ def _validate_configmap(doc: schema.Document, index: int) -> tuple[DocumentRepor
     return DocumentReport(index, CONFIGMAP, tuple(keys)), found
 
 
-def _validate_configmap_value(doc: schema.Document, path: Path,
-                              text: str) -> tuple[str, list[Finding]]:
+def _validate_configmap_value(
+    doc: schema.Document, path: Path, text: str
+) -> tuple[str, list[Finding]]:
     inner_docs, inner_found = schema.load_nested(doc, path, text)
     value_kind = detect(inner_docs[0].data) if inner_docs else "device-plugin-config"
     for inner in inner_docs:
@@ -172,10 +186,12 @@ def _check_selectable_key(doc: schema.Document, path: Path) -> list[Finding]:
     if len(key) <= 63 and _LABEL_VALUE.match(key) and key:
         return []
     problem = findings.error(
-        path, "configmap.bad-key",
+        path,
+        "configmap.bad-key",
         f"key '{key}' cannot be selected by the node label "
         f"nvidia.com/device-plugin.config: a label value is at most 63 characters of "
         "letters, digits, '-', '_' and '.', starting and ending with a letter or digit",
-        "rename the key, e.g. " + (re.sub(r"[^A-Za-z0-9_.-]", "-", key).strip("-._")[:63]
-                                   or "default"))
+        "rename the key, e.g. "
+        + (re.sub(r"[^A-Za-z0-9_.-]", "-", key).strip("-._")[:63] or "default"),
+    )
     return [doc.place(dataclasses.replace(problem, at_key=True))]

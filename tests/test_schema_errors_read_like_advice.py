@@ -14,8 +14,11 @@ SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
     "required": ["version"],
     "properties": {
-        "version": {"const": "v1", "x-message": {"const": "unknown version: {value}"},
-                    "x-code": {"const": "test.unknown-version"}},
+        "version": {
+            "const": "v1",
+            "x-message": {"const": "unknown version: {value}"},
+            "x-code": {"const": "test.unknown-version"},
+        },
         "flags": {
             "type": "object",
             "additionalProperties": False,
@@ -35,14 +38,22 @@ def check(text: str) -> list[tuple[str, int | None, str, str, str]]:
     docs, found = schema.load_documents(text, "f.yaml")
     assert found == []
     validator = jsonschema.Draft202012Validator(SCHEMA)
-    return [(f.code, f.line, f.pointer, f.message, f.hint)
-            for f in schema.check_against(docs[0], validator)]
+    return [
+        (f.code, f.line, f.pointer, f.message, f.hint)
+        for f in schema.check_against(docs[0], validator)
+    ]
 
 
 def test_unknown_field_points_at_the_key_and_suggests_the_closest_name() -> None:
     assert check("version: v1\nflags:\n  migStrategyy: none\n") == [
-        ("schema.unknown-field", 3, "/flags/migStrategyy", "unknown field 'migStrategyy'",
-         "did you mean 'migStrategy'?")]
+        (
+            "schema.unknown-field",
+            3,
+            "/flags/migStrategyy",
+            "unknown field 'migStrategyy'",
+            "did you mean 'migStrategy'?",
+        )
+    ]
 
 
 def test_wrong_case_is_named_as_such() -> None:
@@ -53,16 +64,26 @@ def test_wrong_case_is_named_as_such() -> None:
 
 def test_misplaced_field_says_where_it_belongs() -> None:
     assert check("version: v1\nflags:\n  renameByDefault: true\n") == [
-        ("schema.misplaced-field", 3, "/flags/renameByDefault",
-         "'renameByDefault' does not belong under 'flags'",
-         "move it to sharing.timeSlicing.renameByDefault")]
+        (
+            "schema.misplaced-field",
+            3,
+            "/flags/renameByDefault",
+            "'renameByDefault' does not belong under 'flags'",
+            "move it to sharing.timeSlicing.renameByDefault",
+        )
+    ]
 
 
 def test_quoted_boolean_gets_remove_the_quotes() -> None:
     assert check('version: v1\nflags:\n  failOnInitError: "true"\n') == [
-        ("schema.wrong-type", 3, "/flags/failOnInitError",
-         "expected a boolean (true or false), found the string 'true'",
-         "remove the quotes: write true")]
+        (
+            "schema.wrong-type",
+            3,
+            "/flags/failOnInitError",
+            "expected a boolean (true or false), found the string 'true'",
+            "remove the quotes: write true",
+        )
+    ]
 
 
 def test_enum_value_in_the_wrong_case_gets_the_right_spelling() -> None:
@@ -74,13 +95,14 @@ def test_enum_value_in_the_wrong_case_gets_the_right_spelling() -> None:
 
 def test_schema_can_carry_the_upstream_wording() -> None:
     assert check("version: v2\n") == [
-        ("test.unknown-version", 1, "/version", "unknown version: v2", "write 'v1'")]
+        ("test.unknown-version", 1, "/version", "unknown version: v2", "write 'v1'")
+    ]
 
 
 def test_missing_required_field_is_named() -> None:
     assert check("flags: {}\n") == [
-        ("schema.missing-field", 1, "/version", "missing required field 'version'",
-         "add 'version'")]
+        ("schema.missing-field", 1, "/version", "missing required field 'version'", "add 'version'")
+    ]
 
 
 def test_bounds_say_the_limit() -> None:
@@ -90,8 +112,14 @@ def test_bounds_say_the_limit() -> None:
 
 def test_union_mismatch_lists_the_accepted_forms() -> None:
     assert check("version: v1\ndevices: some\n") == [
-        ("schema.wrong-type", 2, "/devices",
-         "expected 'all' or a list of integers, found the string 'some'", "")]
+        (
+            "schema.wrong-type",
+            2,
+            "/devices",
+            "expected 'all' or a list of integers, found the string 'some'",
+            "",
+        )
+    ]
 
 
 def test_union_error_inside_the_matching_branch_points_at_the_item() -> None:

@@ -29,8 +29,9 @@ def test_duplicate_key_is_an_error_that_names_both_lines() -> None:
     assert found[0].severity is Severity.ERROR
 
 
-@pytest.mark.parametrize("word, meaning", [("yes", "true"), ("on", "true"), ("Off", "false"),
-                                           ("no", "false")])
+@pytest.mark.parametrize(
+    "word, meaning", [("yes", "true"), ("on", "true"), ("Off", "false"), ("no", "false")]
+)
 def test_yaml_1_1_booleans_warn_and_say_what_they_mean(word: str, meaning: str) -> None:
     _, found = schema.load_documents(f"flags:\n  failOnInitError: {word}\n", "f.yaml")
     assert [(f.code, f.line, f.column) for f in found] == [("yaml.ambiguous-boolean", 2, 20)]

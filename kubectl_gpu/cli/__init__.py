@@ -50,8 +50,9 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 @click.group(cls=RootGroup, context_settings=CONTEXT)
-@click.version_option(__version__, "--version", prog_name="kubectl-gpu",
-                      message="%(prog)s %(version)s")
+@click.version_option(
+    __version__, "--version", prog_name="kubectl-gpu", message="%(prog)s %(version)s"
+)
 @global_options
 @click.pass_context
 def cli(ctx: click.Context) -> None:

@@ -31,7 +31,7 @@ class Settings:
     debug: bool = False
 
 
-class _Level(click.ParamType):
+class _Level(click.ParamType):  # type: ignore[type-arg]  # generic only in click>=8.2 stubs
     """kubectl's `-v=4`: accept the `=` that click would otherwise pass through."""
 
     name = "level"
@@ -53,10 +53,21 @@ _OPTIONS = (
     click.option("--kubeconfig", metavar="PATH", help="Path to the kubeconfig file to use."),
     click.option("--context", metavar="NAME", help="The kubeconfig context to use."),
     click.option("-n", "--namespace", metavar="NS", help="The namespace to use."),
-    click.option("-o", "--output", type=click.Choice(OUTPUTS), metavar="FORMAT",
-                 help="Output format: table|wide|json|yaml."),
-    click.option("-v", "--v", "verbosity", type=_Level(), metavar="LEVEL",
-                 help="Log level for progress on stderr (1: info, 4: debug)."),
+    click.option(
+        "-o",
+        "--output",
+        type=click.Choice(OUTPUTS),
+        metavar="FORMAT",
+        help="Output format: table|wide|json|yaml.",
+    ),
+    click.option(
+        "-v",
+        "--v",
+        "verbosity",
+        type=_Level(),
+        metavar="LEVEL",
+        help="Log level for progress on stderr (1: info, 4: debug).",
+    ),
     click.option("--debug", is_flag=True, default=None, help="Show tracebacks for errors."),
 )
 
@@ -66,7 +77,7 @@ def global_options(f: F) -> F:
     for option in reversed(_OPTIONS):
         f = option(f)
     params = getattr(f, "__click_params__", [])
-    for p in params[-len(_OPTIONS):]:
+    for p in params[-len(_OPTIONS) :]:
         p.expose_value = False
         p.callback = _remember
     return f

@@ -18,21 +18,40 @@ from kubectl_gpu.errors import ExitCode, UsageError
 
 MAX_INPUT_BYTES = 4 * 1024 * 1024  # a ConfigMap holds at most 1 MiB; leave room for comments
 _SUFFIXES = (".yaml", ".yml", ".json")
-KIND_CHOICES = ("auto", "device-plugin-config", "mig-config", "configmap", "mig-parted-hooks",
-                "mig-manager-gpu-clients")
+KIND_CHOICES = (
+    "auto",
+    "device-plugin-config",
+    "mig-config",
+    "configmap",
+    "mig-parted-hooks",
+    "mig-manager-gpu-clients",
+)
 
 
 @click.command()
-@click.option("-f", "--filename", "filenames", multiple=True, required=True, metavar="FILE",
-              help="File, directory or '-' (stdin) to validate; repeatable.")
+@click.option(
+    "-f",
+    "--filename",
+    "filenames",
+    multiple=True,
+    required=True,
+    metavar="FILE",
+    help="File, directory or '-' (stdin) to validate; repeatable.",
+)
 @click.option("-R", "--recursive", is_flag=True, help="Descend into directories given with -f.")
-@click.option("--kind", type=click.Choice(KIND_CHOICES), default="auto", show_default=True,
-              help="Treat every document as this kind instead of detecting it.")
+@click.option(
+    "--kind",
+    type=click.Choice(KIND_CHOICES),
+    default="auto",
+    show_default=True,
+    help="Treat every document as this kind instead of detecting it.",
+)
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
 @global_options
 @pass_settings
-def validate(settings: Settings, filenames: tuple[str, ...], recursive: bool, kind: str,
-             strict: bool) -> None:
+def validate(
+    settings: Settings, filenames: tuple[str, ...], recursive: bool, kind: str, strict: bool
+) -> None:
     """Check device-plugin and MIG configs, strictly, with file, line and fix.
 
     Recognises NVIDIA device-plugin configs (time-slicing, MPS, flags), mig-parted
@@ -50,9 +69,12 @@ def validate(settings: Settings, filenames: tuple[str, ...], recursive: bool, ki
     """
     from kubectl_gpu import validation
 
-    reports = [validation.validate_text(text, name, kind) if text is not None
-               else validation.unreadable(name, problem)
-               for name, text, problem in _read_inputs(filenames, recursive)]
+    reports = [
+        validation.validate_text(text, name, kind)
+        if text is not None
+        else validation.unreadable(name, problem)
+        for name, text, problem in _read_inputs(filenames, recursive)
+    ]
     render.emit_validation(reports, settings.output)
     failed = any(not r.valid for r in reports) or (strict and any(r.findings for r in reports))
     click.get_current_context().exit(int(ExitCode.ERROR if failed else ExitCode.OK))
@@ -67,8 +89,11 @@ def _read_inputs(names: tuple[str, ...], recursive: bool) -> Iterator[tuple[str,
             continue
         path = FsPath(name)
         if path.is_dir():
-            files = sorted(p for p in (path.rglob("*") if recursive else path.iterdir())
-                           if p.is_file() and p.suffix in _SUFFIXES)
+            files = sorted(
+                p
+                for p in (path.rglob("*") if recursive else path.iterdir())
+                if p.is_file() and p.suffix in _SUFFIXES
+            )
             if not files:
                 raise UsageError(f"directory {name} holds no .yaml, .yml or .json file")
             for file in files:

@@ -1,0 +1,167 @@
+"""`kubectl gpu validate` as a user drives it: inputs, exit codes, output formats."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from tests.conftest import ROOT, CliResult
+
+Run = Callable[..., CliResult]
+GOOD = """version: v1
+sharing:
+  timeSlicing:
+    resources:
+    - name: nvidia.com/gpu
+      replicas: 4
+"""
+BAD = "version: v1\nflags:\n  migStrategy: Mixed\n"
+
+
+def write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_a_valid_file_exits_0_and_says_so(run_cli: Run, tmp_path: Path) -> None:
+    result = run_cli("validate", "-f", write(tmp_path, "good.yaml", GOOD))
+    assert result.exit_code == 0, result.stderr
+    assert "good.yaml: valid (device-plugin-config)" in result.stdout
+    assert "1 file valid: 0 error(s), 0 warning(s)" in result.stderr
+
+
+def test_an_invalid_file_exits_1_with_file_line_column_and_hint(
+    run_cli: Run, tmp_path: Path
+) -> None:
+    path = write(tmp_path, "bad.yaml", BAD)
+    result = run_cli("validate", "-f", path)
+    assert result.exit_code == 1
+    assert f"{path}:3:16: error: 'Mixed' is not one of: none, single, mixed" in result.stdout
+    assert "hint: write 'mixed' (values are case-sensitive)" in result.stdout
+    assert result.exception is None
+
+
+def test_several_files_are_all_checked(run_cli: Run, tmp_path: Path) -> None:
+    result = run_cli(
+        "validate",
+        "-f",
+        write(tmp_path, "a.yaml", GOOD),
+        "-f",
+        write(tmp_path, "b.yaml", BAD),
+        "-o",
+        "json",
+    )
+    assert result.exit_code == 1
+    assert [(f["file"].rsplit("/", 1)[-1], f["valid"]) for f in result.json["files"]] == [
+        ("a.yaml", True),
+        ("b.yaml", False),
+    ]
+
+
+def test_stdin_is_read_with_dash(run_cli: Run) -> None:
+    result = run_cli("validate", "-f", "-", input=BAD)
+    assert result.exit_code == 1 and "<stdin>:3:16: error:" in result.stdout
+
+
+def test_json_output_follows_its_published_schema(run_cli: Run, tmp_path: Path) -> None:
+    result = run_cli("validate", "-o", "json", "-f", write(tmp_path, "bad.yaml", BAD))
+    contract = json.loads((ROOT / "schemas" / "validate-result.v1.json").read_text())
+    jsonschema.validate(result.json, contract)
+    [finding] = result.json["files"][0]["findings"]
+    assert finding["line"] == 3 and finding["path"] == "/flags/migStrategy"
+    assert result.json["summary"] == {"files": 1, "errors": 1, "warnings": 0}
+
+
+def test_yaml_output_is_the_same_document(run_cli: Run, tmp_path: Path) -> None:
+    import yaml
+
+    path = write(tmp_path, "bad.yaml", BAD)
+    as_yaml = yaml.safe_load(run_cli("validate", "-o", "yaml", "-f", path).stdout)
+    assert as_yaml == run_cli("validate", "-o", "json", "-f", path).json
+
+
+def test_global_flags_work_before_the_subcommand_too(run_cli: Run, tmp_path: Path) -> None:
+    result = run_cli("-o", "json", "validate", "-f", write(tmp_path, "bad.yaml", BAD))
+    assert result.json["valid"] is False
+
+
+def test_a_missing_file_is_reported_and_the_others_still_checked(
+    run_cli: Run, tmp_path: Path
+) -> None:
+    result = run_cli(
+        "validate", "-f", str(tmp_path / "nope.yaml"), "-f", write(tmp_path, "good.yaml", GOOD)
+    )
+    assert result.exit_code == 1
+    assert "nope.yaml: error: the file does not exist [input.unreadable]" in result.stdout
+    assert "good.yaml: valid" in result.stdout
+
+
+def test_an_oversized_input_is_refused_without_parsing(run_cli: Run, tmp_path: Path) -> None:
+    path = write(tmp_path, "big.yaml", "# x\n" * (1024 * 1024 + 1))
+    result = run_cli("validate", "-f", path)
+    assert result.exit_code == 1 and "larger than 4 MiB" in result.stdout
+
+
+def test_binary_input_is_refused_clearly(run_cli: Run, tmp_path: Path) -> None:
+    path = tmp_path / "x.yaml"
+    path.write_bytes(b"\xff\xfe\x00garbage")
+    result = run_cli("validate", "-f", str(path))
+    assert result.exit_code == 1 and "not UTF-8 text" in result.stdout
+
+
+def test_a_directory_is_walked_for_yaml_files(run_cli: Run, tmp_path: Path) -> None:
+    write(tmp_path, "a.yaml", GOOD)
+    (tmp_path / "sub").mkdir()
+    write(tmp_path / "sub", "b.yml", BAD)
+    flat = run_cli("validate", "-o", "json", "-f", str(tmp_path))
+    deep = run_cli("validate", "-o", "json", "-R", "-f", str(tmp_path))
+    assert flat.json["summary"]["files"] == 1 and flat.exit_code == 0
+    assert deep.json["summary"]["files"] == 2 and deep.exit_code == 1
+
+
+def test_strict_makes_warnings_fail(run_cli: Run, tmp_path: Path) -> None:
+    path = write(tmp_path, "w.yaml", "version: v1\nflags:\n  failOnInitError: yes\n")
+    assert run_cli("validate", "-f", path).exit_code == 0
+    assert run_cli("validate", "--strict", "-f", path).exit_code == 1
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["validate"],
+        ["validate", "-f", "x", "-o", "xml"],
+        ["validate", "-f", "-", "-f", "-"],
+        ["nosuchcommand"],
+    ],
+)
+def test_usage_errors_exit_2_without_traceback(run_cli: Run, args: list[str]) -> None:
+    result = run_cli(*args)
+    assert result.exit_code == 2, result.stdout
+    assert result.exception is None
+    assert "Traceback" not in result.stderr
+
+
+def test_kind_can_be_forced(run_cli: Run, tmp_path: Path) -> None:
+    path = write(tmp_path, "m.yaml", "version: v1\nflags: {}\n")
+    result = run_cli("validate", "--kind", "mig-config", "-o", "json", "-f", path)
+    assert result.exit_code == 1
+    assert result.json["files"][0]["documents"][0]["kind"] == "mig-config"
+
+
+def test_an_unrelated_kubernetes_object_is_named(run_cli: Run, tmp_path: Path) -> None:
+    path = write(tmp_path, "d.yaml", "apiVersion: apps/v1\nkind: Deployment\n")
+    result = run_cli("validate", "-f", path)
+    assert result.exit_code == 1
+    assert "a Deployment is not a config kubectl gpu can validate" in result.stdout
+
+
+def test_version_flag(run_cli: Run) -> None:
+    from kubectl_gpu import __version__
+
+    result = run_cli("--version")
+    assert result.exit_code == 0 and result.stdout.strip() == f"kubectl-gpu {__version__}"
