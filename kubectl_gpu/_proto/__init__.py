@@ -1,0 +1,1 @@
+"""Generated protobuf stubs (root); see proto/generate.py. Never edit by hand."""

@@ -1,0 +1,1 @@
+"""Generated protobuf stubs (deviceplugin); see proto/generate.py. Never edit by hand."""

@@ -1,0 +1,1 @@
+"""Generated protobuf stubs (podresources); see proto/generate.py. Never edit by hand."""
