@@ -338,10 +338,17 @@ def _customised(err: Any, finding: Finding) -> Finding:
 
 
 def _template(table: Any, keyword: str, default: str, fields: dict[str, str]) -> str:
-    if isinstance(table, str):
-        return table.format(**fields)
-    text = table.get(keyword) if isinstance(table, dict) else None
-    return text.format(**fields) if isinstance(text, str) else default
+    text = (
+        table
+        if isinstance(table, str)
+        else (table.get(keyword) if isinstance(table, dict) else None)
+    )
+    if not isinstance(text, str):
+        return default
+    # Plain replacement, not str.format: messages may quote YAML such as {devices: all}.
+    for name, value in fields.items():
+        text = text.replace("{" + name + "}", value)
+    return text
 
 
 def _on_key(path: Path, code: str, message: str, hint: str) -> Finding:

@@ -130,3 +130,13 @@ def test_union_error_inside_the_matching_branch_points_at_the_item() -> None:
 @pytest.mark.parametrize("text", ["[]\n", "42\n", "version: v1\nflags: [1]\n"])
 def test_wrong_shapes_never_raise(text: str) -> None:
     assert all(code.startswith("schema.") for code, *_ in check(text))
+
+
+def test_braces_in_a_schema_message_are_kept_literally() -> None:
+    braced: dict[str, Any] = {
+        "type": "object",
+        "properties": {"devices": {"type": "string", "x-hint": {"type": "write {devices: all}"}}},
+    }
+    docs, _ = schema.load_documents("devices: 3\n", "f.yaml")
+    [finding] = schema.check_against(docs[0], jsonschema.Draft202012Validator(braced))
+    assert finding.hint == "write {devices: all}"
