@@ -120,4 +120,4 @@ def test_zipapp_validates_with_schemas_read_from_the_archive(tmp_path: Path) -> 
     )
     assert result.returncode == 1, result.stderr
     report = json.loads(result.stdout)
-    assert [f["code"] for f in report["files"][0]["findings"]] == ["schema.bad-value"]
+    assert [f["code"] for f in report["files"][0]["findings"]] == ["sharing.unknown-mig-strategy"]

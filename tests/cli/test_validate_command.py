@@ -41,7 +41,7 @@ def test_an_invalid_file_exits_1_with_file_line_column_and_hint(
     path = write(tmp_path, "bad.yaml", BAD)
     result = run_cli("validate", "-f", path)
     assert result.exit_code == 1
-    assert f"{path}:3:16: error: 'Mixed' is not one of: none, single, mixed" in result.stdout
+    assert f"{path}:3:16: error: unknown MIG strategy: Mixed" in result.stdout
     assert "hint: write 'mixed' (values are case-sensitive)" in result.stdout
     assert result.exception is None
 
