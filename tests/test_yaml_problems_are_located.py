@@ -95,3 +95,9 @@ def test_a_quoted_configmap_value_maps_to_the_key_line_only() -> None:
     docs, _ = schema.load_documents(text, "cm.yaml")
     _, found = schema.load_nested(docs[0], ("data", "any"), docs[0].data["data"]["any"])
     assert [(f.code, f.line, f.column) for f in found] == [("yaml.duplicate-key", 3, None)]
+
+
+@pytest.mark.parametrize("text", ["[" * 200_000 + "]" * 200_000, "- " * 1_000_000 + "x"])
+def test_pathological_nesting_is_refused_without_crashing_the_parser(text: str) -> None:
+    # libyaml would overflow the C stack on these; the loader must not hand them to it.
+    assert [c for c, _, _ in problems(text)] == ["yaml.too-complex"]
