@@ -10,9 +10,8 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Sequence
-from typing import Union
 
-PathItem = Union[str, int]
+PathItem = str | int
 Path = tuple[PathItem, ...]
 
 

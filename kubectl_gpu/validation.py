@@ -14,7 +14,7 @@ from typing import Any
 
 from kubectl_gpu import findings, schema, sharing
 from kubectl_gpu.findings import Finding, Path
-from kubectl_gpu.mig import spec
+from kubectl_gpu.mig import companions, spec
 
 Check = Callable[[Mapping[str, Any]], list[Finding]]
 
@@ -40,12 +40,17 @@ KINDS: dict[str, Kind] = {
             "device-plugin-config", "device-plugin config", "device-plugin-config.v1", sharing.check
         ),
         Kind("mig-config", "mig-parted config", "mig-config.v1", spec.check),
-        Kind("mig-parted-hooks", "mig-parted hooks file", "mig-parted-hooks.v1", spec.check_hooks),
+        Kind(
+            "mig-parted-hooks",
+            "mig-parted hooks file",
+            "mig-parted-hooks.v1",
+            companions.check_hooks,
+        ),
         Kind(
             "mig-manager-gpu-clients",
             "MIG manager GPU clients file",
             "mig-manager-gpu-clients.v1",
-            spec.check_gpu_clients,
+            companions.check_gpu_clients,
         ),
     )
 }

@@ -1,12 +1,13 @@
 """mig-parted config files (v1): the typed model, and the rules a JSON Schema cannot express.
 
 Owns `MigConfigFile` / `MigDeviceSpec` (frozen values built by `from_dict` from a document
-that passed validation), `check` for the config file and `check_hooks` /
-`check_gpu_clients` for its two companion files (reference/mig.md §1, §3). The structure
-(fields, types, required keys) is `schemas/mig-config.v1.json`'s job; the checks here run
-on the same plain data even when the structure is broken, so they skip what has the wrong
-shape and never raise. Must not decide whether a layout fits a GPU model (geometry), nor
-read files. Pure: standard library only.
+that passed validation) and `check` for the config file (reference/mig.md §1, §3): config
+names, mig-enabled against mig-devices, and the profile names and counts in mig-devices. The
+rules about which GPUs a spec selects live in selection.py, those for the two companion files
+in companions.py. The structure (fields, types, required keys) is
+`schemas/mig-config.v1.json`'s job; the checks here run on the same plain data even when the
+structure is broken, so they skip what has the wrong shape and never raise. Must not decide
+whether a layout fits a GPU model (geometry), nor read files. Pure: standard library only.
 """
 
 from __future__ import annotations
@@ -16,23 +17,23 @@ import difflib
 import math
 import re
 import types
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Final, Literal, TypeAlias
+from collections.abc import Mapping
+from typing import Any
 
 from kubectl_gpu import findings
 from kubectl_gpu.errors import ConfigError, GpuError
 from kubectl_gpu.findings import Finding, Path
-from kubectl_gpu.mig import profiles
+from kubectl_gpu.mig import profiles, selection
 from kubectl_gpu.mig.profiles import MigProfile, ProfileError
 
-CONFIGS = "mig-configs"
-ALL: Final = "all"
-Devices: TypeAlias = Literal["all"] | tuple[int, ...]
+# Part of this module's model, defined with the selection rules; kept importable from here.
+from kubectl_gpu.mig.selection import ALL as ALL
+from kubectl_gpu.mig.selection import DeviceFilter as DeviceFilter
+from kubectl_gpu.mig.selection import Devices as Devices
+from kubectl_gpu.mig.selection import parse_device_filter as parse_device_filter
 
-_HEX_ID = r"0[xX][0-9A-Fa-f]{8}"
-_DEVICE_FILTER = re.compile(rf"{_HEX_ID}(?::{_HEX_ID})?")
-_SHORT_HEX = re.compile(r"0[xX][0-9A-Fa-f]{1,8}")
-_DECIMAL = re.compile(r"[1-9][0-9]{0,9}")
+CONFIGS = "mig-configs"
+
 _LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 _LABEL_MAX = 63
 _PROFILE_HINT = (
@@ -43,28 +44,6 @@ _PROFILE_HINT = (
 
 class MigConfigNotFoundError(GpuError):
     """The config name asked for is not in the file."""
-
-
-@dataclasses.dataclass(frozen=True)
-class DeviceFilter:
-    """A PCI ID filter: device+vendor (e.g. 0x20B010DE), optionally subsystem device+vendor."""
-
-    device_id: int
-    subsystem_id: int | None = None
-
-    def matches(self, device_id: int, subsystem_id: int | None = None) -> bool:
-        """True for a GPU with these IDs; all four halves must match when a subsystem is set."""
-        if self.device_id != device_id:
-            return False
-        return self.subsystem_id is None or self.subsystem_id == subsystem_id
-
-
-def parse_device_filter(text: str) -> DeviceFilter | None:
-    """Parse `0x20B010DE` or `0x20B010DE:0x147E10DE`; None when it is not in that form."""
-    if not _DEVICE_FILTER.fullmatch(text):
-        return None
-    primary, _, subsystem = text.partition(":")
-    return DeviceFilter(int(primary, 16), int(subsystem, 16) if subsystem else None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,7 +66,7 @@ class MigDeviceSpec:
             return False
         if not self.device_filter:
             return True
-        parsed = (parse_device_filter(text) for text in self.device_filter)
+        parsed = (selection.parse_device_filter(text) for text in self.device_filter)
         return any(f is not None and f.matches(device_id, subsystem_id) for f in parsed)
 
 
@@ -158,7 +137,7 @@ def check(doc: Mapping[str, Any]) -> list[Finding]:
             for index, spec in enumerate(specs):
                 if isinstance(spec, Mapping):
                     found.extend(_check_spec((*path, index), spec))
-            found.extend(_check_overlaps(path, specs))
+            found.extend(selection.check_overlaps(path, specs))
     return found
 
 
@@ -182,8 +161,8 @@ def _check_spec(path: Path, spec: Mapping[str, Any]) -> list[Finding]:
     return [
         *_check_mig_devices(path, spec),
         *_check_mode(path, spec),
-        *_check_device_filter((*path, "device-filter"), spec.get("device-filter")),
-        *_check_devices((*path, "devices"), spec.get("devices")),
+        *selection.check_device_filter((*path, "device-filter"), spec.get("device-filter")),
+        *selection.check_devices((*path, "devices"), spec.get("devices")),
     ]
 
 
@@ -239,18 +218,7 @@ def _check_mig_devices(path: Path, spec: Mapping[str, Any]) -> list[Finding]:
 
 
 def _is_count(value: object) -> bool:
-    return _whole(value) is not None
-
-
-def _whole(value: object) -> int | None:
-    """A non-negative whole number as YAML may write it (7 or 7.0), else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int) and value >= 0:
-        return value
-    if isinstance(value, float) and value.is_integer() and value >= 0:
-        return int(value)
-    return None
+    return selection.whole(value) is not None
 
 
 def _profile_finding(path: Path, error: ProfileError) -> Finding:
@@ -349,280 +317,3 @@ def _check_media_extensions(
 
 def _instances(slices: Mapping[MigProfile, int]) -> int:
     return sum(math.ceil(n / gpu_instance.gpu_slices) for gpu_instance, n in slices.items())
-
-
-# --- GPU selection: device-filter and devices ------------------------------------------------
-
-
-def _check_device_filter(path: Path, value: object) -> list[Finding]:
-    if isinstance(value, str):
-        return [] if value == "" else _check_filter_text(path, value)
-    if not isinstance(value, list):
-        return []
-    found: list[Finding] = []
-    for index, item in enumerate(value):
-        if isinstance(item, str):
-            found.extend(_check_filter_text((*path, index), item))
-    return found
-
-
-def _check_filter_text(path: Path, text: str) -> list[Finding]:
-    if _DEVICE_FILTER.fullmatch(text):
-        return []
-    read = _as_mig_parted_reads(text)
-    if read is not None and read[0] >> 16:
-        canonical = ":".join(f"0x{part:08X}" for part in read)
-        return [
-            findings.warning(
-                path,
-                "mig.device-filter-form",
-                f"device-filter '{text}' is not written as 0x and 8 hex digits; mig-parted "
-                f"reads it as {canonical}, which no config NVIDIA ships spells this way",
-                f"write '{canonical}'",
-            )
-        ]
-    return [
-        findings.error(
-            path,
-            "mig.bad-device-filter",
-            f"device-filter '{text}' is not a PCI ID: expected 0x<device><vendor> as 8 hex "
-            "digits (e.g. 0x20B010DE), optionally followed by :0x<subsystem device><vendor>. "
-            "mig-parted does not report a filter it cannot use: the spec silently matches no GPU",
-            "find the ID with: nvidia-smi --query-gpu=pci.device_id --format=csv",
-        )
-    ]
-
-
-def _as_mig_parted_reads(text: str) -> tuple[int, ...] | None:
-    # mig-parted reads each half with Go's strconv.ParseUint(s, 0, 32): hex or decimal.
-    parts = text.split(":")
-    if len(parts) > 2:
-        return None
-    values: list[int] = []
-    for part in parts:
-        if _SHORT_HEX.fullmatch(part):
-            values.append(int(part, 16))
-        elif _DECIMAL.fullmatch(part) and int(part) < 2**32:
-            values.append(int(part))
-        else:
-            return None
-    return tuple(values)
-
-
-def _check_devices(path: Path, value: object) -> list[Finding]:
-    if not isinstance(value, list):
-        return []
-    if not value:
-        return [
-            findings.warning(
-                path,
-                "mig.no-devices",
-                "devices: [] selects no GPU, so this spec does nothing",
-                "list GPU indices, e.g. devices: [0, 1], write devices: all, or remove the spec",
-            )
-        ]
-    found: list[Finding] = []
-    seen: set[int] = set()
-    for position, item in enumerate(value):
-        index = _whole(item)
-        if index is not None and index in seen:
-            found.append(
-                findings.warning(
-                    (*path, position),
-                    "mig.duplicate-device",
-                    f"GPU {index} is listed twice in devices",
-                    f"remove the second {index}",
-                )
-            )
-        if index is not None:
-            seen.add(index)
-    return found
-
-
-# --- specs of one config that select the same GPU --------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class _Selection:
-    filters: frozenset[str]  # empty: every GPU model
-    devices: frozenset[int] | None  # None: all
-
-    def shared(self, other: _Selection) -> str:
-        """The GPUs both certainly select, in words ("" when that is not certain)."""
-        if self.filters != other.filters:
-            return ""
-        if self.devices is None or other.devices is None:
-            common = self.devices if other.devices is None else other.devices
-        else:
-            common = self.devices & other.devices
-            if not common:
-                return ""
-        gpus = "every GPU" if common is None else "GPU " + ", ".join(map(str, sorted(common)))
-        if self.filters:
-            return f"{gpus} with device-filter {', '.join(sorted(self.filters))}"
-        return gpus
-
-
-def _check_overlaps(path: Path, specs: Sequence[Any]) -> list[Finding]:
-    earlier: list[tuple[int, _Selection]] = []
-    found: list[Finding] = []
-    for position, spec in enumerate(specs):
-        selection = _selection(spec)
-        if selection is None:
-            continue
-        clash = next(_shared(selection, earlier), None)
-        if clash is not None:
-            found.append(_overlap_finding((*path, position, "devices"), path[-1], *clash))
-        earlier.append((position, selection))
-    return found
-
-
-def _shared(
-    selection: _Selection, earlier: list[tuple[int, _Selection]]
-) -> Iterator[tuple[int, str]]:
-    for position, other in earlier:
-        shared = selection.shared(other)
-        if shared:
-            yield position, shared
-
-
-def _overlap_finding(path: Path, name: object, position: int, shared: str) -> Finding:
-    return findings.warning(
-        path,
-        "mig.overlapping-specs",
-        f"this spec and spec #{position + 1} of '{name}' both select {shared}; mig-parted "
-        "applies every spec that selects a GPU in turn, so it applies the last one and the "
-        "earlier one has no effect there",
-        "give each GPU exactly one spec (split the devices lists or use device-filter)",
-    )
-
-
-def _selection(spec: object) -> _Selection | None:
-    if not isinstance(spec, Mapping):
-        return None
-    filters = _filter_set(spec.get("device-filter"))
-    devices = spec.get("devices")
-    if filters is None:
-        return None
-    if devices == ALL:
-        return _Selection(filters, None)
-    if not isinstance(devices, list):
-        return None
-    indices = [_whole(d) for d in devices]
-    if not indices or any(i is None for i in indices):
-        return None
-    return _Selection(filters, frozenset(i for i in indices if i is not None))
-
-
-def _filter_set(value: object) -> frozenset[str] | None:
-    """The filters as a comparable set; None when malformed or when it matches no GPU."""
-    if value is None or value == "":
-        return frozenset()
-    items = [value] if isinstance(value, str) else value
-    if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
-        return None
-    usable = frozenset(i.upper() for i in items if _DEVICE_FILTER.fullmatch(i))
-    if items and not usable:
-        return None
-    return usable
-
-
-# --- the companion files: hooks and GPU clients ----------------------------------------------
-
-# `apply` sets these for every hook from its own flags, over what the hook's envs say.
-_MIG_PARTED_ENVS = frozenset(
-    {
-        "MIG_PARTED_CONFIG_FILE",
-        "MIG_PARTED_SELECTED_CONFIG",
-        "MIG_PARTED_HOOKS_FILE",
-        "MIG_PARTED_SKIP_RESET",
-        "MIG_PARTED_MODE_CHANGE_ONLY",
-    }
-)
-_UNIT_SUFFIXES = (
-    ".service", ".socket", ".target", ".device", ".mount", ".automount", ".swap", ".path",
-    ".timer", ".slice", ".scope",
-)  # fmt: skip
-
-
-def check_hooks(doc: Mapping[str, Any]) -> list[Finding]:
-    """Semantic problems in a mig-parted hooks file; never raises."""
-    hooks = doc.get("hooks") if isinstance(doc, Mapping) else None
-    if not isinstance(hooks, Mapping):
-        return []
-    found: list[Finding] = []
-    for name, entries in hooks.items():
-        if not isinstance(entries, list):
-            continue
-        for index, hook in enumerate(entries):
-            envs = hook.get("envs") if isinstance(hook, Mapping) else None
-            if isinstance(envs, Mapping):
-                found.extend(_check_hook_envs(("hooks", name, index, "envs"), envs))
-    return found
-
-
-def _check_hook_envs(path: Path, envs: Mapping[Any, Any]) -> list[Finding]:
-    return [
-        dataclasses.replace(
-            findings.warning(
-                (*path, key),
-                "mig.hook-env-overridden",
-                f"mig-parted sets {key} for every hook from its own settings, so this value is "
-                "never seen by the command",
-                f"read {key} as mig-parted sets it, or use a variable name of your own",
-            ),
-            at_key=True,
-        )
-        for key in envs
-        if key in _MIG_PARTED_ENVS
-    ]
-
-
-def check_gpu_clients(doc: Mapping[str, Any]) -> list[Finding]:
-    """Semantic problems in a MIG manager GPU clients file; never raises."""
-    services = doc.get("systemd-services") if isinstance(doc, Mapping) else None
-    if not isinstance(services, list):
-        return []
-    found: list[Finding] = []
-    seen: set[str] = set()
-    for index, service in enumerate(services):
-        if not isinstance(service, str) or not service.strip():
-            continue
-        path: Path = ("systemd-services", index)
-        found.extend(_check_service(path, service.strip(), seen))
-        seen.add(service.strip())
-    return found
-
-
-def _check_service(path: Path, service: str, seen: set[str]) -> list[Finding]:
-    if "," in service:
-        return [
-            findings.error(
-                path,
-                "mig.gpu-client-comma",
-                f"'{service}' contains a comma: the MIG manager joins the list with commas and "
-                "splits it again, so it would stop and restart these as separate units",
-                "list each service as its own item",
-            )
-        ]
-    if service in seen:
-        return [
-            findings.warning(
-                path,
-                "mig.duplicate-gpu-client",
-                f"'{service}' is listed twice",
-                "remove the second entry",
-            )
-        ]
-    if not service.endswith(_UNIT_SUFFIXES):
-        return [
-            findings.warning(
-                path,
-                "mig.gpu-client-not-unit",
-                f"'{service}' is not a full systemd unit name: the MIG manager asks systemd over "
-                "D-Bus, which (unlike systemctl) does not add '.service', so this service is "
-                "never stopped",
-                f"write '{service}.service'",
-            )
-        ]
-    return []

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubectl_gpu.findings import Finding
-from kubectl_gpu.mig import profiles, spec
+from kubectl_gpu.mig import companions, profiles, spec
 from kubectl_gpu.mig.profiles import ProfileError
 
 FAST = settings(
@@ -85,5 +85,5 @@ def test_from_dict_raises_only_config_error(doc: Any) -> None:
 def test_companion_checks_never_raise(doc: Any) -> None:
     for data in (doc, {"hooks": doc}, {"hooks": {"apply-start": [{"envs": doc}]}},
                  {"systemd-services": doc}):  # fmt: skip
-        assert all(isinstance(f, Finding) for f in spec.check_hooks(data))
-        assert all(isinstance(f, Finding) for f in spec.check_gpu_clients(data))
+        assert all(isinstance(f, Finding) for f in companions.check_hooks(data))
+        assert all(isinstance(f, Finding) for f in companions.check_gpu_clients(data))

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from kubectl_gpu.findings import Severity
-from kubectl_gpu.mig import spec
+from kubectl_gpu.mig import companions
 
 E, W = Severity.ERROR, Severity.WARNING
 
@@ -27,7 +27,7 @@ def hooks(envs: Any, name: str = "apply-start") -> dict[str, Any]:
     ],
 )
 def test_a_hook_cannot_set_what_mig_parted_sets_from_its_flags(variable: str) -> None:
-    (finding,) = spec.check_hooks(hooks({"OTHER": "x", variable: "y"}, "apply-exit"))
+    (finding,) = companions.check_hooks(hooks({"OTHER": "x", variable: "y"}, "apply-exit"))
     assert (finding.severity, finding.code, finding.path, finding.at_key) == (
         W,
         "mig.hook-env-overridden",
@@ -50,7 +50,7 @@ def test_a_hook_cannot_set_what_mig_parted_sets_from_its_flags(variable: str) ->
     ],
 )
 def test_hooks_without_overridden_variables_or_of_the_wrong_shape_pass(doc: Any) -> None:
-    assert spec.check_hooks(doc) == []
+    assert companions.check_hooks(doc) == []
 
 
 def clients(*services: Any) -> dict[str, Any]:
@@ -72,12 +72,12 @@ def clients(*services: Any) -> dict[str, Any]:
     ],
 )  # fmt: skip
 def test_gpu_clients(doc: Any, expected: list[tuple[Severity, str, int]]) -> None:
-    found = spec.check_gpu_clients(doc)
+    found = companions.check_gpu_clients(doc)
     assert [(f.severity, f.code, f.path[-1]) for f in found] == expected
     assert all(f.path[0] == "systemd-services" for f in found)
 
 
 def test_not_a_unit_name_hint_gives_the_full_name() -> None:
-    (finding,) = spec.check_gpu_clients(clients("nvsm"))
+    (finding,) = companions.check_gpu_clients(clients("nvsm"))
     assert finding.hint == "write 'nvsm.service'"
     assert "D-Bus" in finding.message
