@@ -1,0 +1,25 @@
+"""Kubernetes API server stand-in (test code only): HTTP on 127.0.0.1, real REST semantics.
+
+Owns nothing itself; it names the public pieces: `FakeApiServer` (the HTTP server, with
+`.url`, `.store`, `.deny()`, `.requests`), `Store` (thread-safe objects with `create`, `get`,
+`list`, `update`, `update_status`, `patch`, `delete`, `subscribe`, `wait_until`),
+`ApiError`, `write_kubeconfig` and `cluster_policy_crd()`. Must not be imported by product
+code.
+"""
+
+from __future__ import annotations
+
+from tests.fakes.apiserver.crds import cluster_policy_crd
+from tests.fakes.apiserver.errors import ApiError
+from tests.fakes.apiserver.records import ObjectKey
+from tests.fakes.apiserver.seeding import Store
+from tests.fakes.apiserver.server import FakeApiServer, write_kubeconfig
+
+__all__ = [
+    "ApiError",
+    "FakeApiServer",
+    "ObjectKey",
+    "Store",
+    "cluster_policy_crd",
+    "write_kubeconfig",
+]
