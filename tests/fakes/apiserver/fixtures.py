@@ -12,6 +12,7 @@ at import time.
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -58,6 +59,8 @@ def api_client(kubeconfig: Path) -> Iterator[ApiClient]:
 def kubectl(kubeconfig: Path, tmp_path: Path) -> KubectlRunner:
     """The real kubectl against the stand-in; skips when none is on PATH."""
     binary = shutil.which("kubectl")
+    if binary is None and os.environ.get("KUBECTL_GPU_REQUIRE_KUBECTL"):
+        pytest.fail("kubectl is required here (KUBECTL_GPU_REQUIRE_KUBECTL) but not on PATH")
     if binary is None:
         pytest.skip("no kubectl on PATH; the stand-in is checked against the real binary")
     return KubectlRunner(binary, kubeconfig, tmp_path / "kubectl")

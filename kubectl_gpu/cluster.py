@@ -1,0 +1,241 @@
+"""The Kubernetes API: connecting, raw JSON requests, and errors in the user's words.
+
+The only module that imports `kubernetes`. It reads and writes plain JSON through
+`ApiClient.call_api(..., _preload_content=False)` rather than the generated `V1…`
+models: about ten times faster on large lists (STYLE.md §4), and any resource,
+custom or not, works the same way. Every `ApiException` and transport error becomes
+a `ClusterError` here, once. Must not decide anything: an `if` here is about the
+protocol (paging, status codes), never about GPUs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+from urllib.parse import quote
+
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+from urllib3.exceptions import HTTPError
+
+from kubectl_gpu.errors import ClusterError
+
+Json = dict[str, Any]
+PAGE_SIZE = 500
+_MAX_BODY_IN_MESSAGE = 256
+
+# path prefix, plural, namespaced
+_RESOURCES: dict[str, tuple[str, str, bool]] = {
+    "nodes": ("/api/v1", "nodes", False),
+    "pods": ("/api/v1", "pods", True),
+    "configmaps": ("/api/v1", "configmaps", True),
+    "events": ("/api/v1", "events", True),
+    "namespaces": ("/api/v1", "namespaces", False),
+    "daemonsets": ("/apis/apps/v1", "daemonsets", True),
+    "clusterpolicies": ("/apis/nvidia.com/v1", "clusterpolicies", False),
+    "customresourcedefinitions": (
+        "/apis/apiextensions.k8s.io/v1",
+        "customresourcedefinitions",
+        False,
+    ),
+}
+_PATCH_TYPES = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+}
+
+
+def path(resource: str, name: str | None = None, namespace: str | None = None) -> str:
+    """The REST path of a resource, a namespace of it, or one object (and `/status` etc.)."""
+    prefix, plural, namespaced = _RESOURCES[resource]
+    parts = [prefix]
+    if namespaced and namespace:
+        parts.append(f"/namespaces/{quote(namespace, safe='')}")
+    parts.append(f"/{plural}")
+    if name:
+        parts.append(f"/{quote(name, safe='')}")
+    return "".join(parts)
+
+
+@dataclasses.dataclass
+class Api:
+    """A connection to one API server, as one kubeconfig context describes it."""
+
+    client: Any  # kubernetes.client.ApiClient
+    context: str
+    server: str
+    timeout: float = 30.0
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        query: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> Any:
+        """Send one request; return the decoded JSON body (None when there is none)."""
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        try:
+            request = self.client.param_serialize(
+                method,
+                url,
+                query_params=list(query.items()) if query else None,
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+            )
+            response = self.client.call_api(*request, _request_timeout=self.timeout)
+            response.read()
+        except ApiException as e:  # the REST layer's own transport failures (TLS, proxy)
+            raise _unreachable(self, e) from e
+        except HTTPError as e:
+            raise _unreachable(self, e) from e
+        if not 200 <= response.status <= 299:
+            raise _from_status(response.status, response.reason, response.data, method, url)
+        return json.loads(response.data) if response.data else None
+
+    def get(self, url: str) -> Json:
+        """GET one object."""
+        result: Json = self.request("GET", url)
+        return result
+
+    def list(
+        self,
+        url: str,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        page_size: int = PAGE_SIZE,
+    ) -> Iterator[Json]:
+        """Every item of a collection, read page by page (`limit`/`continue`)."""
+        query = {"limit": str(page_size)}
+        if label_selector:
+            query["labelSelector"] = label_selector
+        if field_selector:
+            query["fieldSelector"] = field_selector
+        while True:
+            page = self.request("GET", url, query=query)
+            yield from page.get("items") or []
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return
+            query["continue"] = token
+
+    def create(self, url: str, body: Json) -> Json:
+        """POST a new object into a collection."""
+        result: Json = self.request("POST", url, body=body)
+        return result
+
+    def replace(self, url: str, body: Json) -> Json:
+        """PUT an object; 409 (a `ClusterError` with status 409) when it changed meanwhile."""
+        result: Json = self.request("PUT", url, body=body)
+        return result
+
+    def patch(self, url: str, body: Any, kind: str = "merge") -> Json:
+        """PATCH an object with a merge, JSON or strategic-merge patch."""
+        result: Json = self.request("PATCH", url, body=body, content_type=_PATCH_TYPES[kind])
+        return result
+
+    def delete(self, url: str) -> None:
+        """DELETE an object."""
+        self.request("DELETE", url)
+
+
+def connect(
+    kubeconfig: str | None = None, context: str | None = None, timeout: float = 30.0
+) -> Api:
+    """Connect as kubectl would: --kubeconfig, else $KUBECONFIG, else ~/.kube/config;
+    inside a pod with none of those, the pod's service account."""
+    configuration = client.Configuration()
+    try:
+        loaded = _load(configuration, kubeconfig, context)
+    except ConfigException as e:
+        raise ClusterError(
+            f"cannot load the cluster configuration: {e}",
+            hint="pass --kubeconfig and --context, or check `kubectl config current-context`",
+        ) from e
+    configuration.retries = 1  # fail fast; the caller decides whether to try again
+    api_client = client.ApiClient(configuration)
+    return Api(api_client, loaded, configuration.host, timeout)
+
+
+def _load(configuration: Any, kubeconfig: str | None, context: str | None) -> str:
+    try:
+        config.load_kube_config(
+            config_file=kubeconfig, context=context, client_configuration=configuration
+        )
+    except ConfigException:
+        if kubeconfig or context or not _in_cluster():
+            raise
+        config.load_incluster_config(client_configuration=configuration)
+        return "in-cluster"
+    _, active = config.list_kube_config_contexts(config_file=kubeconfig)
+    return context or str(active.get("name", ""))
+
+
+def _in_cluster() -> bool:
+    import os
+
+    return "KUBERNETES_SERVICE_HOST" in os.environ
+
+
+def _unreachable(api: Api, e: Exception) -> ClusterError:
+    reason = getattr(e, "reason", None) or e
+    return ClusterError(
+        f"cannot reach the API server at {api.server} (context {api.context!r}): {reason}",
+        hint="check that the cluster is up and that --kubeconfig/--context point at it "
+        "(kubectl cluster-info)",
+    )
+
+
+_FORBIDDEN = re.compile(
+    r'cannot (?P<verb>\w+) resource "(?P<resource>[^"]+)" in API group "(?P<group>[^"]*)"'
+)
+
+
+def _from_status(status: int, reason: str, body: Any, method: str, url: str) -> ClusterError:
+    message, status_reason = _status_message(body)
+    if status == 401:
+        return ClusterError(
+            "the API server rejected the credentials (401 Unauthorized)",
+            hint="refresh your login for this context (kubectl config view --minify)",
+            status=status,
+        )
+    if status == 403:
+        return ClusterError(
+            message or f"forbidden: {method} {url}", status=status, hint=_forbidden_hint(message)
+        )
+    text = message or f"{method} {url} failed"
+    return ClusterError(f"{text} ({status} {status_reason or reason})", status=status)
+
+
+def _forbidden_hint(message: str) -> str:
+    found = _FORBIDDEN.search(message)
+    if not found:
+        return "ask a cluster admin for the permission named above"
+    group = found["group"] or "core"
+    return (
+        f"ask a cluster admin to grant '{found['verb']}' on '{found['resource']}' "
+        f"(API group {group}), e.g. with a Role or ClusterRole bound to you"
+    )
+
+
+def _status_message(body: Any) -> tuple[str, str]:
+    """Message and reason from a `kind: Status` body; other bodies are cut short."""
+    if not body:
+        return "", ""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
+    try:
+        status = json.loads(text)
+    except ValueError:
+        return text[:_MAX_BODY_IN_MESSAGE], ""
+    if isinstance(status, dict) and status.get("kind") == "Status":
+        return str(status.get("message", "")), str(status.get("reason", ""))
+    return text[:_MAX_BODY_IN_MESSAGE], ""
