@@ -63,7 +63,6 @@ def cli(ctx: click.Context) -> None:
       # Check a device-plugin or MIG config before it reaches a node
       kubectl gpu validate -f time-slicing.yaml
     """
-    ctx.call_on_close(lambda: None)
     _configure_logging(settings_mod.current(ctx).verbosity)
 
 

@@ -28,7 +28,7 @@ KIND_CHOICES = (
 )
 
 
-@click.command()
+@click.command(short_help="Check device-plugin and MIG configs before they reach a node.")
 @click.option(
     "-f",
     "--filename",
