@@ -19,6 +19,7 @@ test: $(VENV)/.installed
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check kubectl_gpu tests benchmarks scripts
+	$(VENV)/bin/ruff format --check kubectl_gpu tests benchmarks scripts
 	$(VENV)/bin/mypy kubectl_gpu
 	$(VENV)/bin/lint-imports
 

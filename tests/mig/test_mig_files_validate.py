@@ -15,7 +15,7 @@ EXAMPLES = ROOT / "examples" / "mig"
 DATA = ROOT / "tests" / "data" / "mig"
 EXPECT = re.compile(r"^# expect: (\S+) line (\d+)$", re.MULTILINE)
 
-# Every rule kubectl_gpu.mig (spec, selection, companions) reports; each needs an example showing it.
+# Every rule kubectl_gpu.mig (spec, selection, companions) reports; each needs an example.
 RULES = {
     "mig.bad-profile-format",
     "mig.impossible-profile",
