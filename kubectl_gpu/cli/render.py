@@ -8,8 +8,9 @@ schema in `schemas/`, so scripts get a stable contract. Colour only on a termina
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import click
@@ -18,6 +19,48 @@ from kubectl_gpu.findings import Finding, Severity
 
 API_VERSION = "kubectl-gpu.io/v1"
 _COLOURS = {Severity.ERROR: "red", Severity.WARNING: "yellow"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+    """One table column: its header, how to read a row, and whether only `-o wide` shows it."""
+
+    header: str
+    value: Callable[[Any], Any]
+    wide_only: bool = False
+
+
+def emit_table(
+    rows: Sequence[Any], columns: Sequence[Column], output: str, document: Any = None
+) -> None:
+    """Print rows as a kubectl-style table (`table`, `wide`), or `document` as JSON/YAML.
+
+    `document` is the stable machine-readable form (a dict or list described by a schema
+    in schemas/); it defaults to the rows themselves when they are plain dicts.
+    """
+    if output in ("json", "yaml"):
+        _emit_data(rows if document is None else document, output)
+        return
+    shown = [c for c in columns if output == "wide" or not c.wide_only]
+    if not rows:
+        click.echo("No resources found.", err=True)
+        return
+    from tabulate import tabulate
+
+    table = [[_cell(c.value(row)) for c in shown] for row in rows]
+    click.echo(
+        tabulate(table, headers=[c.header for c in shown], tablefmt="plain", disable_numparse=True)
+    )
+
+
+def _cell(value: Any) -> str:
+    if value is None or value == "":
+        return "<none>"
+    if isinstance(value, Mapping):
+        return ",".join(f"{k}={v}" for k, v in value.items()) or "<none>"
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value)) or "<none>"
+    return str(value)
 
 
 def emit_validation(reports: Sequence[Any], output: str) -> None:
