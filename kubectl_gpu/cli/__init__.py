@@ -24,8 +24,34 @@ PROG = "kubectl gpu"
 log = logging.getLogger(__name__)
 
 
+# Subcommands, loaded on first use so that `--help` imports only what it shows.
+# A command whose module is not in this installation is not listed (not built yet).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "validate": ("kubectl_gpu.cli.validate", "validate"),
+    "share": ("kubectl_gpu.cli.share", "share"),
+    "mig": ("kubectl_gpu.cli.mig", "mig"),
+    "map": ("kubectl_gpu.cli.map", "map_"),
+    "doctor": ("kubectl_gpu.cli.doctor", "doctor"),
+    "install": ("kubectl_gpu.cli.install", "install"),
+}
+
+
 class RootGroup(click.Group):
-    """The root group; its `main` is the error boundary for every subcommand."""
+    """The root group: lazy subcommands, and `main` as the error boundary for all of them."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:  # noqa: D102
+        from importlib.util import find_spec
+
+        return [name for name, (module, _) in COMMANDS.items() if find_spec(module)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:  # noqa: D102
+        if cmd_name not in self.list_commands(ctx):
+            return None
+        import importlib
+
+        module, attribute = COMMANDS[cmd_name]
+        command: click.Command = getattr(importlib.import_module(module), attribute)
+        return command
 
     def main(self, *args: Any, **kwargs: Any) -> Any:  # noqa: D102 - click's signature
         kwargs.setdefault("prog_name", PROG)
@@ -74,15 +100,6 @@ def _configure_logging(verbosity: int) -> None:
     root.handlers[:] = [handler]
     root.setLevel(level)
     root.propagate = False
-
-
-def _register() -> None:
-    from kubectl_gpu.cli import validate
-
-    cli.add_command(validate.validate)
-
-
-_register()
 
 
 def main() -> None:

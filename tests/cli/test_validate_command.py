@@ -165,3 +165,26 @@ def test_version_flag(run_cli: Run) -> None:
 
     result = run_cli("--version")
     assert result.exit_code == 0 and result.stdout.strip() == f"kubectl-gpu {__version__}"
+
+
+def test_every_listed_command_has_working_help(run_cli: Run) -> None:
+    from kubectl_gpu.cli import cli
+
+    listed = cli.list_commands(None)  # type: ignore[arg-type]
+    assert "validate" in listed
+    for name in listed:
+        result = run_cli(name, "--help")
+        assert result.exit_code == 0, (name, result.stderr)
+        assert f"Usage: kubectl gpu {name}" in result.stdout
+
+
+def test_commands_not_built_yet_are_not_offered(run_cli: Run) -> None:
+    from importlib.util import find_spec
+
+    from kubectl_gpu.cli import COMMANDS
+
+    missing = [name for name, (module, _) in COMMANDS.items() if not find_spec(module)]
+    shown = run_cli("--help").stdout
+    for name in missing:
+        assert f"  {name} " not in shown
+        assert run_cli(name).exit_code == 2
