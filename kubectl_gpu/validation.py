@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubectl_gpu import findings, schema, sharing
+from kubectl_gpu import documents, findings, schema, sharing
 from kubectl_gpu.findings import Finding, Path
 from kubectl_gpu.mig import companions, spec
 
@@ -83,7 +83,7 @@ class FileReport:
 
 def validate_text(text: str, file: str, kind: str = AUTO) -> FileReport:
     """Validate every YAML document in `text`, read from `file` (a name for messages only)."""
-    docs, found = schema.load_documents(text, file)
+    docs, found = documents.load_documents(text, file)
     reports: list[DocumentReport] = []
     for index, doc in enumerate(docs):
         report, doc_findings = _validate_document(doc, index, kind)
@@ -122,7 +122,7 @@ def detect(data: Any) -> str:
 
 
 def _validate_document(
-    doc: schema.Document, index: int, kind: str
+    doc: documents.Document, index: int, kind: str
 ) -> tuple[DocumentReport, list[Finding]]:
     chosen = detect(doc.data) if kind == AUTO else kind
     if chosen == CONFIGMAP:
@@ -132,7 +132,7 @@ def _validate_document(
     return DocumentReport(index, chosen), _validate_as(doc, KINDS[chosen])
 
 
-def _validate_as(doc: schema.Document, kind: Kind) -> list[Finding]:
+def _validate_as(doc: documents.Document, kind: Kind) -> list[Finding]:
     if doc.data is None:
         return []
     found = schema.check_structure(doc, kind.schema)
@@ -154,7 +154,9 @@ def _unrecognised(data: Any) -> Finding:
     )
 
 
-def _validate_configmap(doc: schema.Document, index: int) -> tuple[DocumentReport, list[Finding]]:
+def _validate_configmap(
+    doc: documents.Document, index: int
+) -> tuple[DocumentReport, list[Finding]]:
     found = schema.check_structure(doc, "configmap.v1")
     data = doc.data.get("data")
     if not isinstance(data, dict):
@@ -170,9 +172,9 @@ def _validate_configmap(doc: schema.Document, index: int) -> tuple[DocumentRepor
 
 
 def _validate_configmap_value(
-    doc: schema.Document, path: Path, text: str
+    doc: documents.Document, path: Path, text: str
 ) -> tuple[str, list[Finding]]:
-    inner_docs, inner_found = schema.load_nested(doc, path, text)
+    inner_docs, inner_found = documents.load_nested(doc, path, text)
     value_kind = detect(inner_docs[0].data) if inner_docs else "device-plugin-config"
     for inner in inner_docs:
         inner_kind = detect(inner.data)
@@ -186,7 +188,7 @@ def _validate_configmap_value(
     return value_kind, found
 
 
-def _check_selectable_key(doc: schema.Document, path: Path) -> list[Finding]:
+def _check_selectable_key(doc: documents.Document, path: Path) -> list[Finding]:
     key = str(path[-1])
     if len(key) <= 63 and _LABEL_VALUE.match(key) and key:
         return []

@@ -7,7 +7,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from kubectl_gpu import schema
+from kubectl_gpu import documents, schema
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -35,7 +35,7 @@ SCHEMA: dict[str, Any] = {
 
 
 def check(text: str) -> list[tuple[str, int | None, str, str, str]]:
-    docs, found = schema.load_documents(text, "f.yaml")
+    docs, found = documents.load_documents(text, "f.yaml")
     assert found == []
     validator = jsonschema.Draft202012Validator(SCHEMA)
     return [
@@ -137,6 +137,6 @@ def test_braces_in_a_schema_message_are_kept_literally() -> None:
         "type": "object",
         "properties": {"devices": {"type": "string", "x-hint": {"type": "write {devices: all}"}}},
     }
-    docs, _ = schema.load_documents("devices: 3\n", "f.yaml")
+    docs, _ = documents.load_documents("devices: 3\n", "f.yaml")
     [finding] = schema.check_against(docs[0], jsonschema.Draft202012Validator(braced))
     assert finding.hint == "write {devices: all}"

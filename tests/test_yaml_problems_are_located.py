@@ -4,24 +4,24 @@ from __future__ import annotations
 
 import pytest
 
-from kubectl_gpu import schema
+from kubectl_gpu import documents
 from kubectl_gpu.findings import Severity
 
 
 def problems(text: str) -> list[tuple[str, int | None, int | None]]:
-    _, found = schema.load_documents(text, "f.yaml")
+    _, found = documents.load_documents(text, "f.yaml")
     return [(f.code, f.line, f.column) for f in found]
 
 
 def test_syntax_error_names_the_position_of_the_problem() -> None:
-    _, found = schema.load_documents("version: v1\nsharing:\n  timeSlicing: [a, b\n", "f.yaml")
+    _, found = documents.load_documents("version: v1\nsharing:\n  timeSlicing: [a, b\n", "f.yaml")
     assert [(f.code, f.line, f.file) for f in found] == [("yaml.syntax", 4, "f.yaml")]
     assert "flow sequence" in found[0].message
 
 
 def test_duplicate_key_is_an_error_that_names_both_lines() -> None:
     text = "version: v1\nflags:\n  migStrategy: none\n  migStrategy: mixed\n"
-    _, found = schema.load_documents(text, "f.yaml")
+    _, found = documents.load_documents(text, "f.yaml")
     assert [(f.code, f.line, f.column, f.pointer) for f in found] == [
         ("yaml.duplicate-key", 4, 3, "/flags/migStrategy")
     ]
@@ -33,7 +33,7 @@ def test_duplicate_key_is_an_error_that_names_both_lines() -> None:
     "word, meaning", [("yes", "true"), ("on", "true"), ("Off", "false"), ("no", "false")]
 )
 def test_yaml_1_1_booleans_warn_and_say_what_they_mean(word: str, meaning: str) -> None:
-    _, found = schema.load_documents(f"flags:\n  failOnInitError: {word}\n", "f.yaml")
+    _, found = documents.load_documents(f"flags:\n  failOnInitError: {word}\n", "f.yaml")
     assert [(f.code, f.line, f.column) for f in found] == [("yaml.ambiguous-boolean", 2, 20)]
     assert found[0].severity is Severity.WARNING
     assert found[0].hint == f"write {meaning}"
@@ -55,29 +55,29 @@ def test_recursive_alias_is_refused() -> None:
 
 
 def test_empty_text_is_one_empty_document() -> None:
-    docs, found = schema.load_documents("", "f.yaml")
+    docs, found = documents.load_documents("", "f.yaml")
     assert found == [] and [d.data for d in docs] == [None]
 
 
 def test_every_document_of_a_stream_is_read() -> None:
-    docs, found = schema.load_documents("a: 1\n---\nb: 2\n", "f.yaml")
+    docs, found = documents.load_documents("a: 1\n---\nb: 2\n", "f.yaml")
     assert found == [] and [d.data for d in docs] == [{"a": 1}, {"b": 2}]
 
 
 def test_merge_keys_are_applied_like_go_yaml() -> None:
-    docs, _ = schema.load_documents("base: &b {x: 1}\nother:\n  <<: *b\n  y: 2\n", "f.yaml")
+    docs, _ = documents.load_documents("base: &b {x: 1}\nother:\n  <<: *b\n  y: 2\n", "f.yaml")
     assert docs[0].data["other"] == {"x": 1, "y": 2}
 
 
 def test_keys_keep_the_text_the_user_wrote() -> None:
-    docs, _ = schema.load_documents("1: a\nnull: b\n", "f.yaml")
+    docs, _ = documents.load_documents("1: a\nnull: b\n", "f.yaml")
     assert docs[0].data == {"1": "a", "null": "b"}
 
 
 def test_a_value_in_a_block_scalar_is_located_in_the_outer_file() -> None:
     text = "kind: ConfigMap\ndata:\n  any: |-\n    version: v1\n    flags:\n      migStrategy: x\n"
-    docs, _ = schema.load_documents(text, "cm.yaml")
-    inner, found = schema.load_nested(docs[0], ("data", "any"), docs[0].data["data"]["any"])
+    docs, _ = documents.load_documents(text, "cm.yaml")
+    inner, found = documents.load_nested(docs[0], ("data", "any"), docs[0].data["data"]["any"])
     assert found == []
     assert inner[0].locate(("flags", "migStrategy")) == (6, 20)
     assert inner[0].locate(("flags", "migStrategy"), at_key=True) == (6, 7)
@@ -85,15 +85,15 @@ def test_a_value_in_a_block_scalar_is_located_in_the_outer_file() -> None:
 
 def test_a_syntax_error_inside_a_configmap_value_points_into_the_file() -> None:
     text = "kind: ConfigMap\ndata:\n  any: |\n    version: v1\n    flags: [a\n"
-    docs, _ = schema.load_documents(text, "cm.yaml")
-    _, found = schema.load_nested(docs[0], ("data", "any"), docs[0].data["data"]["any"])
+    docs, _ = documents.load_documents(text, "cm.yaml")
+    _, found = documents.load_nested(docs[0], ("data", "any"), docs[0].data["data"]["any"])
     assert [(f.code, f.line) for f in found] == [("yaml.syntax", 6)]
 
 
 def test_a_quoted_configmap_value_maps_to_the_key_line_only() -> None:
     text = 'kind: ConfigMap\ndata:\n  any: "version: v1\\nflags: {a: 1, a: 2}"\n'
-    docs, _ = schema.load_documents(text, "cm.yaml")
-    _, found = schema.load_nested(docs[0], ("data", "any"), docs[0].data["data"]["any"])
+    docs, _ = documents.load_documents(text, "cm.yaml")
+    _, found = documents.load_nested(docs[0], ("data", "any"), docs[0].data["data"]["any"])
     assert [(f.code, f.line, f.column) for f in found] == [("yaml.duplicate-key", 3, None)]
 
 
