@@ -24,3 +24,8 @@ MIG_CONFIG_STATE_LABEL = "nvidia.com/mig.config.state"
 MIG_DESIRED_LABEL = PREFIX + "mig.config"
 MIG_STATE_LABEL = PREFIX + "mig.state"
 MIG_REASON_ANNOTATION = PREFIX + "mig.reason"
+
+# Sharing rollouts (kubectl gpu share): what was there before, for `share rollback`.
+PREVIOUS_CONFIG_ANNOTATION = PREFIX + "previous-config"
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY_VALUE = "kubectl-gpu"
