@@ -9,19 +9,16 @@ at module level: `--help` must not pay for the kubernetes client.
 
 from __future__ import annotations
 
-import logging
 import sys
 from typing import Any
 
 import click
 
 from kubectl_gpu import __version__
-from kubectl_gpu.cli import settings as settings_mod
 from kubectl_gpu.cli.settings import global_options
 from kubectl_gpu.errors import GpuError
 
 PROG = "kubectl gpu"
-log = logging.getLogger(__name__)
 
 
 # Subcommands, loaded on first use so that `--help` imports only what it shows.
@@ -80,8 +77,7 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
     __version__, "--version", prog_name="kubectl-gpu", message="%(prog)s %(version)s"
 )
 @global_options
-@click.pass_context
-def cli(ctx: click.Context) -> None:
+def cli() -> None:
     """Share, partition and map NVIDIA GPUs on Kubernetes, safely.
 
     \b
@@ -89,17 +85,6 @@ def cli(ctx: click.Context) -> None:
       # Check a device-plugin or MIG config before it reaches a node
       kubectl gpu validate -f time-slicing.yaml
     """
-    _configure_logging(settings_mod.current(ctx).verbosity)
-
-
-def _configure_logging(verbosity: int) -> None:
-    level = logging.DEBUG if verbosity >= 4 else logging.INFO if verbosity >= 1 else logging.WARNING
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    root = logging.getLogger("kubectl_gpu")
-    root.handlers[:] = [handler]
-    root.setLevel(level)
-    root.propagate = False
 
 
 def main() -> None:

@@ -94,6 +94,22 @@ def pass_settings(f: Callable[..., Any]) -> Callable[..., Any]:
 
     @click.pass_context
     def wrapper(ctx: click.Context, *args: Any, **kwargs: Any) -> Any:
-        return ctx.invoke(f, current(ctx), *args, **kwargs)
+        settings = current(ctx)  # every flag is parsed by now, wherever it was given
+        configure_logging(settings.verbosity)
+        return ctx.invoke(f, settings, *args, **kwargs)
 
     return functools.update_wrapper(wrapper, f)
+
+
+def configure_logging(verbosity: int) -> None:
+    """Progress and warnings go to stderr through logging; `-v` raises the detail."""
+    import logging
+    import sys
+
+    level = logging.DEBUG if verbosity >= 4 else logging.INFO if verbosity >= 1 else logging.WARNING
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    root = logging.getLogger("kubectl_gpu")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    root.propagate = False

@@ -1,0 +1,231 @@
+"""`kubectl gpu map`: which pod and container hold which GPU, MIG device and replica.
+
+Owns the command line of `map` and its table columns. Offline (`--checkpoint`) it reads a
+copy of one node's kubelet checkpoint (and optionally a pod list), hands them to
+`gpumap.join`, and renders the rows; findings and read warnings go to stderr. The cluster
+mode needs the node agent, which does not exist yet, so its arguments are declared but
+refused. Imports only click and light modules at module level: `map --help` and the
+offline map never load `kubernetes` or `grpc`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import re
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from kubectl_gpu.cli import render
+from kubectl_gpu.cli.render import Column
+from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
+from kubectl_gpu.errors import InputError, KubeletError, UsageError
+from kubectl_gpu.findings import Finding
+from kubectl_gpu.gpumap import allocations, join
+from kubectl_gpu.gpumap.join import Row
+
+if TYPE_CHECKING:
+    from kubectl_gpu.kubelet import CheckpointContents
+
+log = logging.getLogger(__name__)
+
+MAX_PODS_BYTES = 256 * 1024 * 1024  # `kubectl get pods -A -o json` of about 500,000 pods
+STDIN = "-"
+NEEDS_AGENT = (
+    "reading maps from the cluster needs the node agent (not installed yet); use --checkpoint"
+)
+_UUID = re.compile(r"([0-9a-fA-F]{8})-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+@dataclasses.dataclass(frozen=True)
+class MapRequest:
+    """The command's own flags (the global ones are in `Settings`)."""
+
+    nodes: tuple[str, ...]
+    selector: str | None
+    all_namespaces: bool
+    pod: str | None
+    checkpoint: str | None
+    node_name: str | None
+    pods: str | None
+    free: bool
+
+
+@click.command("map", short_help="Show which pod holds which GPU, MIG device and replica.")
+@click.argument("nodes", nargs=-1, metavar="[NODE]...")
+@click.option("-l", "--selector", metavar="SELECTOR", help="Map the nodes with these labels.")
+@click.option("-A", "--all-namespaces", is_flag=True, help="Show pods of every namespace.")
+@click.option("--pod", metavar="NAME", help="Only the devices of this pod (name, ns/name or UID).")
+@click.option(
+    "--checkpoint",
+    metavar="FILE|-",
+    help="Map one node from a copy of its kubelet_internal_checkpoint ('-': stdin).",
+)
+@click.option("--node-name", metavar="NODE", help="The node the checkpoint was copied from.")
+@click.option(
+    "--pods",
+    metavar="FILE|-",
+    help="Name pods from `kubectl get pods -A -o json` (a list or one pod).",
+)
+@click.option("--free", is_flag=True, help="List the devices no container holds, instead.")
+@global_options
+@pass_settings
+def map_(settings: Settings, **flags: Any) -> None:
+    """Map physical GPUs and MIG devices to advertised device IDs, replicas and pods.
+
+    Offline, `--checkpoint` reads a copy of a node's kubelet checkpoint
+    (/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint), current or pre-1.20
+    format. The checkpoint knows pods by UID only: give `--pods` to see their names.
+    Without NVML on the node the GPU index and model are unknown, so the UUID shown is the
+    one in the device ID; an opaque MIG-<uuid> shows no parent GPU. The checkpoint's checksum
+    is not verified. A checkpoint that cannot be read at all is an error (exit 1): offline it
+    is the only source.
+
+    Reading maps from the cluster (NODE..., -l, -A) needs the node agent, which is not
+    installed yet: without --checkpoint the command exits 2.
+
+    \b
+    Examples:
+      minikube ssh -- sudo cat /var/lib/kubelet/device-plugins/kubelet_internal_checkpoint \\
+        | kubectl gpu map --checkpoint -
+      kubectl get pods -A -o json > pods.json
+      kubectl gpu map --checkpoint node1.json --node-name node1 --pods pods.json -o wide
+    """
+    request = MapRequest(**flags)
+    _check(request, settings)
+    contents = _read_checkpoint(str(request.checkpoint))
+    pods = _read_pods(request.pods) if request.pods else ()
+    sources = join.NodeSources(
+        node=request.node_name, checkpoint=contents.allocations, registered=contents.registered
+    )
+    node_map = join.make(sources, pods)
+    for finding in node_map.findings:
+        _warn(finding)
+    rows = _selected(node_map.free if request.free else node_map.rows, request, settings)
+    document = [row.to_dict() for row in rows]
+    render.emit_table(rows, columns(settings.output), settings.output, document)
+
+
+def _check(request: MapRequest, settings: Settings) -> None:
+    if request.checkpoint is None:
+        raise UsageError(
+            NEEDS_AGENT,
+            hint="copy the node's checkpoint, e.g. `minikube ssh -- sudo cat "
+            "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint "
+            "| kubectl gpu map --checkpoint -`",
+        )
+    if request.nodes or request.selector:
+        raise UsageError("--checkpoint maps the one node it came from; NODE and -l select nodes")
+    if request.checkpoint == STDIN and request.pods == STDIN:
+        raise UsageError("stdin ('-') can be read only once: give --checkpoint or --pods a file")
+    if request.free and request.pod:
+        raise UsageError("--free lists devices no pod holds; it cannot be combined with --pod")
+    if settings.namespace and not request.all_namespaces and not request.pods:
+        raise UsageError(
+            "-n needs --pods offline: the checkpoint names pods by UID only",
+            hint="add --pods with the output of `kubectl get pods -A -o json`",
+        )
+
+
+def _read_checkpoint(source: str) -> CheckpointContents:
+    from kubectl_gpu import kubelet
+
+    if source == STDIN:
+        data = sys.stdin.buffer.read(kubelet.MAX_CHECKPOINT_BYTES + 1)
+        contents = kubelet.parse_checkpoint(data, "<stdin>")
+    else:
+        contents = kubelet.read_checkpoint(Path(source))
+    for warning in contents.warnings:
+        log.warning("warning: %s", warning)
+    if not contents.readable:
+        raise KubeletError(
+            "no map: the checkpoint is the only source offline, and it could not be read",
+            hint="copy the file again; kubelet rewrites it at its next device allocation",
+        )
+    return contents
+
+
+def _read_pods(source: str) -> tuple[allocations.PodRef, ...]:
+    name = "<stdin>" if source == STDIN else source
+    try:
+        if source == STDIN:
+            data = sys.stdin.buffer.read(MAX_PODS_BYTES + 1)
+        else:
+            with open(source, "rb") as stream:
+                data = stream.read(MAX_PODS_BYTES + 1)
+    except OSError as e:
+        raise InputError(f"cannot read the pod list {name}: {e.strerror or e}") from e
+    if len(data) > MAX_PODS_BYTES:
+        raise InputError(f"the pod list {name} is larger than {MAX_PODS_BYTES // 2**20} MiB")
+    try:
+        document = json.loads(data)
+    except ValueError as e:
+        raise InputError(
+            f"the pod list {name} is not JSON: {e}",
+            hint="produce it with `kubectl get pods -A -o json`",
+        ) from e
+    return allocations.pods_from_document(document, name)
+
+
+def _warn(finding: Finding) -> None:
+    log.warning("warning: %s [%s]", finding.message, finding.code)
+    if finding.hint:
+        log.warning("  hint: %s", finding.hint)
+
+
+def _selected(rows: Sequence[Row], request: MapRequest, settings: Settings) -> list[Row]:
+    wanted = [r for r in rows if not request.pod or request.pod in _pod_names(r)]
+    if settings.namespace and not request.all_namespaces:
+        wanted = [r for r in wanted if r.namespace == settings.namespace]
+    return wanted
+
+
+def _pod_names(row: Row) -> tuple[str | None, ...]:
+    return (row.pod, row.pod_uid, f"{row.namespace}/{row.pod}")
+
+
+# --- the table -----------------------------------------------------------------------------------
+
+
+def columns(output: str) -> list[Column]:
+    """The table's columns; `table` shortens UUIDs to their first 8 digits, `wide` does not."""
+    shown: Callable[[str | None], str | None] = _full if output == "wide" else abbreviate
+    return [
+        Column("NODE", lambda r: r.node),
+        Column("GPU", lambda r: r.gpu_index),
+        Column("MODEL", lambda r: r.gpu_model),
+        Column("UUID", lambda r: shown(r.gpu_uuid)),
+        Column("MIG", lambda r: shown(r.mig_uuid)),
+        Column("PROFILE", lambda r: r.mig_profile),
+        Column("GI/CI", _instances, wide_only=True),
+        Column("DEVICE-ID", lambda r: shown(r.device_id)),
+        Column("RESOURCE", lambda r: r.resource),
+        Column("REPLICA", lambda r: r.replica),
+        Column("POD", _pod),
+        Column("CONTAINER", lambda r: r.container),
+        Column("SOURCE", lambda r: r.source, wide_only=True),
+    ]
+
+
+def abbreviate(text: str | None) -> str | None:
+    """`GPU-11ba558d-3437-…` → `GPU-11ba558d`, inside any ID (`…::2`, `MIG-GPU-…/1/0`)."""
+    return None if text is None else _UUID.sub(r"\1", text)
+
+
+def _full(text: str | None) -> str | None:
+    return text
+
+
+def _instances(row: Row) -> str | None:
+    if row.gpu_instance is None:
+        return None
+    return "/".join(str(i) for i in (row.gpu_instance, row.compute_instance) if i is not None)
+
+
+def _pod(row: Row) -> str | None:
+    return f"{row.namespace}/{row.pod}" if row.pod is not None else row.pod_uid
