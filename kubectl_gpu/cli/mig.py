@@ -1,0 +1,407 @@
+"""`kubectl gpu mig`: MIG profiles per GPU model, and whether a mig-parted config fits.
+
+`profiles` lists the geometry tables; `validate` and `plan` read a mig-parted config, build the
+targets (GPU models named with --gpu, or Nodes' GPU Feature Discovery labels read with
+--node), hand both to `verdicts.check_file` and render the verdicts: `validate` as one line
+per config, target and GPU, `plan` as a drawing of each GPU's memory slices. `-o json|yaml`
+print the document `schemas/mig-validate-result.v1.json` describes (for both), or for
+`profiles` a `MigProfileList` (models, products, profiles with placements). The kubernetes
+client is imported only for --node, inside the function.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path as FsPath
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from kubectl_gpu.cli import render
+from kubectl_gpu.cli.render import Column
+from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
+from kubectl_gpu.errors import ConfigError, ExitCode, InputError, UsageError
+
+if TYPE_CHECKING:  # the MIG domain is imported when a command runs: `--help` lists this group
+    from kubectl_gpu.mig.fit import Layout, PlacedInstance
+    from kubectl_gpu.mig.models import GiProfile, GpuModel
+    from kubectl_gpu.mig.nodes import Target
+    from kubectl_gpu.mig.spec import MigConfigFile
+    from kubectl_gpu.mig.verdicts import ConfigVerdict, GpuVerdict
+
+F = TypeVar("F", bound=Callable[..., Any])
+MAX_INPUT_BYTES = 4 * 1024 * 1024
+STRATEGIES = ("single", "mixed")  # verdicts.STRATEGIES (a test keeps the two equal)
+FITS, DOES_NOT_FIT = "fits", "does-not-fit"  # verdicts.Status values
+_SLICE_WIDTH = 8
+
+
+@click.group(short_help="Check MIG layouts against GPU models before they reach a node.")
+def mig() -> None:
+    """MIG geometry per GPU model, and offline checks of mig-parted configs.
+
+    \b
+    Examples:
+      kubectl gpu mig profiles --gpu H100-80GB
+      kubectl gpu mig validate -f config.yaml -c all-balanced --gpu "NVIDIA H100 80GB HBM3"
+      kubectl gpu mig plan -f config.yaml -c all-balanced --node gpu-node-1 --strategy mixed
+    """
+
+
+@mig.command("profiles")
+@click.option(
+    "--gpu",
+    "gpus",
+    multiple=True,
+    metavar="MODEL",
+    help="Only this model (key, NVML product name, nvidia.com/gpu.product value or PCI ID).",
+)
+@global_options
+@pass_settings
+def profiles_cmd(settings: Settings, gpus: tuple[str, ...]) -> None:
+    """List the GPU-instance profiles of each known GPU model, with their placements.
+
+    PLACEMENTS are the memory slices an instance may start at and how many it spans, as
+    `nvidia-smi mig -lgipp` prints them; a trailing ? marks placements not verified.
+    """
+    from kubectl_gpu.mig import models
+
+    chosen = list(dict.fromkeys(models.find(g)[0] for g in gpus)) if gpus else models.MODELS
+    rows = [(model, profile) for model in chosen for profile in model.profiles]
+    render.emit_table(rows, _PROFILE_COLUMNS, settings.output, _profiles_document(chosen))
+    for model in chosen:
+        if model.note:
+            click.echo(f"note: {model.key}: {model.note}", err=True)
+
+
+_TARGET_OPTIONS = (
+    click.option("-f", "--filename", required=True, metavar="FILE", help="Config; - is stdin."),
+    click.option("-c", "--config", "config_names", multiple=True, metavar="NAME",
+                 help="Config name in the file; repeatable."),
+    click.option("--gpu", "gpus", multiple=True, metavar="MODEL",
+                 help="A node of this GPU model (key, NVML product name, "
+                 "nvidia.com/gpu.product value or PCI device ID); repeatable, one node each."),
+    click.option("--count", type=click.IntRange(min=1), default=1, show_default=True,
+                 help="GPUs per --gpu node."),
+    click.option("--node", "node_names", multiple=True, metavar="NODE",
+                 help="A cluster node, read from its GPU Feature Discovery labels; repeatable."),
+    click.option("--strategy", type=click.Choice(STRATEGIES),
+                 help="Also check the device plugin's MIG strategy."),
+)  # fmt: skip
+
+
+def _target_options(f: F) -> F:
+    for option in reversed(_TARGET_OPTIONS):
+        f = option(f)
+    return f
+
+
+@mig.command("validate")
+@_target_options
+@global_options
+@pass_settings
+def validate_cmd(settings: Settings, **flags: Any) -> None:
+    """Check that each selected config fits every GPU it selects, with explicit placements.
+
+    Without -c every config in the file is checked. Per GPU: the profiles exist on its model,
+    instance caps and the single +me instance hold, and a non-overlapping placement exists;
+    with --strategy, the device plugin's MIG strategy accepts the node too.
+
+    Exit status: 0 every config fits, 1 any does not, 2 usage error (e.g. an unknown model).
+
+    \b
+    Examples:
+      kubectl gpu mig validate -f config.yaml --gpu A100-40GB --gpu H100-80GB
+      kubectl gpu mig validate -f config.yaml -c all-balanced --node gpu-node-1 -o json
+    """
+    results = _check(settings, flags, all_by_default=True)
+    rows = [row for result in results for row in _rows(result)]
+    render.emit_table(rows, _VALIDATE_COLUMNS, settings.output, _document(results, flags))
+    _finish(results)
+
+
+@mig.command("plan")
+@_target_options
+@global_options
+@pass_settings
+def plan_cmd(settings: Settings, **flags: Any) -> None:
+    """Draw the layout each GPU gets and the resources the device plugin will advertise.
+
+    SLICES shows a GPU's memory slices left to right, each GPU instance over the slices it
+    takes (. = free). -c may be left out when the file holds one config.
+
+    \b
+    Examples:
+      kubectl gpu mig plan -f config.yaml -c all-balanced --gpu H100-80GB
+      kubectl gpu mig plan -f config.yaml -c all-1g.10gb --node gpu-node-1 --strategy single
+    """
+    results = _check(settings, flags, all_by_default=False)
+    rows = [row for result in results for row in _rows(result)]
+    render.emit_table(rows, _PLAN_COLUMNS, settings.output, _document(results, flags))
+    _finish(results)
+
+
+def _check(
+    settings: Settings, flags: dict[str, Any], all_by_default: bool
+) -> tuple[ConfigVerdict, ...]:
+    gpus, node_names = flags["gpus"], flags["node_names"]
+    if bool(gpus) == bool(node_names):
+        raise UsageError("give the GPUs to check against: --gpu MODEL or --node NODE (not both)")
+    if flags["count"] != 1 and not gpus:
+        raise UsageError("--count applies to --gpu only (a node's count comes from its labels)")
+    from kubectl_gpu.mig import nodes, verdicts
+
+    config_file = _read_config(flags["filename"])
+    names = _names(config_file, flags["config_names"], all_by_default)
+    targets = [nodes.model_target(g, flags["count"]) for g in gpus] or _node_targets(
+        settings, node_names
+    )
+    return verdicts.check_file(config_file, names, targets, flags["strategy"])
+
+
+def _names(config_file: MigConfigFile, asked: tuple[str, ...], all_by_default: bool) -> list[str]:
+    for name in asked:
+        config_file.select(name)  # an unknown name fails here, before any cluster read
+    if asked:
+        return list(dict.fromkeys(asked))
+    if all_by_default or len(config_file.names) == 1:
+        return list(config_file.names)
+    raise UsageError(
+        "missing required flag 'selected-config' when more than one config available: choose "
+        "one with -c NAME",
+        hint=f"available: {', '.join(config_file.names)}",
+    )
+
+
+def _node_targets(settings: Settings, names: Sequence[str]) -> list[Target]:
+    from kubectl_gpu import cluster  # lazy: offline checks never import kubernetes
+    from kubectl_gpu.mig import nodes
+
+    api = cluster.connect(settings.kubeconfig, settings.context)
+    targets = []
+    for name in dict.fromkeys(names):
+        labels = (api.get(cluster.path("nodes", name)).get("metadata") or {}).get("labels") or {}
+        targets.append(nodes.node_target(name, labels))
+    return targets
+
+
+def _read_config(filename: str) -> MigConfigFile:
+    from kubectl_gpu import documents, validation
+    from kubectl_gpu.mig.spec import MigConfigFile
+
+    name, text = _read_text(filename)
+    report = validation.validate_text(text, name, "mig-config")
+    errors = [f for f in report.findings if f.severity.value == "error"]
+    if errors:
+        where = ":".join(str(p) for p in (errors[0].file, errors[0].line) if p)
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise ConfigError(
+            f"{name} is not a valid mig-parted config: {where}: {errors[0].message}{more}",
+            hint=f"kubectl gpu validate -f {name} lists every problem and how to fix it",
+            findings=tuple(errors),
+        )
+    docs, _ = documents.load_documents(text, name)
+    data = docs[0].data if docs else None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{name} holds no mig-parted config (version: v1, mig-configs: …)")
+    return MigConfigFile.from_dict(data)
+
+
+def _read_text(filename: str) -> tuple[str, str]:
+    name = "<stdin>" if filename == "-" else filename
+    try:
+        if filename == "-":
+            raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+        else:
+            with FsPath(filename).open("rb") as stream:
+                raw = stream.read(MAX_INPUT_BYTES + 1)
+    except OSError as e:
+        raise InputError(f"cannot read {name}: {e.strerror or e}") from e
+    if len(raw) > MAX_INPUT_BYTES:
+        raise InputError(f"{name} is larger than {MAX_INPUT_BYTES // 2**20} MiB")
+    try:
+        return name, raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{name} is not UTF-8 text (byte {e.start})") from e
+
+
+def _finish(results: Sequence[ConfigVerdict]) -> None:
+    good = sum(r.fits for r in results)
+    configs = len({r.config for r in results})
+    targets = len({r.target.name for r in results})
+    click.echo(
+        f"{good} of {len(results)} fit ({configs} config(s) × {targets} target(s))", err=True
+    )
+    failed = good < len(results)
+    click.get_current_context().exit(int(ExitCode.ERROR if failed else ExitCode.OK))
+
+
+# --- tables ----------------------------------------------------------------------------------
+
+
+def _placements(model: GpuModel, profile: GiProfile) -> str:
+    return str(profile.shape) + ("" if model.placements_verified else " ?")
+
+
+_PROFILE_COLUMNS = (
+    Column("MODEL", lambda r: r[0].key),
+    Column("PROFILE", lambda r: r[1].name),
+    Column("COMPUTE", lambda r: f"{r[1].compute_slices}/{r[0].board.compute_slices}"),
+    Column("MEMORY", lambda r: f"{r[1].shape.memory_slices}/{r[0].board.memory_slices}"),
+    Column("MAX", lambda r: r[1].max_instances),
+    Column("PLACEMENTS", lambda r: _placements(r[0], r[1])),
+    Column(
+        "COMPUTE INSTANCES", lambda r: [n.split(".", 1)[0] for n in r[1].compute_instance_profiles]
+    ),
+    Column("PCI IDS", lambda r: [p.pci_id for p in r[0].products], wide_only=True),
+)
+
+
+def _grouped(result: ConfigVerdict) -> list[tuple[str, GpuVerdict]]:
+    """GPUs with the same outcome in one row, as `0-7`."""
+
+    def outcome(v: GpuVerdict) -> tuple[Any, ...]:
+        return (v.status, v.spec, v.mig_enabled, v.layout, v.problem, v.gpu.name)
+
+    rows = []
+    for _, run in itertools.groupby(result.gpus, key=outcome):
+        same = list(run)
+        first, last = same[0].gpu.index, same[-1].gpu.index
+        rows.append((str(first) if first == last else f"{first}-{last}", same[0]))
+    return rows
+
+
+def _resources(verdict: GpuVerdict | None, strategy: str | None) -> dict[str, int]:
+    from kubectl_gpu.mig import verdicts
+
+    return verdicts.gpu_resources(verdict, strategy) if verdict else {}
+
+
+def _model(verdict: GpuVerdict) -> str:
+    return verdict.gpu.model.key if verdict.gpu.model else verdict.gpu.name
+
+
+def _layout_text(verdict: GpuVerdict) -> str:
+    if verdict.problem:
+        return verdict.problem
+    if not verdict.mig_enabled:
+        return "MIG disabled"
+    if not verdict.layout:
+        return "MIG enabled, no instances"
+    return " ".join(_instance_text(p) for p in _by_start(verdict.layout))
+
+
+def _instance_text(placed: PlacedInstance) -> str:
+    devices = [d.name for d in placed.compute_instances]
+    inside = "" if devices == [placed.profile.name] else f"({','.join(devices)})"
+    return f"{placed}{inside}"
+
+
+def _devices(verdict: GpuVerdict) -> list[str]:
+    return [d.name for p in _by_start(verdict.layout) for d in p.compute_instances]
+
+
+def _by_start(layout: Layout) -> list[PlacedInstance]:
+    return sorted(layout, key=lambda p: p.placement.start)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Row:
+    """A run of GPUs with one outcome (`verdict`), or a node-wide `problem`; cells are
+    computed only for the columns shown."""
+
+    result: ConfigVerdict
+    gpus: str
+    verdict: GpuVerdict | None = None
+    problem: str = ""
+
+
+def _rows(result: ConfigVerdict) -> list[_Row]:
+    rows = [_Row(result, gpus, verdict) for gpus, verdict in _grouped(result)]
+    return rows + [_Row(result, "*", None, problem) for problem in result.problems]
+
+
+def _cell(
+    per_gpu: Callable[[GpuVerdict], Any], problem: Callable[[_Row], Any]
+) -> Callable[[_Row], Any]:
+    return lambda row: per_gpu(row.verdict) if row.verdict else problem(row)
+
+
+def draw(layout: Layout, memory_slices: int) -> str:
+    """A GPU's memory slices left to right, each instance's name over the slices it takes."""
+    width = max([_SLICE_WIDTH, *(len(p.profile.name) for p in layout if p.placement.size == 1)])
+    cells, at = [], 0
+    for placed in _by_start(layout):
+        cells += ["." * width] * (placed.placement.start - at)
+        cells.append(placed.profile.name.ljust(placed.placement.size * (width + 1) - 1))
+        at = placed.placement.start + placed.placement.size
+    cells += ["." * width] * (memory_slices - at)
+    return "|" + "|".join(cells) + "|"
+
+
+def _slices(verdict: GpuVerdict) -> str:
+    model = verdict.gpu.model
+    if verdict.status == FITS and verdict.mig_enabled and model is not None:
+        return draw(verdict.layout, model.board.memory_slices)
+    if verdict.status == FITS:
+        return _layout_text(verdict)
+    return f"{verdict.status.value}: {verdict.problem}"
+
+
+_CONFIG = Column("CONFIG", lambda r: r.result.config)
+_TARGET = Column("TARGET", lambda r: r.result.target.name)
+_GPU = Column("GPU", lambda r: r.gpus)
+_MODEL = Column("MODEL", _cell(_model, lambda r: "*"))
+_RESOURCES = Column("RESOURCES", lambda r: _resources(r.verdict, r.result.strategy))
+_VALIDATE_COLUMNS = (
+    _CONFIG,
+    _TARGET,
+    _GPU,
+    _MODEL,
+    Column("VERDICT", _cell(lambda v: v.status.value, lambda r: DOES_NOT_FIT)),
+    Column("DETAIL", _cell(_layout_text, lambda r: r.problem)),
+    Column(
+        "SPEC", _cell(lambda v: None if v.spec is None else f"#{v.spec + 1}", lambda r: None), True
+    ),
+    dataclasses.replace(_RESOURCES, wide_only=True),
+)
+_PLAN_COLUMNS = (
+    _CONFIG,
+    _TARGET,
+    _GPU,
+    _MODEL,
+    _RESOURCES,
+    Column("DEVICES", _cell(_devices, lambda r: None), wide_only=True),
+    Column("SLICES", _cell(_slices, lambda r: r.problem)),
+)
+
+
+# --- documents (-o json|yaml) ----------------------------------------------------------------
+
+
+def _document(results: Sequence[ConfigVerdict], flags: dict[str, Any]) -> dict[str, Any]:
+    """The result as schemas/mig-validate-result.v1.json describes it."""
+    from kubectl_gpu.mig.verdicts import to_dict
+
+    return {
+        "apiVersion": render.API_VERSION,
+        "kind": "MigValidationResult",
+        "file": "<stdin>" if flags["filename"] == "-" else flags["filename"],
+        "strategy": flags["strategy"],
+        "fits": all(r.fits for r in results),
+        "results": [to_dict(r) for r in results],
+    }
+
+
+def _profiles_document(chosen: Sequence[GpuModel]) -> dict[str, Any]:
+    """`kind: MigProfileList`: each model's products, slices and profiles with placements."""
+    from kubectl_gpu.mig import models
+
+    return {
+        "apiVersion": render.API_VERSION,
+        "kind": "MigProfileList",
+        "models": [models.to_dict(m) for m in chosen],
+    }
