@@ -38,6 +38,18 @@ def test_help_imports_no_heavy_library(args: list[str]) -> None:
     assert imported_by(args) == []
 
 
+def test_root_help_imports_no_command_module() -> None:
+    code = (
+        "import sys\nfrom kubectl_gpu.cli import cli\n"
+        "try:\n    cli.main(['--help'], standalone_mode=False)\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('kubectl_gpu.cli.')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.strip().splitlines()[-1] == "['kubectl_gpu.cli.settings']"
+
+
 def test_validate_never_imports_the_cluster_or_device_libraries(tmp_path: Path) -> None:
     config = tmp_path / "c.yaml"
     config.write_text("version: v1\n")

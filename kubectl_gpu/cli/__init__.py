@@ -21,15 +21,41 @@ from kubectl_gpu.errors import GpuError
 PROG = "kubectl gpu"
 
 
-# Subcommands, loaded on first use so that `--help` imports only what it shows.
-# A command whose module is not in this installation is not listed (not built yet).
-COMMANDS: dict[str, tuple[str, str]] = {
-    "validate": ("kubectl_gpu.cli.validate", "validate"),
-    "share": ("kubectl_gpu.cli.share", "share"),
-    "mig": ("kubectl_gpu.cli.mig", "mig"),
-    "map": ("kubectl_gpu.cli.map", "map_"),
-    "doctor": ("kubectl_gpu.cli.doctor", "doctor"),
-    "install": ("kubectl_gpu.cli.install", "install"),
+# Subcommands, loaded on first use: name -> (module, attribute, short help). The short
+# help is kept here so that `kubectl gpu --help` imports no command module at all; a test
+# checks it against each command's own. A command whose module is not in this
+# installation is not listed (not built yet).
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "validate": (
+        "kubectl_gpu.cli.validate",
+        "validate",
+        "Check device-plugin and MIG configs before they reach a node.",
+    ),
+    "share": (
+        "kubectl_gpu.cli.share",
+        "share",
+        "Share GPUs by time-slicing or MPS.",
+    ),
+    "mig": (
+        "kubectl_gpu.cli.mig",
+        "mig",
+        "Check MIG layouts against GPU models before they reach a node.",
+    ),
+    "map": (
+        "kubectl_gpu.cli.map",
+        "map_",
+        "Show which pod holds which GPU, MIG device and replica.",
+    ),
+    "doctor": (
+        "kubectl_gpu.cli.doctor",
+        "doctor",
+        "Name the failing layer when a GPU pod does not run.",
+    ),
+    "install": (
+        "kubectl_gpu.cli.install",
+        "install",
+        "Install the node agent and device plugin bundle.",
+    ),
 }
 
 
@@ -39,16 +65,23 @@ class RootGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:  # noqa: D102
         from importlib.util import find_spec
 
-        return [name for name, (module, _) in COMMANDS.items() if find_spec(module)]
+        return [name for name, (module, _, _) in COMMANDS.items() if find_spec(module)]
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:  # noqa: D102
         if cmd_name not in self.list_commands(ctx):
             return None
         import importlib
 
-        module, attribute = COMMANDS[cmd_name]
+        module, attribute, _ = COMMANDS[cmd_name]
         command: click.Command = getattr(importlib.import_module(module), attribute)
         return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """List the commands from the table, without importing their modules."""
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:  # noqa: D102 - click's signature
         kwargs.setdefault("prog_name", PROG)

@@ -178,12 +178,23 @@ def test_every_listed_command_has_working_help(run_cli: Run) -> None:
         assert f"Usage: kubectl gpu {name}" in result.stdout
 
 
+def test_root_help_lists_each_command_with_its_own_short_help(run_cli: Run) -> None:
+    from kubectl_gpu.cli import COMMANDS, cli
+
+    shown = run_cli("--help").stdout
+    for name in cli.list_commands(None):  # type: ignore[arg-type]
+        command = cli.get_command(None, name)  # type: ignore[arg-type]
+        assert command is not None
+        assert command.get_short_help_str(limit=200) == COMMANDS[name][2]
+        assert COMMANDS[name][2] in shown
+
+
 def test_commands_not_built_yet_are_not_offered(run_cli: Run) -> None:
     from importlib.util import find_spec
 
     from kubectl_gpu.cli import COMMANDS
 
-    missing = [name for name, (module, _) in COMMANDS.items() if not find_spec(module)]
+    missing = [name for name, (module, _, _) in COMMANDS.items() if not find_spec(module)]
     shown = run_cli("--help").stdout
     for name in missing:
         assert f"  {name} " not in shown
