@@ -1,0 +1,25 @@
+"""A simulated Kubernetes cluster with NVIDIA GPU nodes (test code only).
+
+Owns nothing itself; it names the public pieces: `SimCluster` (API server stand-in plus
+simulated DaemonSet controller, scheduler, kubelet, NVIDIA device plugin, GFD and GPU Operator),
+`NodeSpec`, the deployment `layouts` and `Allocation`. Tests use the `sim_cluster` fixture from
+`tests.fakes.cluster.fixture`; `python -m tests.fakes.cluster` starts one for a demo. Must not be
+imported by product code.
+"""
+
+from __future__ import annotations
+
+from tests.fakes.cluster.allocation import Allocation
+from tests.fakes.cluster.cluster import ALL_CONTROLLERS, ClusterError, SimCluster
+from tests.fakes.cluster.layouts import LAYOUTS, Layout
+from tests.fakes.cluster.nodes import NodeSpec
+
+__all__ = [
+    "ALL_CONTROLLERS",
+    "LAYOUTS",
+    "Allocation",
+    "ClusterError",
+    "Layout",
+    "NodeSpec",
+    "SimCluster",
+]

@@ -1,0 +1,88 @@
+"""`python -m tests.fakes.cluster --kubeconfig PATH …`: a simulated GPU cluster for demos.
+
+Owns the command line only: build the nodes (`--nodes gpu-a=H100-SXM5-80GB:8,cpu-1=none:0`), the
+deployment (`--layout gpu-operator|helm|static|none`) and its configs (`--config KEY=FILE`,
+`--default KEY`), start a `SimCluster`, write the kubeconfig, print one `ready: kubeconfig=PATH
+server=URL` line, serve until SIGTERM or SIGINT, then stop cleanly and exit 0. Must not be used
+by tests in-process (they use the fixture).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+
+from tests.fakes.cluster.cluster import SimCluster
+from tests.fakes.cluster.layouts import LAYOUTS
+from tests.fakes.cluster.nodes import NodeSpec
+
+DEFAULT_NODES = "gpu-a=H100-SXM5-80GB:8,gpu-b=A100-SXM4-80GB:4,cpu-1=none:0"
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
+def _options(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.fakes.cluster",
+        description="Run a simulated GPU cluster until SIGTERM.",
+    )
+    parser.add_argument("--kubeconfig", type=Path, required=True, help="where to write it")
+    parser.add_argument("--layout", default="gpu-operator", choices=[*LAYOUTS, "none"])
+    parser.add_argument("--nodes", default=DEFAULT_NODES, help="NAME=MODEL:COUNT,…")
+    parser.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=FILE",
+        help="a device-plugin config for the ConfigMap (repeatable)",
+    )
+    parser.add_argument("--default", dest="default_config", help="the default config key")
+    return parser.parse_args(argv)
+
+
+def _configs(pairs: list[str]) -> dict[str, str] | None:
+    configs: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, path = pair.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"--config wants KEY=FILE, got {pair!r}")
+        data = Path(path).read_bytes()
+        if len(data) > MAX_CONFIG_BYTES:
+            raise SystemExit(f"{path}: larger than a ConfigMap can hold")
+        configs[key] = data.decode()
+    return configs or None
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = _options(argv)
+    nodes = [NodeSpec.parse(item) for item in options.nodes.split(",") if item.strip()]
+    layout = None if options.layout == "none" else options.layout
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    cluster = SimCluster(
+        nodes,
+        layout,
+        _configs(options.config),
+        options.default_config,
+        kubeconfig=options.kubeconfig.resolve(),
+    )
+    cluster.start()
+    try:
+        sys.stdout.write(f"ready: kubeconfig={cluster.kubeconfig} server={cluster.server.url}\n")
+        sys.stdout.flush()
+        stop.wait()
+    finally:
+        cluster.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+"""The `sim_cluster` pytest fixture: a started `SimCluster` per call, stopped after the test.
+
+Owns the cluster's lifetime in a test: `sim_cluster(nodes=[...], layout=..., configs=...,
+default_config=..., controllers=...)` builds and starts one (kubeconfig under the test's
+tmp_path) and returns it; at teardown every cluster is stopped, a controller or store-subscriber
+exception fails the test, and no cluster thread may outlive it. Also `kubectl_for(cluster,
+tmp_path)`, the real kubectl against a cluster (skips when none is on PATH). Must not be
+collected as a conftest: tests import it with
+`from tests.fakes.cluster.fixture import sim_cluster as sim_cluster`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+
+from tests.fakes.apiserver.kubectl_cli import KubectlRunner
+from tests.fakes.cluster.cluster import SimCluster
+
+
+class MakeSimCluster(Protocol):
+    def __call__(self, *args: Any, **kwargs: Any) -> SimCluster: ...
+
+
+@pytest.fixture
+def sim_cluster(tmp_path: Path) -> Iterator[MakeSimCluster]:
+    """`sim_cluster(nodes, layout, configs, default_config, controllers=…)` → started cluster."""
+    made: list[SimCluster] = []
+    before = set(threading.enumerate())
+
+    def make(*args: Any, **kwargs: Any) -> SimCluster:
+        kwargs.setdefault("kubeconfig", tmp_path / f"kubeconfig-{len(made)}")
+        cluster = SimCluster(*args, **kwargs)
+        made.append(cluster)
+        return cluster.start()
+
+    try:
+        yield make
+    finally:
+        for cluster in made:
+            cluster.stop()
+    errors = [e for cluster in made for e in cluster.errors]
+    assert not errors, f"simulated controllers raised: {errors!r}"
+    leftover = [
+        t
+        for t in set(threading.enumerate()) - before
+        if t.name == "sim-cluster-loop" or "serve_forever" in t.name
+    ]
+    assert not leftover, f"threads outlived the cluster: {leftover}"
+
+
+def kubectl_for(cluster: SimCluster, tmp_path: Path) -> KubectlRunner:
+    """The real kubectl against `cluster`, isolated from ~/.kube; skips without kubectl."""
+    binary = shutil.which("kubectl")
+    if binary is None:
+        pytest.skip("no kubectl on PATH")
+    return KubectlRunner(binary, cluster.kubeconfig, tmp_path / "kubectl")

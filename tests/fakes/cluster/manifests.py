@@ -1,0 +1,155 @@
+"""Building blocks of NVIDIA's DaemonSets, shared by the deployments and the operator's renderer.
+
+Owns plain-dict constructors for the pieces the Helm chart, the GPU Operator and the static
+manifest have in common (reference §3.1, §3.4, §6): env lists, the config-manager init container
+and sidecar with the env they really carry, the ConfigMap and emptyDir volumes they share, the
+DaemonSet shell, Namespaces and ConfigMaps. Values follow NVIDIA/k8s-device-plugin v0.20.0 and
+gpu-operator `assets/state-device-plugin/0500_daemonset.yaml`. Must not decide which pieces a
+deployment uses (layouts.py, operator.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Obj = dict[str, Any]
+PLUGIN_IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
+VALIDATOR_IMAGE = "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v25.3.2"
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+NODE_NAME_ENV = {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}
+
+
+def env(pairs: Mapping[str, str]) -> list[Obj]:
+    return [{"name": k, "value": v} for k, v in pairs.items()]
+
+
+def set_env(container: Obj, pairs: Mapping[str, str]) -> None:
+    """Set or replace env vars on a container, keeping the order of those already there."""
+    entries = container.setdefault("env", [])
+    for name, value in pairs.items():
+        for entry in entries:
+            if entry.get("name") == name:
+                entry.clear()
+                entry.update(name=name, value=value)
+                break
+        else:
+            entries.append({"name": name, "value": value})
+
+
+@dataclass(frozen=True)
+class ConfigWiring:
+    """How a deployment wires config-manager next to one program (§3.1 chart, §3.4 operator)."""
+
+    configmap: str
+    default: str
+    fallbacks: str | None  # FALLBACK_STRATEGIES; None leaves it unset
+    process: str  # PROCESS_TO_SIGNAL
+    prefix: str = ""  # chart: "<program>-init"/"-sidecar"; operator: "config-manager[-init]"
+    volume: str = "available-configs"  # the operator names the volume after the ConfigMap
+    sidecar_first: bool = False  # the chart lists the sidecar before the program
+
+
+def config_manager(name: str, wiring: ConfigWiring, *, oneshot: bool) -> Obj:
+    """A config-manager container: ONESHOT init, or the sidecar that SIGHUPs the program."""
+    pairs = {"ONESHOT": "true" if oneshot else "false", "KUBECONFIG": ""}
+    tail = {
+        "NODE_LABEL": "nvidia.com/device-plugin.config",
+        "CONFIG_FILE_SRCDIR": "/available-configs",
+        "CONFIG_FILE_DST": "/config/config.yaml",
+        "DEFAULT_CONFIG": wiring.default,
+        **({"FALLBACK_STRATEGIES": wiring.fallbacks} if wiring.fallbacks is not None else {}),
+        "SEND_SIGNAL": "false" if oneshot else "true",
+        "SIGNAL": "" if oneshot else "1",
+        "PROCESS_TO_SIGNAL": "" if oneshot else wiring.process,
+    }
+    return {
+        "name": name,
+        "image": PLUGIN_IMAGE,
+        "command": ["config-manager"],
+        "env": [*env(pairs), dict(NODE_NAME_ENV), *env(tail)],
+        "volumeMounts": [
+            {"name": wiring.volume, "mountPath": "/available-configs"},
+            {"name": "config", "mountPath": "/config"},
+        ],
+    }
+
+
+def config_volumes(configmap: str, volume: str = "available-configs") -> list[Obj]:
+    return [
+        {"name": volume, "configMap": {"name": configmap}},
+        {"name": "config", "emptyDir": {}},
+    ]
+
+
+def host_path(name: str, path: str, kind: str = "") -> Obj:
+    source: Obj = {"path": path}
+    if kind:
+        source["type"] = kind
+    return {"name": name, "hostPath": source}
+
+
+def daemonset(
+    name: str,
+    namespace: str,
+    *,
+    selector: Mapping[str, str],
+    labels: Mapping[str, str],
+    pod_spec: Obj,
+    annotations: Mapping[str, str] | None = None,
+    max_unavailable: int | str = 1,
+) -> Obj:
+    template_meta: Obj = {"labels": dict(selector)}
+    if annotations:
+        template_meta["annotations"] = dict(annotations)
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+        "spec": {
+            "selector": {"matchLabels": dict(selector)},
+            "updateStrategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxUnavailable": max_unavailable, "maxSurge": 0},
+            },
+            "template": {"metadata": template_meta, "spec": pod_spec},
+        },
+    }
+
+
+def namespace(name: str) -> Obj:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def configmap(
+    name: str, ns: str, data: Mapping[str, str], labels: Mapping[str, str] | None = None
+) -> Obj:
+    meta: Obj = {"name": name, "namespace": ns}
+    if labels:
+        meta["labels"] = dict(labels)
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": dict(data)}
+
+
+def with_config_manager(spec: Obj, main: str, wiring: ConfigWiring) -> None:
+    """Wire config-manager into a pod spec as the chart and the operator do (§3.1, §3.4)."""
+    spec["shareProcessNamespace"] = True
+    prefix = wiring.prefix
+    init = config_manager(
+        f"{prefix}-init" if prefix else "config-manager-init", wiring, oneshot=True
+    )
+    sidecar = config_manager(
+        f"{prefix}-sidecar" if prefix else "config-manager", wiring, oneshot=False
+    )
+    spec.setdefault("initContainers", []).append(init)
+    containers: Sequence[Obj] = spec["containers"]
+    target = next(c for c in containers if c["name"] == main)
+    set_env(target, {"CONFIG_FILE": "/config/config.yaml"})
+    target.setdefault("volumeMounts", []).extend(
+        [
+            {"name": wiring.volume, "mountPath": "/available-configs"},
+            {"name": "config", "mountPath": "/config"},
+        ]
+    )
+    spec["containers"] = [sidecar, *containers] if wiring.sidecar_first else [*containers, sidecar]
+    spec.setdefault("volumes", []).extend(config_volumes(wiring.configmap, wiring.volume))

@@ -1,0 +1,211 @@
+"""Simulated nodes: their GPUs (the NVML stand-in's `Gpu` objects), MIG set-up and Node objects.
+
+Owns `NodeSpec` (what a test asks for), `SimNode` (one node's NVML stand-in library, so that a
+node agent run against `FakeLibNvml` and the simulated device plugin see the same GPUs), MIG
+changes made through those `Gpu` objects, read-only `GpuView` snapshots the device plugin and
+GFD enumerate, and the Node object a kubelet would register. Must not write to the store or
+decide what the device plugin advertises (devices.py).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.fakes.apiserver.samples import node as sample_node
+from tests.fakes.libnvml import FakeLibNvml, Gpu, codes
+from tests.fakes.libnvml.models import compute_profiles, mig_device_profile
+
+Obj = dict[str, Any]
+MIB = 1024 * 1024
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+NFD_NVIDIA_PCI = "feature.node.kubernetes.io/pci-10de.present"
+_UUIDS = uuid.UUID("3b1f6c2e-8d4a-4f0b-9c57-2e6a1d9f0c88")
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """A node to simulate: `model_key` is a libnvml model (or "none" with count 0 for CPU)."""
+
+    name: str
+    model_key: str = "none"
+    count: int = 0
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: Sequence[Mapping[str, str]] = ()
+    gpu_taint: bool = False  # add nvidia.com/gpu=present:NoSchedule, as many GPU pools do
+    mig: Mapping[int, Sequence[str]] = field(default_factory=dict)  # GPU index -> profiles
+
+    @classmethod
+    def parse(cls, text: str) -> NodeSpec:
+        """`gpu-a=H100-SXM5-80GB:8` or `cpu-1=none:0` (the demo command's form)."""
+        name, _, rest = text.partition("=")
+        model, _, count = (rest or "none:0").partition(":")
+        return cls(name.strip(), model.strip() or "none", int(count or 0))
+
+
+@dataclass(frozen=True)
+class MigDeviceView:
+    """One MIG device (GPU instance + compute instance) as NVML enumerates it."""
+
+    uuid: str
+    index: str  # "<gpu>:<j>", j the MIG enumeration index on that GPU
+    profile: str  # "3g.40gb", or "1c.3g.40gb" for a smaller compute instance
+    gi_slices: int
+    ci_slices: int
+    memory_mb: int
+    multiprocessors: int
+    engines: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class GpuView:
+    """What the device plugin and GFD read from one GPU through NVML."""
+
+    index: int
+    uuid: str
+    name: str
+    memory_mib: int
+    compute_capability: tuple[int, int]
+    mig_capable: bool
+    mig_enabled: bool
+    mig_devices: tuple[MigDeviceView, ...]
+
+
+class SimNode:
+    """One node: its spec, its NVML stand-in library and its GPUs."""
+
+    def __init__(self, spec: NodeSpec, index: int) -> None:
+        self.spec = spec
+        self.index = index
+        gpus = [_gpu(spec, i) for i in range(spec.count if spec.model_key != "none" else 0)]
+        self.nvml = FakeLibNvml(gpus)
+        for gpu_index, profiles in spec.mig.items():
+            self.set_mig(gpu_index, profiles)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def gpus(self) -> list[Gpu]:
+        return self.nvml.gpus
+
+    @property
+    def address(self) -> str:
+        return f"10.0.{self.index // 250}.{self.index % 250 + 10}"
+
+    def node_object(self) -> Obj:
+        labels = dict(self.spec.labels)
+        if self.gpus:
+            # NFD's PCI label and the operator/NFD rule label every GPU node carries.
+            labels.setdefault(NFD_NVIDIA_PCI, "true")
+            labels.setdefault("nvidia.com/gpu.present", "true")
+        obj = sample_node(self.name, labels=labels)
+        taints = [dict(t) for t in self.spec.taints]
+        if self.spec.gpu_taint:
+            taints.append(dict(GPU_TAINT))
+        if taints:
+            obj["spec"]["taints"] = taints
+        obj["status"]["addresses"] = [
+            {"type": "InternalIP", "address": self.address},
+            {"type": "Hostname", "address": self.name},
+        ]
+        obj["status"]["nodeInfo"]["machineID"] = uuid.uuid5(_UUIDS, self.name).hex
+        obj["status"]["nodeInfo"]["systemUUID"] = str(uuid.uuid5(_UUIDS, "sys/" + self.name))
+        return obj
+
+    # ---- MIG ---------------------------------------------------------------------------
+
+    def set_mig(self, gpu_index: int, profiles: Sequence[str] | None) -> None:
+        """Enable MIG with these MIG devices on one GPU, or disable it (None).
+
+        Goes through the `Gpu` object as mig-parted would through NVML: mode change (with
+        the reset Ampere needs), then one GPU instance and one compute instance per profile
+        ("3g.40gb", or "1c.3g.40gb" for a 1-slice compute instance in a 3g GPU instance).
+        The device plugin sees the change only when it restarts (reference §3.3).
+        """
+        with self.nvml.lock:
+            gpu = self.gpus[gpu_index]
+            _clear(gpu)
+            mode = codes.MIG_DISABLE if profiles is None else codes.MIG_ENABLE
+            code, activation = gpu.set_mig_mode(mode)
+            if code != codes.SUCCESS:
+                raise ValueError(f"GPU {gpu_index} ({gpu.name}) cannot change MIG mode: {code}")
+            if activation == codes.RESET_REQUIRED and gpu.reset() != codes.SUCCESS:
+                raise ValueError(f"GPU {gpu_index} could not be reset")
+            for profile in profiles or ():
+                _create(gpu, profile)
+
+    def gpu_views(self) -> tuple[GpuView, ...]:
+        with self.nvml.lock:
+            return tuple(_view(gpu) for gpu in self.gpus)
+
+
+def _gpu(spec: NodeSpec, index: int) -> Gpu:
+    # Gpu.of derives the UUID from model and index; two nodes must not share a UUID.
+    unique = uuid.uuid5(_UUIDS, f"{spec.name}/{spec.model_key}/{index}")
+    return Gpu.of(spec.model_key, index, uuid=f"GPU-{unique}")
+
+
+def _clear(gpu: Gpu) -> None:
+    for gi, ci in gpu.mig.mig_devices():
+        gpu.destroy_compute_instance(gi, ci)
+    for gi in list(gpu.mig.gpu_instances.values()):
+        gpu.destroy_gpu_instance(gi)
+
+
+def _create(gpu: Gpu, profile: str) -> None:
+    parts = profile.split(".", 1)
+    ci_slices = 0
+    gi_name = profile
+    if parts[0].endswith("c") and parts[0][:-1].isdigit():
+        ci_slices, gi_name = int(parts[0][:-1]), parts[1]
+    gi_profile = next((p for p in gpu.profiles if p.name == gi_name), None)
+    if gi_profile is None:
+        raise ValueError(f"GPU {gpu.index} ({gpu.name}) has no MIG profile {gi_name!r}")
+    code, gi = gpu.mig.create_gpu_instance(gi_profile, None)
+    if code != codes.SUCCESS or gi is None:
+        raise ValueError(f"no room for {profile} on GPU {gpu.index}: NVML code {code}")
+    wanted = ci_slices or gi_profile.slice_count
+    ci_profile = next(p for p in compute_profiles(gi_profile) if p.slice_count == wanted)
+    code, _ = gpu.mig.create_compute_instance(gi, ci_profile, None)
+    if code != codes.SUCCESS:
+        raise ValueError(f"cannot create compute instance {profile} on GPU {gpu.index}: {code}")
+
+
+def _view(gpu: Gpu) -> GpuView:
+    devices = []
+    if gpu.mig_enabled:
+        for j, (gi, ci) in enumerate(gpu.mig.mig_devices()):
+            profile = gi.profile
+            engines = {
+                "copy": profile.copy_engine_count,
+                "decoder": profile.decoder_count,
+                "encoder": profile.encoder_count,
+                "jpeg": profile.jpeg_count,
+                "ofa": profile.ofa_count,
+            }
+            devices.append(
+                MigDeviceView(
+                    uuid=ci.uuid,
+                    index=f"{gpu.index}:{j}",
+                    profile=mig_device_profile(profile, ci.profile.slice_count),
+                    gi_slices=profile.slice_count,
+                    ci_slices=ci.profile.slice_count,
+                    memory_mb=profile.memory_size_mb,
+                    multiprocessors=ci.profile.multiprocessor_count,
+                    engines=engines,
+                )
+            )
+    return GpuView(
+        index=gpu.index,
+        uuid=gpu.uuid,
+        name=gpu.name,
+        memory_mib=gpu.memory_total // MIB,
+        compute_capability=gpu.cuda_compute_capability,
+        mig_capable=gpu.mig_capable,
+        mig_enabled=gpu.mig_enabled,
+        mig_devices=tuple(devices),
+    )

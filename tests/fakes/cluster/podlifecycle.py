@@ -1,0 +1,264 @@
+"""The simulated kubelet of every node: admission, device allocation, container lives, status.
+
+Owns pods bound to a node (`spec.nodeName`): mounting (a missing, non-optional ConfigMap volume
+keeps the pod ContainerCreating until it appears), admission and device allocation through
+allocation.py (a rejected pod goes Failed with kubelet's reason and an Event), starting the
+programs simulated in some pods (device plugin, GFD) through their `PodRuntime`, crash loops with
+kubelet's doubling back-off (10 s to 300 s, scaled by `time_scale`) and restart counts, releasing
+devices when a pod ends, and writing complete pod status. Not to be confused with
+tests/fakes/kubelet.py, the PodResources gRPC stand-in fed from `AllocationTable`. Must not
+schedule pods (scheduler.py) or decide what a simulated program does (programs.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from tests.fakes.apiserver import ApiError, Store
+from tests.fakes.cluster import events, podstatus
+from tests.fakes.cluster.allocation import AllocationTable, Rejected, admit
+from tests.fakes.cluster.deviceplugin import DevicePluginRuntime
+from tests.fakes.cluster.loop import Change, ControlLoop
+from tests.fakes.cluster.matching import is_terminal
+from tests.fakes.cluster.nodes import SimNode
+from tests.fakes.cluster.podstatus import ContainerRun, PodPlace
+
+Obj = dict[str, Any]
+MAX_BACKOFF = 300.0
+
+
+class PodRuntime(Protocol):
+    """A program simulated inside some pods (the kubelet's view of it)."""
+
+    def owns(self, pod: Obj) -> bool: ...
+    def start(self, node: str, pod: Obj) -> None: ...
+    def stop(self, uid: str) -> None: ...
+    def fates(self, uid: str) -> dict[str, str | None]: ...
+    def restart(self, uid: str, container: str) -> None: ...
+
+
+@dataclass
+class StartedPod:
+    node: str
+    place: PodPlace
+    runtime: PodRuntime | None
+    runs: dict[str, ContainerRun] = field(default_factory=dict)
+
+
+class Kubelet:
+    """Every node's kubelet, reconciled per node."""
+
+    name = "kubelet"
+
+    def __init__(
+        self,
+        store: Store,
+        loop: ControlLoop,
+        nodes: dict[str, SimNode],
+        plugin: DevicePluginRuntime,
+        runtimes: Sequence[PodRuntime],
+        *,
+        time_scale: float,
+    ) -> None:
+        self.store, self.loop, self.nodes = store, loop, nodes
+        self.plugin = plugin
+        self.runtimes = list(runtimes)
+        self.time_scale = time_scale
+        self.table = AllocationTable()
+        self._pods: dict[str, StartedPod] = {}
+        self._mounting: set[str] = set()  # nodes with pods waiting for a ConfigMap
+        self._told: set[str] = set()  # pods whose FailedMount event is out already
+        self._ips: dict[str, int] = {}
+
+    def keys_for(self, change: Change) -> Iterable[Hashable]:
+        if change.resource == "pods":
+            node = (change.obj.get("spec") or {}).get("nodeName")
+            return [("node", node)] if node else []
+        if change.resource == "nodes":
+            return [("node", change.name)]
+        if change.resource == "configmaps":
+            return [("mounts",)]
+        return []
+
+    def reconcile(self, key: Hashable) -> None:
+        assert isinstance(key, tuple)
+        if key[0] == "node":
+            self._sync(key[1])
+        elif key[0] == "restart":
+            self._restart(key[1], key[2])
+        elif key[0] == "mounts":
+            for node in sorted(self._mounting):
+                self._sync(node)
+
+    # ---- one node -------------------------------------------------------------------------
+
+    def _sync(self, node_name: str) -> None:
+        try:
+            node = self.store.get("nodes", node_name)
+        except ApiError:  # the node is gone: its kubelet stops everything it ran
+            for uid in [u for u, p in self._pods.items() if p.node == node_name]:
+                self._forget(uid)
+            self.table.drop_node(node_name)
+            self.plugin.forget(node_name)
+            return
+        pods = self.store.list("pods", field_selector=f"spec.nodeName={node_name}")
+        # Plugin pods first, so that a GPU pod admitted in the same pass finds its devices.
+        pods.sort(key=lambda p: self._runtime(p) is None)
+        self._mounting.discard(node_name)
+        active = [
+            p for p in pods if not is_terminal(p) and not p["metadata"].get("deletionTimestamp")
+        ]
+        live = {str(p["metadata"]["uid"]) for p in active}
+        # Devices of pods that ended are free before anything new is admitted, as the
+        # device manager's UpdateAllocatedDevices does at admission.
+        for uid in [u for u, p in self._pods.items() if p.node == node_name and u not in live]:
+            self._forget(uid)
+        for pod in active:
+            uid = str(pod["metadata"]["uid"])
+            if uid not in self._pods and not self._start(node, pod):
+                continue
+            self._write(pod, self._render(pod))
+
+    def _start(self, node: Obj, pod: Obj) -> bool:
+        node_name = str(node["metadata"]["name"])
+        host_ip = _host_ip(node)
+        missing = self._missing_configmap(pod)
+        if missing:
+            self._mounting.add(node_name)
+            self._write(pod, podstatus.creating(pod, host_ip, _since(pod)))
+            uid = str(pod["metadata"]["uid"])
+            if uid not in self._told:
+                self._told.add(uid)
+                message = (
+                    f'MountVolume.SetUp failed for volume "{missing[0]}" : '
+                    f'configmap "{missing[1]}" not found'
+                )
+                events.record(
+                    self.store, pod, "FailedMount", message, events.Source("kubelet", node_name)
+                )
+            return False
+        try:
+            allocations = admit(
+                pod, node, self.plugin.devices(node_name), self.plugin.known(node_name), self.table
+            )
+        except Rejected as exc:
+            self._write(pod, podstatus.rejected(pod, exc.reason, exc.message, podstatus.now()))
+            events.record(
+                self.store, pod, exc.reason, exc.message, events.Source("kubelet", node_name)
+            )
+            return False
+        uid = str(pod["metadata"]["uid"])
+        self.table.record(node_name, uid, allocations)
+        place = PodPlace(host_ip, self._pod_ip(node_name), podstatus.now())
+        runtime = self._runtime(pod)
+        self._pods[uid] = StartedPod(node_name, place, runtime)
+        if runtime is not None:
+            runtime.start(node_name, pod)
+        return True
+
+    def _forget(self, uid: str) -> None:
+        started = self._pods.pop(uid, None)
+        if started is None:
+            return
+        self.table.release(started.node, uid)
+        if started.runtime is not None:
+            started.runtime.stop(uid)
+
+    # ---- containers ----------------------------------------------------------------------
+
+    def _render(self, pod: Obj) -> Obj:
+        uid = str(pod["metadata"]["uid"])
+        started = self._pods[uid]
+        fates = started.runtime.fates(uid) if started.runtime else {}
+        spec = pod.get("spec") or {}
+        for container in (spec.get("initContainers") or []) + (spec.get("containers") or []):
+            name = container["name"]
+            run = started.runs.setdefault(name, ContainerRun(started.place.start_time))
+            fate = fates.get(name)
+            if fate is not None and run.failing is None:
+                self._crashed(pod, run, name, fate)
+            elif fate is None and run.failing is not None:
+                run.failing, run.started_at = None, podstatus.now()
+        return podstatus.render(pod, started.place, started.runs)
+
+    def _crashed(self, pod: Obj, run: ContainerRun, name: str, why: str) -> None:
+        """A container exited 1: count the restart and wait out its back-off."""
+        run.failing, run.finished_at = why, podstatus.now()
+        run.restarts += 1
+        run.backoff = 10.0
+        uid = str(pod["metadata"]["uid"])
+        self.loop.after(run.backoff * self.time_scale, self.name, ("restart", uid, name))
+        meta = pod["metadata"]
+        message = (
+            f"Back-off restarting failed container {name} in pod "
+            f"{meta['name']}_{meta['namespace']}({uid})"
+        )
+        events.record(
+            self.store, pod, "BackOff", message, events.Source("kubelet", self._pods[uid].node)
+        )
+
+    def _restart(self, uid: str, name: str) -> None:
+        started = self._pods.get(uid)
+        run = started.runs.get(name) if started else None
+        if started is None or run is None or run.failing is None:
+            return
+        if started.runtime is not None:
+            started.runtime.restart(uid, name)
+        fate = (started.runtime.fates(uid) if started.runtime else {}).get(name)
+        if fate is None:
+            run.failing, run.started_at = None, podstatus.now()
+        else:
+            run.failing, run.finished_at = fate, podstatus.now()
+            run.restarts += 1
+            run.backoff = min(run.backoff * 2, MAX_BACKOFF)
+            self.loop.after(run.backoff * self.time_scale, self.name, ("restart", uid, name))
+        self._sync(started.node)
+
+    # ---- helpers ----------------------------------------------------------------------
+
+    def _runtime(self, pod: Obj) -> PodRuntime | None:
+        return next((r for r in self.runtimes if r.owns(pod)), None)
+
+    def _missing_configmap(self, pod: Obj) -> tuple[str, str] | None:
+        namespace = str(pod["metadata"]["namespace"])
+        for volume in (pod.get("spec") or {}).get("volumes") or []:
+            source = volume.get("configMap")
+            if not source or source.get("optional"):
+                continue
+            try:
+                self.store.get("configmaps", str(source.get("name")), namespace)
+            except ApiError:
+                return str(volume.get("name")), str(source.get("name"))
+        return None
+
+    def _pod_ip(self, node: str) -> str:
+        index = self.nodes[node].index if node in self.nodes else 250
+        self._ips[node] = self._ips.get(node, 1) + 1
+        return f"10.244.{index}.{self._ips[node]}"
+
+    def _write(self, pod: Obj, status: Obj) -> None:
+        current = pod.get("status") or {}
+        if current == status:
+            return
+        body = dict(status)
+        body.update({k: None for k in current if k not in status})
+        meta = pod["metadata"]
+        self.store.patch(
+            "pods", meta["name"], {"status": body}, namespace=meta["namespace"], status=True
+        )
+
+    def allocations_of(self, node: str) -> list[Any]:
+        return self.table.of_node(node)
+
+
+def _host_ip(node: Obj) -> str:
+    for address in (node.get("status") or {}).get("addresses") or []:
+        if address.get("type") == "InternalIP":
+            return str(address["address"])
+    return "10.0.0.1"
+
+
+def _since(pod: Obj) -> str:
+    return str((pod.get("status") or {}).get("startTime") or podstatus.now())
