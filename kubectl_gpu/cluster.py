@@ -128,24 +128,31 @@ class Api:
                 return
             query["continue"] = token
 
-    def create(self, url: str, body: Json) -> Json:
-        """POST a new object into a collection."""
-        result: Json = self.request("POST", url, body=body)
+    def create(self, url: str, body: Json, *, dry_run: bool = False) -> Json:
+        """POST a new object into a collection (`dry_run`: validated by the server, not kept)."""
+        result: Json = self.request("POST", url, body=body, query=_dry(dry_run))
         return result
 
-    def replace(self, url: str, body: Json) -> Json:
+    def replace(self, url: str, body: Json, *, dry_run: bool = False) -> Json:
         """PUT an object; 409 (a `ClusterError` with status 409) when it changed meanwhile."""
-        result: Json = self.request("PUT", url, body=body)
+        result: Json = self.request("PUT", url, body=body, query=_dry(dry_run))
         return result
 
-    def patch(self, url: str, body: Any, kind: str = "merge") -> Json:
+    def patch(self, url: str, body: Any, kind: str = "merge", *, dry_run: bool = False) -> Json:
         """PATCH an object with a merge, JSON or strategic-merge patch."""
-        result: Json = self.request("PATCH", url, body=body, content_type=_PATCH_TYPES[kind])
+        result: Json = self.request(
+            "PATCH", url, body=body, content_type=_PATCH_TYPES[kind], query=_dry(dry_run)
+        )
         return result
 
-    def delete(self, url: str) -> None:
+    def delete(self, url: str, *, dry_run: bool = False) -> None:
         """DELETE an object."""
-        self.request("DELETE", url)
+        self.request("DELETE", url, query=_dry(dry_run))
+
+
+def _dry(dry_run: bool) -> dict[str, str] | None:
+    """The query of a server-side dry run: every stage runs, nothing is persisted."""
+    return {"dryRun": "All"} if dry_run else None
 
 
 def connect(

@@ -29,3 +29,22 @@ MIG_REASON_ANNOTATION = PREFIX + "mig.reason"
 PREVIOUS_CONFIG_ANNOTATION = PREFIX + "previous-config"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "kubectl-gpu"
+
+# GPU Feature Discovery / GPU Operator node labels read by `kubectl gpu share` (reference
+# sharing-config.md §2.3). A resource's physical count is labelled `<resource>.count`.
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+COUNT_LABEL_SUFFIX = ".count"
+MIG_STRATEGY_LABEL = "nvidia.com/mig.strategy"
+MPS_CAPABLE_LABEL = "nvidia.com/mps.capable"
+MIG_CAPABLE_LABEL = "nvidia.com/mig.capable"
+
+# Labels that identify the device plugin's DaemonSet (reference sharing-config.md §6).
+APP_LABEL = "app"  # GPU Operator: app=nvidia-device-plugin-daemonset
+APP_NAME_LABEL = "app.kubernetes.io/name"  # NVIDIA Helm chart: nvidia-device-plugin
+APP_INSTANCE_LABEL = "app.kubernetes.io/instance"  # NVIDIA Helm chart: the release
+STATIC_NAME_LABEL = "name"  # static manifest: name=nvidia-device-plugin-ds
+
+# ConfigMap keys: the key config-manager's `named` fallback looks for (sharing-config.md §3.2),
+# and the prefix of the per-node keys `kubectl gpu share --node` creates.
+DEFAULT_CONFIG_KEY = "default"
+PER_NODE_KEY_PREFIX = "kubectl-gpu-"

@@ -1,0 +1,382 @@
+"""`kubectl gpu share`: share GPUs by time-slicing or MPS, prove it, show it, undo it.
+
+Reads flags, builds the request and options, calls one workflow function
+(kubectl_gpu.workflows.share) and renders its rows; the cluster adapter and the workflow are
+imported inside the commands so that `--help` stays light. Exit 0 when every node reached its
+expected capacity (or nothing was to be done), 1 when a node failed or timed out, 2 for usage.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from kubectl_gpu.cli import render
+from kubectl_gpu.cli.render import Column
+from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
+from kubectl_gpu.errors import ConfigError, ExitCode, UsageError
+
+F = Callable[..., Any]
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+RESULT_COLUMNS = (
+    Column("NODE", lambda r: r.node),
+    Column("GPUS", lambda r: r.gpus),
+    Column("BEFORE", lambda r: r.before),
+    Column("AFTER", lambda r: r.after),
+    Column("PLUGIN POD", lambda r: r.plugin_pod),
+    Column("RESULT", lambda r: r.result),
+    Column("SECONDS", lambda r: r.seconds),
+    Column("KEY", lambda r: r.key, wide_only=True),
+    Column("STRATEGY", lambda r: r.strategy, wide_only=True),
+    Column("REPLICAS", lambda r: r.replicas, wide_only=True),
+    Column("RESOURCE", lambda r: r.resource, wide_only=True),
+    Column("EXPECTED", lambda r: r.expected, wide_only=True),
+    Column("MESSAGE", lambda r: r.message, wide_only=True),
+)
+SHOW_COLUMNS = (
+    Column("NODE", lambda r: r.node),
+    Column("KEY", lambda r: r.key),
+    Column("STRATEGY", lambda r: r.strategy),
+    Column("REPLICAS", lambda r: r.replicas),
+    Column("GPUS", lambda r: r.gpus),
+    Column("CAPACITY", lambda r: r.capacity),
+    Column("ALLOCATABLE", lambda r: r.allocatable),
+    Column("IN USE", lambda r: r.in_use),
+    Column("PLUGIN", lambda r: r.plugin_status),
+    Column("PROBLEMS", lambda r: len(r.problems)),
+    Column("SELECTED BY", lambda r: r.selected_by, wide_only=True),
+    Column("RESOURCE", lambda r: r.resource, wide_only=True),
+    Column("PLUGIN POD", lambda r: r.plugin_pod, wide_only=True),
+)
+
+
+class Duration(click.ParamType):  # type: ignore[type-arg]  # generic only in click>=8.2 stubs
+    """kubectl-style durations: `90s`, `5m`, `1h30m`, `500ms`, or plain seconds."""
+
+    name = "duration"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        text = str(value).strip()
+        if re.fullmatch(r"\d+(\.\d+)?", text):
+            return float(text)
+        parts = _DURATION.findall(text)
+        if not parts or "".join(n + u for n, u in parts) != text:
+            self.fail(f"{value!r} is not a duration such as 90s, 5m or 1h30m", param, ctx)
+        return sum(float(n) * _UNITS[u] for n, u in parts)
+
+
+def _scope_options(f: F) -> F:
+    f = click.option(
+        "-l",
+        "--selector",
+        default="",
+        metavar="SELECTOR",
+        help="Change only the nodes matching this label selector (they get a key of their own).",
+    )(f)
+    return click.option(
+        "--node",
+        "nodes",
+        multiple=True,
+        metavar="NAME",
+        help="Change only this node (repeatable; comma-separated names allowed).",
+    )(f)
+
+
+def _rollout_options(f: F) -> F:
+    options = (
+        click.option(
+            "--dry-run",
+            type=click.Choice(["none", "client", "server"]),
+            default="none",
+            is_flag=False,
+            flag_value="client",
+            help="client: print the objects that would be written; server: have the "
+            "API server check them too. Nothing is written.",
+        ),
+        click.option(
+            "--diff",
+            is_flag=True,
+            help="Print a unified diff of the ConfigMap and the label/ClusterPolicy "
+            "changes, and write nothing.",
+        ),
+        click.option(
+            "--no-restart",
+            is_flag=True,
+            help="Do not restart the device plugin (it reads changed keys only at start).",
+        ),
+        click.option(
+            "--wait",
+            is_flag=True,
+            help="Wait until every node's allocatable is physical GPUs x replicas.",
+        ),
+        click.option(
+            "--timeout",
+            type=Duration(),
+            default="5m",
+            show_default=True,
+            help="How long to wait for each restart batch, and for --wait.",
+        ),
+        click.option(
+            "--max-unavailable",
+            type=click.IntRange(min=1),
+            metavar="N",
+            default=1,
+            show_default=True,
+            help="How many nodes' plugins restart at a time.",
+        ),
+        click.option(
+            "--configmap",
+            metavar="NAME",
+            help="The device plugin's ConfigMap, instead of the one detected.",
+        ),
+    )
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _request_options(f: F) -> F:
+    options = (
+        click.option("--replicas", type=int, metavar="N", help="Replicas per GPU (2 or more)."),
+        click.option(
+            "--resource",
+            default="nvidia.com/gpu",
+            show_default=True,
+            help="The resource to share, e.g. nvidia.com/mig-1g.10gb.",
+        ),
+        click.option("--mps", is_flag=True, help="Share with MPS instead of time-slicing."),
+        click.option(
+            "--rename-by-default/--no-rename-by-default",
+            default=None,
+            help="Advertise shared GPUs as <resource>.shared.",
+        ),
+        click.option(
+            "--fail-requests-greater-than-one/--no-fail-requests-greater-than-one",
+            default=None,
+            help="Reject pods asking for more than one replica.",
+        ),
+        click.option(
+            "--key",
+            metavar="KEY",
+            help="The ConfigMap key to write, instead of the default or a per-node one.",
+        ),
+    )
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+@click.group(invoke_without_command=True, short_help="Share GPUs by time-slicing or MPS.")
+@_request_options
+@_scope_options
+@_rollout_options
+@global_options
+@pass_settings
+def share(settings: Settings, **flags: Any) -> None:
+    """Share GPUs by time-slicing or MPS: validate, write, restart, and prove it.
+
+    Without --node/-l the change is cluster-wide (the key unlabelled nodes read); with them,
+    the selected nodes get a key of their own through the nvidia.com/device-plugin.config label.
+    The previous config is kept for `kubectl gpu share rollback`.
+
+    \b
+    Examples:
+      kubectl gpu share --replicas 4 --wait
+      kubectl gpu share --replicas 2 --mps --node gpu-a --diff
+      kubectl gpu share show
+      kubectl gpu share off -l pool=inference --wait
+    """
+    ctx = click.get_current_context()
+    if ctx.invoked_subcommand is not None:
+        return
+    if flags["replicas"] is None:
+        raise UsageError("missing --replicas", hint="or use `kubectl gpu share show|off|rollback`")
+    _run_change(settings, flags, replicas=flags["replicas"])
+
+
+@share.command("off")
+@click.option(
+    "--resource",
+    default="nvidia.com/gpu",
+    show_default=True,
+    help="The resource whose capacity --wait checks.",
+)
+@click.option("--key", metavar="KEY", help="The ConfigMap key to write, instead of the default.")
+@_scope_options
+@_rollout_options
+@global_options
+@pass_settings
+def off(settings: Settings, **flags: Any) -> None:
+    """Stop sharing in the selected scope (the sharing block is removed; replicas: 1 is invalid).
+
+    \b
+    Examples:
+      kubectl gpu share off --wait
+      kubectl gpu share off --node gpu-a
+    """
+    _run_change(settings, flags, replicas=None)
+
+
+@share.command("rollback")
+@_rollout_options
+@global_options
+@pass_settings
+def rollback_cmd(settings: Settings, **flags: Any) -> None:
+    """Restore the config, labels and ClusterPolicy the last share/off/rollback replaced.
+
+    \b
+    Examples:
+      kubectl gpu share rollback --wait
+    """
+    from kubectl_gpu import cluster
+    from kubectl_gpu.workflows import share as workflow
+
+    _show_progress(settings)
+    api = cluster.connect(settings.kubeconfig, settings.context)
+    _render_result(
+        _showing_findings(workflow.rollback, api, _options(settings, flags, "")), settings
+    )
+
+
+@share.command("show")
+@_scope_options
+@click.option("--resource", default="nvidia.com/gpu", show_default=True)
+@click.option("--configmap", metavar="NAME")
+@global_options
+@pass_settings
+def show(
+    settings: Settings, nodes: tuple[str, ...], selector: str, resource: str, configmap: str | None
+) -> None:
+    """Per node: selected key, strategy, replicas, GPUs, capacity, plugin pod, and mismatches.
+
+    \b
+    Examples:
+      kubectl gpu share show
+      kubectl gpu share show -o wide
+    """
+    from kubectl_gpu import cluster
+    from kubectl_gpu.workflows import share as workflow
+    from kubectl_gpu.workflows import sharereport
+
+    api = cluster.connect(settings.kubeconfig, settings.context)
+    options = workflow.Options(namespace=settings.namespace, configmap=configmap, selector=selector)
+    status = workflow.show(api, options, resource, _names(nodes))
+    click.echo(status.deployment.describe(), err=True)
+    document = sharereport.status_document(status)
+    render.emit_table(status.nodes, SHOW_COLUMNS, settings.output, document)
+    if settings.output in ("table", "wide"):
+        for row in status.nodes:
+            click.echo(f"{row.node}: {row.explain()}")
+            for problem in row.problems:
+                click.echo(f"  problem: {problem}")
+
+
+# ---- adapters ---------------------------------------------------------------------------------
+
+
+def _run_change(settings: Settings, flags: dict[str, Any], replicas: int | None) -> None:
+    from kubectl_gpu import cluster
+    from kubectl_gpu.sharing import rollout
+    from kubectl_gpu.workflows import share as workflow
+
+    if flags["nodes"] and flags["selector"]:
+        raise UsageError("use either --node or -l, not both")
+    request = rollout.ShareRequest(
+        replicas=replicas,
+        resource=flags["resource"],
+        mps=flags.get("mps", False),
+        rename_by_default=flags.get("rename_by_default"),
+        fail_requests_greater_than_one=flags.get("fail_requests_greater_than_one"),
+        nodes=_names(flags["nodes"]) if flags["nodes"] else None,  # -l is resolved later
+        key=flags["key"],
+    )
+    rollout.check_request(request)  # bad input is refused before the cluster is contacted
+    _show_progress(settings)
+    api = cluster.connect(settings.kubeconfig, settings.context)
+    options = _options(settings, flags, flags["selector"])
+    _render_result(_showing_findings(workflow.share, api, request, options), settings)
+
+
+def _options(settings: Settings, flags: dict[str, Any], selector: str) -> Any:
+    from kubectl_gpu.workflows import share as workflow
+
+    return workflow.Options(
+        dry_run=flags["dry_run"],
+        diff=flags["diff"],
+        restart=not flags["no_restart"],
+        wait=flags["wait"],
+        timeout=flags["timeout"],
+        max_unavailable=flags["max_unavailable"],
+        namespace=settings.namespace,
+        configmap=flags["configmap"],
+        selector=selector,
+    )
+
+
+def _names(given: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(n.strip() for item in given for n in item.split(",") if n.strip())
+
+
+def _show_progress(settings: Settings) -> None:
+    """Progress of a rollout is the command's output on stderr, not debug chatter."""
+    if settings.verbosity == 0:
+        logging.getLogger("kubectl_gpu.workflows").setLevel(logging.INFO)
+
+
+def _render_result(result: Any, settings: Settings) -> None:
+    from kubectl_gpu.workflows import sharereport
+
+    for finding in result.warnings:
+        click.echo(render.format_finding(finding), err=True)
+    options = result.options
+    if options.diff:
+        click.echo(sharereport.diff(result) or "no changes\n", nl=False)
+        return
+    dry = options.dry_run != "none"
+    if dry and settings.output in ("json", "yaml"):
+        render.emit_table(
+            [],
+            (),
+            settings.output,
+            {"apiVersion": "v1", "kind": "List", "items": list(result.objects)},
+        )
+        return
+    render.emit_table(
+        result.nodes, RESULT_COLUMNS, settings.output, sharereport.result_document(result)
+    )
+    for row in result.nodes:
+        if row.failed:
+            click.echo(f"node {row.node}: {row.result}: {row.message}", err=True)
+    click.echo(_summary(result), err=True)
+    if result.failed:
+        click.echo("hint: restore the previous config with `kubectl gpu share rollback`", err=True)
+        click.get_current_context().exit(int(ExitCode.ERROR))
+
+
+def _summary(result: Any) -> str:
+    plan = result.plan
+    written = ", ".join(c.key for c in plan.keys) or "no key"
+    verb = "would write" if result.options.dry_run != "none" else "wrote"
+    labels = f"{len(plan.labels)} label(s)"
+    counts: dict[str, int] = {}
+    for row in result.nodes:
+        counts[row.result] = counts.get(row.result, 0) + 1
+    outcome = ", ".join(f"{n} {r}" for r, n in sorted(counts.items())) or "no node affected"
+    return f"ConfigMap {plan.namespace}/{plan.configmap}: {verb} {written}, {labels}; {outcome}"
+
+
+def _showing_findings(function: F, *args: Any) -> Any:
+    """Call a workflow; a refused config's findings are printed before the error line."""
+    try:
+        return function(*args)
+    except ConfigError as e:
+        for finding in e.findings:
+            click.echo(render.format_finding(finding), err=True)  # type: ignore[arg-type]
+        raise

@@ -1,0 +1,132 @@
+"""Restarting the device plugin on the nodes a sharing change reaches, a few at a time.
+
+Owns the rolling restart: for each batch of at most `max_unavailable` nodes, delete the plugin
+pod found by the DaemonSet's selector, `spec.nodeName` and the plugin container (GFD and MPS
+pods share the Helm chart's labels, reference/sharing-config.md §0.10; they are restarted beside
+it, unwaited), then wait for the DaemonSet's new pod to be Running and Ready. A new pod that
+crash-loops, or one not Ready by the timeout, ends the rollout: later nodes are not touched.
+Must not decide which nodes to restart (the plan does).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Sequence
+
+from kubectl_gpu import cluster, errors
+from kubectl_gpu.sharing import rollout
+from kubectl_gpu.sharing.deployment import Deployment
+from kubectl_gpu.workflows import sharestate
+from kubectl_gpu.workflows.waiting import Deadline, Timing
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class Restart:
+    """How one node's plugin restart went."""
+
+    node: str
+    pod: str  # the new plugin pod ("" when none came)
+    outcome: str  # restarted | failed | skipped
+    seconds: float = 0.0
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "restarted"
+
+
+def roll(
+    api: cluster.Api,
+    deployment: Deployment,
+    nodes: Sequence[str],
+    batch: tuple[int, float],
+    timing: Timing,
+) -> tuple[Restart, ...]:
+    """Restart the plugin on `nodes`; `batch` is (max unavailable, timeout per batch)."""
+    size, timeout = max(1, batch[0]), batch[1]
+    done: list[Restart] = []
+    for start in range(0, len(nodes), size):
+        group = nodes[start : start + size]
+        done += _restart_group(api, deployment, group, timing.deadline(timeout))
+        if not all(r.ok for r in done):
+            failed = ", ".join(r.node for r in done if not r.ok)
+            done += [
+                Restart(n, "", "skipped", message=f"not restarted: stopped after {failed} failed")
+                for n in nodes[start + size :]
+            ]
+            break
+    return tuple(done)
+
+
+def _restart_group(
+    api: cluster.Api, deployment: Deployment, nodes: Sequence[str], deadline: Deadline
+) -> list[Restart]:
+    old: dict[str, str] = {}
+    for node in nodes:
+        pod = sharestate.plugin_pods(api, deployment, node).get(node)
+        for companion in sharestate.companion_pods(api, deployment, node):
+            _delete(api, companion)
+        if pod is None:
+            # The DaemonSet may be replacing it (the GPU Operator re-renders it after a
+            # ClusterPolicy change): any plugin pod that comes up now has the new config.
+            log.info("no device plugin pod on %s right now; waiting for one", node)
+            old[node] = ""
+            continue
+        old[node] = str(pod["metadata"].get("uid", ""))
+        log.info("restarting the device plugin on %s (pod %s)", node, pod["metadata"]["name"])
+        _delete(api, pod)
+    results = _await_new_pods(api, deployment, old, deadline)
+    return [results[n] for n in nodes]
+
+
+def _await_new_pods(
+    api: cluster.Api, deployment: Deployment, old: dict[str, str], deadline: Deadline
+) -> dict[str, Restart]:
+    results: dict[str, Restart] = {}
+    last: dict[str, rollout.PluginPod] = {}
+    while True:
+        for node in sorted(set(old) - set(results)):
+            pod = sharestate.plugin_pods(api, deployment, node).get(node)
+            if pod is None or str(pod["metadata"].get("uid", "")) == old[node]:
+                continue
+            state = rollout.PluginPod.from_dict(pod, deployment.container)
+            last[node] = state
+            verdict = _verdict(node, state, deadline)
+            if verdict is not None:
+                results[node] = verdict
+        if len(results) == len(old) or deadline.passed:
+            break
+        deadline.pause()
+    for node in set(old) - set(results):
+        seen = last.get(node)
+        status = f" (last seen {seen.name}: {seen.status})" if seen else " (no new pod appeared)"
+        message = (
+            f"the plugin did not become Ready within {deadline.end - deadline.start:g}s{status}"
+        )
+        results[node] = Restart(
+            node, seen.name if seen else "", "failed", deadline.elapsed(), message
+        )
+    return results
+
+
+def _verdict(node: str, state: rollout.PluginPod, deadline: Deadline) -> Restart | None:
+    if state.running:
+        log.info("the device plugin on %s is back (%s)", node, state.name)
+        return Restart(node, state.name, "restarted", deadline.elapsed())
+    if state.crash_looping:
+        detail = f": {state.message}" if state.message else ""
+        message = f"plugin pod {state.name} is {state.status} ({state.restarts} restarts){detail}"
+        return Restart(node, state.name, "failed", deadline.elapsed(), message)
+    return None
+
+
+def _delete(api: cluster.Api, pod: sharestate.Json) -> None:
+    meta = pod["metadata"]
+    try:
+        api.delete(cluster.path("pods", meta["name"], meta["namespace"]))
+    except errors.ClusterError as e:
+        if e.status != 404:  # already gone: the DaemonSet replaces it all the same
+            raise

@@ -1,0 +1,330 @@
+"""`kubectl gpu share`, `share off`, `share rollback` and `share show`, end to end.
+
+Owns the order of a sharing rollout: read (sharestate), plan (the domain's rollout planner),
+validate every text to write, write the ConfigMap with its resourceVersion as precondition
+(re-reading and re-planning on a conflict, so no concurrent edit is lost), then the
+ClusterPolicy and node labels (sharewrites), restart the plugin on the nodes the change reaches,
+`--max-unavailable` at a time, stopping at the first that does not come back (restarts), and
+with `--wait` prove each node's allocatable became physical × replicas (capacity). Returns rows
+for the CLI to render. Must not decide what to change nor render anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Mapping
+
+from kubectl_gpu import cluster, errors, keys
+from kubectl_gpu.findings import Finding
+from kubectl_gpu.sharing import names, rollout
+from kubectl_gpu.sharing.deployment import Deployment, Overrides
+from kubectl_gpu.workflows import capacity, restarts, sharestate, sharewrites
+from kubectl_gpu.workflows.sharestate import Json, Snapshot
+from kubectl_gpu.workflows.waiting import Timing
+
+log = logging.getLogger(__name__)
+ATTEMPTS = 5  # read-modify-write rounds before giving up on a ConfigMap that keeps changing
+Planner = Callable[[Snapshot], rollout.Plan]
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """How to roll a change out, and where (flags of `kubectl gpu share`)."""
+
+    dry_run: str = "none"  # none | client | server
+    diff: bool = False  # preview only: never writes
+    restart: bool = True
+    wait: bool = False
+    timeout: float = 300.0  # seconds, per restart batch and for --wait
+    max_unavailable: int = 1
+    namespace: str | None = None
+    configmap: str | None = None
+    selector: str = ""  # -l: per-node scope by label selector
+
+    @property
+    def previewing(self) -> bool:
+        return self.diff or self.dry_run == "client"
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeResult:
+    """One row of the result table (schemas/share-result.v1.json)."""
+
+    node: str
+    key: str
+    strategy: str
+    replicas: int
+    resource: str
+    gpus: int | None
+    before: int
+    expected: int | None
+    after: int | None
+    plugin_pod: str
+    result: str  # planned | unchanged | restarted | verified | failed | timed-out | not-restarted
+    seconds: float | None
+    message: str
+
+    @property
+    def failed(self) -> bool:
+        return self.result in ("failed", "timed-out")
+
+
+@dataclasses.dataclass(frozen=True)
+class ShareResult:
+    """What a share, off or rollback did (or, in a dry run or diff, would do)."""
+
+    action: str
+    plan: rollout.Plan
+    options: Options
+    texts: Mapping[str, str]  # the text written under each changed key
+    objects: tuple[Json, ...]  # objects written, or that would be written
+    nodes: tuple[NodeResult, ...]
+    warnings: tuple[Finding, ...]
+
+    @property
+    def failed(self) -> bool:
+        return any(n.failed for n in self.nodes)
+
+
+@dataclasses.dataclass(frozen=True)
+class Status:
+    """`share show`: the deployment found and a row per GPU node."""
+
+    deployment: Deployment
+    configmap: rollout.ConfigMapState
+    nodes: tuple[rollout.NodeStatus, ...]
+
+
+def share(
+    api: cluster.Api,
+    request: rollout.ShareRequest,
+    options: Options,
+    timing: Timing | None = None,
+) -> ShareResult:
+    """Share GPUs (`replicas` set) or stop sharing (`replicas` None) in the request's scope."""
+    rollout.check_request(request)
+    if request.nodes is not None or options.selector:
+        found = sharestate.node_names(api, request.nodes or (), options.selector)
+        request = dataclasses.replace(request, nodes=found)
+
+    def planner(snapshot: Snapshot) -> rollout.Plan:
+        wanted = request
+        if options.selector and request.nodes is not None:
+            gpu = tuple(n for n in request.nodes if snapshot.state.node(n) is not None)
+            for skipped in sorted(set(request.nodes) - set(gpu)):
+                log.info("skipping node %s: it has no NVIDIA GPU", skipped)
+            wanted = dataclasses.replace(request, nodes=gpu)
+        return rollout.make(snapshot.state, wanted)
+
+    action = "off" if request.replicas is None else "share"
+    return _run(api, options, timing, planner, action)
+
+
+def rollback(api: cluster.Api, options: Options, timing: Timing | None = None) -> ShareResult:
+    """Restore what the last share/off/rollback replaced (its record on the ConfigMap)."""
+    return _run(api, options, timing, _plan_rollback, "rollback")
+
+
+def show(
+    api: cluster.Api,
+    options: Options,
+    resource: str = names.DEFAULT_RESOURCE,
+    nodes: tuple[str, ...] = (),
+) -> Status:
+    """Each GPU node's selected key, sharing, capacity, plugin pod and mismatches."""
+    snapshot = sharestate.read(api, Overrides(options.namespace, options.configmap))
+    state = snapshot.state
+    deployment = state.deployment
+    pods = {
+        node: rollout.PluginPod.from_dict(pod, deployment.container)
+        for node, pod in sharestate.plugin_pods(api, deployment).items()
+    }
+    rows = rollout.survey(
+        state, pods, sharestate.replicas_in_use(api), names.normalise_resource_name(resource)
+    )
+    if options.selector or nodes:
+        wanted = set(sharestate.node_names(api, nodes, options.selector))
+        rows = tuple(r for r in rows if r.node in wanted)
+    return Status(deployment, state.configmap, rows)
+
+
+# ---- the rollout ---------------------------------------------------------------------------
+
+
+def _run(
+    api: cluster.Api, options: Options, timing: Timing | None, planner: Planner, action: str
+) -> ShareResult:
+    overrides = Overrides(options.namespace, options.configmap)
+    for attempt in range(1, ATTEMPTS + 1):
+        snapshot = sharestate.read(api, overrides)
+        plan = planner(snapshot)
+        rendered = sharewrites.texts(plan)
+        draft = _draft(action, plan, options, rendered, sharewrites.validate(plan, rendered))
+        body = sharewrites.configmap_body(snapshot, plan, rendered)
+        if attempt == 1:
+            _tell(snapshot, plan)
+        if options.previewing:
+            objects = sharewrites.preview(snapshot, plan, body) if plan.writes else []
+            return dataclasses.replace(draft, objects=tuple(objects))
+        try:
+            written = _write(api, snapshot, plan, body, options.dry_run == "server")
+            break
+        except sharewrites.Stale:
+            log.warning(
+                "ConfigMap %s/%s changed while this change was planned; reading it again "
+                "(attempt %d of %d)",
+                plan.namespace,
+                plan.configmap,
+                attempt + 1,
+                ATTEMPTS,
+            )
+    else:
+        raise errors.ClusterError(
+            f"ConfigMap {plan.namespace}/{plan.configmap} kept changing; nothing was written",
+            hint="someone else is editing it; try again when they are done",
+        )
+    draft = dataclasses.replace(draft, objects=tuple(written))
+    if options.dry_run == "server":
+        return draft
+    return _roll(api, draft, timing or Timing())
+
+
+def _write(
+    api: cluster.Api, snapshot: Snapshot, plan: rollout.Plan, body: Json, dry_run: bool
+) -> list[Json]:
+    if not plan.writes:
+        return []
+    written = [sharewrites.write_configmap(api, plan, body, dry_run)]
+    return written + sharewrites.write_rest(api, snapshot, plan, dry_run)
+
+
+def _roll(api: cluster.Api, draft: ShareResult, timing: Timing) -> ShareResult:
+    plan, options = draft.plan, draft.options
+    restarted: dict[str, restarts.Restart] = {}
+    if options.restart and plan.restarts:
+        batch = (options.max_unavailable, options.timeout)
+        nodes = [n.node for n in plan.restarts]
+        restarted = {r.node: r for r in restarts.roll(api, plan.deployment, nodes, batch, timing)}
+    readings: dict[str, capacity.Reading] = {}
+    if options.wait:
+        alive = [n for n in plan.nodes if n.node not in restarted or restarted[n.node].ok]
+        readings = capacity.wait(api, alive, options.timeout, timing)
+    rows = []
+    for row, planned in zip(draft.nodes, plan.nodes, strict=True):
+        row = _after_restart(row, planned, restarted.get(planned.node))
+        rows.append(_after_wait(row, planned, readings.get(planned.node), options.timeout))
+    return dataclasses.replace(draft, nodes=tuple(rows))
+
+
+def _after_restart(
+    row: NodeResult, planned: rollout.NodePlan, restart: restarts.Restart | None
+) -> NodeResult:
+    if restart is None and planned.restart:
+        message = "not restarted (--no-restart): the plugin reads a changed key only at start"
+        return dataclasses.replace(row, result="not-restarted", message=message)
+    if restart is None:
+        return row
+    if restart.ok:
+        return dataclasses.replace(
+            row, result="restarted", plugin_pod=restart.pod, seconds=restart.seconds
+        )
+    outcome, message = "not-restarted", restart.message
+    if restart.outcome == "failed":
+        outcome = "failed"
+        message += f"; restore the previous config with `{sharewrites.ROLLBACK}`"
+    return dataclasses.replace(
+        row, result=outcome, plugin_pod=restart.pod, seconds=restart.seconds, message=message
+    )
+
+
+def _after_wait(
+    row: NodeResult, planned: rollout.NodePlan, reading: capacity.Reading | None, timeout: float
+) -> NodeResult:
+    if reading is None:
+        return row
+    seconds = round((row.seconds or 0.0) + reading.seconds, 1)
+    if reading.matched:
+        return dataclasses.replace(
+            row, result="verified", after=reading.allocatable, seconds=seconds
+        )
+    wanted = planned.expected
+    expected = str(wanted) if wanted is not None else f"a multiple of {planned.replicas}"
+    message = (
+        f"allocatable {reading.allocatable} {planned.resource} after {timeout:g}s, "
+        f"expected {expected}"
+    )
+    return dataclasses.replace(
+        row, result="timed-out", after=reading.allocatable, seconds=seconds, message=message
+    )
+
+
+def _planned_row(planned: rollout.NodePlan, result: str) -> NodeResult:
+    return NodeResult(
+        node=planned.node,
+        key=planned.key,
+        strategy=planned.strategy,
+        replicas=planned.replicas,
+        resource=planned.resource,
+        gpus=planned.gpus,
+        before=planned.before,
+        expected=planned.expected,
+        after=None,
+        plugin_pod="",
+        result=result,
+        seconds=None,
+        message=planned.reason,
+    )
+
+
+def _draft(
+    action: str,
+    plan: rollout.Plan,
+    options: Options,
+    rendered: Mapping[str, str],
+    warnings: tuple[Finding, ...],
+) -> ShareResult:
+    result = "planned" if options.previewing or options.dry_run != "none" else "unchanged"
+    rows = tuple(_planned_row(n, result) for n in plan.nodes)
+    return ShareResult(action, plan, options, dict(rendered), (), rows, warnings)
+
+
+def _tell(snapshot: Snapshot, plan: rollout.Plan) -> None:
+    """What was found and what to know, on stderr."""
+    log.info("%s", plan.deployment.describe())
+    if plan.create and plan.writes:
+        log.info(
+            "ConfigMap %s/%s does not exist yet; it will be created", plan.namespace, plan.configmap
+        )
+    labels = ((snapshot.configmap or {}).get("metadata") or {}).get("labels") or {}
+    if labels.get(keys.MANAGED_BY_LABEL) == "Helm" and plan.keys:
+        log.warning(
+            "ConfigMap %s/%s is rendered by the Helm chart (config.map): the next `helm "
+            "upgrade` overwrites this change; keep configs in your own ConfigMap (config.name)",
+            plan.namespace,
+            plan.configmap,
+        )
+    for note in plan.notes:
+        log.warning("%s", note)
+
+
+def _plan_rollback(snapshot: Snapshot) -> rollout.Plan:
+    state = snapshot.state
+    configmap = state.configmap
+    where = f"ConfigMap {configmap.namespace}/{configmap.name}"
+    if not configmap.record:
+        raise errors.GpuError(
+            f"nothing to roll back: {where} carries no record of a change by kubectl gpu share "
+            f"(annotation {keys.PREVIOUS_CONFIG_ANNOTATION})",
+            hint="`kubectl gpu share show` shows what each node reads now",
+        )
+    record = rollout.decode(configmap.record, where)
+    restored: dict[str, rollout.Doc] = {}
+    for key, text in record.keys.items():
+        if text is None:
+            continue
+        try:
+            restored[key] = sharestate.parse(text, f"{where}:{key} (previous)")
+        except ValueError as e:
+            raise errors.ConfigError(f"the previous text of key {key} cannot be read: {e}") from e
+    return rollout.rollback(state, record, restored)

@@ -1,0 +1,172 @@
+"""Writing a sharing plan: the ConfigMap, then the ClusterPolicy, then node labels.
+
+Owns turning a plan into objects and requests, in an order that never leaves a node selecting
+a missing key: every config text validated with `validation.validate_text` first (nothing is
+written when one has an error), the ConfigMap replaced with its resourceVersion as precondition
+(`Stale` on a conflict, so the caller re-reads and re-plans) together with the rollback record,
+then the ClusterPolicy's `spec.devicePlugin.config`, then the labels. A failure after the first
+write says exactly what was written and how to undo it. Client dry runs get the same objects
+without a request. Must not decide what to write (the plan does).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from kubectl_gpu import cluster, errors, findings, keys, validation
+from kubectl_gpu.findings import Finding
+from kubectl_gpu.sharing import rollout
+from kubectl_gpu.workflows.sharestate import Json, Snapshot
+
+ROLLBACK = "kubectl gpu share rollback"
+
+
+class Stale(Exception):
+    """The ConfigMap changed between reading and writing it (409): read again and re-plan."""
+
+
+def texts(plan: rollout.Plan) -> dict[str, str]:
+    """The text to write under each changed key (YAML of the planned config, or kept text)."""
+    import yaml
+
+    rendered = {}
+    for change in plan.keys:
+        if change.text is not None:
+            rendered[change.key] = change.text
+        elif change.doc is None:
+            rendered[change.key] = ""
+        else:
+            rendered[change.key] = yaml.safe_dump(
+                dict(change.doc), sort_keys=False, default_flow_style=False
+            )
+    return rendered
+
+
+def validate(plan: rollout.Plan, rendered: Mapping[str, str]) -> tuple[Finding, ...]:
+    """Every finding about the texts to write; ConfigError when any is an error."""
+    found: list[Finding] = []
+    for key, text in rendered.items():
+        where = f"{plan.namespace}/{plan.configmap}:{key}"
+        found += validation.validate_text(text, where, "device-plugin-config").findings
+    if findings.has_errors(found):
+        bad = sorted({f.file.rsplit(":", 1)[-1] for f in found if f.severity.value == "error"})
+        raise errors.ConfigError(
+            f"the new config for key(s) {', '.join(bad)} of ConfigMap "
+            f"{plan.namespace}/{plan.configmap} would stop the device plugin from starting; "
+            "nothing was written",
+            hint="fix the findings above (the existing key may already be invalid: "
+            "kubectl gpu share show), then run the command again",
+            findings=tuple(found),
+        )
+    return tuple(found)
+
+
+def configmap_body(snapshot: Snapshot, plan: rollout.Plan, rendered: Mapping[str, str]) -> Json:
+    """The ConfigMap as it will be sent: data updated, the rollback record annotated."""
+    if snapshot.configmap is not None:
+        body = copy.deepcopy(snapshot.configmap)
+    else:
+        body = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": plan.configmap,
+                "namespace": plan.namespace,
+                "labels": {keys.MANAGED_BY_LABEL: keys.MANAGED_BY_VALUE},
+            },
+        }
+    body["data"] = {**(body.get("data") or {}), **rendered}
+    annotations = body["metadata"].setdefault("annotations", {}) or {}
+    annotations[keys.PREVIOUS_CONFIG_ANNOTATION] = plan.record.encode()
+    body["metadata"]["annotations"] = annotations
+    return body
+
+
+def write_configmap(api: cluster.Api, plan: rollout.Plan, body: Json, dry_run: bool) -> Json:
+    """Create or replace the ConfigMap (resourceVersion as precondition); Stale on 409."""
+    try:
+        if plan.create:
+            url = cluster.path("configmaps", namespace=plan.namespace)
+            return api.create(url, body, dry_run=dry_run)
+        url = cluster.path("configmaps", plan.configmap, plan.namespace)
+        return api.replace(url, body, dry_run=dry_run)
+    except errors.ClusterError as e:
+        if e.status == 409:
+            raise Stale(str(e)) from e
+        raise _nothing_written(e, f"write ConfigMap {plan.namespace}/{plan.configmap}") from e
+
+
+def write_rest(
+    api: cluster.Api, snapshot: Snapshot, plan: rollout.Plan, dry_run: bool
+) -> list[Json]:
+    """After the ConfigMap: the ClusterPolicy, then each node's label; objects as written."""
+    written: list[Json] = []
+    done: list[str] = [f"ConfigMap {plan.namespace}/{plan.configmap}"]
+    if plan.policy is not None:
+        url = cluster.path("clusterpolicies", plan.policy.name)
+        try:
+            written.append(api.patch(url, plan.policy.patch(), dry_run=dry_run))
+        except errors.ClusterError as e:
+            raise _partial(e, plan, done, f"update ClusterPolicy {plan.policy.name}") from e
+        done.append(f"ClusterPolicy {plan.policy.name}")
+    for change in plan.labels:
+        try:
+            written.append(
+                api.patch(cluster.path("nodes", change.node), _label_patch(change), dry_run=dry_run)
+            )
+        except errors.ClusterError as e:
+            raise _partial(e, plan, done, f"label node {change.node}") from e
+        done.append(f"node {change.node}")
+    return written
+
+
+def preview(snapshot: Snapshot, plan: rollout.Plan, body: Json) -> list[Json]:
+    """The objects a client dry run prints: exactly what would be sent, in order."""
+    objects = [body]
+    if plan.policy is not None and snapshot.cluster_policy is not None:
+        objects.append(merge(snapshot.cluster_policy, plan.policy.patch()))
+    for change in plan.labels:
+        objects.append(merge(snapshot.nodes[change.node], _label_patch(change)))
+    return objects
+
+
+def merge(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch, as the API server applies it."""
+    if not isinstance(patch, Mapping):
+        return copy.deepcopy(patch)
+    result = copy.deepcopy(dict(target)) if isinstance(target, Mapping) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge(result.get(key), value)
+    return result
+
+
+def _label_patch(change: rollout.LabelChange) -> Json:
+    return {"metadata": {"labels": {keys.DEVICE_PLUGIN_CONFIG_LABEL: change.after}}}
+
+
+def _nothing_written(e: errors.ClusterError, action: str) -> errors.ClusterError:
+    return errors.ClusterError(
+        f"cannot {action}: {e.message}; nothing was written", hint=e.hint, status=e.status
+    )
+
+
+def _partial(
+    e: errors.ClusterError, plan: rollout.Plan, done: list[str], action: str
+) -> errors.ClusterError:
+    message = f"wrote {', '.join(done)}, then failed to {action}: {e.message}."
+    if plan.labels:
+        labelled = [c.node for c in plan.labels if f"node {c.node}" in done]
+        kept = [c.node for c in plan.labels if c.node not in labelled]
+        message += (
+            f" Nodes that keep their previous key: {', '.join(kept) or 'none'}; relabelled "
+            f"(config-manager reloads on the label change): {', '.join(labelled) or 'none'}."
+        )
+    message += " No plugin pod was restarted"
+    undo = f"undo with `{ROLLBACK}`, or fix this and run the command again"
+    hint = f"{e.hint}; {undo}" if e.hint else undo
+    return errors.ClusterError(message, hint=hint, status=e.status)

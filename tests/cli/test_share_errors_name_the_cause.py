@@ -1,0 +1,164 @@
+"""Failures of `kubectl gpu share` say what failed, what was left written, and what to do."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CliResult
+from tests.fakes.apiserver import write_kubeconfig
+from tests.fakes.cluster import NodeSpec, SimCluster
+from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+
+Run = Callable[..., CliResult]
+NAMESPACE, CONFIGMAP = "nvidia-device-plugin", "nvdp-nvidia-device-plugin-configs"
+NODES = [NodeSpec("gpu-a", "L4", 2), NodeSpec("gpu-b", "L4", 2), NodeSpec("cpu-1")]
+
+
+@pytest.fixture
+def cluster(sim_cluster: MakeSimCluster) -> SimCluster:
+    return sim_cluster(NODES, "helm", {"any": "version: v1\n"}, "any")
+
+
+def share(run_cli: Run, cluster: SimCluster, *args: str) -> CliResult:
+    return run_cli("--kubeconfig", str(cluster.kubeconfig), "share", *args)
+
+
+def test_forbidden_configmap_update_names_the_permission_and_writes_nothing(
+    run_cli: Run, cluster: SimCluster
+) -> None:
+    cluster.server.deny("update", "configmaps")
+    result = share(run_cli, cluster, "--replicas", "2")
+    assert result.exit_code == 1
+    assert "nothing was written" in result.stderr
+    assert "grant 'update' on 'configmaps'" in result.stderr
+    assert "traceback" not in result.stderr.lower()
+
+
+def test_forbidden_node_label_says_what_was_already_written(
+    run_cli: Run, cluster: SimCluster
+) -> None:
+    cluster.server.deny("patch", "nodes")
+    result = share(run_cli, cluster, "--replicas", "2", "--node", "gpu-b", "--node", "gpu-a")
+    assert result.exit_code == 1
+    assert (
+        f"wrote ConfigMap {NAMESPACE}/{CONFIGMAP}, then failed to label node gpu-a" in result.stderr
+    )
+    assert "Nodes that keep their previous key: gpu-a, gpu-b" in result.stderr
+    assert "grant 'patch' on 'nodes'" in result.stderr
+    assert "kubectl gpu share rollback" in result.stderr
+    labels = cluster.store.get("nodes", "gpu-a")["metadata"]["labels"]
+    assert (
+        "nvidia.com/device-plugin.config" not in labels
+    )  # consistent: no node selects anything new
+
+
+def test_forbidden_pod_delete_is_reported(run_cli: Run, cluster: SimCluster) -> None:
+    cluster.server.deny("delete", "pods")
+    result = share(run_cli, cluster, "--replicas", "2")
+    assert result.exit_code == 1
+    assert "grant 'delete' on 'pods'" in result.stderr
+
+
+def test_an_unreachable_api_server_is_one_line(run_cli: Run, tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = write_kubeconfig(f"http://127.0.0.1:{port}", tmp_path / "kubeconfig")
+    result = run_cli("--kubeconfig", str(config), "share", "--replicas", "2")
+    assert result.exit_code == 1
+    assert (
+        "cannot reach the API server" in result.stderr and "kubectl cluster-info" in result.stderr
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--replicas", "1"), "--replicas must be a whole number of at least 2, not 1"),
+        (("--replicas", "0"), "not 0"),
+        (("--replicas", "-2"), "not -2"),
+        (("--replicas", "two"), "'two' is not a valid integer"),
+        ((), "missing --replicas"),
+        (("--replicas", "2", "--node", "a", "-l", "x=y"), "use either --node or -l"),
+        (("--replicas", "60", "--mps"), "60 > 48"),
+        (("--replicas", "2", "--timeout", "soon"), "'soon' is not a duration"),
+    ],
+)
+def test_bad_input_exits_2_before_reaching_the_cluster(
+    run_cli: Run, tmp_path: Path, args: tuple[str, ...], message: str
+) -> None:
+    nowhere = write_kubeconfig("http://127.0.0.1:9", tmp_path / "kubeconfig")
+    result = run_cli("--kubeconfig", str(nowhere), "share", *args)
+    assert result.exit_code == 2, result.stderr
+    assert message in result.stderr
+
+
+def test_unknown_node_names_are_listed(run_cli: Run, cluster: SimCluster) -> None:
+    result = share(run_cli, cluster, "--replicas", "2", "--node", "gpu-a,nope,gone")
+    assert result.exit_code == 2
+    assert "node(s) not found: gone, nope" in result.stderr
+
+
+def test_a_node_without_gpus_is_refused(run_cli: Run, cluster: SimCluster) -> None:
+    result = share(run_cli, cluster, "--replicas", "2", "--node", "cpu-1")
+    assert result.exit_code == 2 and "node cpu-1 has no NVIDIA GPU" in result.stderr
+
+
+def test_a_selector_skips_nodes_without_gpus(run_cli: Run, cluster: SimCluster) -> None:
+    result = share(
+        run_cli,
+        cluster,
+        "--replicas",
+        "2",
+        "-l",
+        "kubernetes.io/os!=windows",
+        "--wait",
+        "-o",
+        "json",
+    )
+    assert result.exit_code == 0, result.stderr
+    assert sorted(r["node"] for r in result.json["nodes"]) == ["gpu-a", "gpu-b"]
+    assert "skipping node cpu-1: it has no NVIDIA GPU" in result.stderr
+
+
+def test_the_static_manifest_gets_exact_instructions(
+    run_cli: Run, sim_cluster: MakeSimCluster
+) -> None:
+    cluster = sim_cluster(NODES[:1], "static")
+    result = share(run_cli, cluster, "--replicas", "2")
+    assert result.exit_code == 1
+    assert "(static manifest) cannot take a sharing config" in result.stderr
+    assert "hint: edit the DaemonSet's pod template" in result.stderr
+    assert "CONFIG_FILE=/config/config.yaml" in result.stderr
+
+
+def test_help_of_every_share_command_stays_light() -> None:
+    from tests.test_packaging import imported_by
+
+    for args in (["share", "--help"], ["share", "show", "--help"], ["share", "off", "--help"]):
+        assert imported_by(args) == [], args
+
+
+def test_off_takes_no_replicas(run_cli: Run, cluster: SimCluster) -> None:
+    result = share(run_cli, cluster, "off", "--replicas", "2")
+    assert result.exit_code == 2 and "No such option '--replicas'" in result.stderr
+
+
+def test_forbidden_cluster_policy_patch_says_the_configmap_was_written(
+    run_cli: Run, sim_cluster: MakeSimCluster
+) -> None:
+    cluster = sim_cluster(NODES[:1], "gpu-operator")
+    cluster.server.deny("patch", "clusterpolicies", group="nvidia.com")
+    result = share(run_cli, cluster, "--replicas", "2")
+    assert result.exit_code == 1
+    assert (
+        "wrote ConfigMap gpu-operator/device-plugin-config, then failed to update ClusterPolicy "
+        "cluster-policy" in result.stderr
+    )
+    assert "No plugin pod was restarted" in result.stderr
+    assert "grant 'patch' on 'clusterpolicies' (API group nvidia.com)" in result.stderr

@@ -1,0 +1,184 @@
+"""The share workflow against the bare API stand-in: no controllers, time injected.
+
+Nothing here recreates a deleted pod or changes a node's capacity, so every wait must end at
+its deadline with the reason, and a fake clock makes those deadlines pass at once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from kubectl_gpu import cluster
+from kubectl_gpu.sharing import rollout
+from kubectl_gpu.workflows import share, sharereport
+from kubectl_gpu.workflows.waiting import Timing
+from tests.conftest import ROOT
+from tests.fakes.apiserver import FakeApiServer
+from tests.fakes.cluster import layouts
+from tests.workflows.sharebuilders import gpu_node
+
+Obj = dict[str, Any]
+NAMESPACE = "nvidia-device-plugin"
+
+
+class FakeClock:
+    """Time that passes only when someone sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def pod(name: str, node: str, owner: str, container: str) -> Obj:
+    """A Running, Ready pod of DaemonSet `owner` on `node`, labelled as the Helm chart labels."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": NAMESPACE,
+            "labels": {
+                "app.kubernetes.io/name": "nvidia-device-plugin",
+                "app.kubernetes.io/instance": "nvdp",
+            },
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "DaemonSet",
+                    "name": owner,
+                    "uid": f"uid-{owner}",
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {"nodeName": node, "containers": [{"name": container, "image": "x"}]},
+        "status": {
+            "phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "containerStatuses": [
+                {
+                    "name": container,
+                    "ready": True,
+                    "restartCount": 0,
+                    "image": "x",
+                    "imageID": "x",
+                    "state": {"running": {}},
+                }
+            ],
+        },
+    }
+
+
+@pytest.fixture
+def api(fake_apiserver: FakeApiServer, kubeconfig: Path) -> cluster.Api:
+    """Helm's objects, two GPU nodes, a plugin and a GFD pod on each; no controllers."""
+    store = fake_apiserver.store
+    layout = layouts.helm({"any": "version: v1\n"}, "any")
+    for obj in layout.objects:
+        store.create(obj)
+    plugin, gfd = layout.plugin_daemonset, str(layout.gfd_daemonset)
+    for name, gpus in (("gpu-a", 2), ("gpu-b", 1)):
+        store.create(gpu_node(name, gpus))
+        store.create(pod(f"plugin-{name}", name, plugin, "nvidia-device-plugin-ctr"))
+        store.create(pod(f"gfd-{name}", name, gfd, "gpu-feature-discovery-ctr"))
+    return cluster.connect(str(kubeconfig))
+
+
+def test_a_plugin_that_never_comes_back_fails_at_the_deadline(
+    api: cluster.Api, fake_apiserver: FakeApiServer
+) -> None:
+    clock = FakeClock()
+    options = share.Options(timeout=30, max_unavailable=1)
+    result = share.share(api, rollout.ShareRequest(replicas=2), options, Timing(clock, clock.sleep))
+    rows = {r.node: r for r in result.nodes}
+    assert rows["gpu-a"].result == "failed"
+    assert rows["gpu-a"].message.startswith(
+        "the plugin did not become Ready within 30s (no new pod appeared)"
+    )
+    assert "kubectl gpu share rollback" in rows["gpu-a"].message
+    assert rows["gpu-b"].result == "not-restarted"  # stopped at the first failure
+    assert result.failed
+    assert 29 <= sum(clock.slept) <= 30.5  # backed-off polls, never past the deadline
+    assert max(clock.slept) <= 1.0
+    # the GFD pod beside the plugin was restarted with it; the other node's was left alone
+    pods = {p["metadata"]["name"] for p in fake_apiserver.store.list("pods", NAMESPACE)}
+    assert "gfd-gpu-a" not in pods and "gfd-gpu-b" in pods
+
+
+def test_no_restart_leaves_the_plugins_and_says_so(
+    api: cluster.Api, fake_apiserver: FakeApiServer
+) -> None:
+    before = {p["metadata"]["uid"] for p in fake_apiserver.store.list("pods", NAMESPACE)}
+    result = share.share(api, rollout.ShareRequest(replicas=2), share.Options(restart=False))
+    assert {r.result for r in result.nodes} == {"not-restarted"}
+    assert "reads a changed key only at start" in result.nodes[0].message
+    assert {p["metadata"]["uid"] for p in fake_apiserver.store.list("pods", NAMESPACE)} == before
+    assert not result.failed
+
+
+def test_wait_times_out_with_what_it_saw(
+    api: cluster.Api, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = FakeClock()
+    options = share.Options(restart=False, wait=True, timeout=12)
+    with caplog.at_level(logging.INFO, logger="kubectl_gpu.workflows"):
+        result = share.share(
+            api, rollout.ShareRequest(replicas=3), options, Timing(clock, clock.sleep)
+        )
+    rows = {r.node: r for r in result.nodes}
+    assert (rows["gpu-a"].result, rows["gpu-a"].after, rows["gpu-a"].expected) == (
+        "timed-out",
+        2,
+        6,
+    )
+    assert rows["gpu-a"].message == "allocatable 2 nvidia.com/gpu after 12s, expected 6"
+    assert result.failed
+    progress = [r.getMessage() for r in caplog.records if r.getMessage().startswith("waiting for")]
+    assert (
+        progress[0] == "waiting for 2 node(s): gpu-a 2/6 nvidia.com/gpu, gpu-b 1/3 nvidia.com/gpu"
+    )
+    assert len(progress) == 1  # said once, not at every poll
+
+
+def test_the_result_document_matches_its_schema(api: cluster.Api) -> None:
+    result = share.share(api, rollout.ShareRequest(replicas=20), share.Options(restart=False))
+    document = sharereport.result_document(result)
+    schema = json.loads((ROOT / "schemas" / "share-result.v1.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(document)
+    [warning] = document["warnings"]  # more than 16 time-slicing replicas: no isolation
+    assert warning["code"] == "sharing.many-replicas" and warning["file"].endswith(":any")
+    assert document["changes"]["keys"][0]["before"] == "version: v1\n"
+
+
+def test_max_unavailable_restarts_nodes_together(
+    api: cluster.Api, fake_apiserver: FakeApiServer
+) -> None:
+    clock = FakeClock()
+    options = share.Options(timeout=5, max_unavailable=2)
+    result = share.share(api, rollout.ShareRequest(replicas=2), options, Timing(clock, clock.sleep))
+    # one batch of two: both plugins were deleted at once, both then missed the deadline
+    assert {r.node: r.result for r in result.nodes} == {"gpu-a": "failed", "gpu-b": "failed"}
+    assert fake_apiserver.store.list("pods", NAMESPACE) == []
+    assert sum(clock.slept) <= 5.5  # one deadline for the batch, not one per node
+
+
+def test_rollback_without_a_record_says_there_is_nothing_to_undo(api: cluster.Api) -> None:
+    from kubectl_gpu import errors
+
+    with pytest.raises(
+        errors.GpuError, match="nothing to roll back: ConfigMap nvidia-device-plugin/"
+    ):
+        share.rollback(api, share.Options())
