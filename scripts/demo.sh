@@ -38,6 +38,19 @@ for f in examples/device-plugin/invalid/both-strategies.yaml \
   [ $? -eq 1 ] || fail "expected exit 1 for $f"
 done
 
+step "${gpu[*]} share --replicas 4 --wait --timeout 60s   # time-slice every GPU 4 ways"
+"${gpu[@]}" share --replicas 4 --wait --timeout 60s || fail "share did not verify"
+
+step "${gpu[*]} share show"
+"${gpu[@]}" share show || fail "share show failed"
+
+step "${gpu[*]} share --replicas 1   # refused before anything is written"
+"${gpu[@]}" share --replicas 1
+[ $? -eq 2 ] || fail "replicas 1 must be a usage error"
+
+step "${gpu[*]} share rollback --wait --timeout 60s"
+"${gpu[@]}" share rollback --wait --timeout 60s || fail "rollback failed"
+
 mig=tests/data/mig/mig-parted__deployments__systemd__config-default.yaml
 step "${gpu[*]} mig validate -f <NVIDIA's default MIG config> -c all-balanced --node gpu-a --node gpu-b"
 "${gpu[@]}" mig validate -f "$mig" -c all-balanced --node gpu-a --node gpu-b || fail "all-balanced should fit"
