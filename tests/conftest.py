@@ -17,7 +17,6 @@ pytest_plugins = ["tests.fakes.apiserver.fixtures"]
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 DATA = Path(__file__).resolve().parent / "data"
-SHARED_FIXTURES = ROOT.parent / "shared" / "fixtures"
 
 
 @dataclasses.dataclass

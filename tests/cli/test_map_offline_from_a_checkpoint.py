@@ -13,12 +13,12 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.conftest import DATA, ROOT, SHARED_FIXTURES, CliResult
+from tests.conftest import DATA, ROOT, CliResult
 from tests.fakes import kubelet as stand_in
 from tests.fakes.kubelet import Allocatable, Container, Devices, Pod
 
 Run = Callable[..., CliResult]
-MINIKUBE = SHARED_FIXTURES / "checkpoints" / "minikube-1gpu.json"
+MINIKUBE = DATA / "checkpoints" / "minikube-1gpu.json"  # a verbatim copy of shared/fixtures/
 MINIKUBE_GPU = "GPU-11ba558d-3437-2335-2fd8-a78c8502f87f"
 MINIKUBE_POD = "f2b9f4e5-ba3b-418e-ab8c-c1751a0619d8"
 TIME_SLICED = DATA / "checkpoints" / "time-sliced-4x.json"

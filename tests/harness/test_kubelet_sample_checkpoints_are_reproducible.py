@@ -9,7 +9,8 @@ import pytest
 from tests.fakes import kubelet
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "checkpoints"
-SHARED_FIXTURE = Path("/work/shared/fixtures/checkpoints/minikube-1gpu.json")
+REPO = Path(__file__).resolve().parents[2]
+SHARED_FIXTURE = REPO.parent / "shared" / "fixtures" / "checkpoints" / "minikube-1gpu.json"
 
 
 @pytest.mark.parametrize("name", sorted(kubelet.SAMPLES))
