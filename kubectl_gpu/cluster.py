@@ -34,6 +34,7 @@ _RESOURCES: dict[str, tuple[str, str, bool]] = {
     "pods": ("/api/v1", "pods", True),
     "configmaps": ("/api/v1", "configmaps", True),
     "events": ("/api/v1", "events", True),
+    "resourcequotas": ("/api/v1", "resourcequotas", True),
     "namespaces": ("/api/v1", "namespaces", False),
     "daemonsets": ("/apis/apps/v1", "daemonsets", True),
     "clusterpolicies": ("/apis/nvidia.com/v1", "clusterpolicies", False),
@@ -42,6 +43,9 @@ _RESOURCES: dict[str, tuple[str, str, bool]] = {
         "customresourcedefinitions",
         False,
     ),
+    "gpunodereports": ("/apis/kubectl-gpu.io/v1", "gpunodereports", False),
+    "resourceclaims": ("/apis/resource.k8s.io/v1", "resourceclaims", True),
+    "resourceslices": ("/apis/resource.k8s.io/v1", "resourceslices", False),
 }
 _PATCH_TYPES = {
     "merge": "application/merge-patch+json",

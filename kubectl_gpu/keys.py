@@ -48,3 +48,25 @@ STATIC_NAME_LABEL = "name"  # static manifest: name=nvidia-device-plugin-ds
 # and the prefix of the per-node keys `kubectl gpu share --node` creates.
 DEFAULT_CONFIG_KEY = "default"
 PER_NODE_KEY_PREFIX = "kubectl-gpu-"
+
+# MIG apply (kubectl gpu mig apply and the node agent). The agent records on its own Node the
+# request it took up (`<config>@<content hash>`), how far it got, the request it last applied,
+# each GPU's layout and its GPUs (for the CLI's offline check); `mig.force` holds the request
+# key that may proceed although a GPU is in use.
+MIG_REQUEST_ANNOTATION = PREFIX + "mig.request"
+MIG_PHASE_ANNOTATION = PREFIX + "mig.phase"
+MIG_APPLIED_ANNOTATION = PREFIX + "mig.applied"
+MIG_LAYOUT_ANNOTATION = PREFIX + "mig.layout"
+MIG_GPUS_ANNOTATION = PREFIX + "mig.gpus"
+MIG_FORCE_ANNOTATION = PREFIX + "mig.force"
+# The device plugin's deploy label value before the agent paused it (GPU Operator layout).
+MIG_PAUSED_PLUGIN_ANNOTATION = PREFIX + "mig.paused-plugin"
+MIG_CONFIGMAP = "kubectl-gpu-mig-config"  # one key per config name, in our namespace
+NAMESPACE = "kubectl-gpu"
+
+# GPU Operator: its operands' node labels and the MIG manager's pause value (mig.md §3.2).
+DEPLOY_DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
+DEPLOY_MIG_MANAGER_LABEL = "nvidia.com/gpu.deploy.mig-manager"
+PAUSED_FOR_MIG_CHANGE = "paused-for-mig-change"
+MIG_PARTED_CONFIG_KEY = "config.yaml"  # the key the operator's mig-manager reads
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"

@@ -1,0 +1,248 @@
+"""One reconcile pass of the node agent: bring this node's GPUs to the MIG config asked for.
+
+Owns the flow (the issue, reference/mig.md §2.5, §6): read the desired label and the config
+from our ConfigMap; read the GPUs through NVML; let `mig.apply.decide` say where to start;
+then validate on the device, refuse a GPU in use (NVML processes or PodResources allocations)
+unless forced, take the device plugin off the node, change MIG mode, GPU and compute
+instances as `mig.plan` says, verify, always bring the plugin back, and wait until the node's
+allocatable shows the layout's resources. Every wait has a deadline; any failure is reported
+as `failed` (or `reboot-required`) with the reason, and the plugin is restored in `finally`.
+Writes only this Node's labels/annotations (on change) and its plugin pod. Must not contain
+rules: what to change is `plan`'s, where to resume is `apply`'s.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+from kubectl_gpu import cluster, errors, keys, kubelet, nvml
+from kubectl_gpu.agent import nodestate
+from kubectl_gpu.agent.pluginpause import PluginPause
+from kubectl_gpu.mig import apply, nodes, plan, verdicts
+from kubectl_gpu.mig.apply import Phase, Start, State
+from kubectl_gpu.mig.spec import MigDeviceSpec
+from kubectl_gpu.mig.state import MigState
+from kubectl_gpu.workflows.waiting import Timing
+
+log = logging.getLogger(__name__)
+_DESTRUCTIVE = (
+    plan.SetMigMode,
+    plan.ResetGpu,
+    plan.DestroyComputeInstance,
+    plan.DestroyGpuInstance,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """What the agent was started with."""
+
+    node: str
+    namespace: str = keys.NAMESPACE
+    kubelet_socket: Path | None = None  # PodResources; None: processes only
+    timeout: float = 300.0  # every wait
+    reset: nvml.Reset | None = None  # None: a mode change waiting for a reset needs a reboot
+
+
+@dataclasses.dataclass
+class _Pass:
+    api: cluster.Api
+    options: Options
+    timing: Timing
+    node: nodestate.NodeState
+    request: str = ""
+    specs: tuple[MigDeviceSpec, ...] = ()
+
+
+def reconcile(api: cluster.Api, options: Options, timing: Timing | None = None) -> Start:
+    """One pass; returns where it started (tests and logs)."""
+    run = _Pass(api, options, timing or Timing(), nodestate.NodeState.read(api, options.node))
+    deployment = nodestate.deployment(api)
+    pause = PluginPause(api, options.node, deployment, run.timing)
+    with nvml.session(options.reset) as device:
+        state = device.read_state()
+        run.node.report_gpus(state)
+        start = _decide(run, state, pause)
+        log.info("node %s: %s (desired %s)", options.node, start.value, run.request or "none")
+        if start is Start.RESTORE:
+            pause.restore(options.timeout)
+        elif start in (Start.CONFIGURE, Start.VERIFY):
+            _change(run, device, state, pause, start)
+    return start
+
+
+def _decide(run: _Pass, state: MigState, pause: PluginPause) -> Start:
+    refusal = nodestate.operator_refusal(run.api, run.node)
+    name = run.node.desired
+    if name and refusal:
+        _fail_once(run, nodestate.request_of(run.node, name), refusal)
+        return Start.NOTHING
+    if name:
+        try:
+            run.request, run.specs = nodestate.read_config(run.api, run.options.namespace, name)
+        except errors.GpuError as e:
+            _fail_once(run, f"{name}@?", e.message)
+            return Start.NOTHING
+    matches = bool(run.request) and _matches(run, state)
+    seen = apply.Observed(
+        run.request,
+        matches,
+        apply.mode_waiting(state.gpus),
+        pause.paused(run.node.meta),
+        forced=bool(run.request) and run.node.forced == run.request,
+    )
+    return apply.decide(run.node.record(), seen)
+
+
+def _matches(run: _Pass, state: MigState) -> bool:
+    try:
+        return not plan.make(state, run.specs)
+    except errors.GpuError:
+        return False
+
+
+def _fail_once(run: _Pass, request: str, reason: str) -> None:
+    record = run.node.record()
+    if record.request != request or record.state is not State.FAILED:
+        run.node.report(State.FAILED, request=request, reason=reason)
+
+
+def _change(
+    run: _Pass, device: nvml.Session, state: MigState, pause: PluginPause, start: Start
+) -> None:
+    try:
+        if start is Start.CONFIGURE:
+            state = _configure(run, device, state, pause)
+        run.node.report(State.PENDING, phase=Phase.RESTORING)
+        pause.restore(run.options.timeout)
+        run.node.report(State.PENDING, phase=Phase.VERIFYING)
+        _await_allocatable(run, state, pause)
+    except nvml.RebootRequiredError as e:
+        _finish(run, pause, State.REBOOT_REQUIRED, f"{e.message}; reboot the node")
+        return
+    except errors.GpuError as e:
+        _finish(run, pause, State.FAILED, e.message)
+        return
+    run.node.report_success(run.request, apply.layouts(state.gpus))
+
+
+def _finish(run: _Pass, pause: PluginPause, state: State, reason: str) -> None:
+    log.warning("node %s: %s: %s", run.options.node, state.value, reason)
+    try:
+        pause.restore(run.options.timeout)
+    except errors.GpuError as e:
+        reason = f"{reason}; the device plugin did not come back: {e.message}"
+    run.node.report(state, phase=None, reason=reason)
+
+
+def _configure(run: _Pass, device: nvml.Session, state: MigState, pause: PluginPause) -> MigState:
+    run.node.report(State.PENDING, request=run.request, phase=Phase.VALIDATING, reason="")
+    steps = _planned(run, state)
+    _check_on_device(device, state, steps)
+    _refuse_in_use(run, device, state, steps)
+    run.node.report(State.PENDING, phase=Phase.PAUSING)
+    pause.pause(run.options.timeout)
+    run.node.report(State.PENDING, phase=Phase.CONFIGURING)
+    for undo in [s for s in steps if isinstance(s, _DESTRUCTIVE)]:
+        device.execute(undo)
+    if apply.mode_waiting(device.read_state().gpus):
+        raise nvml.RebootRequiredError("a MIG mode change waits for a GPU reset")
+    for create in [s for s in steps if not isinstance(s, _DESTRUCTIVE)]:
+        if isinstance(create, plan.CreateGpuInstance):
+            device.check(create)
+        device.execute(create)
+    return _verify(run, device)
+
+
+def _planned(run: _Pass, state: MigState) -> tuple[plan.Step, ...]:
+    try:
+        return plan.make(state, run.specs, strategy=run.node.strategy)
+    except errors.GpuError as e:
+        raise errors.GpuError(f"config {run.node.desired} does not fit: {e.message}") from e
+
+
+def _check_on_device(device: nvml.Session, state: MigState, steps: Sequence[plan.Step]) -> None:
+    """NVML's own profiles and placements, where MIG is on already (before touching anything)."""
+    on = {g.index for g in state.gpus if g.mode_current}
+    for step in steps:
+        if isinstance(step, plan.CreateGpuInstance) and step.gpu in on:
+            device.check(step)
+
+
+def _refuse_in_use(
+    run: _Pass, device: nvml.Session, state: MigState, steps: Sequence[plan.Step]
+) -> None:
+    if run.node.forced == run.request:
+        run.node.write({}, {keys.MIG_FORCE_ANNOTATION: None})  # used up: one forced attempt
+        return
+    affected = sorted({s.gpu for s in steps if isinstance(s, _DESTRUCTIVE)})
+    users = _pod_users(run, device, state, affected)
+    for index in affected:
+        found = [f"process {pid}" for pid in device.running_processes(index)]
+        found += users.get(index, [])
+        if found:
+            raise errors.GpuError(
+                f"GPU {index} is in use ({', '.join(found)}); stop the workload or re-apply "
+                "with --force"
+            )
+
+
+def _pod_users(
+    run: _Pass, device: nvml.Session, state: MigState, gpus: Sequence[int]
+) -> dict[int, list[str]]:
+    socket = run.options.kubelet_socket
+    if socket is None or not gpus:
+        return {}
+    owner: dict[str, int] = {}
+    for index in gpus:
+        owner[state.gpu(index).uuid] = index
+        if state.gpu(index).mode_current:
+            owner.update({d.uuid: index for d in device.mig_devices(index)})
+    users: dict[int, list[str]] = {}
+    for allocation in kubelet.list_pod_resources(socket, run.options.timeout):
+        for device_id in allocation.device_ids:
+            user = owner.get(device_id.split("::")[0])
+            if user is not None:
+                users.setdefault(user, []).append(f"pod {allocation.namespace}/{allocation.pod}")
+    return users
+
+
+def _verify(run: _Pass, device: nvml.Session) -> MigState:
+    state = device.read_state()
+    left = plan.make(state, run.specs)
+    if left:
+        raise errors.DeviceError(f"the GPUs do not show the layout after applying: {left[0]}")
+    for gpu in state.gpus:
+        if gpu.mode_current:
+            wanted = sum(len(g.compute_instances) for g in gpu.gpu_instances)
+            found = device.mig_devices(gpu.index)
+            if len(found) != wanted:
+                raise errors.DeviceError(
+                    f"GPU {gpu.index}: NVML enumerates {len(found)} MIG devices, not {wanted}"
+                )
+    return state
+
+
+def _await_allocatable(run: _Pass, state: MigState, pause: PluginPause) -> None:
+    target = nodes.state_target(state, run.options.node)
+    resources = verdicts.check("desired", run.specs, target, run.node.strategy).resources
+    deadline = run.timing.deadline(run.options.timeout)
+    restarted = pause.touched
+    while True:
+        missing = apply.expected_resources(resources, nodestate.allocatable(run.api, run.node))
+        if not missing:
+            return
+        if not restarted:  # the plugin still shows an older layout: restart it once
+            pause.restart(run.options.timeout)
+            restarted = True
+        if deadline.passed:
+            raise errors.GpuError(_allocatable_message(missing, run.options.timeout))
+        deadline.pause()
+
+
+def _allocatable_message(missing: dict[str, tuple[int, int]], timeout: float) -> str:
+    shown = ", ".join(f"{name} {have} (want {want})" for name, (want, have) in missing.items())
+    return f"timed out after {timeout:g}s waiting for the node's allocatable: {shown}"

@@ -1,0 +1,316 @@
+"""NVML: read a node's GPUs and MIG state, and carry out MIG plan steps.
+
+The only module that imports `pynvml`. `session()` initialises NVML and shuts it down;
+a `Session` reads the live `MigState` and the physical inventory (`gpumap.allocations.Gpu`),
+lists a GPU's compute processes, checks planned GPU instances against the profiles and
+placements NVML itself reports, and executes `plan` steps, creating GPU instances at their
+explicit placements (`nvmlDeviceCreateGpuInstanceWithPlacement`, reference/mig.md §2.5).
+A GPU reset is not an NVML call (`nvidia-smi -r`), so it is injected as `reset`. Every
+`NVMLError` becomes a `DeviceError` naming the GPU and NVML's symbol, raised `from` it.
+Must not decide anything: which steps to run and in what order is `mig.plan`'s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import dataclasses
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pynvml
+
+from kubectl_gpu.errors import DeviceError
+from kubectl_gpu.gpumap.allocations import Gpu, MigDevice
+from kubectl_gpu.mig import plan
+from kubectl_gpu.mig.state import ComputeInstance, GpuInstance, GpuState, MigState
+
+Reset = Callable[[int, str], None]  # (GPU index, PCI bus ID); raises DeviceError
+_NAME_PREFIX = "MIG "
+ACTIVATION_OK = pynvml.NVML_SUCCESS
+
+
+class RebootRequiredError(DeviceError):
+    """A MIG mode change waits for a GPU reset that this node cannot do; only a reboot helps."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Profile:
+    id: int
+    name: str
+    instance_count: int
+
+
+def symbol(error: pynvml.NVMLError) -> str:
+    """NVML's name for an error code, e.g. NVML_ERROR_IN_USE."""
+    code = error.value
+    for name in dir(pynvml):
+        if name.startswith("NVML_ERROR_") and getattr(pynvml, name) == code:
+            return name
+    return f"NVML error {code}"
+
+
+def _error(where: str, e: pynvml.NVMLError) -> DeviceError:
+    return DeviceError(f"{where}: {symbol(e)} ({e})")
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+@contextlib.contextmanager
+def session(reset: Reset | None = None) -> Iterator[Session]:
+    """NVML initialised for the block (nvmlInit … nvmlShutdown)."""
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as e:
+        raise _error("cannot initialise NVML", e) from e
+    try:
+        yield Session(reset)
+    finally:
+        with contextlib.suppress(pynvml.NVMLError):
+            pynvml.nvmlShutdown()
+
+
+class Session:
+    """The node's GPUs while NVML is initialised."""
+
+    def __init__(self, reset: Reset | None = None) -> None:
+        self._reset = reset
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def read_state(self) -> MigState:
+        """Every GPU with its MIG mode and GPU/compute instances."""
+        try:
+            count = pynvml.nvmlDeviceGetCount()
+        except pynvml.NVMLError as e:
+            raise _error("cannot count the GPUs", e) from e
+        return MigState(tuple(self._gpu_state(i) for i in range(count)))
+
+    def _gpu_state(self, index: int) -> GpuState:
+        handle = self._handle(index)
+        where = f"GPU {index}"
+        try:
+            uuid = _text(pynvml.nvmlDeviceGetUUID(handle))
+            name = _text(pynvml.nvmlDeviceGetName(handle))
+            pci = pynvml.nvmlDeviceGetPciInfo_v3(handle).pciDeviceId
+        except pynvml.NVMLError as e:
+            raise _error(where, e) from e
+        try:
+            current, pending = pynvml.nvmlDeviceGetMigMode(handle)
+        except pynvml.NVMLError_NotSupported:
+            return GpuState(index, uuid, name, pci, mig_capable=False)
+        except pynvml.NVMLError as e:
+            raise _error(where, e) from e
+        on = current == pynvml.NVML_DEVICE_MIG_ENABLE
+        instances = self._gpu_instances(index, handle) if on else ()
+        return GpuState(
+            index, uuid, name, pci, True, on, pending == pynvml.NVML_DEVICE_MIG_ENABLE, instances
+        )
+
+    def _gpu_instances(self, index: int, handle: Any) -> tuple[GpuInstance, ...]:
+        found = []
+        for profile in self._gi_profiles(index, handle).values():
+            for gi in self._instances_of(index, handle, profile):
+                info = pynvml.nvmlGpuInstanceGetInfo(gi)
+                cis = self._compute_instances(index, gi)
+                found.append(
+                    GpuInstance(
+                        info.id, profile.name, info.placement.start, info.placement.size, cis
+                    )
+                )
+        return tuple(sorted(found, key=lambda g: (g.placement_start, g.id)))
+
+    def _instances_of(self, index: int, handle: Any, profile: _Profile) -> list[Any]:
+        array = (pynvml.c_nvmlGpuInstance_t * max(1, profile.instance_count))()
+        count = ctypes.c_uint()
+        try:
+            pynvml.nvmlDeviceGetGpuInstances(handle, profile.id, array, ctypes.byref(count))
+        except pynvml.NVMLError as e:
+            raise _error(f"GPU {index}: listing {profile.name} GPU instances", e) from e
+        return [array[i] for i in range(count.value)]
+
+    def _compute_instances(self, index: int, gi: Any) -> tuple[ComputeInstance, ...]:
+        found = []
+        for profile in self._ci_profiles(gi).values():
+            array = (pynvml.c_nvmlComputeInstance_t * max(1, profile.instance_count))()
+            count = ctypes.c_uint()
+            try:
+                pynvml.nvmlGpuInstanceGetComputeInstances(
+                    gi, profile.id, array, ctypes.byref(count)
+                )
+                ids = [pynvml.nvmlComputeInstanceGetInfo(array[i]).id for i in range(count.value)]
+            except pynvml.NVMLError as e:
+                raise _error(f"GPU {index}: listing compute instances", e) from e
+            found += [ComputeInstance(ci, profile.name) for ci in ids]
+        return tuple(sorted(found, key=lambda c: c.id))
+
+    def _gi_profiles(self, index: int, handle: Any) -> dict[str, _Profile]:
+        """The GPU-instance profiles NVML reports, by name (MIG mode must be on)."""
+        found: dict[str, _Profile] = {}
+        for enum in range(pynvml.NVML_GPU_INSTANCE_PROFILE_COUNT):
+            try:
+                info = pynvml.nvmlDeviceGetGpuInstanceProfileInfo(handle, enum)
+            except (pynvml.NVMLError_NotSupported, pynvml.NVMLError_InvalidArgument):
+                continue  # nvml.h: skip unsupported profiles
+            except pynvml.NVMLError as e:
+                raise _error(f"GPU {index}: reading GPU instance profiles", e) from e
+            name = _text(info.name).removeprefix(_NAME_PREFIX)
+            found.setdefault(name, _Profile(info.id, name, info.instanceCount))
+        return found
+
+    def _ci_profiles(self, gi: Any) -> dict[str, _Profile]:
+        found: dict[str, _Profile] = {}
+        shared = pynvml.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED
+        for enum in range(pynvml.NVML_COMPUTE_INSTANCE_PROFILE_COUNT):
+            try:
+                info = pynvml.nvmlGpuInstanceGetComputeInstanceProfileInfo(gi, enum, shared)
+            except (pynvml.NVMLError_NotSupported, pynvml.NVMLError_InvalidArgument):
+                continue
+            name = _text(info.name).removeprefix(_NAME_PREFIX)
+            found.setdefault(name, _Profile(info.id, name, info.instanceCount))
+        return found
+
+    def inventory(self) -> list[Gpu]:
+        """The physical GPUs with their MIG devices' UUIDs, as the node map reads them."""
+        return [self._inventory_gpu(gpu) for gpu in self.read_state().gpus]
+
+    def _inventory_gpu(self, gpu: GpuState) -> Gpu:
+        handle = self._handle(gpu.index)
+        try:
+            minor = pynvml.nvmlDeviceGetMinorNumber(handle)
+        except pynvml.NVMLError:
+            minor = None
+        devices = self.mig_devices(gpu.index) if gpu.mode_current else ()
+        return Gpu(gpu.index, gpu.uuid, gpu.model, minor, devices)
+
+    def mig_devices(self, index: int) -> tuple[MigDevice, ...]:
+        """The MIG devices NVML enumerates on a GPU, with their UUIDs."""
+        handle = self._handle(index)
+        names = {
+            (g.id, c.id): c.profile
+            for g in self._gpu_state(index).gpu_instances
+            for c in g.compute_instances
+        }
+        found = []
+        try:
+            for j in range(pynvml.nvmlDeviceGetMaxMigDeviceCount(handle)):
+                try:
+                    mig = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, j)
+                except (pynvml.NVMLError_NotFound, pynvml.NVMLError_InvalidArgument):
+                    continue
+                gi = pynvml.nvmlDeviceGetGpuInstanceId(mig)
+                ci = pynvml.nvmlDeviceGetComputeInstanceId(mig)
+                uuid = _text(pynvml.nvmlDeviceGetUUID(mig))
+                found.append(MigDevice(uuid, names.get((gi, ci)), gi, ci))
+        except pynvml.NVMLError as e:
+            raise _error(f"GPU {index}: enumerating MIG devices", e) from e
+        return tuple(found)
+
+    def running_processes(self, index: int) -> tuple[int, ...]:
+        """PIDs of the compute processes on a GPU (any of its MIG devices included)."""
+        try:
+            processes = pynvml.nvmlDeviceGetComputeRunningProcesses(self._handle(index))
+        except pynvml.NVMLError as e:
+            raise _error(f"GPU {index}: listing processes", e) from e
+        return tuple(int(p.pid) for p in processes)
+
+    def _handle(self, index: int) -> Any:
+        try:
+            return pynvml.nvmlDeviceGetHandleByIndex(index)
+        except pynvml.NVMLError as e:
+            raise _error(f"GPU {index}", e) from e
+
+    # -- checking and acting ------------------------------------------------------------------
+
+    def check(self, step: plan.CreateGpuInstance) -> None:
+        """DeviceError unless NVML has the profile and offers the placement on this GPU."""
+        handle = self._handle(step.gpu)
+        profile = self._gi_profiles(step.gpu, handle).get(step.profile)
+        if profile is None:
+            raise DeviceError(f'GPU {step.gpu}: MIG profile "{step.profile}" not found on this GPU')
+        starts = [p.start for p in self._placements(step.gpu, handle, profile)]
+        if step.placement_start not in starts:
+            raise DeviceError(
+                f"GPU {step.gpu}: NVML offers {step.profile} at memory slices {starts}, "
+                f"not at {step.placement_start}"
+            )
+
+    def _placements(self, index: int, handle: Any, profile: _Profile) -> list[Any]:
+        count = ctypes.c_uint()
+        try:
+            pynvml.nvmlDeviceGetGpuInstancePossiblePlacements(
+                handle, profile.id, None, ctypes.byref(count)
+            )
+            array = (pynvml.c_nvmlGpuInstancePlacement_t * max(1, count.value))()
+            pynvml.nvmlDeviceGetGpuInstancePossiblePlacements(
+                handle, profile.id, array, ctypes.byref(count)
+            )
+        except pynvml.NVMLError as e:
+            raise _error(f"GPU {index}: placements of {profile.name}", e) from e
+        return [array[i] for i in range(count.value)]
+
+    def execute(self, step: plan.Step) -> None:
+        """Carry out one plan step; DeviceError (RebootRequiredError for a reset that cannot
+        happen) when NVML refuses."""
+        where = f"GPU {step.gpu}: {type(step).__name__}"
+        try:
+            self._dispatch(step)
+        except pynvml.NVMLError as e:
+            raise _error(where, e) from e
+
+    def _dispatch(self, step: plan.Step) -> None:
+        handle = self._handle(step.gpu)
+        if isinstance(step, plan.SetMigMode):
+            self._set_mode(step, handle)
+        elif isinstance(step, plan.ResetGpu):
+            self._reset_gpu(step.gpu, handle)
+        elif isinstance(step, plan.DestroyComputeInstance):
+            gi = pynvml.nvmlDeviceGetGpuInstanceById(handle, step.gi)
+            pynvml.nvmlComputeInstanceDestroy(
+                pynvml.nvmlGpuInstanceGetComputeInstanceById(gi, step.ci)
+            )
+        elif isinstance(step, plan.DestroyGpuInstance):
+            pynvml.nvmlGpuInstanceDestroy(pynvml.nvmlDeviceGetGpuInstanceById(handle, step.gi))
+        elif isinstance(step, plan.CreateGpuInstance):
+            self._create_gi(step, handle)
+        else:
+            self._create_ci(step, handle)
+
+    def _set_mode(self, step: plan.SetMigMode, handle: Any) -> None:
+        mode = pynvml.NVML_DEVICE_MIG_ENABLE if step.enabled else pynvml.NVML_DEVICE_MIG_DISABLE
+        activation = pynvml.nvmlDeviceSetMigMode(handle, mode)
+        # pynvml checks only the call's own return code; the activation status is ours to read
+        if activation == pynvml.NVML_ERROR_IN_USE:
+            raise DeviceError(
+                f"GPU {step.gpu}: MIG mode change refused: NVML_ERROR_IN_USE (the GPU is not idle)"
+            )
+
+    def _reset_gpu(self, index: int, handle: Any) -> None:
+        if self._reset is None:
+            raise RebootRequiredError(f"GPU {index}: MIG mode change waits for a GPU reset")
+        bus = _text(pynvml.nvmlDeviceGetPciInfo_v3(handle).busId)
+        self._reset(index, bus)
+
+    def _create_gi(self, step: plan.CreateGpuInstance, handle: Any) -> None:
+        profile = self._gi_profiles(step.gpu, handle)[step.profile]
+        size = next(
+            p.size
+            for p in self._placements(step.gpu, handle, profile)
+            if p.start == step.placement_start
+        )
+        placement = pynvml.c_nvmlGpuInstancePlacement_t(step.placement_start, size)
+        pynvml.nvmlDeviceCreateGpuInstanceWithPlacement(handle, profile.id, ctypes.byref(placement))
+
+    def _create_ci(self, step: plan.CreateComputeInstance, handle: Any) -> None:
+        profile = self._gi_profiles(step.gpu, handle)[step.gi_profile]
+        gi = next(
+            gi
+            for gi in self._instances_of(step.gpu, handle, profile)
+            if pynvml.nvmlGpuInstanceGetInfo(gi).placement.start == step.placement_start
+        )
+        ci_profile = self._ci_profiles(gi).get(step.profile)
+        if ci_profile is None:
+            raise DeviceError(f'GPU {step.gpu}: compute profile "{step.profile}" not found')
+        pynvml.nvmlGpuInstanceCreateComputeInstance(gi, ci_profile.id)

@@ -1,0 +1,93 @@
+"""Fixtures for the node agent's tests: a simulated cluster, our MIG ConfigMap, one agent pass."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubectl_gpu import cluster as api_client
+from kubectl_gpu import keys
+from kubectl_gpu.agent import reconcile
+from kubectl_gpu.mig.apply import Start
+from kubectl_gpu.workflows.waiting import Timing
+from tests.fakes import libnvml
+from tests.fakes.cluster import SimCluster
+from tests.fakes.cluster import manifests as m
+from tests.fakes.cluster.fixture import sim_cluster as sim_cluster  # noqa: F401
+
+FAST = Timing(poll=0.05, first_poll=0.01)
+
+
+def mig_doc(**configs: dict[str, int] | None) -> dict[str, Any]:
+    """A mig-parted file: name → mig-devices (None: MIG disabled)."""
+    return {
+        "version": "v1",
+        "mig-configs": {
+            name.replace("_", "-"): [
+                {"devices": "all", "mig-enabled": devices is not None, "mig-devices": devices or {}}
+                if devices is not None
+                else {"devices": "all", "mig-enabled": False}
+            ]
+            for name, devices in configs.items()
+        },
+    }
+
+
+def store_config(cluster: SimCluster, name: str, devices: dict[str, int] | None) -> None:
+    """Put config `name` into our ConfigMap as the CLI does (one key per name)."""
+    text = json.dumps(mig_doc(**{name.replace("-", "_"): devices}), indent=2)
+    try:
+        cluster.store.create(m.namespace(keys.NAMESPACE))
+    except Exception:  # noqa: BLE001 (already there)
+        pass
+    try:
+        cluster.store.get("configmaps", keys.MIG_CONFIGMAP, keys.NAMESPACE)
+    except Exception:  # noqa: BLE001
+        cluster.store.create(m.configmap(keys.MIG_CONFIGMAP, keys.NAMESPACE, {name: text}))
+        return
+    cluster.store.patch(
+        "configmaps", keys.MIG_CONFIGMAP, {"data": {name: text}}, namespace=keys.NAMESPACE
+    )
+
+
+def ask(cluster: SimCluster, node: str, name: str, **annotations: str) -> None:
+    """Set the desired label (and annotations) on a node."""
+    body = {"metadata": {"labels": {keys.MIG_DESIRED_LABEL: name}, "annotations": annotations}}
+    cluster.store.patch("nodes", node, body)
+
+
+def labels(cluster: SimCluster, node: str) -> dict[str, str]:
+    return dict(cluster.store.get("nodes", node)["metadata"].get("labels") or {})
+
+
+def notes(cluster: SimCluster, node: str) -> dict[str, str]:
+    return dict(cluster.store.get("nodes", node)["metadata"].get("annotations") or {})
+
+
+Agent = Callable[..., Start]
+
+
+@pytest.fixture
+def agent() -> Agent:
+    """`agent(cluster, node, timeout=…, reset=…, socket=…)`: one reconcile pass on `node`."""
+
+    def run(
+        cluster: SimCluster,
+        node: str,
+        *,
+        timeout: float = 5.0,
+        reset: Any = None,
+        socket: Path | None = None,
+    ) -> Start:
+        api = api_client.connect(str(cluster.kubeconfig))
+        options = reconcile.Options(node, timeout=timeout, reset=reset, kubelet_socket=socket)
+        with libnvml.installed(cluster.nvml(node)):
+            start = reconcile.reconcile(api, options, FAST)
+        cluster.settle()
+        return start
+
+    return run
