@@ -1,0 +1,67 @@
+"""`kubectl gpu doctor [POD]`: the failing layer of a GPU pod, or the cluster's GPU health.
+
+Owns the command's argv and rendering: a table (LAYER, SEVERITY, OBJECT, FINDING, FIX; EVIDENCE
+with `-o wide`) or the DoctorResult document (schemas/doctor-result.v1.json) with `-o json|yaml`.
+Exit 1 when any diagnosis is an error, 0 otherwise (2 for usage). Must not contain rules
+(kubectl_gpu.doctor) nor reads (kubectl_gpu.workflows.doctor).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from kubectl_gpu.cli import render
+from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
+from kubectl_gpu.errors import ExitCode
+
+DEFAULT_NAMESPACE = "default"
+COLUMNS = (
+    render.Column("LAYER", lambda d: d.layer),
+    render.Column("SEVERITY", lambda d: d.severity),
+    render.Column("OBJECT", lambda d: d.object),
+    render.Column("FINDING", lambda d: d.message),
+    render.Column("FIX", lambda d: d.fix),
+    render.Column("EVIDENCE", lambda d: " | ".join(d.evidence), wide_only=True),
+)
+
+
+@click.command("doctor", short_help="Name the failing layer when a GPU pod does not run.")
+@click.argument("pod_name", metavar="[POD]", required=False)
+@global_options
+@pass_settings
+def doctor(settings: Settings, pod_name: str | None) -> None:
+    """Name the layer where a GPU pod fails (admission, scheduler, kubelet, runtime, driver),
+    with the evidence and the fix. Without POD, check the GPU health of every node.
+
+    Exits 1 when an error is found.
+
+    \b
+    Examples:
+      # Why is this pod Pending / not getting its GPU?
+      kubectl gpu doctor train-0 -n ml
+      # Unhealthy GPUs, nodes advertising nothing, invalid MIG layouts, missing taints
+      kubectl gpu doctor -o wide
+    """
+    from kubectl_gpu import cluster
+    from kubectl_gpu.workflows import doctor as workflow
+
+    api = cluster.connect(settings.kubeconfig, settings.context)
+    if pod_name:
+        result = workflow.pod(api, settings.namespace or DEFAULT_NAMESPACE, pod_name)
+    else:
+        result = workflow.cluster_health(api)
+    _render(result, settings)
+    click.get_current_context().exit(int(ExitCode.ERROR if result.failed else ExitCode.OK))
+
+
+def _render(result: Any, settings: Settings) -> None:
+    if settings.output in ("json", "yaml") or result.diagnoses:
+        render.emit_table(result.diagnoses, COLUMNS, settings.output, result.document())
+    else:
+        click.echo("No GPU problems found.", err=True)
+    if settings.output in ("table", "wide"):
+        errors = sum(d.severity == "error" for d in result.diagnoses)
+        warnings = sum(d.severity == "warning" for d in result.diagnoses)
+        click.echo(f"{errors} error(s), {warnings} warning(s)", err=True)

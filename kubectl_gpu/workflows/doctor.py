@@ -1,0 +1,162 @@
+"""`kubectl gpu doctor`: gather the facts for one pod, or for the cluster, and diagnose them.
+
+Owns the reads: the pod (or, when it does not exist, the namespace's FailedCreate events),
+its events (the latest MAX_EVENTS), every node with the GPUs bound pods hold, the namespace's
+ResourceQuotas, the device plugin's pod on the pod's node (through deployment detection), and
+for the cluster view the sharing survey of `share show`. A read the user may not do (403) or a
+resource the cluster lacks (404) leaves that fact out rather than failing the diagnosis. Must
+not decide anything: kubectl_gpu.doctor does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kubectl_gpu import cluster, doctor, errors
+from kubectl_gpu.doctor import admission, facts
+from kubectl_gpu.sharing import deployment as deployments
+from kubectl_gpu.sharing.rollout.status import PluginPod
+from kubectl_gpu.workflows import sharestate
+
+log = logging.getLogger(__name__)
+Json = dict[str, Any]
+MAX_EVENTS = 50
+API_VERSION = "kubectl-gpu.io/v1"
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """What doctor concluded, and about what (a pod, or the cluster)."""
+
+    kind: str  # Pod | Cluster
+    namespace: str
+    name: str
+    diagnoses: tuple[doctor.Diagnosis, ...]
+
+    @property
+    def failed(self) -> bool:
+        return doctor.has_errors(self.diagnoses)
+
+    def document(self) -> dict[str, Any]:
+        """As schemas/doctor-result.v1.json describes it."""
+        count = {s: sum(d.severity == s for d in self.diagnoses) for s in ("error", "warning")}
+        return {
+            "apiVersion": API_VERSION,
+            "kind": "DoctorResult",
+            "target": {"kind": self.kind, "namespace": self.namespace, "name": self.name},
+            "healthy": not self.failed,
+            "summary": {"errors": count["error"], "warnings": count["warning"]},
+            "diagnoses": [d.to_dict() for d in self.diagnoses],
+        }
+
+
+def pod(api: cluster.Api, namespace: str, name: str) -> Result:
+    """Diagnose one pod."""
+    try:
+        raw = api.get(cluster.path("pods", name, namespace))
+    except errors.ClusterError as e:
+        if e.status != 404:
+            raise
+        found = admission.missing_pod(
+            namespace, name, _events(api, namespace), _quotas(api, namespace)
+        )
+        return Result("Pod", namespace, name, tuple(found))
+    uid = str((raw.get("metadata") or {}).get("uid") or "")
+    case = doctor.PodCase(
+        pod=facts.pod_from_dict(raw),
+        events=_events(api, namespace, name, uid),
+        nodes=_nodes(api),
+        quotas=_quotas(api, namespace),
+        plugin=_plugin(api, str((raw.get("spec") or {}).get("nodeName") or "")),
+    )
+    return Result("Pod", namespace, name, doctor.diagnose_pod(case))
+
+
+def cluster_health(api: cluster.Api) -> Result:
+    """Diagnose every GPU node (and the GPU pods' placement choices)."""
+    from kubectl_gpu.workflows import share
+
+    raw_pods = _optional(lambda: api.list(cluster.path("pods")))
+    nodes = _nodes(api, raw_pods)
+    survey = None
+    found: list[doctor.Diagnosis] = []
+    try:
+        survey = share.show(api, share.Options()).nodes
+    except deployments.DeploymentError as e:
+        found.append(
+            doctor.Diagnosis(
+                "kubelet", "error", "daemonset/nvidia-device-plugin", e.message, (), e.hint
+            )
+        )
+    pods = [facts.pod_from_dict(p) for p in raw_pods]
+    found += doctor.health.check(nodes, pods, survey)
+    return Result("Cluster", "", "", doctor.ordered(found))
+
+
+def _events(
+    api: cluster.Api, namespace: str, name: str = "", uid: str = ""
+) -> tuple[facts.Event, ...]:
+    selector = f"involvedObject.name={name}" if name else ""
+    raw = _optional(
+        lambda: api.list(cluster.path("events", namespace=namespace), field_selector=selector)
+    )
+    mine = [
+        e for e in raw if not uid or (e.get("involvedObject") or {}).get("uid") in (uid, None, "")
+    ]
+    mine.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
+    return tuple(facts.event_from_dict(e) for e in mine[-MAX_EVENTS:])
+
+
+def _nodes(api: cluster.Api, raw_pods: list[Json] | None = None) -> tuple[facts.Node, ...]:
+    if raw_pods is None:
+        raw_pods = _optional(lambda: api.list(cluster.path("pods")))
+    used = facts.gpu_usage(raw_pods)
+    raw = _optional(lambda: api.list(cluster.path("nodes")))
+    return tuple(facts.node_from_dict(n, used.get(str(n["metadata"]["name"]))) for n in _named(raw))
+
+
+def _quotas(api: cluster.Api, namespace: str) -> tuple[facts.Quota, ...]:
+    raw = _optional(lambda: api.list(cluster.path("resourcequotas", namespace=namespace)))
+    return tuple(facts.quota_from_dict(q) for q in raw)
+
+
+def _plugin(api: cluster.Api, node: str) -> doctor.PluginOnNode:
+    """The device plugin's pod on `node`; unknown when no node or no plugin is detected."""
+    if not node:
+        return doctor.PluginOnNode(known=False, pod=None)
+    policies = _optional(lambda: api.list(cluster.path("clusterpolicies")))
+    daemonsets = _optional(lambda: api.list(cluster.path("daemonsets")))
+    try:
+        found = deployments.detect(policies, daemonsets)
+    except deployments.DeploymentError as e:
+        log.info("device plugin not checked: %s", e.message)
+        return doctor.PluginOnNode(known=False, pod=None)
+    pods = _optional(lambda: sharestate.plugin_pods(api, found, node).values())
+    raw = next(iter(pods), None)
+    return doctor.PluginOnNode(
+        known=True,
+        pod=PluginPod.from_dict(raw, found.container) if raw else None,
+        namespace=found.namespace,
+        container=found.container,
+        selector=found.selector,
+    )
+
+
+def _optional(read: Callable[[], Iterable[Json]]) -> list[Json]:
+    """A read whose answer doctor can do without: 403 and 404 leave the fact out."""
+    try:
+        return list(read())
+    except errors.ClusterError as e:
+        if e.status == 404:  # not served here (a CRD that is not installed): nothing to see
+            return []
+        if e.status != 403:
+            raise
+        log.warning("left out of the diagnosis: %s", e.message)
+        return []
+
+
+def _named(items: Iterable[Json]) -> list[Json]:
+    return [i for i in items if (i.get("metadata") or {}).get("name")]

@@ -1,0 +1,148 @@
+"""Admission, kubelet and runtime: doctor explains a GPU pod the scheduler is not to blame for."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tests.cli.doctorpods import by_layer, gpu_pod, run_pods
+from tests.conftest import CliResult
+from tests.fakes.cluster import NodeSpec, SimCluster
+from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+
+Run = Callable[..., CliResult]
+MISMATCH = "Failed to initialize NVML: Driver/library version mismatch"
+BAD_FLAG = "version: v1\nflags:\n  plugin:\n    deviceIDStrategy: serial\n"
+
+
+def doctor(run_cli: Run, cluster: SimCluster, *args: str) -> CliResult:
+    return run_cli("--kubeconfig", str(cluster.kubeconfig), "doctor", *args, "-o", "json")
+
+
+def test_half_a_gpu_is_an_admission_error_even_when_the_pod_runs(
+    run_cli: Run, sim_cluster: MakeSimCluster
+) -> None:
+    cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1)], "helm", {"any": "version: v1\n"}, "any")
+    # The real API server refuses this pod; the stand-in's store takes it, as a webhook-mutated
+    # or pre-validation object might reach a cluster. The scheduler reads 0.5 as no GPU at all.
+    run_pods(cluster, gpu_pod("half", "0.5"))
+    assert cluster.store.get("pods", "half", "default")["status"]["phase"] == "Running"
+    result = doctor(run_cli, cluster, "half")
+    assert result.exit_code == 1
+    [half] = by_layer(result.json, "admission")
+    assert half["message"] == "container cuda asks for 0.5 nvidia.com/gpu: GPUs are whole devices"
+    assert half["evidence"] == [
+        'spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "0.5": '
+        "must be an integer"
+    ]
+    assert "kubectl gpu share --replicas" in half["fix"]
+
+
+def test_requests_unequal_to_limits_is_an_admission_error(
+    run_cli: Run, sim_cluster: MakeSimCluster
+) -> None:
+    cluster = sim_cluster([NodeSpec("gpu-a", "L4", 2)], "helm", {"any": "version: v1\n"}, "any")
+    run_pods(cluster, gpu_pod("uneven", "2", requests="1"))
+    [uneven] = by_layer(doctor(run_cli, cluster, "uneven").json, "admission")
+    assert "must be equal to nvidia.com/gpu limit of 2" in uneven["evidence"][0]
+
+
+@pytest.fixture
+def crashing_plugin(sim_cluster: MakeSimCluster) -> SimCluster:
+    """The plugin on gpu-a exits 1 on a flag it rejects: CrashLoopBackOff, nothing advertised."""
+    controllers = ("daemonsets", "scheduler", "kubelet", "device-plugin")
+    cluster = sim_cluster(
+        [NodeSpec("gpu-a", "L4", 1)], "helm", {"any": BAD_FLAG}, "any", controllers=controllers
+    )
+    assert cluster.allocatable("gpu-a") == 0
+    return cluster
+
+
+def test_a_crash_looping_plugin_is_named_for_a_pod_on_its_node(
+    run_cli: Run, crashing_plugin: SimCluster
+) -> None:
+    pod = gpu_pod("train")
+    pod["spec"]["nodeName"] = "gpu-a"  # bound already, as a pod placed before the crash is
+    run_pods(crashing_plugin, pod)
+    result = doctor(run_cli, crashing_plugin, "train")
+    assert result.exit_code == 1
+    kubelet = by_layer(result.json, "kubelet")
+    refused = next(d for d in kubelet if "refused the pod at admission" in d["message"])
+    assert refused["evidence"][0].startswith(
+        "OutOfnvidia.com/gpu: Pod was rejected: Node didn't have enough"
+    )
+    plugin = next(d for d in kubelet if "device plugin on node gpu-a" in d["message"])
+    assert "CrashLoopBackOff" in plugin["message"]
+    assert plugin["object"].startswith("pod/nvdp-nvidia-device-plugin-")
+    assert "kubectl logs -n nvidia-device-plugin" in plugin["fix"]
+    assert "-c nvidia-device-plugin-ctr --previous" in plugin["fix"]
+
+
+def test_a_pending_pod_behind_a_crashed_plugin_points_at_it(
+    run_cli: Run, crashing_plugin: SimCluster
+) -> None:
+    run_pods(crashing_plugin, gpu_pod("train"))
+    [scheduler] = by_layer(doctor(run_cli, crashing_plugin, "train").json, "scheduler")
+    assert "GPU node(s) gpu-a advertise nothing" in scheduler["message"]
+
+
+def test_more_than_one_shared_gpu_is_refused_by_the_plugin(
+    run_cli: Run, sim_cluster: MakeSimCluster
+) -> None:
+    shared = (
+        "version: v1\nsharing:\n  timeSlicing:\n    failRequestsGreaterThanOne: true\n"
+        "    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n"
+    )
+    cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1)], "helm", {"any": shared}, "any")
+    run_pods(cluster, gpu_pod("greedy", "2"))
+    result = doctor(run_cli, cluster, "greedy")
+    [refused] = by_layer(result.json, "kubelet")
+    assert (
+        refused["message"]
+        == "kubelet on gpu-a refused the pod at admission (UnexpectedAdmissionError)"
+    )
+    assert "maximum request size for shared resources is 1; found 2" in refused["evidence"][0]
+    assert refused["fix"].startswith("request 1 shared GPU per container")
+
+
+def test_a_running_gpu_pod_gets_a_clean_bill(run_cli: Run, sim_cluster: MakeSimCluster) -> None:
+    cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1)], "helm", {"any": "version: v1\n"}, "any")
+    run_pods(cluster, gpu_pod("fine"))
+    result = doctor(run_cli, cluster, "fine")
+    assert result.exit_code == 0, result.stdout
+    [info] = result.json["diagnoses"]
+    assert info["severity"] == "info"
+    assert (
+        info["message"]
+        == "no GPU problem found: the pod is Running on node gpu-a with 1 nvidia.com/gpu"
+    )
+
+
+def test_driver_errors_in_container_messages_name_the_driver(
+    run_cli: Run, sim_cluster: MakeSimCluster
+) -> None:
+    # No kubelet runs, so the container status below is what the node reported last.
+    cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1)], controllers=())
+    pod = gpu_pod("cuda")
+    pod["spec"]["nodeName"] = "gpu-a"
+    crashed = {"terminated": {"exitCode": 1, "reason": "Error", "message": MISMATCH}}
+    pod["status"] = {
+        "phase": "Running",
+        "containerStatuses": [
+            {
+                "name": "cuda",
+                "ready": False,
+                "restartCount": 3,
+                "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s"}},
+                "lastState": crashed,
+            }
+        ],
+    }
+    cluster.store.create(pod)
+    result = doctor(run_cli, cluster, "cuda")
+    assert result.exit_code == 1
+    [driver] = by_layer(result.json, "driver")
+    assert driver["evidence"] == [f"container cuda: {MISMATCH}"]
+    assert "reboot" in driver["fix"]
