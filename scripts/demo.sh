@@ -51,6 +51,25 @@ step "${gpu[*]} share --replicas 1   # refused before anything is written"
 step "${gpu[*]} share rollback --wait --timeout 60s"
 "${gpu[@]}" share rollback --wait --timeout 60s || fail "rollback failed"
 
+if [ ${#k[@]} -gt 0 ]; then
+  step "kubectl apply -f <a pod asking for 2 GPUs on an H200 node>; ${gpu[*]} doctor trainer"
+  kubectl apply -f - >/dev/null <<'POD'
+apiVersion: v1
+kind: Pod
+metadata: {name: trainer, namespace: default}
+spec:
+  nodeSelector: {nvidia.com/gpu.product: NVIDIA-H200}
+  containers:
+  - {name: main, image: "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", resources: {limits: {nvidia.com/gpu: "2"}}}
+POD
+  sleep 1
+  "${gpu[@]}" doctor trainer
+  [ $? -eq 1 ] || fail "doctor should name the scheduler layer"
+fi
+
+step "${gpu[*]} doctor   # cluster GPU health"
+"${gpu[@]}" doctor || fail "no error-level finding expected"
+
 mig=tests/data/mig/mig-parted__deployments__systemd__config-default.yaml
 step "${gpu[*]} mig validate -f <NVIDIA's default MIG config> -c all-balanced --node gpu-a --node gpu-b"
 "${gpu[@]}" mig validate -f "$mig" -c all-balanced --node gpu-a --node gpu-b || fail "all-balanced should fit"
