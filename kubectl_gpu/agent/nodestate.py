@@ -15,6 +15,7 @@ from typing import Any
 
 from kubectl_gpu import cluster, documents, errors, keys
 from kubectl_gpu.mig import apply
+from kubectl_gpu.mig.actuators import operator_manages
 from kubectl_gpu.mig.apply import Phase, State
 from kubectl_gpu.mig.spec import MigConfigFile, MigDeviceSpec
 from kubectl_gpu.mig.state import MigState
@@ -180,16 +181,6 @@ def operator_refusal(api: cluster.Api, node: NodeState) -> str:
         "the GPU Operator's MIG manager manages this node; use its nvidia.com/mig.config label "
         "(kubectl gpu mig apply does), not ours"
     )
-
-
-def operator_manages(policies: list[Json], labels: dict[str, str]) -> bool:
-    """True when a ClusterPolicy enables the MIG manager and it is deployed on this node."""
-    enabled = any(
-        ((p.get("spec") or {}).get("migManager") or {}).get("enabled", True) is not False
-        for p in policies
-    )
-    deployed = labels.get(keys.DEPLOY_MIG_MANAGER_LABEL) == "true"
-    return enabled and (deployed or keys.MIG_CONFIG_LABEL in labels)
 
 
 def allocatable(api: cluster.Api, node: NodeState) -> dict[str, str]:

@@ -405,3 +405,6 @@ def _profiles_document(chosen: Sequence[GpuModel]) -> dict[str, Any]:
         "kind": "MigProfileList",
         "models": [models.to_dict(m) for m in chosen],
     }
+
+
+from kubectl_gpu.cli import mig_apply  # noqa: E402,F401  (registers apply/status)

@@ -1,0 +1,195 @@
+"""`kubectl gpu mig apply` and `kubectl gpu mig status`: hand a MIG config to the nodes, and
+show where each node stands.
+
+Registered on the `mig` group by an import at the end of cli/mig.py. Reads flags, calls one
+workflow (`workflows.mig_apply.run`, `workflows.mig_status.status`) and renders its rows; the
+cluster adapter and workflows are imported inside the commands so that `--help` stays light.
+`apply` exits 0 when every node took the request (or reached `success` with --wait), 1 when
+any node failed the offline check (then nothing is written), failed, or timed out.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from kubectl_gpu.cli import render
+from kubectl_gpu.cli.mig import _read_text, mig
+from kubectl_gpu.cli.render import Column
+from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
+from kubectl_gpu.cli.share import Duration
+from kubectl_gpu.errors import ConfigError, ExitCode
+
+if TYPE_CHECKING:
+    from kubectl_gpu.workflows.mig_apply import ApplyResult
+
+_APPLY_COLUMNS = (
+    Column("NODE", lambda r: r.node),
+    Column("ACTUATOR", lambda r: r.actuator.value),
+    Column("GPUS", lambda r: r.gpus),
+    Column("RESULT", lambda r: r.result),
+    Column("SECONDS", lambda r: r.seconds),
+    Column("REASON", lambda r: r.reason),
+    Column("REQUEST", lambda r: r.request, wide_only=True),
+    Column("RESOURCES", lambda r: r.resources, wide_only=True),
+    Column("LAYOUT", lambda r: [f"{i}: {t}" for i, t in r.layout.items()], wide_only=True),
+)
+_STATUS_COLUMNS = (
+    Column("NODE", lambda r: r[0].node),
+    Column("ACTUATOR", lambda r: r[0].actuator.value),
+    Column("DESIRED", lambda r: r[0].desired),
+    Column("APPLIED", lambda r: r[0].applied),
+    Column("STATE", lambda r: r[0].state),
+    Column("GPU", lambda r: None if r[1] is None else r[1].index),
+    Column("LAYOUT", lambda r: None if r[1] is None else r[1].layout),
+    Column("REASON", lambda r: r[0].reason),
+    Column("PHASE", lambda r: r[0].phase, wide_only=True),
+    Column("PRODUCT", lambda r: None if r[1] is None else r[1].name, wide_only=True),
+    Column("REQUEST", lambda r: r[0].request, wide_only=True),
+)
+
+
+@mig.command("apply")
+@click.option("-f", "--filename", required=True, metavar="FILE", help="Config; - is stdin.")
+@click.option(
+    "-c",
+    "--config",
+    "config_name",
+    required=True,
+    metavar="NAME",
+    help="The config name in the file to apply.",
+)
+@click.option(
+    "--node",
+    "nodes",
+    multiple=True,
+    metavar="NAME",
+    help="A node to change (repeatable; comma-separated names allowed).",
+)
+@click.option(
+    "-l",
+    "--selector",
+    default="",
+    metavar="SELECTOR",
+    help="Change the GPU nodes matching this label selector.",
+)
+@click.option("--all", "all_nodes", is_flag=True, help="Change every GPU node.")
+@click.option(
+    "--dry-run",
+    type=click.Choice(["none", "client", "server"]),
+    default="none",
+    is_flag=False,
+    flag_value="client",
+    help="client: print what would be written; server: have the API server check "
+    "it too. Nothing is written.",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Change GPUs although they are in use, and retry a request that failed.",
+)
+@click.option("--wait", is_flag=True, help="Wait until every node reports a final state.")
+@click.option(
+    "--timeout", type=Duration(), default="10m", show_default=True, help="How long --wait waits."
+)
+@global_options
+@pass_settings
+def apply_cmd(settings: Settings, **flags: Any) -> None:
+    """Check a MIG config against each node's GPUs offline, then have the nodes apply it.
+
+    Each node's GPUs come from kubectl gpu's agent report, else GPU Feature Discovery labels.
+    If any node fails the check, nothing is written. Where the GPU Operator's MIG manager
+    manages a node, its ConfigMap and nvidia.com/mig.config label are used instead of ours.
+
+    \b
+    Examples:
+      kubectl gpu mig apply -f mig.yaml -c all-balanced --node gpu-node-1 --wait
+      kubectl gpu mig apply -f mig.yaml -c all-1g.10gb -l pool=inference --dry-run -o yaml
+    """
+    from kubectl_gpu import cluster
+    from kubectl_gpu.workflows import mig_apply, mig_targets
+
+    names = tuple(n.strip() for item in flags["nodes"] for n in item.split(",") if n.strip())
+    scope = mig_targets.Scope(names, flags["selector"], flags["all_nodes"])
+    scope.check()
+    filename, document = _load(flags["filename"], flags["config_name"])
+    request = mig_apply.ApplyRequest(
+        file=filename,
+        document=document,
+        config=flags["config_name"],
+        scope=scope,
+        dry_run=flags["dry_run"],
+        force=flags["force"],
+        wait=flags["wait"],
+        timeout=flags["timeout"],
+        namespace=settings.namespace,
+    )
+    if settings.verbosity == 0:  # progress is this command's talk on stderr
+        logging.getLogger("kubectl_gpu.workflows").setLevel(logging.INFO)
+    api = cluster.connect(settings.kubeconfig, settings.context)
+    _render_apply(mig_apply.run(api, request), settings.output)
+
+
+@mig.command("status")
+@click.option("--node", "nodes", multiple=True, metavar="NAME", help="Only this node (repeatable).")
+@click.option(
+    "-l",
+    "--selector",
+    default="",
+    metavar="SELECTOR",
+    help="Only the GPU nodes matching this label selector.",
+)
+@global_options
+@pass_settings
+def status_cmd(settings: Settings, nodes: tuple[str, ...], selector: str) -> None:
+    """Show each GPU node's MIG config: desired, applied, state, reason and layout per GPU."""
+    from kubectl_gpu import cluster
+    from kubectl_gpu.workflows import mig_status, mig_targets
+
+    names = tuple(n.strip() for item in nodes for n in item.split(",") if n.strip())
+    api = cluster.connect(settings.kubeconfig, settings.context)
+    found = mig_status.status(api, mig_targets.Scope(names, selector))
+    rows = [(n, g) for n in found for g in (n.gpus or (None,))]
+    render.emit_table(rows, _STATUS_COLUMNS, settings.output, mig_status.document(found))
+
+
+def _load(filename: str, config: str) -> tuple[str, dict[str, Any]]:
+    """The file's name and its parsed mig-parted document, strictly validated."""
+    from kubectl_gpu import documents, validation
+    from kubectl_gpu.mig.spec import MigConfigFile
+
+    name, text = _read_text(filename)
+    report = validation.validate_text(text, name, "mig-config")
+    errors = [f for f in report.findings if f.severity.value == "error"]
+    if errors:
+        for finding in errors:
+            click.echo(render.format_finding(finding), err=True)
+        raise ConfigError(
+            f"{name} is not a valid mig-parted config",
+            hint=f"kubectl gpu validate -f {name} explains each problem",
+        )
+    docs, _ = documents.load_documents(text, name)
+    data = docs[0].data if docs else None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{name} holds no mig-parted config (version: v1, mig-configs: …)")
+    MigConfigFile.from_dict(data).select(config)  # an unknown name fails before any cluster read
+    return name, data
+
+
+def _render_apply(result: ApplyResult, output: str) -> None:
+    from kubectl_gpu.workflows import mig_report
+
+    dry = result.request.dry_run != "none"
+    if dry and result.written is False and not result.failed and output in ("json", "yaml"):
+        items = {"apiVersion": "v1", "kind": "List", "items": result.objects}
+        render.emit_table([], (), output, items)
+    else:
+        render.emit_table(result.nodes, _APPLY_COLUMNS, output, mig_report.document(result))
+    for row in result.nodes:
+        if row.failed:
+            click.echo(f"node {row.node}: {row.result}: {row.reason}", err=True)
+    click.echo(mig_report.summary(result), err=True)
+    if result.failed:
+        click.get_current_context().exit(int(ExitCode.ERROR))

@@ -1,0 +1,265 @@
+"""`kubectl gpu mig apply`: check a MIG config offline against each node, then hand it over.
+
+Owns the flow of the issue's CLI half: resolve the GPU nodes (`mig_targets`), check the config
+against each node's GPUs (the agent's report, else GFD labels) and refuse a node where the
+other MIG actuator already acts, all before anything is written (nothing is written when any
+node fails); then store the config and set the request label (`mig_store`): ours
+(`kubectl-gpu.io/mig.config`, with `kubectl-gpu.io/mig.force` for --force) or, where the GPU
+Operator's MIG manager manages the node, the operator's ConfigMap and `nvidia.com/mig.config`;
+with `wait`, poll each node until its actuator reports a final state. Progress goes to the
+`kubectl_gpu.workflows` log (stderr). Must not render nor talk to NVML.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any
+
+from kubectl_gpu import cluster, keys
+from kubectl_gpu.errors import GpuError
+from kubectl_gpu.mig import actuators, apply, verdicts
+from kubectl_gpu.mig.actuators import Actuator
+from kubectl_gpu.mig.spec import MigConfigFile, MigDeviceSpec
+from kubectl_gpu.mig.verdicts import ConfigVerdict
+from kubectl_gpu.workflows import mig_status, mig_store, mig_targets
+from kubectl_gpu.workflows.mig_targets import NodeFacts, Scope
+from kubectl_gpu.workflows.waiting import Deadline, Timing
+
+log = logging.getLogger(__name__)
+Json = dict[str, Any]
+OFFLINE_FAILURES = ("does-not-fit", "unknown-gpus", "refused")
+OK_RESULTS = ("success", "requested", "would-apply")
+_OPERATOR_APPS = ("nvidia-device-plugin-daemonset", "gpu-feature-discovery", "nvidia-mig-manager")
+
+
+@dataclasses.dataclass(frozen=True)
+class ApplyRequest:
+    """What the user asked: a config (by name, from a parsed file) for some nodes."""
+
+    file: str  # as given (-f), for messages
+    document: Json  # the parsed mig-parted file
+    config: str
+    scope: Scope
+    dry_run: str = "none"  # none | client | server
+    force: bool = False
+    wait: bool = False
+    timeout: float = 300.0
+    namespace: str | None = None  # -n: our namespace, or the operator's
+
+
+@dataclasses.dataclass
+class NodeResult:
+    """One node's outcome."""
+
+    node: str
+    actuator: Actuator
+    gpus: str
+    result: str
+    reason: str = ""
+    request: str = ""
+    resources: dict[str, int] = dataclasses.field(default_factory=dict)
+    seconds: float | None = None
+    layout: dict[str, str] = dataclasses.field(default_factory=dict)
+    verdict: ConfigVerdict | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.result not in OK_RESULTS
+
+
+@dataclasses.dataclass
+class ApplyResult:
+    """Every node's outcome, and the objects written (or that a dry run would write)."""
+
+    request: ApplyRequest
+    key: str
+    nodes: list[NodeResult]
+    objects: list[Json]
+    written: bool
+
+    @property
+    def failed(self) -> bool:
+        return any(n.failed for n in self.nodes)
+
+
+def run(api: cluster.Api, request: ApplyRequest, timing: Timing | None = None) -> ApplyResult:
+    """Check offline, write, and (with `wait`) wait; see the module docstring."""
+    specs = MigConfigFile.from_dict(request.document).select(request.config)
+    raw = request.document["mig-configs"][request.config]
+    text = mig_store.document_text(request.config, raw)
+    key = apply.request_key(request.config, text)
+    policies = mig_targets.cluster_policies(api)
+    facts = mig_targets.read(api, request.scope, policies)
+    rows = [_check(f, request.config, specs, key) for f in facts]
+    if any(r.result in OFFLINE_FAILURES for r in rows):
+        return ApplyResult(request, key, rows, [], written=False)
+    objects = _write(api, request, facts, (text, key, raw), policies)
+    done = request.dry_run != "none"
+    for row in rows:
+        row.result = "would-apply" if done else "requested"
+    if request.wait and not done:
+        _wait(api, request, rows, key, timing or Timing())
+    return ApplyResult(request, key, rows, objects, written=not done)
+
+
+def _check(facts: NodeFacts, config: str, specs: tuple[MigDeviceSpec, ...], key: str) -> NodeResult:
+    request = config if facts.actuator is Actuator.OPERATOR else key
+    row = NodeResult(facts.name, facts.actuator, _gpus_text(facts), "checked", request=request)
+    rival = actuators.rival_label(facts.actuator, facts.labels)
+    if facts.target is None:
+        row.result, row.reason = "unknown-gpus", facts.problem
+    elif rival:
+        row.result, row.reason = "refused", _rival_reason(facts, rival)
+    else:
+        verdict = verdicts.check(
+            config, specs, facts.target, facts.labels.get(keys.MIG_STRATEGY_LABEL)
+        )
+        row.verdict, row.resources = verdict, verdict.resources
+        if not verdict.fits:
+            row.result, row.reason = "does-not-fit", _misfit(verdict)
+    return row
+
+
+def _rival_reason(facts: NodeFacts, rival: str) -> str:
+    other = "kubectl gpu's agent" if facts.actuator is Actuator.OPERATOR else "a MIG manager"
+    mine = (
+        "the GPU Operator's MIG manager manages it"
+        if facts.actuator is Actuator.OPERATOR
+        else "kubectl gpu's agent manages it"
+    )
+    return (
+        f"{mine}, but it has {rival}={facts.labels[rival]}, so {other} acts on it too; "
+        f"remove that label first: kubectl label node {facts.name} {rival}-"
+    )
+
+
+def _misfit(verdict: ConfigVerdict) -> str:
+    for gpu in verdict.gpus:
+        if gpu.status.value not in ("fits", "skipped"):
+            return f"GPU {gpu.gpu.index}: {gpu.problem or gpu.status.value}"
+    return "; ".join(verdict.problems)
+
+
+def _gpus_text(facts: NodeFacts) -> str:
+    if facts.target is None:
+        return ""
+    names = [g.model.key if g.model else g.name for g in facts.target.gpus]
+    counts = {n: names.count(n) for n in dict.fromkeys(names)}
+    return ",".join(f"{count}x {name}" for name, count in counts.items())
+
+
+def _write(
+    api: cluster.Api,
+    request: ApplyRequest,
+    facts: list[NodeFacts],
+    content: tuple[str, str, list[Any]],
+    policies: list[Json],
+) -> list[Json]:
+    """ConfigMaps first (a refusal there leaves every node untouched), then the labels."""
+    text, key, raw = content
+    ours = [f for f in facts if f.actuator is Actuator.AGENT]
+    theirs = [f for f in facts if f.actuator is Actuator.OPERATOR]
+    written: list[Json | None] = []
+    if ours:
+        namespace = request.namespace or keys.NAMESPACE
+        written.append(mig_store.store_ours(api, namespace, request.config, text, request.dry_run))
+    if theirs:
+        namespace = request.namespace or _operator_namespace(api)
+        name = mig_store.operator_configmap(policies)
+        edit = mig_store.operator_edit(request.config, raw, f"ConfigMap {namespace}/{name}")
+        written.append(mig_store.update_configmap(api, namespace, name, edit, request.dry_run))
+        if request.force:
+            log.warning(
+                "--force applies to kubectl gpu's agent only; the MIG manager has no such check"
+            )
+    nodes = [_request_ours(api, f, request, key) for f in ours]
+    nodes += [_request_operator(api, f, request) for f in theirs]
+    return [o for o in written if o is not None] + nodes
+
+
+def _request_ours(api: cluster.Api, facts: NodeFacts, request: ApplyRequest, key: str) -> Json:
+    notes: dict[str, str | None] = {keys.MIG_FORCE_ANNOTATION: key} if request.force else {}
+    labels: dict[str, str | None] = {keys.MIG_DESIRED_LABEL: request.config}
+    log.info("node %s: asking kubectl gpu's agent for %s", facts.name, key)
+    return mig_store.label_node(api, facts.name, labels, notes, request.dry_run)
+
+
+def _request_operator(api: cluster.Api, facts: NodeFacts, request: ApplyRequest) -> Json:
+    """The MIG manager acts on a *change* of its label: the same name again goes through ""
+    first (mig-parted#108); the old state label goes, so that a wait sees the new one."""
+    if facts.labels.get(keys.MIG_CONFIG_LABEL) == request.config:
+        mig_store.label_node(api, facts.name, {keys.MIG_CONFIG_LABEL: ""}, {}, request.dry_run)
+    labels: dict[str, str | None] = {
+        keys.MIG_CONFIG_LABEL: request.config,
+        keys.MIG_CONFIG_STATE_LABEL: None,
+    }
+    log.info("node %s: asking the GPU Operator's MIG manager for %s", facts.name, request.config)
+    return mig_store.label_node(api, facts.name, labels, {}, request.dry_run)
+
+
+def _operator_namespace(api: cluster.Api) -> str:
+    for daemonset in api.list(cluster.path("daemonsets")):
+        meta = daemonset.get("metadata") or {}
+        template = ((daemonset.get("spec") or {}).get("template") or {}).get("metadata") or {}
+        apps = {(meta.get("labels") or {}).get("app"), (template.get("labels") or {}).get("app")}
+        if apps & set(_OPERATOR_APPS):
+            return str(meta.get("namespace", ""))
+    raise GpuError(
+        "cannot find the GPU Operator's namespace (no device plugin or GFD DaemonSet of it)",
+        hint="name the operator's namespace with -n",
+    )
+
+
+# --- waiting ---------------------------------------------------------------------------------
+
+
+def _wait(
+    api: cluster.Api, request: ApplyRequest, rows: list[NodeResult], key: str, timing: Timing
+) -> None:
+    deadline = timing.deadline(request.timeout)
+    seen: dict[str, str] = {}
+    waiting = list(rows)
+    while waiting:
+        for row in list(waiting):
+            if _look(api, request, row, deadline, seen):
+                waiting.remove(row)
+        if waiting and deadline.passed:
+            for row in waiting:
+                last = seen.get(row.node) or "no report"
+                row.result, row.seconds = "timeout", deadline.elapsed()
+                row.reason = f"timed out after {request.timeout:g}s; last seen: {last}"
+            return
+        if waiting:
+            deadline.pause()
+
+
+def _look(
+    api: cluster.Api, request: ApplyRequest, row: NodeResult, deadline: Deadline,
+    seen: dict[str, str],
+) -> bool:  # fmt: skip
+    """Read one node; True when its actuator reached a final state for our request."""
+    facts = mig_targets.read(api, Scope(names=(row.node,)), [])[0]
+    now = mig_status.of(dataclasses.replace(facts, actuator=row.actuator))
+    progress = " ".join(p for p in (now.state, now.phase) if p) or "waiting"
+    if seen.get(row.node) != progress:
+        seen[row.node] = progress
+        log.info("node %s: %s (%.1fs)", row.node, progress, deadline.elapsed())
+    if not _final(now, row, request):
+        return False
+    row.result, row.seconds = now.state, deadline.elapsed()
+    row.reason = now.reason
+    row.layout = {str(g.index): g.layout for g in now.gpus if g.layout}
+    if now.state == "failed" and row.actuator is Actuator.AGENT:
+        row.reason += (
+            " (re-applying unchanged content needs --force: a failed request is not retried)"
+        )
+    return True
+
+
+def _final(now: mig_status.NodeStatus, row: NodeResult, request: ApplyRequest) -> bool:
+    if row.actuator is Actuator.OPERATOR:
+        return now.desired == request.config and now.state in mig_status.OPERATOR_DONE_STATES
+    if request.force and now.force == row.request:
+        return False  # the agent has not taken up the forced attempt yet
+    return now.request == row.request and now.state in mig_status.DONE_STATES
