@@ -13,17 +13,15 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path as FsPath
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from kubectl_gpu.cli import render
+from kubectl_gpu.cli import inputs, render
 from kubectl_gpu.cli.render import Column
 from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
-from kubectl_gpu.errors import ConfigError, ExitCode, InputError, UsageError
+from kubectl_gpu.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:  # the MIG domain is imported when a command runs: `--help` lists this group
     from kubectl_gpu.mig.fit import Layout, PlacedInstance
@@ -33,7 +31,6 @@ if TYPE_CHECKING:  # the MIG domain is imported when a command runs: `--help` li
     from kubectl_gpu.mig.verdicts import ConfigVerdict, GpuVerdict
 
 F = TypeVar("F", bound=Callable[..., Any])
-MAX_INPUT_BYTES = 4 * 1024 * 1024
 STRATEGIES = ("single", "mixed")  # verdicts.STRATEGIES (a test keeps the two equal)
 FITS, DOES_NOT_FIT = "fits", "does-not-fit"  # verdicts.Status values
 _SLICE_WIDTH = 8
@@ -189,43 +186,9 @@ def _node_targets(settings: Settings, names: Sequence[str]) -> list[Target]:
 
 
 def _read_config(filename: str) -> MigConfigFile:
-    from kubectl_gpu import documents, validation
     from kubectl_gpu.mig.spec import MigConfigFile
 
-    name, text = _read_text(filename)
-    report = validation.validate_text(text, name, "mig-config")
-    errors = [f for f in report.findings if f.severity.value == "error"]
-    if errors:
-        where = ":".join(str(p) for p in (errors[0].file, errors[0].line) if p)
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise ConfigError(
-            f"{name} is not a valid mig-parted config: {where}: {errors[0].message}{more}",
-            hint=f"kubectl gpu validate -f {name} lists every problem and how to fix it",
-            findings=tuple(errors),
-        )
-    docs, _ = documents.load_documents(text, name)
-    data = docs[0].data if docs else None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{name} holds no mig-parted config (version: v1, mig-configs: …)")
-    return MigConfigFile.from_dict(data)
-
-
-def _read_text(filename: str) -> tuple[str, str]:
-    name = "<stdin>" if filename == "-" else filename
-    try:
-        if filename == "-":
-            raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
-        else:
-            with FsPath(filename).open("rb") as stream:
-                raw = stream.read(MAX_INPUT_BYTES + 1)
-    except OSError as e:
-        raise InputError(f"cannot read {name}: {e.strerror or e}") from e
-    if len(raw) > MAX_INPUT_BYTES:
-        raise InputError(f"{name} is larger than {MAX_INPUT_BYTES // 2**20} MiB")
-    try:
-        return name, raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise InputError(f"{name} is not UTF-8 text (byte {e.start})") from e
+    return MigConfigFile.from_dict(inputs.load_mig_config(filename)[1])
 
 
 def _finish(results: Sequence[ConfigVerdict]) -> None:

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kubectl_gpu.cli import render
-from kubectl_gpu.cli.mig import _read_text, mig
+from kubectl_gpu.cli import inputs, render
+from kubectl_gpu.cli.mig import mig
+from kubectl_gpu.cli.params import Duration
 from kubectl_gpu.cli.render import Column
 from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
-from kubectl_gpu.cli.share import Duration
-from kubectl_gpu.errors import ConfigError, ExitCode
+from kubectl_gpu.errors import ExitCode
 
 if TYPE_CHECKING:
     from kubectl_gpu.workflows.mig_apply import ApplyResult
@@ -157,23 +157,9 @@ def status_cmd(settings: Settings, nodes: tuple[str, ...], selector: str) -> Non
 
 def _load(filename: str, config: str) -> tuple[str, dict[str, Any]]:
     """The file's name and its parsed mig-parted document, strictly validated."""
-    from kubectl_gpu import documents, validation
     from kubectl_gpu.mig.spec import MigConfigFile
 
-    name, text = _read_text(filename)
-    report = validation.validate_text(text, name, "mig-config")
-    errors = [f for f in report.findings if f.severity.value == "error"]
-    if errors:
-        for finding in errors:
-            click.echo(render.format_finding(finding), err=True)
-        raise ConfigError(
-            f"{name} is not a valid mig-parted config",
-            hint=f"kubectl gpu validate -f {name} explains each problem",
-        )
-    docs, _ = documents.load_documents(text, name)
-    data = docs[0].data if docs else None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{name} holds no mig-parted config (version: v1, mig-configs: …)")
+    name, data = inputs.load_mig_config(filename)
     MigConfigFile.from_dict(data).select(config)  # an unknown name fails before any cluster read
     return name, data
 

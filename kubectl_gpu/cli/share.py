@@ -9,20 +9,18 @@ expected capacity (or nothing was to be done), 1 when a node failed or timed out
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 from typing import Any
 
 import click
 
 from kubectl_gpu.cli import render
+from kubectl_gpu.cli.params import Duration
 from kubectl_gpu.cli.render import Column
 from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
 from kubectl_gpu.errors import ConfigError, ExitCode, UsageError
 
 F = Callable[..., Any]
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 RESULT_COLUMNS = (
     Column("NODE", lambda r: r.node),
     Column("GPUS", lambda r: r.gpus),
@@ -53,23 +51,6 @@ SHOW_COLUMNS = (
     Column("RESOURCE", lambda r: r.resource, wide_only=True),
     Column("PLUGIN POD", lambda r: r.plugin_pod, wide_only=True),
 )
-
-
-class Duration(click.ParamType):  # type: ignore[type-arg]  # generic only in click>=8.2 stubs
-    """kubectl-style durations: `90s`, `5m`, `1h30m`, `500ms`, or plain seconds."""
-
-    name = "duration"
-
-    def convert(
-        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-    ) -> float:
-        text = str(value).strip()
-        if re.fullmatch(r"\d+(\.\d+)?", text):
-            return float(text)
-        parts = _DURATION.findall(text)
-        if not parts or "".join(n + u for n, u in parts) != text:
-            self.fail(f"{value!r} is not a duration such as 90s, 5m or 1h30m", param, ctx)
-        return sum(float(n) * _UNITS[u] for n, u in parts)
 
 
 def _scope_options(f: F) -> F:

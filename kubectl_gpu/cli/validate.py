@@ -6,17 +6,15 @@ Reads the inputs (files, directories, stdin) and hands their text to
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path as FsPath
 
 import click
 
-from kubectl_gpu.cli import render
+from kubectl_gpu.cli import inputs, render
 from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
 from kubectl_gpu.errors import ExitCode, UsageError
 
-MAX_INPUT_BYTES = 4 * 1024 * 1024  # a ConfigMap holds at most 1 MiB; leave room for comments
 _SUFFIXES = (".yaml", ".yml", ".json")
 KIND_CHOICES = (
     "auto",
@@ -85,7 +83,7 @@ def _read_inputs(names: tuple[str, ...], recursive: bool) -> Iterator[tuple[str,
         raise UsageError("stdin ('-') can be read only once")
     for name in names:
         if name == "-":
-            yield _decode("<stdin>", sys.stdin.buffer.read(MAX_INPUT_BYTES + 1))
+            yield _read(inputs.STDIN)
             continue
         path = FsPath(name)
         if path.is_dir():
@@ -97,25 +95,14 @@ def _read_inputs(names: tuple[str, ...], recursive: bool) -> Iterator[tuple[str,
             if not files:
                 raise UsageError(f"directory {name} holds no .yaml, .yml or .json file")
             for file in files:
-                yield _read_file(file)
+                yield _read(str(file))
         else:
-            yield _read_file(path)
+            yield _read(name)
 
 
-def _read_file(path: FsPath) -> tuple[str, str | None, str]:
+def _read(filename: str) -> tuple[str, str | None, str]:
     try:
-        with path.open("rb") as stream:
-            return _decode(str(path), stream.read(MAX_INPUT_BYTES + 1))
-    except FileNotFoundError:
-        return str(path), None, "the file does not exist"
-    except OSError as e:
-        return str(path), None, f"cannot read the file: {e.strerror or e}"
-
-
-def _decode(name: str, raw: bytes) -> tuple[str, str | None, str]:
-    if len(raw) > MAX_INPUT_BYTES:
-        return name, None, f"the input is larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB"
-    try:
-        return name, raw.decode("utf-8-sig"), ""
-    except UnicodeDecodeError as e:
-        return name, None, f"the input is not UTF-8 text (byte {e.start})"
+        name, text = inputs.read_text(filename)
+    except inputs.UnreadableInput as e:
+        return e.name, None, e.problem
+    return name, text, ""

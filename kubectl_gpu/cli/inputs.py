@@ -1,0 +1,81 @@
+"""Reading the files users pass with -f: a path or '-' (stdin), size-capped, UTF-8.
+
+Owns the input limits and the wording of unreadable inputs, for every command that
+reads a config file. Must not parse or validate (that is `validation.py`).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kubectl_gpu.cli import render
+from kubectl_gpu.errors import ConfigError, InputError
+
+MAX_INPUT_BYTES = 4 * 1024 * 1024  # a ConfigMap holds at most 1 MiB; leave room for comments
+STDIN = "-"
+
+
+class UnreadableInput(InputError):
+    """An input that cannot be read as text; `problem` is the reason without the name."""
+
+    def __init__(self, name: str, problem: str) -> None:
+        super().__init__(
+            f"{name}: {problem}", hint="check the path and that the file is UTF-8 YAML or JSON"
+        )
+        self.name = name
+        self.problem = problem
+
+
+def display_name(filename: str) -> str:
+    """How an input is named in messages."""
+    return "<stdin>" if filename == STDIN else filename
+
+
+def read_text(filename: str) -> tuple[str, str]:
+    """Return (display name, text) of a file or stdin, or raise `UnreadableInput`."""
+    name = display_name(filename)
+    try:
+        if filename == STDIN:
+            raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+        else:
+            with Path(filename).open("rb") as stream:
+                raw = stream.read(MAX_INPUT_BYTES + 1)
+    except FileNotFoundError as e:
+        raise UnreadableInput(name, "the file does not exist") from e
+    except OSError as e:
+        raise UnreadableInput(name, f"cannot read the file: {e.strerror or e}") from e
+    if len(raw) > MAX_INPUT_BYTES:
+        raise UnreadableInput(name, f"the input is larger than {MAX_INPUT_BYTES // 2**20} MiB")
+    try:
+        return name, raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise UnreadableInput(name, f"the input is not UTF-8 text (byte {e.start})") from e
+
+
+def load_mig_config(filename: str) -> tuple[str, dict[str, Any]]:
+    """Read a mig-parted config strictly: every error is printed on stderr and the first
+    one is in the raised `ConfigError`; returns (display name, parsed document)."""
+    from kubectl_gpu import documents, validation
+
+    name, text = read_text(filename)
+    report = validation.validate_text(text, name, "mig-config")
+    errors = [f for f in report.findings if f.severity.value == "error"]
+    if errors:
+        for finding in errors:
+            click.echo(render.format_finding(finding), err=True)
+        where = ":".join(str(p) for p in (errors[0].file, errors[0].line) if p)
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise ConfigError(
+            f"{name} is not a valid mig-parted config: {where}: {errors[0].message}{more}",
+            hint=f"kubectl gpu validate -f {name} lists every problem and how to fix it",
+            findings=tuple(errors),
+        )
+    docs, _ = documents.load_documents(text, name)
+    data = docs[0].data if docs else None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{name} holds no mig-parted config (version: v1, mig-configs: …)")
+    return name, data
