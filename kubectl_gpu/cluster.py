@@ -66,6 +66,16 @@ def path(resource: str, name: str | None = None, namespace: str | None = None) -
     return "".join(parts)
 
 
+@dataclasses.dataclass(frozen=True)
+class LogTail:
+    """How much of a container log to read: the last `lines`, at most `limit_bytes`, of the
+    current instance or (`previous`) the one before the last restart."""
+
+    lines: int = 50
+    limit_bytes: int = 64 * 1024
+    previous: bool = False
+
+
 @dataclasses.dataclass
 class Api:
     """A connection to one API server, as one kubeconfig context describes it."""
@@ -86,6 +96,33 @@ class Api:
     ) -> Any:
         """Send one request; return the decoded JSON body (None when there is none)."""
         headers = {"Accept": "application/json", "Content-Type": content_type}
+        data = self._send(method, url, headers, query, body)
+        return json.loads(data) if data else None
+
+    def text(self, url: str, query: Mapping[str, str] | None = None) -> str:
+        """GET a plain-text answer (a container log); undecodable bytes become U+FFFD."""
+        data = self._send("GET", url, {"Accept": "text/plain, */*"}, query, None)
+        return data.decode("utf-8", "replace")
+
+    def logs(self, namespace: str, pod: str, container: str, tail: LogTail | None = None) -> str:
+        """The end of one container's log (`pods/log`), as bounded as `tail` says."""
+        tail = tail or LogTail()
+        query = {
+            "container": container,
+            "tailLines": str(tail.lines),
+            "limitBytes": str(tail.limit_bytes),
+            "previous": "true" if tail.previous else "false",
+        }
+        return self.text(path("pods", pod, namespace) + "/log", query)
+
+    def _send(
+        self,
+        method: str,
+        url: str,
+        headers: dict[str, str],
+        query: Mapping[str, str] | None,
+        body: Any,
+    ) -> bytes:
         try:
             request = self.client.param_serialize(
                 method,
@@ -103,7 +140,7 @@ class Api:
             raise _unreachable(self, e) from e
         if not 200 <= response.status <= 299:
             raise _from_status(response.status, response.reason, response.data, method, url)
-        return json.loads(response.data) if response.data else None
+        return bytes(response.data or b"")
 
     def get(self, url: str) -> Json:
         """GET one object."""

@@ -2,7 +2,8 @@
 
 Owns the order of investigation a GPU pod's failure calls for: API admission (the spec and
 quotas), then, while it has no node, scheduler placement; once it has one, kubelet allocation;
-and, for every pod, runtime injection and the host driver as containers report them. Each layer
+and, for every pod, runtime injection and the host driver as container statuses, events and
+log tails report them. Each layer
 lives in its own module and takes plain facts (facts.py) built by the workflow from API
 objects. Must not do I/O. Pure: standard library and the sibling domain packages.
 """
@@ -12,12 +13,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from kubectl_gpu.doctor import admission, health, nodeside, scheduler
+from kubectl_gpu.doctor import admission, containerlogs, health, nodeside, scheduler
+from kubectl_gpu.doctor.containerlogs import ContainerLog
 from kubectl_gpu.doctor.facts import Event, Node, Pod, Quota
 from kubectl_gpu.doctor.model import Diagnosis, has_errors, ordered
 from kubectl_gpu.doctor.nodeside import PluginOnNode
 
 __all__ = [
+    "ContainerLog",
     "Diagnosis",
     "PluginOnNode",
     "PodCase",
@@ -30,13 +33,15 @@ __all__ = [
 
 @dataclasses.dataclass(frozen=True)
 class PodCase:
-    """Everything gathered about one pod: it, its events, the nodes, quotas, its node's plugin."""
+    """Everything gathered about one pod: it, its events, the nodes, quotas, its node's plugin,
+    and the tails of its container logs."""
 
     pod: Pod
     events: Sequence[Event]
     nodes: Sequence[Node]
     quotas: Sequence[Quota] = ()
     plugin: PluginOnNode = PluginOnNode(known=False, pod=None)
+    logs: Sequence[ContainerLog] = ()
 
 
 def diagnose_pod(case: PodCase) -> tuple[Diagnosis, ...]:
@@ -49,9 +54,21 @@ def diagnose_pod(case: PodCase) -> tuple[Diagnosis, ...]:
         node = next((n for n in case.nodes if n.name == pod.node), None)
         found += nodeside.kubelet(pod, node, case.plugin, case.events)
     found += nodeside.runtime(pod, case.events)
+    found += _unreported(found, containerlogs.check(pod, case.logs))
     if not any(d.severity in ("error", "warning") for d in found):
         found.append(_healthy(pod))
     return ordered(found)
+
+
+def _unreported(found: Sequence[Diagnosis], from_logs: Sequence[Diagnosis]) -> list[Diagnosis]:
+    """Log verdicts whose line a status message already showed (FallbackToLogsOnError) add
+    nothing but noise."""
+    shown = [e for d in found for e in d.evidence]
+    return [d for d in from_logs if not any(_line(d) in e for e in shown)]
+
+
+def _line(found: Diagnosis) -> str:
+    return found.evidence[0].split(" log: ", 1)[-1]
 
 
 def _healthy(pod: Pod) -> Diagnosis:

@@ -9,12 +9,15 @@ it also explains objects that reached the cluster another way. Pure: standard li
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 from kubectl_gpu.doctor.facts import Container, Event, Pod, Quota, quantity
 from kubectl_gpu.doctor.model import Diagnosis
 
 QUOTA_PREFIX = "requests."
+# The quota admission plugin's wording: "exceeded quota: NAME, requested: …, used: …, limited: …"
+_EXCEEDED = re.compile(r"exceeded quota: (?P<quota>[^,\s]+)")
 _SHARE_FIX = (
     "request whole GPUs, e.g. `nvidia.com/gpu: 1`; to give a pod part of a GPU, share it "
     "(`kubectl gpu share --replicas 4`, then request 1 replica) or request a MIG profile "
@@ -112,21 +115,7 @@ def missing_pod(
     wanted = f'pods "{name}'
     refused = [e for e in events if e.reason == "FailedCreate" and wanted in e.message]
     if refused:
-        latest = refused[-1]
-        quota = "exceeded quota" in latest.message
-        return [
-            Diagnosis(
-                "admission",
-                "error",
-                f"pod/{name}",
-                "the API server refuses to create the pod"
-                + (": a ResourceQuota is exceeded" if quota else ""),
-                (f"FailedCreate: {latest.message}",),
-                "raise the quota's requests.nvidia.com/* or free GPUs in the namespace"
-                if quota
-                else "fix the pod template as the message says",
-            )
-        ]
+        return [_refused(name, refused[-1].message, quotas)]
     gpu_quotas = [
         q for q in quotas if any(k.startswith(QUOTA_PREFIX + "nvidia.com/") for k in q.hard)
     ]
@@ -143,3 +132,34 @@ def missing_pod(
             f"check the name and namespace (kubectl get pods -n {namespace})",
         )
     ]
+
+
+def _refused(name: str, message: str, quotas: Sequence[Quota]) -> Diagnosis:
+    """A controller's FailedCreate; for a quota, what that quota holds now."""
+    exceeded = _EXCEEDED.search(message)
+    if exceeded is None:
+        return Diagnosis(
+            "admission",
+            "error",
+            f"pod/{name}",
+            "the API server refuses to create the pod",
+            (f"FailedCreate: {message}",),
+            "fix the pod template as the message says",
+        )
+    name_of = exceeded["quota"]
+    quota = next((q for q in quotas if q.name == name_of), None)
+    now = _gpu_numbers(quota) if quota else ""
+    return Diagnosis(
+        "admission",
+        "error",
+        f"pod/{name}",
+        "the API server refuses to create the pod: a ResourceQuota is exceeded",
+        (f"FailedCreate: {message}", *([f"ResourceQuota {name_of} now: {now}"] if now else [])),
+        f"raise the quota's requests.nvidia.com/* (kubectl edit resourcequota {name_of}) "
+        "or free GPUs in the namespace",
+    )
+
+
+def _gpu_numbers(quota: Quota) -> str:
+    keys = sorted(k for k in quota.hard if k.startswith(QUOTA_PREFIX + "nvidia.com/"))
+    return ", ".join(f"{k} used {quota.used.get(k, '0')} of {quota.hard[k]}" for k in keys)

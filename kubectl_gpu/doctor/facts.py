@@ -81,6 +81,7 @@ class ContainerState:
     reason: str
     message: str
     last_message: str  # lastState.terminated.message
+    terminated: bool = False  # state.terminated: this run ended, its log is still readable
 
 
 @dataclasses.dataclass(frozen=True)
@@ -273,6 +274,7 @@ def _state(raw: Mapping[str, Any]) -> ContainerState:
         reason=str(detail.get("reason") or ""),
         message=str(detail.get("message") or ""),
         last_message=str(last.get("message") or ""),
+        terminated="terminated" in state,
     )
 
 

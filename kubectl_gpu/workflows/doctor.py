@@ -2,10 +2,11 @@
 
 Owns the reads: the pod (or, when it does not exist, the namespace's FailedCreate events),
 its events (the latest MAX_EVENTS), every node with the GPUs bound pods hold, the namespace's
-ResourceQuotas, the device plugin's pod on the pod's node (through deployment detection), and
-for the cluster view the sharing survey of `share show`. A read the user may not do (403) or a
-resource the cluster lacks (404) leaves that fact out rather than failing the diagnosis. Must
-not decide anything: kubectl_gpu.doctor does.
+ResourceQuotas, the device plugin's pod on the pod's node (through deployment detection), the
+tails of the container logs doctor.containerlogs asks for (LOG_LINES lines, LOG_BYTES bytes
+each), and for the cluster view the sharing survey of `share show`. A read the user may not do
+(403) or a resource the cluster lacks (404) leaves that fact out rather than failing the
+diagnosis; so does any refused log read. Must not decide anything: kubectl_gpu.doctor does.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from kubectl_gpu import cluster, doctor, errors
-from kubectl_gpu.doctor import admission, facts
+from kubectl_gpu.doctor import admission, containerlogs, facts
 from kubectl_gpu.sharing import deployment as deployments
 from kubectl_gpu.sharing.rollout.status import PluginPod
 from kubectl_gpu.workflows import sharestate
@@ -24,6 +25,8 @@ from kubectl_gpu.workflows import sharestate
 log = logging.getLogger(__name__)
 Json = dict[str, Any]
 MAX_EVENTS = 50
+LOG_LINES = 50
+LOG_BYTES = 64 * 1024
 API_VERSION = "kubectl-gpu.io/v1"
 
 
@@ -65,12 +68,14 @@ def pod(api: cluster.Api, namespace: str, name: str) -> Result:
         )
         return Result("Pod", namespace, name, tuple(found))
     uid = str((raw.get("metadata") or {}).get("uid") or "")
+    subject = facts.pod_from_dict(raw)
     case = doctor.PodCase(
-        pod=facts.pod_from_dict(raw),
+        pod=subject,
         events=_events(api, namespace, name, uid),
         nodes=_nodes(api),
         quotas=_quotas(api, namespace),
         plugin=_plugin(api, str((raw.get("spec") or {}).get("nodeName") or "")),
+        logs=_logs(api, subject),
     )
     return Result("Pod", namespace, name, doctor.diagnose_pod(case))
 
@@ -121,6 +126,25 @@ def _nodes(api: cluster.Api, raw_pods: list[Json] | None = None) -> tuple[facts.
 def _quotas(api: cluster.Api, namespace: str) -> tuple[facts.Quota, ...]:
     raw = _optional(lambda: api.list(cluster.path("resourcequotas", namespace=namespace)))
     return tuple(facts.quota_from_dict(q) for q in raw)
+
+
+def _logs(api: cluster.Api, pod: facts.Pod) -> tuple[containerlogs.ContainerLog, ...]:
+    """The log tails doctor asks for; a refused read is left out, never fatal."""
+    read = []
+    for want in containerlogs.wanted(pod):
+        tail = cluster.LogTail(LOG_LINES, LOG_BYTES, want.previous)
+        try:
+            text = api.logs(pod.namespace, pod.name, want.container, tail)
+        except errors.ClusterError as e:
+            if e.status is None:
+                raise  # the API server is gone: nothing else would work either
+            if e.status in (403, 404):
+                log.warning("container logs left out of the diagnosis: %s", e.message)
+                break  # the same answer awaits every other container
+            log.info("log of container %s not read: %s", want.container, e.message)
+            continue
+        read.append(containerlogs.ContainerLog(want.container, want.previous, text))
+    return tuple(read)
 
 
 def _plugin(api: cluster.Api, node: str) -> doctor.PluginOnNode:

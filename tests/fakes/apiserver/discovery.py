@@ -68,6 +68,9 @@ def _entries(rtype: ResourceType) -> list[Doc]:
     if rtype.categories:
         entry["categories"] = list(rtype.categories)
     found = [entry]
+    if (rtype.group, rtype.plural) == ("", "pods"):
+        log = {"name": "pods/log", "singularName": "", "namespaced": True, "kind": "Pod"}
+        found.append({**log, "verbs": ["get"]})
     if rtype.has_status:
         found.append(
             {

@@ -89,6 +89,7 @@ BUILTINS: tuple[ResourceType, ...] = (
     _t("", "secrets", "Secret", True, field_labels=("type",)),
     _t("", "serviceaccounts", "ServiceAccount", True, short_names=("sa",)),
     _t("", "events", "Event", True, short_names=("ev",), field_labels=_EVENT_FIELDS),
+    _t("", "resourcequotas", "ResourceQuota", True, short_names=("quota",), has_status=True),
     _t("", "services", "Service", True, short_names=("svc",), has_status=True, categories=_ALL),
     _t("", "endpoints", "Endpoints", True, short_names=("ep",)),
     _t("apps", "daemonsets", "DaemonSet", True, short_names=("ds",),

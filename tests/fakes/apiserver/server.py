@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import yaml
 
-from tests.fakes.apiserver import errors
+from tests.fakes.apiserver import errors, podlogs
 from tests.fakes.apiserver.routes import Reply, Request, Router, discovery_reply, resolve
 from tests.fakes.apiserver.seeding import Store
 from tests.fakes.apiserver.watch import pump
@@ -77,6 +77,7 @@ class FakeApiServer:
         self.store = store or Store()
         self.user = user  # the name 403 messages give, whatever bearer token was sent
         self.router = Router(self.store)
+        self.logs = podlogs.LogStore()  # container logs, served by `pods/log`
         self.denials: list[Denial] = []
         self.requests: collections.deque[LoggedRequest] = collections.deque(maxlen=10_000)
         self.max_body = MAX_BODY
@@ -159,6 +160,15 @@ def write_kubeconfig(url: str, path: Path, *, namespace: str = "default") -> Pat
     return path
 
 
+def _logs(app: FakeApiServer, request: Request, parts: list[str]) -> Reply:
+    """GET pods/NAME/log: RBAC's `get` on `pods/log`, answered as text/plain."""
+    if request.method != "GET":
+        raise errors.method_not_allowed()
+    access = dict(verb="get", resource="pods/log", group="", namespace=parts[3], name=parts[5])
+    app.check_access(access)
+    return Reply(200, podlogs.read(app.store, app.logs, parts, request.query), "text/plain")
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     # Buffered writes put headers and body in one segment; unbuffered, Nagle's algorithm and
@@ -221,6 +231,8 @@ class _Handler(BaseHTTPRequestHandler):
             if request.method != "GET":
                 raise errors.method_not_allowed()
             return reply
+        if podlogs.is_log_path(parts):
+            return _logs(app, request, parts)
         target = resolve(app.store, parts)
         verb = target.verb(request.method, request.query)
         if not verb:

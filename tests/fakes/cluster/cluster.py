@@ -72,8 +72,9 @@ class SimCluster:
         if "gfd" in controllers:
             runtimes.append(self.gfd)
         self.kubelet = Kubelet(
-            self.store, self.loop, self.nodes, self.plugin, runtimes, time_scale=time_scale
-        )
+            self.store, self.loop, self.nodes, self.plugin, runtimes,
+            time_scale=time_scale, logs=self.server.logs,
+        )  # fmt: skip
         self._wire(runtimes)
         self._started = False
         self._stopped = False

@@ -4,8 +4,10 @@ Owns pods bound to a node (`spec.nodeName`): mounting (a missing, non-optional C
 keeps the pod ContainerCreating until it appears), admission and device allocation through
 allocation.py (a rejected pod goes Failed with kubelet's reason and an Event), starting the
 programs simulated in some pods (device plugin, GFD) through their `PodRuntime`, crash loops with
-kubelet's doubling back-off (10 s to 300 s, scaled by `time_scale`) and restart counts, releasing
-devices when a pod ends, and writing complete pod status. Not to be confused with
+kubelet's doubling back-off (10 s to 300 s, scaled by `time_scale`) and restart counts, the
+container logs a crash leaves (its reason as the run's last line; the run before a restart kept as
+`previous`, when a `LogStore` is given), releasing devices when a pod ends, and writing complete
+pod status. Not to be confused with
 tests/fakes/kubelet.py, the PodResources gRPC stand-in fed from `AllocationTable`. Must not
 schedule pods (scheduler.py) or decide what a simulated program does (programs.py).
 """
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from tests.fakes.apiserver import ApiError, Store
+from tests.fakes.apiserver.podlogs import LogStore
 from tests.fakes.cluster import events, podstatus
 from tests.fakes.cluster.allocation import AllocationTable, Rejected, admit
 from tests.fakes.cluster.deviceplugin import DevicePluginRuntime
@@ -45,6 +48,7 @@ class StartedPod:
     place: PodPlace
     runtime: PodRuntime | None
     runs: dict[str, ContainerRun] = field(default_factory=dict)
+    ref: tuple[str, str] = ("", "")  # namespace, name: where its container logs are kept
 
 
 class Kubelet:
@@ -61,8 +65,10 @@ class Kubelet:
         runtimes: Sequence[PodRuntime],
         *,
         time_scale: float,
+        logs: LogStore | None = None,
     ) -> None:
         self.store, self.loop, self.nodes = store, loop, nodes
+        self.logs = logs
         self.plugin = plugin
         self.runtimes = list(runtimes)
         self.time_scale = time_scale
@@ -153,7 +159,8 @@ class Kubelet:
         self.table.record(node_name, uid, allocations)
         place = PodPlace(host_ip, self._pod_ip(node_name), podstatus.now())
         runtime = self._runtime(pod)
-        self._pods[uid] = StartedPod(node_name, place, runtime)
+        ref = (str(pod["metadata"].get("namespace") or ""), str(pod["metadata"]["name"]))
+        self._pods[uid] = StartedPod(node_name, place, runtime, ref=ref)
         if runtime is not None:
             runtime.start(node_name, pod)
         return True
@@ -189,6 +196,7 @@ class Kubelet:
         run.restarts += 1
         run.backoff = 10.0
         uid = str(pod["metadata"]["uid"])
+        self._log_exit(self._pods[uid], name, why)
         self.loop.after(run.backoff * self.time_scale, self.name, ("restart", uid, name))
         meta = pod["metadata"]
         message = (
@@ -204,6 +212,7 @@ class Kubelet:
         run = started.runs.get(name) if started else None
         if started is None or run is None or run.failing is None:
             return
+        self._rotate_log(started, name)
         if started.runtime is not None:
             started.runtime.restart(uid, name)
         fate = (started.runtime.fates(uid) if started.runtime else {}).get(name)
@@ -211,10 +220,25 @@ class Kubelet:
             run.failing, run.started_at = None, podstatus.now()
         else:
             run.failing, run.finished_at = fate, podstatus.now()
+            self._log_exit(started, name, fate)
             run.restarts += 1
             run.backoff = min(run.backoff * 2, MAX_BACKOFF)
             self.loop.after(run.backoff * self.time_scale, self.name, ("restart", uid, name))
         self._sync(started.node)
+
+    def _log_exit(self, started: StartedPod, name: str, why: str) -> None:
+        """A failing program's last words end its run's log."""
+        if self.logs is not None:
+            self.logs.append(*started.ref, name, why)
+
+    def _rotate_log(self, started: StartedPod, name: str) -> None:
+        """A restart starts an empty log; the ended run's is then read with previous=true."""
+        if self.logs is None:
+            return
+        ended = self.logs.get(*started.ref, name)
+        if ended is not None:
+            self.logs.set(*started.ref, name, ended, previous=True)
+        self.logs.set(*started.ref, name, "")
 
     # ---- helpers ----------------------------------------------------------------------
 

@@ -1,0 +1,107 @@
+"""doctor reads the end of a GPU pod's container logs and names the runtime or driver from them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.cli.doctorpods import by_layer, gpu_pod, run_pods
+from tests.conftest import CliResult
+from tests.fakes.cluster import NodeSpec, SimCluster
+from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+
+Run = Callable[..., CliResult]
+NO_DEVICE = "RuntimeError: No CUDA-capable device is detected"
+TOO_OLD = (
+    "CUDA error: CUDA driver version is insufficient for CUDA runtime version "
+    "(cudaErrorInsufficientDriver)"
+)
+
+
+def doctor(run_cli: Run, cluster: SimCluster, name: str) -> CliResult:
+    return run_cli("--kubeconfig", str(cluster.kubeconfig), "doctor", name, "-o", "json")
+
+
+@pytest.fixture
+def running(sim_cluster: MakeSimCluster) -> SimCluster:
+    """A GPU pod the kubelet started on gpu-a, whose program found no GPU."""
+    cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1)], "helm", {"any": "version: v1\n"}, "any")
+    run_pods(cluster, gpu_pod("train"))
+    assert cluster.store.get("pods", "train", "default")["status"]["phase"] == "Running"
+    filler = "".join(f"step {i}\n" for i in range(200))
+    cluster.server.logs.set("default", "train", "cuda", f"{NO_DEVICE}\n{filler}")
+    return cluster
+
+
+def test_a_started_pod_whose_log_finds_no_gpu_names_the_runtime(
+    run_cli: Run, running: SimCluster
+) -> None:
+    cluster = running
+    cluster.server.logs.set("default", "train", "cuda", f"loading weights\n{NO_DEVICE}\n")
+    result = doctor(run_cli, cluster, "train")
+    assert result.exit_code == 1
+    [runtime] = by_layer(result.json, "runtime")
+    assert runtime["message"] == "the container runs without a GPU: CUDA finds no device"
+    assert runtime["evidence"] == [f"container cuda log: {NO_DEVICE}"]
+    assert "runtimeClassName" in runtime["fix"]
+
+
+def test_only_a_bounded_tail_is_read(run_cli: Run, running: SimCluster) -> None:
+    # The error is 200 lines back: beyond the 50-line tail, so it is not seen.
+    result = doctor(run_cli, running, "train")
+    assert result.exit_code == 0, result.stdout
+    [read] = [r for r in running.server.requests if r.path.endswith("/pods/train/log")]
+    assert "tailLines=50" in read.query and "limitBytes=65536" in read.query
+    assert "container=cuda" in read.query and "previous=false" in read.query
+
+
+def crash_looping(cluster: SimCluster) -> None:
+    """The node's last report: the container exited and waits to restart (no kubelet runs)."""
+    pod: dict[str, Any] = gpu_pod("train")
+    pod["spec"]["nodeName"] = "gpu-a"
+    ended = {"terminated": {"exitCode": 1, "reason": "Error"}}
+    waiting = {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 20s"}}
+    status = {"name": "cuda", "ready": False, "restartCount": 2, "state": waiting}
+    pod["status"] = {"phase": "Running", "containerStatuses": [{**status, "lastState": ended}]}
+    cluster.store.create(pod)
+
+
+def test_a_crash_looping_container_is_read_from_its_previous_run(
+    run_cli: Run, sim_cluster: MakeSimCluster
+) -> None:
+    cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1)], controllers=())
+    crash_looping(cluster)
+    cluster.server.logs.set("default", "train", "cuda", f"import torch\n{TOO_OLD}\n", previous=True)
+    result = doctor(run_cli, cluster, "train")
+    assert result.exit_code == 1
+    [driver] = by_layer(result.json, "driver")
+    assert driver["message"] == "the image's CUDA needs a newer NVIDIA driver than node gpu-a has"
+    assert driver["evidence"] == [f"container cuda (previous run) log: {TOO_OLD}"]
+    assert "nvidia-smi" in driver["fix"]
+
+
+def test_logs_the_user_may_not_read_are_left_out_with_a_warning(
+    run_cli: Run, sim_cluster: MakeSimCluster
+) -> None:
+    cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1)], controllers=())
+    crash_looping(cluster)
+    cluster.server.logs.set("default", "train", "cuda", f"{TOO_OLD}\n", previous=True)
+    cluster.server.deny("get", "pods/log")
+    result = doctor(run_cli, cluster, "train")
+    assert result.exception is None and result.exit_code == 0, result.stdout
+    assert by_layer(result.json, "driver") == []
+    assert "container logs left out of the diagnosis" in result.stderr
+    assert 'cannot get resource "pods/log"' in result.stderr
+
+
+def test_a_container_with_no_previous_run_is_skipped_quietly(
+    run_cli: Run, sim_cluster: MakeSimCluster
+) -> None:
+    cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1)], controllers=())
+    crash_looping(cluster)  # no log kept: the server answers 400 for the previous run
+    result = doctor(run_cli, cluster, "train")
+    assert result.exception is None and result.exit_code == 0, result.stderr
+    assert "left out" not in result.stderr
