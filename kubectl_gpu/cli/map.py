@@ -1,16 +1,18 @@
 """`kubectl gpu map`: which pod and container hold which GPU, MIG device and replica.
 
-Owns the command line of `map` and its table columns. Offline (`--checkpoint`) it reads a
-copy of one node's kubelet checkpoint (and optionally a pod list), hands them to
-`gpumap.join`, and renders the rows; findings and read warnings go to stderr. The cluster
-mode needs the node agent, which does not exist yet, so its arguments are declared but
-refused. Imports only click and light modules at module level: `map --help` and the
-offline map never load `kubernetes` or `grpc`.
+Owns the command line of `map` and its table columns. From the cluster (the default) it asks
+`workflows.map` for every node's GPUNodeReport (written by the node agent) and the DRA claims,
+and renders the rows with each report's age; nodes without a report and the reports' findings
+go to stderr. Offline (`--checkpoint`) it reads a copy of one node's kubelet checkpoint (and
+optionally a pod list), hands them to `gpumap.join`, and renders the rows. Imports only click
+and light modules at module level: `map --help` and the offline map never load `kubernetes`
+or `grpc` (the cluster path imports `kubectl_gpu.cluster` inside its function).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 import logging
 import re
@@ -27,18 +29,17 @@ from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
 from kubectl_gpu.errors import InputError, KubeletError, UsageError
 from kubectl_gpu.findings import Finding
 from kubectl_gpu.gpumap import allocations, join
+from kubectl_gpu.gpumap.clustermap import MapRow
 from kubectl_gpu.gpumap.join import Row
 
 if TYPE_CHECKING:
+    from kubectl_gpu.gpumap.clustermap import ClusterMap
     from kubectl_gpu.kubelet import CheckpointContents
 
 log = logging.getLogger(__name__)
 
 MAX_PODS_BYTES = 256 * 1024 * 1024  # `kubectl get pods -A -o json` of about 500,000 pods
 STDIN = "-"
-NEEDS_AGENT = (
-    "reading maps from the cluster needs the node agent (not installed yet); use --checkpoint"
-)
 _UUID = re.compile(r"([0-9a-fA-F]{8})-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
@@ -86,17 +87,25 @@ def map_(settings: Settings, **flags: Any) -> None:
     is not verified. A checkpoint that cannot be read at all is an error (exit 1): offline it
     is the only source.
 
-    Reading maps from the cluster (NODE..., -l, -A) needs the node agent, which is not
-    installed yet: without --checkpoint the command exits 2.
+    From the cluster (without --checkpoint) the map is read from the GPUNodeReport each
+    node's agent publishes, plus DRA ResourceClaims and ResourceSlices; AGE is how long ago
+    the agent last saw the node's allocations or devices change. GPU nodes without a report
+    are listed on stderr with the reason, as are the problems the agents found.
 
     \b
     Examples:
+      kubectl gpu map -A
+      kubectl gpu map gpu-node-1 -o wide
+      kubectl gpu map -l nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 --free
       minikube ssh -- sudo cat /var/lib/kubelet/device-plugins/kubelet_internal_checkpoint \\
         | kubectl gpu map --checkpoint -
       kubectl get pods -A -o json > pods.json
       kubectl gpu map --checkpoint node1.json --node-name node1 --pods pods.json -o wide
     """
     request = MapRequest(**flags)
+    if request.checkpoint is None:
+        _map_cluster(request, settings)
+        return
     _check(request, settings)
     contents = _read_checkpoint(str(request.checkpoint))
     pods = _read_pods(request.pods) if request.pods else ()
@@ -112,13 +121,6 @@ def map_(settings: Settings, **flags: Any) -> None:
 
 
 def _check(request: MapRequest, settings: Settings) -> None:
-    if request.checkpoint is None:
-        raise UsageError(
-            NEEDS_AGENT,
-            hint="copy the node's checkpoint, e.g. `minikube ssh -- sudo cat "
-            "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint "
-            "| kubectl gpu map --checkpoint -`",
-        )
     if request.nodes or request.selector:
         raise UsageError("--checkpoint maps the one node it came from; NODE and -l select nodes")
     if request.checkpoint == STDIN and request.pods == STDIN:
@@ -185,6 +187,48 @@ def _selected(rows: Sequence[Row], request: MapRequest, settings: Settings) -> l
     return wanted
 
 
+# --- from the cluster ----------------------------------------------------------------------------
+
+
+def _map_cluster(request: MapRequest, settings: Settings) -> None:
+    _check_cluster(request)
+    result = _read_cluster(request, settings)
+    for node, finding in result.findings:
+        _warn(dataclasses.replace(finding, message=f"node {node}: {finding.message}"))
+    for missing in result.missing:
+        log.warning("node %s: %s", missing.node, missing.reason)
+    shown = result.free() if request.free else result.rows
+    rows = [r for r in shown if _wanted(r.row, request, settings)]
+    document = [row.to_dict() for row in rows]
+    render.emit_table(rows, cluster_columns(settings.output), settings.output, document)
+
+
+def _check_cluster(request: MapRequest) -> None:
+    offline_only = [
+        f for f, v in (("--node-name", request.node_name), ("--pods", request.pods)) if v
+    ]
+    if offline_only:
+        raise UsageError(f"{' and '.join(offline_only)} can only be used with --checkpoint")
+    if request.free and request.pod:
+        raise UsageError("--free lists devices no pod holds; it cannot be combined with --pod")
+
+
+def _read_cluster(request: MapRequest, settings: Settings) -> ClusterMap:
+    from kubectl_gpu import cluster  # lazy: --help and the offline map never load kubernetes
+    from kubectl_gpu.workflows import map as reading
+
+    api = cluster.connect(settings.kubeconfig, settings.context)
+    namespace = None if request.all_namespaces else settings.namespace
+    scope = reading.Scope(request.nodes, request.selector, namespace)
+    return reading.read(api, scope, dt.datetime.now(dt.timezone.utc))
+
+
+def _wanted(row: Row, request: MapRequest, settings: Settings) -> bool:
+    if request.pod and request.pod not in _pod_names(row):
+        return False
+    return request.all_namespaces or not settings.namespace or row.namespace == settings.namespace
+
+
 def _pod_names(row: Row) -> tuple[str | None, ...]:
     return (row.pod, row.pod_uid, f"{row.namespace}/{row.pod}")
 
@@ -210,6 +254,42 @@ def columns(output: str) -> list[Column]:
         Column("CONTAINER", lambda r: r.container),
         Column("SOURCE", lambda r: r.source, wide_only=True),
     ]
+
+
+def cluster_columns(output: str) -> list[Column]:
+    """The offline columns read through a `MapRow`, plus the age of the node's report."""
+    return [
+        *(Column(c.header, _through_row(c.value), c.wide_only) for c in columns(output)),
+        Column("AGE", lambda r: human_duration(r.age_seconds)),
+    ]
+
+
+def _through_row(value: Callable[[Row], Any]) -> Callable[[MapRow], Any]:
+    return lambda r: value(r.row)
+
+
+def human_duration(seconds: float | None) -> str | None:
+    """An age as kubectl prints one: `45s`, `5m30s`, `3h`, `2d4h` (apimachinery HumanDuration)."""
+    if seconds is None:
+        return None
+    s = int(seconds)
+    minutes, hours, days = s // 60, s // 3600, s // 86400
+    if s < 120:
+        return f"{s}s"
+    if minutes < 10:
+        return f"{minutes}m{s % 60}s" if s % 60 else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    if hours < 8:
+        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 192:
+        return f"{days}d{hours % 24}h" if hours % 24 else f"{days}d"
+    if days < 730:
+        return f"{days}d"
+    years = days // 365
+    return f"{years}y{days % 365}d" if years < 8 and days % 365 else f"{years}y"
 
 
 def abbreviate(text: str | None) -> str | None:

@@ -316,18 +316,6 @@ def test_an_empty_checkpoint_is_an_empty_map(run_cli: Run, tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize(
-    "args",
-    [(), ("node1",), ("-l", "nvidia.com/gpu.present=true"), ("-A",), ("--pod", "x")],
-    ids=["bare", "node", "selector", "all-namespaces", "pod"],
-)
-def test_the_cluster_mode_needs_the_agent(run_cli: Run, args: tuple[str, ...]) -> None:
-    result = run_cli("map", *args)
-
-    assert result.exit_code == 2
-    assert "needs the node agent (not installed yet); use --checkpoint" in result.stderr
-
-
-@pytest.mark.parametrize(
     ("args", "problem"),
     [
         (("node1",), "NODE and -l select nodes"),
@@ -358,12 +346,12 @@ def test_a_pod_list_that_is_not_json_exits_1_with_a_hint(run_cli: Run, tmp_path:
     )
 
 
-def test_help_says_the_cluster_mode_needs_the_agent(run_cli: Run) -> None:
+def test_help_explains_both_the_cluster_and_the_offline_map(run_cli: Run) -> None:
     result = run_cli("map", "--help")
 
     assert result.exit_code == 0
     text = " ".join(result.stdout.split())
-    assert "needs the node agent, which is not installed yet" in text
+    assert "GPUNodeReport each node's agent publishes" in text
     assert "--checkpoint" in text and "checksum is not verified" in text
 
 

@@ -1,0 +1,221 @@
+"""`kubectl gpu map` from the cluster: the agents' reports (built and published as the agent
+does) and DRA claims resolve every advertised device to its physical GPU, MIG device, replica
+and pod container, in every output format."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from kubectl_gpu import cluster
+from tests.conftest import ROOT, CliResult
+from tests.fakes.apiserver.server import FakeApiServer
+from tests.gpumap import reportbuilders as b
+
+Run = Callable[..., CliResult]
+SCHEMA = json.loads((ROOT / "schemas" / "map-rows.v1.json").read_text())
+
+
+@pytest.fixture
+def api(fake_apiserver: FakeApiServer, kubeconfig: Path) -> cluster.Api:
+    api = cluster.connect(str(kubeconfig))
+    b.install(fake_apiserver, api)
+    return api
+
+
+def rows_of(result: CliResult) -> list[dict[str, Any]]:
+    assert result.exit_code == 0, result.stderr
+    rows: list[dict[str, Any]] = result.json
+    jsonschema.validate(rows, SCHEMA)
+    return rows
+
+
+def pick(rows: list[dict[str, Any]], *keys: str) -> list[tuple[Any, ...]]:
+    return [tuple(r[k] for k in keys) for r in rows]
+
+
+def test_whole_gpus_show_index_model_uuid_pod_and_container(
+    run_cli: Run, api: cluster.Api, fake_apiserver: FakeApiServer, kubeconfig: Path
+) -> None:
+    b.add_node(fake_apiserver, "gpu-a")
+    gpus = b.gpus(2)
+    b.publish_node(api, "gpu-a", gpus, [b.held("train", [gpus[1].uuid])])
+
+    rows = rows_of(run_cli("--kubeconfig", str(kubeconfig), "map", "-A", "-o", "json"))
+
+    assert pick(rows, "node", "gpu_index", "gpu_model", "gpu_uuid", "namespace", "pod") == [
+        ("gpu-a", 1, b.L4, gpus[1].uuid, "ml", "train")
+    ]
+    assert rows[0]["container"] == "cuda" and rows[0]["source"] == "podresources"
+    assert rows[0]["observed_at"] == "2026-05-01T12:00:00Z"
+
+
+def test_the_table_shows_short_uuids_and_the_report_age(
+    run_cli: Run, api: cluster.Api, fake_apiserver: FakeApiServer, kubeconfig: Path
+) -> None:
+    b.add_node(fake_apiserver, "gpu-a")
+    gpus = b.gpus(1)
+    b.publish_node(api, "gpu-a", gpus, [b.held("train", [gpus[0].uuid])])
+
+    result = run_cli("--kubeconfig", str(kubeconfig), "map")
+    header, row = (line.split() for line in result.stdout.splitlines())
+
+    assert result.exit_code == 0, result.stderr
+    assert header[-1] == "AGE" and header[0] == "NODE"
+    assert "GPU-00000000" in row and gpus[0].uuid not in row
+    assert re.fullmatch(r"[0-9]+[smhdy]([0-9]+[smhd])?", row[-1]), row[-1]
+    wide = run_cli("--kubeconfig", str(kubeconfig), "map", "-o", "wide")
+    assert gpus[0].uuid in wide.stdout
+
+
+def test_three_time_sliced_pods_resolve_to_their_one_gpu(
+    run_cli: Run, api: cluster.Api, fake_apiserver: FakeApiServer, kubeconfig: Path
+) -> None:
+    b.add_node(fake_apiserver, "gpu-a")
+    [gpu] = b.gpus(1)
+    replicas = [f"{gpu.uuid}::{n}" for n in range(4)]
+    held = [b.held(f"p{n}", [replicas[n]]) for n in range(3)]
+    b.publish_node(api, "gpu-a", [gpu], held, b.healthy({"nvidia.com/gpu": replicas}))
+
+    rows = rows_of(run_cli("--kubeconfig", str(kubeconfig), "map", "-o", "json"))
+    free = rows_of(run_cli("--kubeconfig", str(kubeconfig), "map", "--free", "-o", "json"))
+
+    assert pick(rows, "gpu_uuid", "gpu_index", "replica", "pod") == [
+        (gpu.uuid, 0, 0, "p0"),
+        (gpu.uuid, 0, 1, "p1"),
+        (gpu.uuid, 0, 2, "p2"),
+    ]
+    assert pick(free, "device_id", "pod", "container") == [(replicas[3], None, None)]
+
+
+def test_mig_mixed_devices_resolve_to_their_parent_gpu_and_profile(
+    run_cli: Run, api: cluster.Api, fake_apiserver: FakeApiServer, kubeconfig: Path
+) -> None:
+    b.add_node(fake_apiserver, "gpu-a")
+    gpu = b.mig_gpu(3, ["3g.20gb", "1g.5gb"])
+    big, small = gpu.mig_devices
+    held = [
+        b.held("big", [big.uuid], "nvidia.com/mig-3g.20gb"),
+        b.held("small", [small.uuid], "nvidia.com/mig-1g.5gb"),
+    ]
+    b.publish_node(api, "gpu-a", [gpu], held)
+
+    rows = rows_of(run_cli("--kubeconfig", str(kubeconfig), "map", "-o", "json"))
+
+    assert pick(rows, "pod", "gpu_index", "gpu_uuid", "mig_uuid", "mig_profile") == [
+        ("big", 3, gpu.uuid, big.uuid, "3g.20gb"),
+        ("small", 3, gpu.uuid, small.uuid, "1g.5gb"),
+    ]
+    assert pick(rows, "gpu_instance", "compute_instance") == [(1, 0), (2, 0)]
+
+
+def test_time_sliced_mig_devices_keep_parent_profile_and_replica(
+    run_cli: Run, api: cluster.Api, fake_apiserver: FakeApiServer, kubeconfig: Path
+) -> None:
+    b.add_node(fake_apiserver, "gpu-a")
+    gpu = b.mig_gpu(0, ["1g.5gb"])
+    [mig] = gpu.mig_devices
+    resource = "nvidia.com/mig-1g.5gb.shared"
+    held = [b.held(f"p{n}", [f"{mig.uuid}::{n}"], resource) for n in (0, 1)]
+    b.publish_node(api, "gpu-a", [gpu], held)
+
+    rows = rows_of(run_cli("--kubeconfig", str(kubeconfig), "map", "-o", "json"))
+
+    assert pick(rows, "device_id", "gpu_uuid", "mig_uuid", "mig_profile", "replica", "pod") == [
+        (f"{mig.uuid}::0", gpu.uuid, mig.uuid, "1g.5gb", 0, "p0"),
+        (f"{mig.uuid}::1", gpu.uuid, mig.uuid, "1g.5gb", 1, "p1"),
+    ]
+
+
+def test_an_unhealthy_gpu_held_by_a_pod_is_warned_about_with_its_node(
+    run_cli: Run, api: cluster.Api, fake_apiserver: FakeApiServer, kubeconfig: Path
+) -> None:
+    b.add_node(fake_apiserver, "gpu-a")
+    gpus = b.gpus(2)
+    held = [b.held("train", [gpus[0].uuid])]
+    # GetAllocatableResources lists healthy devices only: GPU 0 dropped out (XID, say)
+    b.publish_node(api, "gpu-a", gpus, held, b.healthy({"nvidia.com/gpu": [gpus[1].uuid]}))
+
+    result = run_cli("--kubeconfig", str(kubeconfig), "map", "-o", "json")
+    free = rows_of(run_cli("--kubeconfig", str(kubeconfig), "map", "--free", "-o", "json"))
+
+    assert pick(rows_of(result), "gpu_uuid", "pod") == [(gpus[0].uuid, "train")]
+    assert f"node gpu-a: {gpus[0].uuid} held by pod ml/train" in result.stderr
+    assert "[map.device-unhealthy]" in result.stderr
+    assert pick(free, "gpu_uuid") == [(gpus[1].uuid,)]
+
+
+def test_dra_claims_resolve_through_resource_slices_to_gpus_and_mig_devices(
+    run_cli: Run, api: cluster.Api, fake_apiserver: FakeApiServer, kubeconfig: Path
+) -> None:
+    b.add_node(fake_apiserver, "dra-a")
+    gpu = b.mig_gpu(2, ["1g.5gb"])
+    whole = b.gpus(1, b.A100, node=7)[0]
+    [mig] = gpu.mig_devices
+    b.publish_node(api, "dra-a", [whole, gpu], [])  # the agent knows NVML indices
+    store = fake_apiserver.store
+    store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    store.create(
+        b.resource_slice(
+            "dra-a",
+            [
+                b.gpu_device("gpu-0", whole.uuid),
+                b.mig_device("gpu-2-mig-1g5gb-19-0", mig.uuid, gpu.uuid, "1g.5gb"),
+            ],
+        )
+    )
+    store.create(b.claim("train-gpu-x1", "ml", "dra-a", ["gpu-0"], "train"))
+    store.create(b.claim("infer-gpu-x2", "ml", "dra-a", ["gpu-2-mig-1g5gb-19-0"], "infer"))
+    store.create(b.claim_pod("train", "ml", "dra-a", "train-gpu-x1", "trainer"))
+    store.create(b.claim_pod("infer", "ml", "dra-a", "infer-gpu-x2", "server"))
+
+    rows = rows_of(run_cli("--kubeconfig", str(kubeconfig), "map", "-A", "-o", "json"))
+
+    assert pick(rows, "pod", "container", "gpu_index", "gpu_uuid", "mig_uuid", "mig_profile") == [
+        ("train", "trainer", 0, whole.uuid, None, None),
+        ("infer", "server", 2, gpu.uuid, mig.uuid, "1g.5gb"),
+    ]
+    assert pick(rows, "source", "device_id", "resource") == [
+        ("dra", "gpu.nvidia.com/dra-a/gpu-0", "claim:train-gpu-x1/gpu"),
+        ("dra", "gpu.nvidia.com/dra-a/gpu-2-mig-1g5gb-19-0", "claim:infer-gpu-x2/gpu"),
+    ]
+    assert {r["node"] for r in rows} == {"dra-a"} and rows[0]["observed_at"] is None
+
+
+def test_namespace_and_pod_select_rows(
+    run_cli: Run, api: cluster.Api, fake_apiserver: FakeApiServer, kubeconfig: Path
+) -> None:
+    b.add_node(fake_apiserver, "gpu-a")
+    gpus = b.gpus(2)
+    held = [b.held("train", [gpus[0].uuid]), b.held("web", [gpus[1].uuid], namespace="prod")]
+    b.publish_node(api, "gpu-a", gpus, held)
+    base = ("--kubeconfig", str(kubeconfig), "map", "-o", "json")
+
+    in_prod = rows_of(run_cli(*base, "-n", "prod"))
+    by_pod = rows_of(run_cli(*base, "--pod", "ml/train"))
+
+    assert pick(in_prod, "pod") == [("web",)]
+    assert pick(by_pod, "pod") == [("train",)]
+    assert len(rows_of(run_cli(*base, "-n", "prod", "-A"))) == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "problem"),
+    [
+        (("--pods", "pods.json"), "--pods can only be used with --checkpoint"),
+        (("--node-name", "x"), "--node-name can only be used with --checkpoint"),
+        (("--free", "--pod", "x"), "cannot be combined with --pod"),
+    ],
+)
+def test_offline_flags_are_usage_errors_against_the_cluster(
+    run_cli: Run, args: tuple[str, ...], problem: str, kubeconfig: Path
+) -> None:
+    result = run_cli("--kubeconfig", str(kubeconfig), "map", *args)
+
+    assert result.exit_code == 2 and problem in result.stderr

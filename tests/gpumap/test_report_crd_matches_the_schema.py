@@ -1,0 +1,146 @@
+"""The GPUNodeReport CRD shipped as package data is a valid apiextensions.k8s.io/v1 definition,
+its openAPIV3Schema says what schemas/node-report.v1.json says, and the API stand-in serves
+the custom resource once the CRD is created (the real kubectl finds it by its plural)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubectl_gpu import cluster
+from kubectl_gpu.gpumap import join, report
+from kubectl_gpu.gpumap.allocations import Allocation, Gpu, Source
+from kubectl_gpu.workflows import reports
+from tests.conftest import ROOT
+from tests.fakes.apiserver.kubectl_cli import KubectlRunner
+from tests.fakes.apiserver.server import FakeApiServer
+
+SCHEMA = json.loads((ROOT / "schemas" / "node-report.v1.json").read_text())
+NOW = dt.datetime(2026, 5, 1, 12, 0, tzinfo=dt.timezone.utc)
+CRD_FILE = "gpunodereports.crd.yaml"
+_DROPPED = {"$schema", "$id", "$defs", "title", "additionalProperties", "$ref", "const"}
+
+
+def crd() -> dict[str, Any]:
+    text = (resources.files("kubectl_gpu") / "manifests" / CRD_FILE).read_text()
+    document: dict[str, Any] = yaml.safe_load(text)
+    return document
+
+
+def structural(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """A JSON Schema → Kubernetes structural schema: refs inlined, `[T, null]` → nullable,
+    no additionalProperties beside properties, `const` → a one-value enum."""
+    if "$ref" in node:
+        target = structural(defs[node["$ref"].rsplit("/", 1)[1]], defs)
+        return {**target, **({"description": node["description"]} if "description" in node else {})}
+    out: dict[str, Any] = {k: v for k, v in node.items() if k not in _DROPPED}
+    types = node.get("type")
+    if isinstance(types, list):
+        out["type"] = next(t for t in types if t != "null")
+        out["nullable"] = True
+    if "enum" in node and None in node["enum"]:
+        out["enum"] = [v for v in node["enum"] if v is not None]
+        out["nullable"] = True
+    if "enum" in node and "type" not in node:
+        out["type"] = "string"
+    if "properties" in node:
+        out["properties"] = {k: structural(v, defs) for k, v in node["properties"].items()}
+    if "items" in node:
+        out["items"] = structural(node["items"], defs)
+    return out
+
+
+def expected_openapi_schema() -> dict[str, Any]:
+    top = structural(SCHEMA, SCHEMA["$defs"])
+    top["properties"].update(
+        apiVersion={"type": "string"}, kind={"type": "string"}, metadata={"type": "object"}
+    )
+    top.pop("description", None)
+    return top
+
+
+def test_the_crd_is_a_cluster_scoped_v1_definition_of_gpunodereports() -> None:
+    document = crd()
+
+    assert (document["apiVersion"], document["kind"]) == (
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+    )
+    spec = document["spec"]
+    assert document["metadata"]["name"] == "gpunodereports.kubectl-gpu.io"
+    assert (spec["group"], spec["scope"]) == ("kubectl-gpu.io", "Cluster")
+    assert spec["names"]["kind"] == "GPUNodeReport"
+    assert spec["names"]["plural"] == "gpunodereports"
+    [version] = spec["versions"]
+    assert (version["name"], version["served"], version["storage"]) == ("v1", True, True)
+    headers = [c["name"] for c in version["additionalPrinterColumns"]]
+    assert headers == ["Node", "GPUs", "Allocations", "Age"]
+    for column in version["additionalPrinterColumns"]:
+        assert column["jsonPath"].startswith(".") and column["type"] in (
+            "string",
+            "integer",
+            "date",
+        )
+
+
+def test_the_crd_schema_says_what_the_json_schema_says() -> None:
+    [version] = crd()["spec"]["versions"]
+
+    assert version["schema"]["openAPIV3Schema"] == expected_openapi_schema()
+
+
+def test_the_crd_schema_is_structural() -> None:
+    """Kubernetes rejects `additionalProperties` beside `properties`, `$ref` and type lists."""
+    [version] = crd()["spec"]["versions"]
+
+    def walk(node: dict[str, Any], where: str) -> None:
+        assert (
+            not ({"$ref", "additionalProperties", "const"} & node.keys())
+            or "properties" not in node
+        ), where
+        assert isinstance(node.get("type"), str), f"{where} has no single type"
+        for name, child in (node.get("properties") or {}).items():
+            walk(child, f"{where}.{name}")
+        if "items" in node:
+            walk(node["items"], f"{where}[]")
+
+    walk(version["schema"]["openAPIV3Schema"], "")
+
+
+def test_the_crd_ships_in_the_package_data() -> None:
+    setup = (ROOT / "setup.cfg").read_text()
+    assert "manifests/*.yaml" in setup
+
+
+def _sample() -> report.NodeReport:
+    gpu = Gpu(0, "GPU-11111111-2222-3333-4444-555555555555", "NVIDIA L4")
+    held = Allocation(
+        None, "ml", "trainer", "cuda", "nvidia.com/gpu", (gpu.uuid,), Source.PODRESOURCES
+    )
+    return report.build("node-a", [gpu], join.NodeSources(podresources=(held,)), NOW)
+
+
+@pytest.mark.kubectl
+def test_the_stand_in_serves_the_report_once_the_crd_exists(
+    fake_apiserver: FakeApiServer, kubeconfig: Path, kubectl: KubectlRunner
+) -> None:
+    api = cluster.connect(str(kubeconfig))
+    fake_apiserver.store.create(
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-a"}}
+    )
+    api.create(cluster.path("customresourcedefinitions"), crd())
+
+    reports.publish(api, _sample(), None)
+    result = kubectl("get", "gpunodereports", "node-a", "-o", "json")
+
+    assert result.returncode == 0, result.stderr
+    served = json.loads(result.stdout)
+    assert served["kind"] == "GPUNodeReport" and served["spec"] == {"node": "node-a"}
+    assert served["metadata"]["ownerReferences"][0]["kind"] == "Node"
+    assert report.from_dict(served) == _sample()
