@@ -126,9 +126,29 @@ def _summary(reports: Sequence[Any]) -> str:
     return f"{files} {verdict}: {doc['errors']} error(s), {doc['warnings']} warning(s)"
 
 
+_FLUSH_BYTES = 1 << 16
+
+
+def _stream_json(document: Any) -> None:
+    """Write JSON in pieces: a 100,000-row map never exists as one string in memory."""
+    import sys
+
+    pending: list[str] = []
+    size = 0
+    for piece in json.JSONEncoder(indent=2).iterencode(document):
+        pending.append(piece)
+        size += len(piece)
+        if size >= _FLUSH_BYTES:
+            sys.stdout.write("".join(pending))
+            pending, size = [], 0
+    pending.append("\n")
+    sys.stdout.write("".join(pending))
+    sys.stdout.flush()
+
+
 def _emit_data(document: Any, output: str) -> None:
     if output == "json":
-        click.echo(json.dumps(document, indent=2))
+        _stream_json(document)
     else:
         import yaml
 
