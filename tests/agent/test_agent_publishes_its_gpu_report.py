@@ -1,0 +1,110 @@
+"""The agent's reporting pass reads the node's real sources (NVML through pynvml, kubelet's
+checkpoint file and PodResources socket) and publishes a GPUNodeReport only on change; then
+`kubectl gpu map` shows each pod on its physical GPU and replica."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kubectl_gpu import cluster
+from kubectl_gpu.agent import reporting
+from tests.conftest import CliResult
+from tests.fakes import libnvml
+from tests.fakes.cluster import NodeSpec, SimCluster
+from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.fakes.kubelet import FakeKubelet
+from tests.fakes.kubelet_fixture import fake_kubelet as fake_kubelet
+from tests.gpumap import reportbuilders
+
+Run = Callable[..., CliResult]
+TIME_SLICED = (
+    "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+    "    - name: nvidia.com/gpu\n      replicas: 3\n"
+)
+
+
+def gpu_pod(name: str) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ml"},
+        "spec": {
+            "containers": [
+                {
+                    "name": "cuda",
+                    "image": "cuda:12",
+                    "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                }
+            ]
+        },
+    }
+
+
+def node_with_three_pods(sim_cluster: MakeSimCluster, kubelet: FakeKubelet) -> SimCluster:
+    sim = sim_cluster(
+        [NodeSpec("gpu-a", "L4", 1)],
+        layout="helm",
+        configs={"ts": TIME_SLICED},
+        default_config="ts",
+    )
+    sim.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    for i in range(3):
+        sim.store.create(gpu_pod(f"train-{i}"))
+    sim.settle()
+    pods, allocatable = sim.podresources("gpu-a")
+    kubelet.set_pods(pods)
+    kubelet.set_allocatable(allocatable)
+    kubelet.write_checkpoint("current")
+    return sim
+
+
+def writes_of_reports(sim: SimCluster) -> int:
+    return sum(
+        1
+        for r in sim.server.requests
+        if "gpunodereports" in r.path and r.method in ("POST", "PUT", "PATCH")
+    )
+
+
+def test_report_is_read_from_the_node_and_published_once(
+    sim_cluster: MakeSimCluster, fake_kubelet: FakeKubelet, run_cli: Run
+) -> None:
+    sim = node_with_three_pods(sim_cluster, fake_kubelet)
+    api = cluster.connect(str(sim.kubeconfig))
+    reportbuilders.install(sim.server, api)
+    sources = reporting.Sources("gpu-a", kubelet_root=fake_kubelet.root, timeout=5)
+
+    with libnvml.installed(sim.nvml("gpu-a")):
+        digest = reporting.publish(api, sources, None)
+        again = reporting.publish(api, sources, digest)
+
+    assert again == digest and writes_of_reports(sim) == 1
+    result = run_cli("--kubeconfig", str(sim.kubeconfig), "map", "-A", "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    [gpu] = sim.node_gpus("gpu-a")
+    rows = {r["pod"]: r for r in result.json}
+    assert sorted(rows) == ["train-0", "train-1", "train-2"]
+    assert {r["gpu_uuid"] for r in rows.values()} == {gpu.uuid}
+    assert sorted(r["replica"] for r in rows.values()) == [0, 1, 2]
+    assert {(r["gpu_index"], r["gpu_model"], r["source"]) for r in rows.values()} == {
+        (0, gpu.name, "podresources")
+    }
+
+
+def test_a_dead_kubelet_socket_still_yields_a_report_from_the_checkpoint(
+    sim_cluster: MakeSimCluster, fake_kubelet: FakeKubelet, run_cli: Run
+) -> None:
+    sim = node_with_three_pods(sim_cluster, fake_kubelet)
+    fake_kubelet.stop()
+    api = cluster.connect(str(sim.kubeconfig))
+    reportbuilders.install(sim.server, api)
+    sources = reporting.Sources("gpu-a", kubelet_root=fake_kubelet.root, timeout=1)
+
+    with libnvml.installed(sim.nvml("gpu-a")):
+        reporting.publish(api, sources, None)
+
+    result = run_cli("--kubeconfig", str(sim.kubeconfig), "map", "-A", "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    assert {r["source"] for r in result.json} == {"checkpoint"}
+    assert len(result.json) == 3
