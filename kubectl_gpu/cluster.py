@@ -46,6 +46,21 @@ _RESOURCES: dict[str, tuple[str, str, bool]] = {
     "gpunodereports": ("/apis/kubectl-gpu.io/v1", "gpunodereports", False),
     "resourceclaims": ("/apis/resource.k8s.io/v1", "resourceclaims", True),
     "resourceslices": ("/apis/resource.k8s.io/v1", "resourceslices", False),
+    "serviceaccounts": ("/api/v1", "serviceaccounts", True),
+    "clusterroles": ("/apis/rbac.authorization.k8s.io/v1", "clusterroles", False),
+    "clusterrolebindings": ("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
+    "roles": ("/apis/rbac.authorization.k8s.io/v1", "roles", True),
+    "rolebindings": ("/apis/rbac.authorization.k8s.io/v1", "rolebindings", True),
+    "validatingadmissionpolicies": (
+        "/apis/admissionregistration.k8s.io/v1",
+        "validatingadmissionpolicies",
+        False,
+    ),
+    "validatingadmissionpolicybindings": (
+        "/apis/admissionregistration.k8s.io/v1",
+        "validatingadmissionpolicybindings",
+        False,
+    ),
 }
 _PATCH_TYPES = {
     "merge": "application/merge-patch+json",
@@ -215,6 +230,10 @@ def connect(
 
 
 def _load(configuration: Any, kubeconfig: str | None, context: str | None) -> str:
+    import os
+
+    # The client reads $KUBECONFIG once, at import; read it now, as kubectl does.
+    kubeconfig = kubeconfig or os.environ.get("KUBECONFIG") or None
     try:
         config.load_kube_config(
             config_file=kubeconfig, context=context, client_configuration=configuration

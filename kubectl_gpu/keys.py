@@ -70,3 +70,15 @@ DEPLOY_MIG_MANAGER_LABEL = "nvidia.com/gpu.deploy.mig-manager"
 PAUSED_FOR_MIG_CHANGE = "paused-for-mig-change"
 MIG_PARTED_CONFIG_KEY = "config.yaml"  # the key the operator's mig-manager reads
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+
+# kubectl gpu install: on our Namespace, the options it was installed with (for `status`
+# and a later `install`), and the version label of every object of the bundle.
+INSTALL_ANNOTATION = PREFIX + "install"
+VERSION_LABEL = "app.kubernetes.io/version"
+# Labels that mark a GPU node (NFD's PCI vendor, NFD's CPU vendor on Grace, GFD/operator):
+# the same terms as the bundle DaemonSets' node affinity.
+GPU_NODE_LABELS = (
+    ("feature.node.kubernetes.io/pci-10de.present", "true"),
+    ("feature.node.kubernetes.io/cpu-model.vendor_id", "NVIDIA"),
+    (GPU_PRESENT_LABEL, "true"),
+)

@@ -1,8 +1,10 @@
 """The node agent (`kubectl-gpu-agent`, a DaemonSet): reconciles its own node's MIG layout.
 
 Owns the entry point and its options: `--node-name` (default $NODE_NAME, from the downward
-API), `--kubelet-root`, `--namespace`, `--interval`, `--timeout`, `--once`; the loop calls
-`reconcile.reconcile` every interval and never stops on an error it can report. Must not hold
+API), `--kubelet-root`, `--namespace`, `--interval`, `--timeout`, `--once`, `--heartbeat`
+(touched after every pass) and `--check-health --max-age S` (the pod's probes); the loop calls
+`reconcile.reconcile` and then `reporting.publish` every interval and never stops on an error
+it can report. Must not hold
 rules (mig.plan and mig.apply decide) nor import pynvml/kubernetes itself (the adapters do).
 """
 
@@ -18,21 +20,57 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kubectl_gpu import cluster, errors, keys, kubelet, nvml
-from kubectl_gpu.agent import reconcile
+from kubectl_gpu.agent import reconcile, reporting
 
 log = logging.getLogger("kubectl_gpu.agent")
 _SMI_TIMEOUT = 120.0
+HEARTBEAT = Path("/run/kubectl-gpu/heartbeat")
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kubectl-gpu-agent", description=__doc__.split("\n")[0])
     parser.add_argument("--node-name", default=os.environ.get("NODE_NAME", ""))
+    parser.add_argument(
+        "--kubeconfig",
+        help="kubeconfig to use outside a pod (default: $KUBECONFIG, else in-cluster)",
+    )
     parser.add_argument("--kubelet-root", type=Path, default=kubelet.DEFAULT_ROOT)
     parser.add_argument("--namespace", default=keys.NAMESPACE)
     parser.add_argument("--interval", type=float, default=10.0, help="seconds between passes")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds for every wait")
     parser.add_argument("--once", action="store_true", help="one pass, then exit")
+    parser.add_argument(
+        "--heartbeat", type=Path, default=HEARTBEAT, help="file touched after every pass"
+    )
+    parser.add_argument(
+        "--check-health",
+        action="store_true",
+        help="exit 0 if a pass finished within --max-age seconds, else 1 (liveness/readiness)",
+    )
+    parser.add_argument("--max-age", type=float, default=120.0, help="seconds, for --check-health")
     return parser
+
+
+def beat(heartbeat: Path) -> None:
+    """Record that a pass finished: the probes read the file's age, not its content."""
+    try:
+        heartbeat.parent.mkdir(parents=True, exist_ok=True)
+        heartbeat.touch()
+    except OSError as e:  # the probe will then report the agent unhealthy, which is true enough
+        log.warning("cannot touch the heartbeat file %s: %s", heartbeat, e)
+
+
+def check_health(heartbeat: Path, max_age: float) -> int:
+    """0 when the last pass finished at most `max_age` seconds ago, else 1 (with the reason)."""
+    try:
+        age = time.time() - heartbeat.stat().st_mtime
+    except OSError:
+        log.error("unhealthy: no pass has finished yet (%s does not exist)", heartbeat)
+        return 1
+    if age > max_age:
+        log.error("unhealthy: the last pass finished %.0fs ago (limit %gs)", age, max_age)
+        return 1
+    return 0
 
 
 def smi_reset(index: int, bus_id: str) -> None:
@@ -59,6 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the agent; returns the exit status."""
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    if args.check_health:
+        return check_health(args.heartbeat, args.max_age)
     if not args.node_name:
         log.error("no node name: pass --node-name or set NODE_NAME")
         return int(errors.ExitCode.USAGE)
@@ -69,16 +109,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         timeout=args.timeout,
         reset=smi_reset,
     )
-    api = cluster.connect()
+    sources = reporting.Sources(args.node_name, args.kubelet_root)
+    return _loop(cluster.connect(args.kubeconfig), options, sources, args)
+
+
+def _loop(
+    api: cluster.Api,
+    options: reconcile.Options,
+    sources: reporting.Sources,
+    args: argparse.Namespace,
+) -> int:
+    """Reconcile MIG, then publish the node's GPU report; a failure of one never skips the
+    other, and every pass ends with a heartbeat (the loop is alive even when it reports)."""
+    digest: str | None = None
     while True:
+        status = 0
         try:
             reconcile.reconcile(api, options)
         except errors.GpuError as e:
             log.error("reconcile failed: %s", e.message)
-            if args.once:
-                return int(e.exit_code)
+            status = int(e.exit_code)
+        try:
+            digest = reporting.publish(api, sources, digest)
+        except errors.GpuError as e:
+            log.error("publishing the GPU report failed: %s", e.message)
+            status = status or int(e.exit_code)
+        beat(args.heartbeat)
         if args.once:
-            return 0
+            return status
         time.sleep(args.interval)
 
 

@@ -56,6 +56,16 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "install",
         "Install the node agent and device plugin bundle.",
     ),
+    "uninstall": (
+        "kubectl_gpu.cli.install",
+        "uninstall",
+        "Remove everything `kubectl gpu install` created.",
+    ),
+    "status": (
+        "kubectl_gpu.cli.install",
+        "status",
+        "Show whether every part of the install is there and Ready.",
+    ),
 }
 
 

@@ -131,3 +131,11 @@ def test_an_unknown_context_is_a_clear_error(kubeconfig: Path) -> None:
     with pytest.raises(ClusterError) as caught:
         cluster.connect(str(kubeconfig), context="prod")
     assert "prod" in caught.value.message
+
+
+def test_kubeconfig_is_read_from_the_environment_at_connect_time(
+    kubeconfig: Path, fake_apiserver: FakeApiServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The kubernetes client reads $KUBECONFIG once, when imported (long before this test).
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    assert cluster.connect().server == fake_apiserver.url

@@ -1,0 +1,191 @@
+"""Applying and removing the bundle: idempotent, object by object, like `kubectl apply`.
+
+Owns `apply` (read each object; create it when missing; when the fields we own differ, replace
+it keeping everything the server or others added; otherwise leave it alone; say which per
+object: created / configured / unchanged), `uninstall` (delete in reverse order, then take our
+`kubectl-gpu.io/` labels and annotations off the nodes) and the rule of what we own: the
+fields our manifest sets, except a ConfigMap's data, which belongs to `kubectl gpu share` and
+`mig apply` once it exists. Must not render manifests (bundle.py) nor judge health
+(install_status.py).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+from kubectl_gpu import bundle, cluster, keys
+from kubectl_gpu.errors import ClusterError
+
+log = logging.getLogger(__name__)
+Json = dict[str, Any]
+Action = Literal["created", "configured", "unchanged", "deleted", "not found", "cleaned"]
+DryRun = Literal["none", "client", "server"]
+
+RESOURCES: dict[str, str] = {
+    "Namespace": "namespaces",
+    "CustomResourceDefinition": "customresourcedefinitions",
+    "ServiceAccount": "serviceaccounts",
+    "ClusterRole": "clusterroles",
+    "ClusterRoleBinding": "clusterrolebindings",
+    "Role": "roles",
+    "RoleBinding": "rolebindings",
+    "ValidatingAdmissionPolicy": "validatingadmissionpolicies",
+    "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
+    "ConfigMap": "configmaps",
+    "DaemonSet": "daemonsets",
+    "Node": "nodes",
+}
+_USER_DATA_KINDS = ("ConfigMap",)  # data written later by `share` / `mig apply`: never reset
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """What happened (or, in a dry run, would happen) to one object."""
+
+    kind: str
+    namespace: str
+    name: str
+    action: Action
+
+    @property
+    def ref(self) -> str:
+        """`daemonset.apps/name` style, as kubectl apply prints it."""
+        return f"{self.kind.lower()}/{self.name}"
+
+
+def url_of(obj: Mapping[str, Any]) -> str:
+    kind, namespace, name = bundle.identity(dict(obj))
+    return cluster.path(RESOURCES[kind], name, namespace or None)
+
+
+def collection_of(obj: Mapping[str, Any]) -> str:
+    kind, namespace, _ = bundle.identity(dict(obj))
+    return cluster.path(RESOURCES[kind], namespace=namespace or None)
+
+
+def read(api: cluster.Api, obj: Mapping[str, Any]) -> Json | None:
+    """The live object, or None when it does not exist."""
+    try:
+        return api.get(url_of(obj))
+    except ClusterError as e:
+        if e.status == 404:
+            return None
+        raise
+
+
+def apply(api: cluster.Api, objects: Iterable[Json], dry_run: DryRun = "none") -> list[Outcome]:
+    """Bring each object to its manifest; `client`: only read and say what would change."""
+    outcomes = []
+    unborn: set[str] = set()  # namespaces a server dry run "created" but did not keep
+    for obj in objects:
+        kind, namespace, name = bundle.identity(obj)
+        live = None if namespace in unborn else read(api, obj)
+        if live is None:
+            action: Action = "created"
+            if kind == "Namespace" and dry_run == "server":
+                unborn.add(name)
+            if namespace in unborn:
+                # The server would answer 404 for the namespace (so does `kubectl apply
+                # --dry-run=server`): this object is judged here, not checked there.
+                log.warning("%s/%s: not checked by the server (its namespace does not exist "
+                            "yet)", kind.lower(), name)  # fmt: skip
+            elif dry_run != "client":
+                api.create(collection_of(obj), obj, dry_run=dry_run == "server")
+        elif owned_fields_match(live, obj):
+            action = "unchanged"
+        else:
+            action = "configured"
+            if dry_run != "client":
+                api.replace(url_of(obj), merged(live, obj), dry_run=dry_run == "server")
+        log.info("%s/%s %s", kind.lower(), name, action)
+        outcomes.append(Outcome(kind, namespace, name, action))
+    return outcomes
+
+
+def owned(obj: Mapping[str, Any]) -> Json:
+    """The part of a manifest object we own (and so compare and rewrite)."""
+    meta = obj.get("metadata") or {}
+    mine: Json = {"metadata": {k: meta[k] for k in ("labels", "annotations") if k in meta}}
+    if obj.get("kind") not in _USER_DATA_KINDS:
+        mine.update({k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")})
+    return mine
+
+
+def owned_fields_match(live: Any, desired: Mapping[str, Any]) -> bool:
+    return contains(live, owned(desired))
+
+
+def contains(live: Any, want: Any) -> bool:
+    """Whether `live` holds everything `want` says; fields the server adds do not count, and
+    an empty value matches an absent one (the API server omits zero values)."""
+    if isinstance(want, Mapping):
+        if not isinstance(live, Mapping):
+            return False
+        return all(contains(live[k], v) if k in live else _is_empty(v) for k, v in want.items())
+    if isinstance(want, list):
+        if not isinstance(live, list) or len(live) != len(want):
+            return False
+        return all(contains(a, b) for a, b in zip(live, want, strict=True))
+    return bool(live == want)
+
+
+def _is_empty(value: Any) -> bool:
+    return value in ("", None, False, 0) or value == {} or value == []
+
+
+def merged(live: Mapping[str, Any], desired: Mapping[str, Any]) -> Json:
+    """The object to PUT: the live one (resourceVersion, status, others' labels kept) with our
+    fields set as the manifest says."""
+    result: Json = copy.deepcopy(dict(live))
+    meta = result.setdefault("metadata", {})
+    for key, value in owned(desired)["metadata"].items():
+        meta[key] = {**(meta.get(key) or {}), **value}
+    for key, value in owned(desired).items():
+        if key != "metadata":
+            result[key] = copy.deepcopy(value)
+    return result
+
+
+def uninstall(api: cluster.Api, objects: list[Json], dry_run: DryRun = "none") -> list[Outcome]:
+    """Delete every object, last applied first; then our keys on the nodes."""
+    outcomes = []
+    for obj in reversed(objects):
+        kind, namespace, name = bundle.identity(obj)
+        if read(api, obj) is None:
+            outcomes.append(Outcome(kind, namespace, name, "not found"))
+            continue
+        if dry_run != "client":
+            _delete(api, obj, dry_run == "server")
+        outcomes.append(Outcome(kind, namespace, name, "deleted"))
+    return outcomes + _clean_nodes(api, dry_run)
+
+
+def _delete(api: cluster.Api, obj: Json, dry_run: bool) -> None:
+    try:
+        api.delete(url_of(obj), dry_run=dry_run)
+    except ClusterError as e:
+        if e.status != 404:  # gone meanwhile (a namespace or CRD took it along)
+            raise
+
+
+def _clean_nodes(api: cluster.Api, dry_run: DryRun) -> list[Outcome]:
+    """Remove the agent's `kubectl-gpu.io/` labels and annotations: nothing reads them now."""
+    outcomes = []
+    for node in api.list(cluster.path("nodes")):
+        meta = node.get("metadata") or {}
+        patch = {
+            field: {k: None for k in meta.get(field) or {} if k.startswith(keys.PREFIX)}
+            for field in ("labels", "annotations")
+        }
+        patch = {field: keys_ for field, keys_ in patch.items() if keys_}
+        if not patch:
+            continue
+        if dry_run != "client":
+            url = cluster.path("nodes", str(meta["name"]))
+            api.patch(url, {"metadata": patch}, dry_run=dry_run == "server")
+        outcomes.append(Outcome("Node", "", str(meta["name"]), "cleaned"))
+    return outcomes

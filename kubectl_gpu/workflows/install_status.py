@@ -1,0 +1,146 @@
+"""`kubectl gpu status`: is every part of the install there, Ready on every GPU node, current.
+
+Owns gathering and judging: the options the namespace was installed with (its annotation),
+each object present, each DaemonSet's pods Ready on every GPU node and running the expected
+images, the install's version against this CLI's, and the GPU nodes without a GPUNodeReport.
+Must not change anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from kubectl_gpu import __version__, bundle, cluster
+from kubectl_gpu.errors import ClusterError
+from kubectl_gpu.workflows import install
+
+Json = dict[str, Any]
+State = Literal["ok", "missing", "not ready", "outdated"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Part:
+    """One object of the install and how it is."""
+
+    kind: str
+    namespace: str
+    name: str
+    state: State
+    detail: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Status:
+    mode: str
+    namespace: str
+    installed_version: str  # "" when not installed
+    parts: tuple[Part, ...]
+    gpu_nodes: tuple[str, ...]
+    nodes_without_report: tuple[str, ...]
+
+    @property
+    def healthy(self) -> bool:
+        return all(p.state == "ok" for p in self.parts) and not self.nodes_without_report
+
+    def to_dict(self) -> Json:
+        return {
+            "mode": self.mode,
+            "namespace": self.namespace,
+            "installedVersion": self.installed_version,
+            "cliVersion": __version__,
+            "healthy": self.healthy,
+            "parts": [dataclasses.asdict(p) for p in self.parts],
+            "gpuNodes": list(self.gpu_nodes),
+            "nodesWithoutReport": list(self.nodes_without_report),
+        }
+
+
+def status(api: cluster.Api, namespace: str) -> Status:
+    """The install in `namespace`, judged part by part."""
+    live_namespace = install.read(api, {"kind": "Namespace", "metadata": {"name": namespace}})
+    found = bundle.recorded(live_namespace)
+    version, options = found if found else ("", bundle.Options(namespace=namespace))
+    gpu_nodes = tuple(
+        sorted(str(n["metadata"]["name"]) for n in api.list(cluster.path("nodes")) if
+               bundle.is_gpu_node(n))
+    )  # fmt: skip
+    parts = tuple(_part(api, obj, version, gpu_nodes) for obj in bundle.render(options))
+    return Status(
+        options.mode,
+        namespace,
+        version,
+        parts,
+        gpu_nodes,
+        tuple(n for n in gpu_nodes if n not in _reported(api)),
+    )
+
+
+def _part(api: cluster.Api, obj: Json, version: str, gpu_nodes: tuple[str, ...]) -> Part:
+    kind, namespace, name = bundle.identity(obj)
+    live = install.read(api, obj)
+    if live is None:
+        return Part(kind, namespace, name, "missing", "not found")
+    if version and version != __version__ and _carries_version(obj):
+        return Part(kind, namespace, name, "outdated", f"installed by kubectl-gpu {version}")
+    if kind == "DaemonSet":
+        return _daemonset(api, obj, live, gpu_nodes)
+    if not install.owned_fields_match(live, obj):
+        return Part(kind, namespace, name, "outdated", "differs from the manifest")
+    return Part(kind, namespace, name, "ok")
+
+
+def _carries_version(obj: Json) -> bool:
+    return bundle.VERSION_LABEL in ((obj.get("metadata") or {}).get("labels") or {})
+
+
+def _daemonset(api: cluster.Api, obj: Json, live: Json, gpu_nodes: tuple[str, ...]) -> Part:
+    kind, namespace, name = bundle.identity(obj)
+    wrong = _wrong_images(obj, live)
+    if wrong:
+        return Part(kind, namespace, name, "outdated", wrong)
+    ready = _ready_nodes(api, live)
+    lacking = [n for n in gpu_nodes if n not in ready]
+    if lacking:
+        detail = f"not Ready on {len(lacking)}/{len(gpu_nodes)} GPU nodes: {', '.join(lacking)}"
+        return Part(kind, namespace, name, "not ready", detail)
+    return Part(
+        kind, namespace, name, "ok", f"Ready on {len(gpu_nodes)}/{len(gpu_nodes)} GPU nodes"
+    )
+
+
+def _images(daemonset: Mapping[str, Any]) -> dict[str, str]:
+    spec = ((daemonset.get("spec") or {}).get("template") or {}).get("spec") or {}
+    both = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+    return {str(c.get("name")): str(c.get("image")) for c in both}
+
+
+def _wrong_images(desired: Json, live: Json) -> str:
+    running, wanted = _images(live), _images(desired)
+    wrong = [f"{n} runs {running.get(n, 'nothing')}, expected {i}" for n, i in wanted.items()
+             if running.get(n) != i]  # fmt: skip
+    return "; ".join(wrong)
+
+
+def _ready_nodes(api: cluster.Api, daemonset: Json) -> set[str]:
+    """Nodes where a current pod of the DaemonSet is Ready."""
+    meta = daemonset["metadata"]
+    labels = ((daemonset.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+    url = cluster.path("pods", namespace=str(meta["namespace"]))
+    ready = set()
+    for pod in api.list(url, label_selector=selector):
+        conditions = (pod.get("status") or {}).get("conditions") or []
+        if any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
+            ready.add(str((pod.get("spec") or {}).get("nodeName", "")))
+    return ready
+
+
+def _reported(api: cluster.Api) -> set[str]:
+    try:
+        return {str(r["metadata"]["name"]) for r in api.list(cluster.path("gpunodereports"))}
+    except ClusterError as e:
+        if e.status == 404:  # the CRD is not installed: no node has a report
+            return set()
+        raise

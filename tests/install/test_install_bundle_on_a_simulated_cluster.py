@@ -1,0 +1,204 @@
+"""`kubectl gpu install | status | uninstall` against a simulated cluster with no device plugin.
+
+Three GPU nodes (one with the nvidia.com/gpu taint) and a CPU node; the bundle must bring
+NVIDIA's device plugin and our agent to every GPU node and nowhere else, `status` must say
+so, a second install must change nothing, and uninstall must leave nothing of ours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from kubectl_gpu import bundle, keys
+from kubectl_gpu.sharing import deployment
+from tests.conftest import CliResult
+from tests.fakes.apiserver import ApiError
+from tests.fakes.cluster import NodeSpec, SimCluster
+from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+
+Run = Callable[..., CliResult]
+GPU_NODES = ("gpu-a", "gpu-b", "gpu-c")
+RESOURCES = {
+    "Namespace": "namespaces",
+    "CustomResourceDefinition": "customresourcedefinitions",
+    "ServiceAccount": "serviceaccounts",
+    "ClusterRole": "clusterroles",
+    "ClusterRoleBinding": "clusterrolebindings",
+    "Role": "roles",
+    "RoleBinding": "rolebindings",
+    "ValidatingAdmissionPolicy": "validatingadmissionpolicies",
+    "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
+    "ConfigMap": "configmaps",
+    "DaemonSet": "daemonsets",
+}
+
+
+@pytest.fixture
+def cluster(sim_cluster: MakeSimCluster) -> SimCluster:
+    return sim_cluster(
+        [
+            NodeSpec("gpu-a", "H100-SXM5-80GB", 2),
+            NodeSpec("gpu-b", "L4", 1, gpu_taint=True),
+            NodeSpec("gpu-c", "A100-SXM4-40GB", 1),
+            NodeSpec("cpu-1"),
+        ]
+    )
+
+
+def gpu(run_cli: Run, cluster: SimCluster, *args: str) -> CliResult:
+    return run_cli("--kubeconfig", str(cluster.kubeconfig), *args)
+
+
+def report_from_agent(cluster: SimCluster, node: str) -> None:
+    """What the agent on `node` publishes (here written directly: no agent process runs)."""
+    cluster.store.create(
+        {
+            "apiVersion": "kubectl-gpu.io/v1",
+            "kind": "GPUNodeReport",
+            "metadata": {"name": node},
+            "spec": {"node": node},
+        }
+    )
+
+
+def stored(cluster: SimCluster, obj: dict[str, Any]) -> dict[str, Any] | None:
+    kind, namespace, name = bundle.identity(obj)
+    try:
+        return cluster.store.get(RESOURCES[kind], name, namespace)
+    except ApiError:
+        return None
+
+
+def ours(cluster: SimCluster) -> list[tuple[str, str, str]]:
+    objects = bundle.render(bundle.Options())
+    return [bundle.identity(o) for o in objects if stored(cluster, o) is not None]
+
+
+def test_bundle_install_is_ready_on_every_gpu_node_and_status_is_green(
+    run_cli: Run, cluster: SimCluster
+) -> None:
+    result = gpu(run_cli, cluster, "install")
+    assert result.exit_code == 0, result.stderr
+    assert "daemonset/kubectl-gpu-device-plugin -n kubectl-gpu created" in result.stdout
+    assert "daemonset/kubectl-gpu-agent -n kubectl-gpu created" in result.stdout
+    cluster.settle(10)
+    for node in GPU_NODES:
+        report_from_agent(cluster, node)
+    assert [cluster.capacity(n) for n in GPU_NODES] == [2, 1, 1]  # the bundle's plugin runs
+
+    status = gpu(run_cli, cluster, "status", "-o", "json")
+
+    assert status.exit_code == 0, status.stderr
+    doc = status.json
+    assert doc["healthy"] and doc["mode"] == "bundle" and doc["nodesWithoutReport"] == []
+    assert doc["gpuNodes"] == list(GPU_NODES)  # the CPU node is not expected to run anything
+    assert {p["state"] for p in doc["parts"]} == {"ok"}
+    daemonsets = {p["name"]: p["detail"] for p in doc["parts"] if p["kind"] == "DaemonSet"}
+    assert daemonsets == {
+        "kubectl-gpu-device-plugin": "Ready on 3/3 GPU nodes",
+        "kubectl-gpu-agent": "Ready on 3/3 GPU nodes",
+    }
+    pods = cluster.store.list("pods", "kubectl-gpu")
+    assert sorted({p["spec"]["nodeName"] for p in pods}) == list(GPU_NODES)
+
+
+def test_share_finds_the_installed_bundle(run_cli: Run, cluster: SimCluster) -> None:
+    assert gpu(run_cli, cluster, "install").exit_code == 0
+    found = deployment.detect([], cluster.store.list("daemonsets"))
+    assert (found.kind, found.namespace, found.configmap) == (
+        "bundle",
+        "kubectl-gpu",
+        bundle.DEVICE_PLUGIN_CONFIGMAP,
+    )
+    assert found.default_key == keys.DEFAULT_CONFIG_KEY
+
+
+def test_installing_twice_changes_nothing(run_cli: Run, cluster: SimCluster) -> None:
+    assert gpu(run_cli, cluster, "install").exit_code == 0
+    cluster.settle(10)
+    before = {o: stored(cluster, obj) for obj in bundle.render(bundle.Options())
+              for o in [bundle.identity(obj)]}  # fmt: skip
+
+    again = gpu(run_cli, cluster, "install", "-o", "json")
+
+    assert again.exit_code == 0, again.stderr
+    assert {o["action"] for o in again.json["objects"]} == {"unchanged"}
+    after = {o: stored(cluster, obj) for obj in bundle.render(bundle.Options())
+             for o in [bundle.identity(obj)]}  # fmt: skip
+    versions = {k: (v or {})["metadata"]["resourceVersion"] for k, v in before.items()}
+    assert versions == {k: (v or {})["metadata"]["resourceVersion"] for k, v in after.items()}
+
+
+def test_install_repairs_drift_but_keeps_configs_share_wrote(
+    run_cli: Run, cluster: SimCluster
+) -> None:
+    assert gpu(run_cli, cluster, "install").exit_code == 0
+    shared = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n"
+    cluster.store.patch(
+        "configmaps", bundle.DEVICE_PLUGIN_CONFIGMAP, {"data": {"default": shared}},
+        namespace="kubectl-gpu",
+    )  # fmt: skip
+    cluster.store.patch("clusterroles", bundle.AGENT, {"rules": []})  # someone widened/cut it
+
+    result = gpu(run_cli, cluster, "install")
+
+    assert result.exit_code == 0, result.stderr
+    assert "clusterrole/kubectl-gpu-agent configured" in result.stdout
+    assert "configmap/kubectl-gpu-device-plugin-configs -n kubectl-gpu unchanged" in result.stdout
+    role = cluster.store.get("clusterroles", bundle.AGENT)
+    assert any("nodes" in r["resources"] for r in role["rules"])
+    configs = cluster.store.get("configmaps", bundle.DEVICE_PLUGIN_CONFIGMAP, "kubectl-gpu")
+    assert configs["data"]["default"] == shared
+
+
+def test_uninstall_leaves_nothing_of_ours(run_cli: Run, cluster: SimCluster) -> None:
+    assert gpu(run_cli, cluster, "install").exit_code == 0
+    cluster.settle(10)
+    report_from_agent(cluster, "gpu-a")
+    labels = {keys.MIG_STATE_LABEL: "success", "team": "ml"}
+    cluster.store.patch("nodes", "gpu-a", {"metadata": {"labels": labels}})
+
+    result = gpu(run_cli, cluster, "uninstall")
+
+    assert result.exit_code == 0, result.stderr
+    assert "node/gpu-a cleaned" in result.stdout
+    cluster.settle(10)
+    assert ours(cluster) == []
+    assert cluster.store.list("pods", "kubectl-gpu") == []
+    node_labels = cluster.store.get("nodes", "gpu-a")["metadata"]["labels"]
+    assert not [k for k in node_labels if k.startswith(keys.PREFIX)]
+    assert node_labels["team"] == "ml"  # not ours: kept
+    again = gpu(run_cli, cluster, "uninstall", "-o", "json")
+    assert {o["action"] for o in again.json["objects"]} == {"not found"}
+
+
+def test_status_names_what_is_missing_and_nodes_without_a_report(
+    run_cli: Run, cluster: SimCluster
+) -> None:
+    assert gpu(run_cli, cluster, "install").exit_code == 0
+    cluster.settle(10)
+    report_from_agent(cluster, "gpu-a")
+    report_from_agent(cluster, "gpu-b")
+    cluster.store.delete("rolebindings", "kubectl-gpu-agent-plugin-restart", "kubectl-gpu")
+
+    result = gpu(run_cli, cluster, "status")
+
+    assert result.exit_code == 1
+    row = next(line for line in result.stdout.splitlines() if "plugin-restart" in line and
+               line.startswith("RoleBinding"))  # fmt: skip
+    assert "missing" in row
+    assert "GPU nodes without an agent report: gpu-c" in result.stderr
+    assert "1 of 18 parts not ready" in result.stderr
+
+
+def test_status_before_any_install_says_everything_is_missing(
+    run_cli: Run, cluster: SimCluster
+) -> None:
+    result = gpu(run_cli, cluster, "status", "-o", "json")
+    assert result.exit_code == 1
+    assert {p["state"] for p in result.json["parts"]} == {"missing"}
+    assert result.json["nodesWithoutReport"] == list(GPU_NODES)

@@ -1,0 +1,46 @@
+"""`kubectl gpu install --mode operator` beside the GPU Operator: only the agent and its RBAC.
+
+The operator already runs NVIDIA's device plugin (and its MIG manager); the bundle's own plugin
+must not be added, and the agent may delete plugin pods only in the operator's namespace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tests.conftest import CliResult
+from tests.fakes.apiserver import ApiError
+from tests.fakes.cluster import NodeSpec
+from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+
+Run = Callable[..., CliResult]
+
+
+def test_operator_mode_installs_the_agent_beside_the_operators_plugin(
+    run_cli: Run, sim_cluster: MakeSimCluster
+) -> None:
+    cluster = sim_cluster([NodeSpec("gpu-a", "A100-SXM4-40GB", 1)], "gpu-operator")
+    base = ("--kubeconfig", str(cluster.kubeconfig))
+
+    result = run_cli(*base, "install", "--mode", "operator")
+
+    assert result.exit_code == 0, result.stderr
+    assert "kubectl-gpu-device-plugin" not in result.stdout
+    cluster.settle(10)
+    try:
+        cluster.store.get("daemonsets", "kubectl-gpu-device-plugin", "kubectl-gpu")
+        raise AssertionError("operator mode must not install a second device plugin")
+    except ApiError:
+        pass
+    role = cluster.store.get("roles", "kubectl-gpu-agent-plugin-restart", "gpu-operator")
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "delete"]}
+    ]
+    status = run_cli(*base, "status", "-o", "json")
+    assert status.json["mode"] == "operator"
+    agent = next(p for p in status.json["parts"] if p["name"] == "kubectl-gpu-agent"
+                 and p["kind"] == "DaemonSet")  # fmt: skip
+    assert agent["state"] == "ok", agent
+    assert status.json["nodesWithoutReport"] == ["gpu-a"]  # no agent process runs here
+    assert status.exit_code == 1

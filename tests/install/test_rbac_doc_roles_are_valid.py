@@ -1,0 +1,38 @@
+"""docs/rbac.md: the ClusterRoles it tells admins to apply are valid rbac/v1 objects, and the
+agent's table there lists exactly the resources the agent's roles grant."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import yaml
+from kubernetes import client
+
+from kubectl_gpu import bundle
+from tests.conftest import ROOT
+
+DOC = (ROOT / "docs" / "rbac.md").read_text()
+
+
+def test_the_user_cluster_roles_parse_and_are_valid_rbac_v1() -> None:
+    [block] = re.findall(r"```yaml\n(.*?)```", DOC, flags=re.S)
+    roles = list(yaml.safe_load_all(block))
+    assert [r["metadata"]["name"] for r in roles] == ["kubectl-gpu-view", "kubectl-gpu-edit"]
+    api = client.ApiClient()
+    for role in roles:
+        model = api.deserialize(json.dumps(role), "V1ClusterRole", "application/json")
+        assert api.sanitize_for_serialization(model) == role
+
+
+def test_the_agent_table_names_every_resource_the_agent_is_granted() -> None:
+    objects = bundle.render(bundle.Options())
+    granted = {
+        r
+        for o in objects
+        if o["kind"] in ("Role", "ClusterRole") and o["metadata"]["name"].startswith(bundle.AGENT)
+        for rule in o["rules"]
+        for r in rule["resources"]
+    }
+    table = DOC.split("## People running")[0]
+    assert all(resource in table for resource in granted), granted
