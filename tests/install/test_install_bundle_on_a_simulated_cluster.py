@@ -14,6 +14,7 @@ import pytest
 
 from kubectl_gpu import bundle, keys
 from kubectl_gpu.sharing import deployment
+from kubectl_gpu.workflows import install
 from tests.conftest import CliResult
 from tests.fakes.apiserver import ApiError
 from tests.fakes.cluster import NodeSpec, SimCluster
@@ -22,19 +23,7 @@ from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
 
 Run = Callable[..., CliResult]
 GPU_NODES = ("gpu-a", "gpu-b", "gpu-c")
-RESOURCES = {
-    "Namespace": "namespaces",
-    "CustomResourceDefinition": "customresourcedefinitions",
-    "ServiceAccount": "serviceaccounts",
-    "ClusterRole": "clusterroles",
-    "ClusterRoleBinding": "clusterrolebindings",
-    "Role": "roles",
-    "RoleBinding": "rolebindings",
-    "ValidatingAdmissionPolicy": "validatingadmissionpolicies",
-    "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
-    "ConfigMap": "configmaps",
-    "DaemonSet": "daemonsets",
-}
+RESOURCES = install.RESOURCES  # kind → the stand-in store's resource name
 
 
 @pytest.fixture
