@@ -8,7 +8,8 @@ replicas per node by default) and one running pod per allocation; then runs each
 child process several times and prints the medians, the ratio and each command's peak RSS
 (`resource.getrusage(RUSAGE_CHILDREN)` in a fresh wrapper process per command).
 
-Run: `.venv/bin/python -m benchmarks.map_scale [--nodes 5000] [--runs 3]` (default 200 nodes).
+Run: `.venv/bin/python -m benchmarks.map_scale [--nodes 5000] [--runs 3] [--mix]` (default 200
+nodes). `compare` (map JSON, map table, kubectl get pods) is what benchmarks.run_all uses.
 Must never be collected by pytest, nor assert on time.
 """
 
@@ -24,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks import synthetic
 from kubectl_gpu.gpumap import join, report
 from kubectl_gpu.gpumap.allocations import Allocation, Gpu, Source, group_devices
 from kubectl_gpu.workflows import reports
@@ -86,17 +88,55 @@ def seed(server: FakeApiServer, nodes: int, gpus_per_node: int, held: int) -> in
     return count
 
 
+def run_once(argv: list[str]) -> tuple[float, int]:
+    """Wall seconds of one run of `argv` and its peak RSS (KiB), from a fresh wrapper process."""
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", MEASURE, *argv], capture_output=True, text=True, check=True
+    )
+    return time.perf_counter() - started, int(done.stdout.strip())
+
+
 def measure(argv: list[str], runs: int) -> tuple[float, int]:
     """Median wall seconds over `runs`, and the peak RSS (KiB) of one run."""
     times, peaks = [], []
     for _ in range(runs):
-        started = time.perf_counter()
-        done = subprocess.run(
-            [sys.executable, "-c", MEASURE, *argv], capture_output=True, text=True, check=True
-        )
-        times.append(time.perf_counter() - started)
-        peaks.append(int(done.stdout.strip()))
+        seconds, kib = run_once(argv)
+        times.append(seconds)
+        peaks.append(kib)
     return statistics.median(times), max(peaks)
+
+
+def map_argv(kubeconfig: str, *output: str) -> list[str]:
+    """`kubectl gpu map -A [OUTPUT]` as a user runs it (through `python -m kubectl_gpu`)."""
+    return [sys.executable, "-m", "kubectl_gpu", "--kubeconfig", kubeconfig, "map", "-A", *output]
+
+
+def compare(kubeconfig: str, runs: int) -> dict[str, tuple[float, int]]:
+    """Median seconds and peak RSS (KiB) of `map -A -o json`, `map -A` (the table) and, with
+    kubectl on PATH, `kubectl get pods -A -o json`; the commands take turns, so load on the
+    machine hits each alike."""
+    commands = {"map-json": map_argv(kubeconfig, "-o", "json"), "map-table": map_argv(kubeconfig)}
+    kubectl = shutil.which("kubectl")
+    if kubectl:
+        commands["get-pods"] = [
+            kubectl,
+            "--kubeconfig",
+            kubeconfig,
+            "get",
+            "pods",
+            "-A",
+            "-o",
+            "json",
+        ]
+    samples: dict[str, list[tuple[float, int]]] = {name: [] for name in commands}
+    for _ in range(runs):
+        for name, argv in commands.items():
+            samples[name].append(run_once(argv))
+    return {
+        name: (statistics.median(s for s, _ in got), max(k for _, k in got))
+        for name, got in samples.items()
+    }
 
 
 def main() -> None:
@@ -106,29 +146,30 @@ def main() -> None:
     parser.add_argument("--allocations-per-node", type=int, default=20)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--map-only", action="store_true", help="skip kubectl get pods")
+    parser.add_argument(
+        "--mix",
+        action="store_true",
+        help="the realistic mix of benchmarks.synthetic (H100, A100 MIG, L4 time-sliced), "
+        "20 pods per node on average, instead of uniform H100 nodes",
+    )
     options = parser.parse_args()
     kubectl = shutil.which("kubectl")
     with FakeApiServer() as server, tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
-        allocations = seed(
-            server, options.nodes, options.gpus_per_node, options.allocations_per_node
-        )
+        if options.mix:
+            scale = synthetic.seed(server, options.nodes, options.nodes * 20)
+            gpus, allocations = scale.gpus, scale.pods
+        else:
+            gpus = options.nodes * options.gpus_per_node
+            allocations = seed(
+                server, options.nodes, options.gpus_per_node, options.allocations_per_node
+            )
         kubeconfig = str(server.write_kubeconfig(Path(tmp) / "kubeconfig"))
         print(
-            f"seeded {options.nodes} nodes, {options.nodes * options.gpus_per_node} GPUs, "
+            f"seeded {options.nodes} nodes, {gpus} GPUs, "
             f"{allocations} allocations/pods in {time.perf_counter() - started:.1f} s"
         )
-        ours = [
-            sys.executable,
-            "-m",
-            "kubectl_gpu",
-            "--kubeconfig",
-            kubeconfig,
-            "map",
-            "-A",
-            "-o",
-            "json",
-        ]
+        ours = map_argv(kubeconfig, "-o", "json")
         map_s, map_kib = measure(ours, options.runs)
         print(
             f"kubectl gpu map -A -o json:   median {map_s:.2f} s, peak RSS {map_kib / 1024:.0f} MiB"

@@ -26,10 +26,10 @@ DEFAULT = ROOT / "tests" / "data" / "mig" / "mig-parted__deployments__systemd__c
 BUDGET_MS = 300.0
 
 
-def mig_validate() -> list[str]:
+def mig_validate(bin_dir: Path = BIN) -> list[str]:
     from kubectl_gpu.mig import models
 
-    argv = [str(BIN / "kubectl-gpu"), "mig", "validate", "-f", str(DEFAULT)]
+    argv = [str(bin_dir / "kubectl-gpu"), "mig", "validate", "-f", str(DEFAULT)]
     for model in models.MODELS:
         argv += ["--gpu", model.key]
     return argv
@@ -41,27 +41,44 @@ def timed_ms(argv: list[str]) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+def cases(bin_dir: Path = BIN) -> dict[str, tuple[list[str], float | None]]:
+    """Command name → (argv, budget ms); the first is the baseline."""
+    argv = mig_validate(bin_dir)
+    return {
+        "python -c pass (baseline)": ([str(bin_dir / "python"), "-c", "pass"], None),
+        "kubectl-gpu validate -f <default> (for scale)": (
+            [str(bin_dir / "kubectl-gpu"), "validate", "-f", str(DEFAULT)],
+            250.0,
+        ),
+        f"kubectl-gpu mig validate -f <default> ({argv.count('--gpu')} models)": (argv, BUDGET_MS),
+    }
+
+
+def measure(runs: int, bin_dir: Path = BIN) -> dict[str, float]:
+    """Median ms of every case over `runs`, the commands taking turns."""
+    return {name: statistics.median(taken) for name, taken in samples(runs, bin_dir).items()}
+
+
+def samples(runs: int, bin_dir: Path = BIN) -> dict[str, list[float]]:
+    """Every run's ms for every case, the commands taking turns (load hits each alike)."""
+    commands = cases(bin_dir)
+    taken: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(runs):
+        for name, (command, _budget) in commands.items():
+            taken[name].append(timed_ms(command))
+    return taken
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=21)
     runs = parser.parse_args().runs
     argv = mig_validate()
-    cases = {
-        "python -c pass (baseline)": ([sys.executable, "-c", "pass"], None),
-        "kubectl-gpu validate -f <default> (for scale)": (
-            [str(BIN / "kubectl-gpu"), "validate", "-f", str(DEFAULT)],
-            250.0,
-        ),
-        f"kubectl-gpu mig validate -f <default> ({argv.count('--gpu')} models)": (argv, BUDGET_MS),
-    }
-    samples: dict[str, list[float]] = {name: [] for name in cases}
-    for _ in range(runs):  # take turns: load on the machine hits every command alike
-        for name, (command, _budget) in cases.items():
-            samples[name].append(timed_ms(command))
-    baseline = statistics.median(samples["python -c pass (baseline)"])
+    medians = measure(runs)
+    baseline = medians["python -c pass (baseline)"]
     print(f"{'command':<58} {'median ms':>10} {'x baseline':>11} {'budget ms':>10}  verdict")
-    for name, (_command, budget) in cases.items():
-        ms = statistics.median(samples[name])
+    for name, (_command, budget) in cases().items():
+        ms = medians[name]
         verdict = "" if budget is None else ("pass" if ms <= budget else "MISS")
         shown = "" if budget is None else f"{budget:.0f}"
         print(f"{name:<58} {ms:>10.1f} {ms / baseline:>11.2f} {shown:>10}  {verdict}")

@@ -1,0 +1,242 @@
+"""The whole benchmark suite in one command, against DESIGN.md's budgets (never part of pytest).
+
+Runs every measurement the other modules own and prints one table: figure, budget, measured,
+the same-run baseline, the ratio to it, and pass/MISS. Start-up figures (`--help`, `validate`,
+`mig validate`) are medians of fresh processes of a regular wheel install in a temporary venv
+(benchmarks.startup.regular_install; `--editable`: .venv's editable install), baseline the
+same interpreter's `python -c pass`. The cluster-scale figures seed the synthetic cluster
+(benchmarks.synthetic: 5,000 nodes, 100,000 pods by default) into the API server stand-in in
+this process and take medians of child processes, baselines `kubectl get pods -A -o json` and
+`kubectl get nodes -o json` against the same server. The agent runs at rest in a child
+process (benchmarks.agent_at_rest). Prints the machine (CPUs, model, memory, Python) and the
+load average before, between steps and after, since the machine may be shared. Must not
+assert on time nor be imported by tests.
+
+Run: `.venv/bin/python -m benchmarks.run_all [--quick]` (`make bench`); `--quick`: 500 nodes,
+10,000 pods, fewer runs and a 20 s agent window — a smoke check, not figures to quote.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from benchmarks import agent_at_rest, map_scale, mig_validate, share_scale, startup, synthetic
+from tests.fakes.apiserver.bench_list import timed_list
+from tests.fakes.apiserver.server import FakeApiServer
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One line of the table; `passed` None: reported, no budget in DESIGN.md."""
+
+    figure: str
+    budget: str
+    measured: str
+    baseline: str = ""
+    ratio: float | None = None
+    passed: bool | None = None
+
+
+def verdict(passed: bool | None) -> str:
+    return "" if passed is None else ("pass" if passed else "MISS")
+
+
+def print_table(rows: list[Row]) -> None:
+    header = ("figure", "budget", "measured", "baseline", "ratio", "verdict")
+    cells = [header] + [
+        (
+            r.figure,
+            r.budget,
+            r.measured,
+            r.baseline,
+            "" if r.ratio is None else f"{r.ratio:.2f}",
+            verdict(r.passed),
+        )
+        for r in rows
+    ]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(header))]
+    for line in cells:
+        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)))
+
+
+def machine() -> str:
+    """CPUs, CPU model, memory and Python, read from /proc where there is one."""
+    model = memory = "?"
+    cpuinfo, meminfo = Path("/proc/cpuinfo"), Path("/proc/meminfo")
+    if cpuinfo.exists():
+        names = [line for line in cpuinfo.read_text().splitlines() if line.startswith("model name")]
+        model = names[0].split(":", 1)[1].strip() if names else "?"
+    if meminfo.exists():
+        kib = int(meminfo.read_text().split()[1])
+        memory = f"{kib / 1024 / 1024:.1f} GiB"
+    return (
+        f"{os.cpu_count()} CPUs ({model}), {memory} memory, Python {platform.python_version()}, "
+        f"{platform.system()} {platform.release()}"
+    )
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def startup_rows(runs: int, editable: bool) -> list[Row]:
+    if editable:
+        return _startup_rows(runs, startup.BIN, " [editable]")
+    with tempfile.TemporaryDirectory() as tmp:
+        return _startup_rows(runs, startup.regular_install(Path(tmp)), "")
+
+
+def _startup_rows(runs: int, bin_dir: Path, note: str) -> list[Row]:
+    measured = startup.samples(runs, bin_dir)
+    base = statistics.median(measured[0][1])
+    rows = [
+        _timed_row(name + note, times, budget, base)
+        for name, times, budget in measured[1:]
+        if budget is not None
+    ]
+    mig = mig_validate.samples(runs, bin_dir)
+    base = statistics.median(mig["python -c pass (baseline)"])
+    name = next(n for n in mig if "mig validate" in n)
+    rows.append(_timed_row(name + note, mig[name], mig_validate.BUDGET_MS, base))
+    return rows
+
+
+def _timed_row(name: str, times: list[float], budget: float, base: float) -> Row:
+    """Median (and fastest run: what a quiet machine gives) against a budget in ms."""
+    ms = statistics.median(times)
+    return Row(
+        name,
+        f"<= {budget:.0f} ms",
+        f"{ms:.0f} ms (min {min(times):.0f})",
+        f"{base:.0f} ms",
+        ms / base,
+        ms <= budget,
+    )
+
+
+def map_rows(kubeconfig: str, runs: int, scale: synthetic.Scale) -> list[Row]:
+    got = map_scale.compare(kubeconfig, runs)
+    if "get-pods" not in got:
+        return [Row("kubectl gpu map -A", "<= 0.5 x get pods", "no kubectl: not measured")]
+    pods_s, pods_kib = got["get-pods"]
+    base = f"{pods_s:.2f} s"
+    at = f"{scale.nodes} nodes/{scale.gpus} GPUs/{scale.pods} pods"
+    rows = []
+    for key, label in (("map-json", "map -A -o json"), ("map-table", "map -A (table)")):
+        seconds, _kib = got[key]
+        ratio = seconds / pods_s
+        rows.append(
+            Row(f"kubectl gpu {label}, {at}", "<= 0.5 x get pods -A -o json",
+                f"{seconds:.2f} s", base, ratio, ratio <= 0.5)
+        )  # fmt: skip
+    for key, label in (("map-json", "-o json"), ("map-table", "(table)")):
+        peak = got[key][1] / 1024
+        rows.append(
+            Row(f"kubectl gpu map -A {label} peak RSS", "<= 400 MiB", f"{peak:.0f} MiB",
+                f"{pods_kib / 1024:.0f} MiB", peak * 1024 / pods_kib, peak <= 400)
+        )  # fmt: skip
+    return rows
+
+
+def stand_in_row(url: str, pods: int) -> Row:
+    seconds = min(timed_list(url)[0] for _ in range(2))
+    passed = seconds <= 5.0 if pods >= 100_000 else None  # the budget is for 100,000 pods
+    return Row(
+        f"stand-in LIST of {pods} pods", "<= 5 s (100,000 pods)", f"{seconds:.2f} s", passed=passed
+    )
+
+
+def share_rows(nodes: int, runs: int) -> list[Row]:
+    with FakeApiServer() as server, tempfile.TemporaryDirectory() as tmp:
+        synthetic.seed(server, nodes, 0, with_pods=False)
+        kubeconfig = str(server.write_kubeconfig(Path(tmp) / "kubeconfig"))
+        share, get_nodes = share_scale.compare(kubeconfig, runs)
+    figure = f"kubectl gpu share --dry-run=client, {nodes} nodes"
+    if get_nodes is None:
+        return [Row(figure, "(none in DESIGN.md)", f"{share.seconds:.2f} s")]
+    return [
+        Row(figure, "(none; baseline get nodes -o json)", f"{share.seconds:.2f} s",
+            f"{get_nodes.seconds:.2f} s", share.seconds / get_nodes.seconds),
+        Row("kubectl gpu share --dry-run=client peak RSS", "(none)", f"{share.rss_mib:.0f} MiB",
+            f"{get_nodes.rss_mib:.0f} MiB", share.rss_mib / get_nodes.rss_mib),
+    ]  # fmt: skip
+
+
+def agent_rows(seconds: float) -> list[Row]:
+    rest = agent_at_rest.measure(seconds, 10.0)
+    window = f"{rest.seconds:.0f} s, {rest.passes} passes"
+    per_minute = rest.writes * 60 / rest.seconds
+    rss = f"{rest.rss_mib:.1f} MiB (peak {rest.peak_rss_mib:.1f})"
+    writes = f"{per_minute:.1f} / min (first pass {rest.first_pass_writes})"
+    return [
+        Row(f"agent RSS at rest ({window})", "<= 100 MiB", rss, passed=rest.peak_rss_mib <= 100),
+        Row("agent CPU at rest (interval 10 s)", "<= 2 % of a core",
+            f"{rest.cpu_percent:.2f} %", passed=rest.cpu_percent <= 2.0),
+        Row("agent API writes with no change", "0 / min (only on change)",
+            writes, passed=rest.writes == 0),
+    ]  # fmt: skip
+
+
+def cluster_rows(nodes: int, pods: int, runs: int) -> list[Row]:
+    with FakeApiServer() as server, tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        scale = synthetic.seed(server, nodes, pods)
+        print(
+            f"seeded {scale.nodes} nodes, {scale.gpus} GPUs, {scale.devices} devices, "
+            f"{scale.pods} pods in {time.perf_counter() - started:.0f} s; {load()}",
+            flush=True,
+        )
+        kubeconfig = str(server.write_kubeconfig(Path(tmp) / "kubeconfig"))
+        rows = [stand_in_row(server.url, scale.pods)]
+        rows += map_rows(kubeconfig, runs, scale)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="500 nodes, fewer runs")
+    parser.add_argument("--nodes", type=int, help="nodes (default 5000; --quick 500)")
+    parser.add_argument(
+        "--editable",
+        action="store_true",
+        help="time start-up with .venv's editable install, not a regular wheel install",
+    )
+    parser.add_argument(
+        "--skip", action="append", default=[], choices=["startup", "map", "share", "agent"]
+    )
+    options = parser.parse_args()
+    nodes = options.nodes or (500 if options.quick else 5000)
+    startup_runs, scale_runs = (5, 1) if options.quick else (11, 3)
+    print(f"machine: {machine()}\nstart: {load()}", flush=True)
+    rows: list[Row] = []
+    steps: dict[str, Callable[[], list[Row]]] = {
+        "startup": lambda: startup_rows(startup_runs, options.editable),
+        "map": lambda: cluster_rows(nodes, nodes * 20, scale_runs),
+        "share": lambda: share_rows(nodes, scale_runs),
+        "agent": lambda: agent_rows(20.0 if options.quick else 60.0),
+    }
+    for name, step in steps.items():
+        if name not in options.skip:
+            started = time.perf_counter()
+            rows += step()
+            print(
+                f"{name}: {time.perf_counter() - started:.0f} s; {load()}",
+                file=sys.stderr,
+                flush=True,
+            )
+    print(f"end: {load()}")
+    print_table(rows)
+
+
+if __name__ == "__main__":
+    main()
