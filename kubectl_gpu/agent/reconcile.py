@@ -232,7 +232,9 @@ def _await_allocatable(run: _Pass, state: MigState, pause: PluginPause) -> None:
     deadline = run.timing.deadline(run.options.timeout)
     restarted = pause.touched
     while True:
-        missing = apply.expected_resources(resources, nodestate.allocatable(run.api, run.node))
+        missing = apply.expected_resources(
+            resources, nodestate.allocatable(run.api, run.node), _replicas(run)
+        )
         if not missing:
             return
         if not restarted:  # the plugin still shows an older layout: restart it once
@@ -241,6 +243,19 @@ def _await_allocatable(run: _Pass, state: MigState, pause: PluginPause) -> None:
         if deadline.passed:
             raise errors.GpuError(_allocatable_message(missing, run.options.timeout))
         deadline.pause()
+
+
+def _replicas(run: _Pass) -> dict[str, int]:
+    """Replicas per device from what kubelet can allocate; none known without its socket."""
+    socket = run.options.kubelet_socket
+    if socket is None:
+        return {}
+    try:
+        registered = kubelet.allocatable_resources(socket, run.options.timeout)
+    except errors.KubeletError as e:
+        log.warning("cannot read the node's replicas from kubelet: %s", e.message)
+        return {}
+    return apply.replicas_per_device({r.resource: r.device_ids for r in registered.resources})
 
 
 def _allocatable_message(missing: dict[str, tuple[int, int]], timeout: float) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from kubectl_gpu import keys
 from kubectl_gpu.mig.state import GpuInstance, GpuState
@@ -129,17 +129,34 @@ def layouts(gpus: Iterable[GpuState]) -> dict[str, str]:
 
 
 def expected_resources(
-    resources: Mapping[str, int], allocatable: Mapping[str, str]
+    resources: Mapping[str, int],
+    allocatable: Mapping[str, str],
+    replicas: Mapping[str, int] | None = None,
 ) -> dict[str, tuple[int, int]]:
-    """The resources whose allocatable differs from what the layout makes: name → (want, have)."""
+    """The resources whose allocatable differs from what the layout makes: name → (want, have).
+
+    `replicas` is how many devices the plugin advertises per physical device of a resource
+    (time-slicing or MPS in its config): the layout's count times that is what kubelet shows."""
     wanted = dict(resources)
     for name in allocatable:  # a profile the layout no longer has must show 0
         if name.startswith(keys.MIG_RESOURCE_PREFIX):
             wanted.setdefault(name, 0)
     missing = {}
     for name, want in wanted.items():
+        want *= (replicas or {}).get(name, 1)
         have_text = str(allocatable.get(name, "0"))
         have = int(have_text) if have_text.isdigit() else 0
         if have != want:
             missing[name] = (want, have)
     return missing
+
+
+def replicas_per_device(registered: Mapping[str, Sequence[str]]) -> dict[str, int]:
+    """Replicas per physical device, per resource, from the device IDs the plugin registered
+    (`GPU-…::0`…`::3` are 4 replicas of one GPU); resources without replicas are left out."""
+    found = {}
+    for resource, ids in registered.items():
+        physical = {device.split("::", 1)[0] for device in ids}
+        if physical and len(ids) > len(physical) and len(ids) % len(physical) == 0:
+            found[resource] = len(ids) // len(physical)
+    return found

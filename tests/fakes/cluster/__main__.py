@@ -2,7 +2,8 @@
 
 Owns the command line only: build the nodes (`--nodes gpu-a=H100-SXM5-80GB:8,cpu-1=none:0`), the
 deployment (`--layout gpu-operator|helm|static|none`) and its configs (`--config KEY=FILE`,
-`--default KEY`), start a `SimCluster`, write the kubeconfig, print one `ready: kubeconfig=PATH
+`--default KEY`), whether GPU nodes run the real agent once it is installed (`--agents`, the
+default), start a `SimCluster`, write the kubeconfig, print one `ready: kubeconfig=PATH
 server=URL` line, serve until SIGTERM or SIGINT, then stop cleanly and exit 0. Must not be used
 by tests in-process (they use the fixture).
 """
@@ -40,6 +41,13 @@ def _options(argv: list[str] | None) -> argparse.Namespace:
         help="a device-plugin config for the ConfigMap (repeatable)",
     )
     parser.add_argument("--default", dest="default_config", help="the default config key")
+    parser.add_argument(
+        "--agents",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="run the real kubectl-gpu-agent as a process on every GPU node that gets an agent "
+        "pod (after `kubectl gpu install`)",
+    )
     return parser.parse_args(argv)
 
 
@@ -73,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         _configs(options.config),
         options.default_config,
         kubeconfig=options.kubeconfig.resolve(),
+        agents=options.agents,
     )
     cluster.start()
     try:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.fakes.apiserver import FakeApiServer, Store
+from tests.fakes.cluster.agents import AgentRuntime, NodeKubelets, NodeSide, write_smi
 from tests.fakes.cluster.allocation import Allocation
 from tests.fakes.cluster.daemonsets import DaemonSetController
 from tests.fakes.cluster.deviceplugin import DevicePluginRuntime
@@ -51,6 +52,8 @@ class SimCluster:
         *,
         time_scale: float = 0.02,
         kubeconfig: Path | None = None,
+        agents: bool = False,
+        agent_interval: float = 0.5,
     ) -> None:
         unknown = set(controllers) - set(ALL_CONTROLLERS)
         if unknown:
@@ -71,6 +74,11 @@ class SimCluster:
             runtimes.append(self.plugin)
         if "gfd" in controllers:
             runtimes.append(self.gfd)
+        self.agents: AgentRuntime | None = None
+        self.node_kubelets: NodeKubelets | None = None
+        self._node_root: Path | None = None
+        if agents:
+            runtimes.append(self._node_side(agent_interval))
         self.kubelet = Kubelet(
             self.store, self.loop, self.nodes, self.plugin, runtimes,
             time_scale=time_scale, logs=self.server.logs,
@@ -96,6 +104,21 @@ class SimCluster:
         programs = [r for r in runtimes if isinstance(r, (DevicePluginRuntime, GfdRuntime))]
         if programs:
             self.loop.add(SidecarWatch(programs))
+        if self.node_kubelets is not None:
+            self.loop.add(self.node_kubelets)
+
+    def _node_side(self, interval: float) -> AgentRuntime:
+        """Each GPU node's disk (GPU state, kubelet root) and the agent processes on them.
+
+        A short directory under /tmp: a unix socket path must fit in 108 bytes."""
+        self._node_root = Path(tempfile.mkdtemp(prefix="sim", dir="/tmp"))
+        sides = {
+            name: NodeSide(self._node_root, node) for name, node in self.nodes.items() if node.gpus
+        }
+        write_smi(self._node_root / "bin")
+        self.node_kubelets = NodeKubelets(sides, self.podresources)
+        self.agents = AgentRuntime(self.loop, sides, self.server.logs, interval=interval)
+        return self.agents
 
     # ---- lifetime -----------------------------------------------------------------------
 
@@ -108,11 +131,19 @@ class SimCluster:
         for obj in self.layout.objects if self.layout else ():
             self.store.create(obj)
         self.server.write_kubeconfig(self.kubeconfig)
+        if self.agents is not None and self.node_kubelets is not None:
+            for side in self.agents.sides.values():
+                shutil.copyfile(self.kubeconfig, side.kubeconfig)
+            self.node_kubelets.start()
         self.settle(timeout)
         return self
 
     def stop(self) -> None:
         """Stop the controllers and the server (the port is freed even if never started)."""
+        if self.agents is not None:
+            self.agents.stop_all()  # first: they talk to the server
+        if self.node_kubelets is not None:
+            self.node_kubelets.stop()
         if self._started:
             self.loop.stop()
             self._started = False
@@ -121,6 +152,8 @@ class SimCluster:
             self._stopped = True
         if self._own_dir is not None:
             shutil.rmtree(self._own_dir, ignore_errors=True)
+        if self._node_root is not None:
+            shutil.rmtree(self._node_root, ignore_errors=True)
 
     def __enter__(self) -> SimCluster:
         return self.start()

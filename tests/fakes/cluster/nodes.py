@@ -10,13 +10,16 @@ decide what the device plugin advertises (devices.py).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tests.fakes.apiserver.samples import node as sample_node
 from tests.fakes.libnvml import FakeLibNvml, Gpu, codes
 from tests.fakes.libnvml.models import compute_profiles, mig_device_profile
+from tests.fakes.libnvml.statefile import GpuStateFile
 
 Obj = dict[str, Any]
 MIB = 1024 * 1024
@@ -81,8 +84,28 @@ class SimNode:
         self.index = index
         gpus = [_gpu(spec, i) for i in range(spec.count if spec.model_key != "none" else 0)]
         self.nvml = FakeLibNvml(gpus)
+        self.state_file: GpuStateFile | None = None
         for gpu_index, profiles in spec.mig.items():
             self.set_mig(gpu_index, profiles)
+
+    def share_state(self, path: Path) -> None:
+        """From now on the GPUs' truth is `path`, shared with the node's other processes (the
+        agent, nvidia-smi), as the driver is on a real node."""
+        self.state_file = GpuStateFile(path)
+        with self.state_file.locked(), self.nvml.lock:
+            self.state_file.save(self.nvml)
+
+    @contextmanager
+    def _gpus_in_use(self, changing: bool) -> Iterator[None]:
+        if self.state_file is None:
+            with self.nvml.lock:
+                yield
+            return
+        with self.state_file.locked(), self.nvml.lock:
+            self.state_file.refresh(self.nvml)
+            yield
+            if changing:
+                self.state_file.save(self.nvml)
 
     @property
     def name(self) -> str:
@@ -126,7 +149,7 @@ class SimNode:
         ("3g.40gb", or "1c.3g.40gb" for a 1-slice compute instance in a 3g GPU instance).
         The device plugin sees the change only when it restarts (reference §3.3).
         """
-        with self.nvml.lock:
+        with self._gpus_in_use(changing=True):
             gpu = self.gpus[gpu_index]
             _clear(gpu)
             mode = codes.MIG_DISABLE if profiles is None else codes.MIG_ENABLE
@@ -139,7 +162,7 @@ class SimNode:
                 _create(gpu, profile)
 
     def gpu_views(self) -> tuple[GpuView, ...]:
-        with self.nvml.lock:
+        with self._gpus_in_use(changing=False):
             return tuple(_view(gpu) for gpu in self.gpus)
 
 

@@ -1,0 +1,257 @@
+"""The node side of simulated GPU nodes: the real `kubectl-gpu-agent` as one OS process per node,
+and a kubelet stand-in (checkpoint file + PodResources socket) per node for it to read.
+
+Owns `NodeSide` (one directory per GPU node: the shared GPU state file, the kubelet root, the
+agent's kubeconfig, heartbeat and `nvidia-smi`), `AgentRuntime` (the kubelet's view of the
+agent container: start the process when the DaemonSet's pod starts, report it crashed when it
+exits so the kubelet's back-off restarts it, stop it with its pod; its output becomes the pod's
+container log) and `NodeKubelets` (keeps each node's checkpoint and PodResources answers equal to
+what the simulated kubelet allocated). Must not: decide what the agent does (that is the real
+`kubectl_gpu.agent`), or pass it anything a DaemonSet pod would not have.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from tests.fakes.apiserver.podlogs import LogStore
+from tests.fakes.cluster.loop import Change, ControlLoop
+from tests.fakes.cluster.nodes import SimNode
+
+Obj = dict[str, Any]
+AGENT_PROGRAM = "kubectl-gpu-agent"
+REPO_ROOT = Path(__file__).resolve().parents[3]
+_STOP_GRACE = 5.0
+
+
+class NodeSide:
+    """Where one simulated GPU node keeps what a real node keeps on disk."""
+
+    def __init__(self, root: Path, node: SimNode) -> None:
+        self.node = node
+        self.dir = root / node.name
+        self.kubelet_root = self.dir / "kubelet"
+        self.gpu_state = self.dir / "gpus.json"
+        self.kubeconfig = self.dir / "kubeconfig"
+        self.heartbeat = self.dir / "heartbeat"
+        self.bin = root / "bin"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        node.share_state(self.gpu_state)
+
+
+def write_smi(bin_dir: Path) -> None:
+    """`nvidia-smi` for the node's processes: the stand-in, run by this Python."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(
+        f"#!{sys.executable}\nimport sys\nfrom tests.fakes.node.smi import main\nsys.exit(main())\n"
+    )
+    smi.chmod(0o755)
+
+
+@dataclass
+class _Run:
+    node: str
+    namespace: str
+    pod: str
+    container: str
+    args: list[str]
+    process: subprocess.Popen[str] | None = None
+    reader: threading.Thread | None = None
+
+
+class AgentRuntime:
+    """The agent container of every agent pod: a `kubectl-gpu-agent` process per node."""
+
+    name = "agent"
+
+    def __init__(
+        self,
+        loop: ControlLoop,
+        sides: dict[str, NodeSide],
+        logs: LogStore | None,
+        *,
+        interval: float,
+    ) -> None:
+        self.loop = loop
+        self.sides = sides
+        self.logs = logs
+        self.interval = interval
+        self._runs: dict[str, _Run] = {}
+        self._lock = threading.Lock()
+
+    # ---- PodRuntime hooks (called by the kubelet, on the loop's thread) ---------------------
+
+    def owns(self, pod: Obj) -> bool:
+        return _agent_container(pod) is not None
+
+    def start(self, node: str, pod: Obj) -> None:
+        container = _agent_container(pod)
+        assert container is not None
+        meta = pod["metadata"]
+        run = _Run(node, meta["namespace"], meta["name"], container["name"], _args(container))
+        with self._lock:
+            self._runs[meta["uid"]] = run
+        if node in self.sides:
+            self._spawn(run)
+
+    def stop(self, uid: str) -> None:
+        with self._lock:
+            run = self._runs.pop(uid, None)
+        if run is not None:
+            _terminate(run)
+
+    def fates(self, uid: str) -> dict[str, str | None]:
+        with self._lock:
+            run = self._runs.get(uid)
+        if run is None:
+            return {}
+        if run.node not in self.sides:
+            return {run.container: f"no GPU on node {run.node}: NVML cannot be initialised"}
+        code = run.process.poll() if run.process else None
+        return {run.container: None if code is None else f"the agent exited with code {code}"}
+
+    def restart(self, uid: str, container: str) -> None:
+        with self._lock:
+            run = self._runs.get(uid)
+        if run is not None and run.node in self.sides:
+            self._spawn(run)
+
+    def stop_all(self) -> None:
+        with self._lock:
+            runs = list(self._runs.values())
+            self._runs.clear()
+        for run in runs:
+            _terminate(run)
+
+    # ---- test handles --------------------------------------------------------------------
+
+    def pid(self, node: str) -> int | None:
+        """The running agent process on `node`, if any."""
+        with self._lock:
+            runs = [r for r in self._runs.values() if r.node == node]
+        for run in runs:
+            if run.process is not None and run.process.poll() is None:
+                return run.process.pid
+        return None
+
+    # ---- processes -----------------------------------------------------------------------
+
+    def _spawn(self, run: _Run) -> None:
+        side = self.sides[run.node]
+        side.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
+        command = [
+            sys.executable, "-m", "tests.fakes.node.agent", "--gpu-state", str(side.gpu_state),
+            "--", *run.args,
+            # Where this node keeps what a pod would find mounted (last flag wins in argparse).
+            "--kubeconfig", str(side.kubeconfig), "--kubelet-root", str(side.kubelet_root),
+            "--heartbeat", str(side.heartbeat), "--interval", str(self.interval),
+        ]  # fmt: skip
+        env = {
+            **os.environ,
+            "NODE_NAME": run.node,
+            "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
+            "PATH": os.pathsep.join([str(side.bin), os.environ.get("PATH", "")]),
+            "PYTHONUNBUFFERED": "1",
+        }
+        env.pop("KUBECONFIG", None)
+        run.process = subprocess.Popen(  # noqa: S603 (fixed argv, no shell)
+            command,
+            cwd=REPO_ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        assert run.process.stdout is not None
+        run.reader = threading.Thread(
+            target=self._read, args=(run, run.process.stdout), name=f"agent-{run.node}", daemon=True
+        )
+        run.reader.start()
+
+    def _read(self, run: _Run, output: IO[str]) -> None:
+        """The container's log; at its end the process is gone, so the kubelet must look."""
+        for line in output:
+            if self.logs is not None:
+                self.logs.append(run.namespace, run.pod, run.container, line.rstrip("\n"))
+        output.close()
+        self.loop.enqueue("kubelet", ("node", run.node))
+
+
+def _terminate(run: _Run) -> None:
+    process = run.process
+    if process is None:
+        return
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(_STOP_GRACE)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    if run.reader is not None and run.reader is not threading.current_thread():
+        run.reader.join(_STOP_GRACE)
+
+
+def _agent_container(pod: Obj) -> Obj | None:
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        command = container.get("command") or []
+        if command[:1] == [AGENT_PROGRAM]:
+            return dict(container)
+    return None
+
+
+def _args(container: Obj) -> list[str]:
+    return [str(a) for a in container.get("command", [])[1:]] + [
+        str(a) for a in container.get("args") or []
+    ]
+
+
+class NodeKubelets:
+    """Every GPU node's checkpoint and PodResources socket, following the kubelet's allocations."""
+
+    name = "node-kubelets"
+
+    def __init__(
+        self, sides: dict[str, NodeSide], podresources: Callable[[str], tuple[list[Any], Any]]
+    ) -> None:
+        from tests.fakes.kubelet import FakeKubelet  # lazy: it imports grpc and the stubs
+
+        self._podresources = podresources
+        self.kubelets = {name: FakeKubelet(side.kubelet_root) for name, side in sides.items()}
+
+    def start(self) -> None:
+        for kubelet in self.kubelets.values():
+            kubelet.start()
+            kubelet.write_checkpoint()
+
+    def stop(self) -> None:
+        for kubelet in self.kubelets.values():
+            kubelet.stop()
+
+    def keys_for(self, change: Change) -> Iterable[Hashable]:
+        if change.resource == "pods":
+            node = (change.obj.get("spec") or {}).get("nodeName")
+            return [node] if node in self.kubelets else []
+        if change.resource == "nodes" and change.name in self.kubelets:
+            return [change.name]
+        return []
+
+    def reconcile(self, key: Hashable) -> None:
+        kubelet = self.kubelets.get(str(key))
+        if kubelet is None:
+            return
+        pods, allocatable = self._podresources(str(key))
+        kubelet.set_pods(pods)
+        kubelet.set_allocatable(allocatable)
+        kubelet.write_checkpoint()

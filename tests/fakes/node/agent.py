@@ -1,0 +1,39 @@
+"""`python -m tests.fakes.node.agent --gpu-state FILE -- AGENT-ARGS…`: the real node agent on a
+simulated node (test code only).
+
+A DaemonSet pod on a real node gets the driver's libnvidia-ml and nvidia-smi from the NVIDIA
+container runtime; here the launcher gives the same process the node's NVML stand-in (the shared
+GPU state file behind pynvml's own symbol lookup) and `nvidia-smi` on PATH, then calls the
+agent's real entry point `kubectl_gpu.agent.main` with the container's arguments. Owns nothing
+else: the agent must not know it is simulated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from tests.fakes import libnvml
+from tests.fakes.libnvml.statefile import GpuStateFile, load_library
+from tests.fakes.node.smi import STATE_ENV
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.fakes.node.agent")
+    parser.add_argument("--gpu-state", type=Path, required=True)
+    parser.add_argument("agent_args", nargs=argparse.REMAINDER)
+    options = parser.parse_args(argv)
+    args = options.agent_args[1:] if options.agent_args[:1] == ["--"] else options.agent_args
+    os.environ[STATE_ENV] = str(options.gpu_state)  # what nvidia-smi, run by the agent, reads
+    libnvml.install(load_library(GpuStateFile(options.gpu_state)))
+
+    from kubectl_gpu import agent  # after the stand-in is in place, as the driver is on a node
+
+    return agent.main(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
