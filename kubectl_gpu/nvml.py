@@ -21,12 +21,14 @@ from typing import Any
 import pynvml
 
 from kubectl_gpu.errors import DeviceError
-from kubectl_gpu.gpumap.allocations import Gpu, MigDevice
+from kubectl_gpu.gpumap.allocations import MigDevice
+from kubectl_gpu.gpumap.report import InventoryGpu, MigInstance, Placement
 from kubectl_gpu.mig import plan
 from kubectl_gpu.mig.state import ComputeInstance, GpuInstance, GpuState, MigState
 
 Reset = Callable[[int, str], None]  # (GPU index, PCI bus ID); raises DeviceError
 _NAME_PREFIX = "MIG "
+_MIB = 1024 * 1024
 ACTIVATION_OK = pynvml.NVML_SUCCESS
 
 
@@ -52,6 +54,14 @@ def symbol(error: pynvml.NVMLError) -> str:
 
 def _error(where: str, e: pynvml.NVMLError) -> DeviceError:
     return DeviceError(f"{where}: {symbol(e)} ({e})")
+
+
+def _optional(read: Callable[[], int]) -> int | None:
+    """A reading some GPUs or drivers do not offer: None instead of an error."""
+    try:
+        return read()
+    except pynvml.NVMLError:
+        return None
 
 
 def _text(value: Any) -> str:
@@ -172,18 +182,26 @@ class Session:
             found.setdefault(name, _Profile(info.id, name, info.instanceCount))
         return found
 
-    def inventory(self) -> list[Gpu]:
-        """The physical GPUs with their MIG devices' UUIDs, as the node map reads them."""
+    def inventory(self) -> list[InventoryGpu]:
+        """The physical GPUs with memory, MIG mode and MIG devices (UUID, profile, placement),
+        as the node map reads them."""
         return [self._inventory_gpu(gpu) for gpu in self.read_state().gpus]
 
-    def _inventory_gpu(self, gpu: GpuState) -> Gpu:
+    def _inventory_gpu(self, gpu: GpuState) -> InventoryGpu:
         handle = self._handle(gpu.index)
-        try:
-            minor = pynvml.nvmlDeviceGetMinorNumber(handle)
-        except pynvml.NVMLError:
-            minor = None
-        devices = self.mig_devices(gpu.index) if gpu.mode_current else ()
-        return Gpu(gpu.index, gpu.uuid, gpu.model, minor, devices)
+        minor = _optional(lambda: int(pynvml.nvmlDeviceGetMinorNumber(handle)))
+        memory = _optional(lambda: int(pynvml.nvmlDeviceGetMemoryInfo(handle).total) // _MIB)
+        mode = ("enabled" if gpu.mode_current else "disabled") if gpu.mig_capable else None
+        placements = {
+            g.id: Placement(g.placement_start, g.placement_size) for g in gpu.gpu_instances
+        }
+        devices = tuple(
+            MigInstance(
+                d.uuid, d.profile, d.gi, d.ci, placements.get(d.gi) if d.gi is not None else None
+            )
+            for d in (self.mig_devices(gpu.index) if gpu.mode_current else ())
+        )
+        return InventoryGpu(gpu.index, gpu.uuid, gpu.model, minor, memory, mode, devices)
 
     def mig_devices(self, index: int) -> tuple[MigDevice, ...]:
         """The MIG devices NVML enumerates on a GPU, with their UUIDs."""

@@ -1,59 +1,103 @@
 #!/usr/bin/env bash
-# The main job: kubectl gpu against a local simulated GPU cluster (an API server
-# stand-in with simulated GPU nodes, NVIDIA device plugin and GPU Operator; see
-# tests/fakes/). Against a real cluster, run the same kubectl gpu commands without
-# --kubeconfig.
+# The main job: the whole kubectl-gpu story against a local simulated GPU cluster (an API server
+# stand-in with simulated GPU nodes; each GPU node runs the real kubectl-gpu-agent as its own
+# process once it is installed; see tests/fakes/). Every step is checked: the demo exits
+# non-zero if one does not do what it says. Against a real cluster, run the same kubectl gpu
+# commands with your own kubeconfig.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-if command -v kubectl >/dev/null 2>&1; then gpu=(kubectl gpu); k=(kubectl); else gpu=(kubectl-gpu); k=(); fi
+command -v kubectl >/dev/null 2>&1 || { echo "demo: needs kubectl on PATH" >&2; exit 1; }
+gpu=(kubectl gpu)
+started=$SECONDS
 
 work=$(mktemp -d)
 cleanup() { [ -n "${sim:-}" ] && kill "$sim" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
-fail() { echo "demo: $*" >&2; exit 1; }
+fail() { echo "demo: FAILED: $*" >&2; exit 1; }
+ok() { printf '\033[32mok:\033[0m %s\n' "$*"; }
+json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+# until SECONDS COMMAND…: retry a check while the agents catch up (they report every 0.5 s here)
+until_ok() { local t=$1; shift; for _ in $(seq $((t * 5))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.2; done; "$@"; }
 
-python -m tests.fakes.cluster --kubeconfig "$work/kubeconfig" --layout gpu-operator \
-  --nodes gpu-a=H100-SXM5-80GB:8,gpu-b=A100-SXM4-80GB:4,cpu-1=none:0 >"$work/sim.log" 2>&1 &
+python -m tests.fakes.cluster --kubeconfig "$work/kubeconfig" --layout none \
+  --nodes gpu-a=H100-SXM5-80GB:2,gpu-b=A100-SXM4-80GB:2,cpu-1=none:0 >"$work/sim.log" 2>&1 &
 sim=$!
 for _ in $(seq 100); do grep -q '^ready:' "$work/sim.log" && break; sleep 0.1; done
 grep -q '^ready:' "$work/sim.log" || { cat "$work/sim.log"; fail "the simulated cluster did not start"; }
 export KUBECONFIG="$work/kubeconfig"
-echo "simulated cluster: GPU Operator layout, gpu-a (8x H100 80GB), gpu-b (4x A100 80GB), cpu-1"
+echo "simulated cluster: gpu-a (2x H100 80GB), gpu-b (2x A100 80GB), cpu-1; no device plugin yet"
 
-if [ ${#k[@]} -gt 0 ]; then
-  step "kubectl get nodes -o custom-columns=..."
-  kubectl get nodes -o custom-columns='NAME:.metadata.name,PRODUCT:.metadata.labels.nvidia\.com/gpu\.product,GPUS:.status.allocatable.nvidia\.com/gpu'
-fi
+step "kubectl get nodes -o custom-columns=NAME:…,GPUS:…"
+kubectl get nodes -o custom-columns='NAME:.metadata.name,PRESENT:.metadata.labels.nvidia\.com/gpu\.present,GPUS:.status.allocatable.nvidia\.com/gpu'
 
-step "${gpu[*]} validate -f tests/data/device-plugin/time-slicing-configmap-gpu-operator.yaml"
-"${gpu[@]}" validate -f tests/data/device-plugin/time-slicing-configmap-gpu-operator.yaml || fail "valid config rejected"
+# 1. Catch mistakes before they reach a node.
+step "${gpu[*]} validate -f examples/device-plugin/invalid/replicas-one.yaml"
+"${gpu[@]}" validate -f examples/device-plugin/invalid/replicas-one.yaml
+[ $? -eq 1 ] || fail "an invalid config must exit 1"
+ok "refused before any node saw it"
 
-# Mistakes the upstream tools accept silently, or report only as a crash-looping plugin on the node.
-for f in examples/device-plugin/invalid/both-strategies.yaml \
-         examples/device-plugin/invalid/misplaced-sharing-keys-under-flags.yaml \
-         examples/device-plugin/invalid/replicas-one.yaml; do
-  step "${gpu[*]} validate -f $f"
-  "${gpu[@]}" validate -f "$f"
-  [ $? -eq 1 ] || fail "expected exit 1 for $f"
-done
+# 2. Install: NVIDIA's device plugin (config per node) and our agent on every GPU node.
+step "${gpu[*]} install"
+"${gpu[@]}" install || fail "install failed"
+step "${gpu[*]} status"
+until_ok 30 "${gpu[@]}" status || fail "status is not all green"
+ok "every part ready, and an agent reporting from each GPU node"
+ps -o pid=,args= -p "$(pgrep -d, -f 'tests.fakes.node.agent' || echo 1)" | sed 's/ --gpu-state.*-- / … /' | head -2
 
-step "${gpu[*]} share --replicas 4 --wait --timeout 60s   # time-slice every GPU 4 ways"
+# 3. Share every GPU four ways; capacity is proven, not assumed.
+step "${gpu[*]} share --replicas 4 --wait --timeout 60s"
 "${gpu[@]}" share --replicas 4 --wait --timeout 60s || fail "share did not verify"
+[ "$(kubectl get node gpu-a -o jsonpath='{.status.allocatable.nvidia\.com/gpu}')" = 8 ] || fail "gpu-a should advertise 2 x 4"
 
-step "${gpu[*]} share show"
-"${gpu[@]}" share show || fail "share show failed"
+step "kubectl apply -f <3 inference pods, 1 nvidia.com/gpu each, on gpu-a>"
+for i in 1 2 3; do
+  kubectl apply -f - <<POD || fail "pod infer-$i"
+apiVersion: v1
+kind: Pod
+metadata: {name: infer-$i, namespace: default}
+spec:
+  nodeSelector: {kubernetes.io/hostname: gpu-a}
+  containers:
+  - {name: server, image: "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", resources: {limits: {nvidia.com/gpu: "1"}}}
+POD
+done
+kubectl wait --for=jsonpath='{.status.phase}'=Running pod/infer-1 pod/infer-2 pod/infer-3 --timeout=30s >/dev/null || fail "pods not running"
 
-step "${gpu[*]} share --replicas 1   # refused before anything is written"
-"${gpu[@]}" share --replicas 1
-[ $? -eq 2 ] || fail "replicas 1 must be a usage error"
+step "${gpu[*]} map -A   # physical GPU → time-slice replica → pod"
+has_replica_rows() { "${gpu[@]}" map -A -o json | json "sum(1 for r in d['items'] if r['replica'] is not None and r['pod']) >= 3" | grep -q True; }
+until_ok 20 has_replica_rows || fail "the map does not show the three pods on GPU-…::N replicas"
+"${gpu[@]}" map -A
+ok "each pod on a GPU-…::N replica of a physical GPU, by namespace/name"
 
-step "${gpu[*]} share rollback --wait --timeout 60s"
-"${gpu[@]}" share rollback --wait --timeout 60s || fail "rollback failed"
+# 4. MIG: checked offline against the A100's geometry, applied by the agent through NVML.
+mig=tests/data/mig/mig-parted__deployments__systemd__config-default.yaml
+step "${gpu[*]} mig validate -f <NVIDIA's default MIG config> -c all-balanced --node gpu-b"
+"${gpu[@]}" mig validate -f "$mig" -c all-balanced --node gpu-b || fail "all-balanced should fit an A100-80GB"
+step "${gpu[*]} mig apply -f <NVIDIA's default MIG config> -c all-balanced --node gpu-b --wait --timeout 90s"
+"${gpu[@]}" mig apply -f "$mig" -c all-balanced --node gpu-b --wait --timeout 90s -o wide | tee "$work/apply.txt"
+grep -Eq '^gpu-b .* success' "$work/apply.txt" || fail "mig apply did not end in success"
+ok "MIG applied by the agent on gpu-b, device plugin restarted, nvidia.com/mig-* verified"
 
-if [ ${#k[@]} -gt 0 ]; then
-  step "kubectl apply -f <a pod asking for 2 GPUs on an H200 node>; ${gpu[*]} doctor trainer"
-  kubectl apply -f - >/dev/null <<'POD'
+step "kubectl apply -f <a notebook pod asking for nvidia.com/mig-1g.10gb>"
+kubectl apply -f - <<'POD' || fail "pod notebook"
+apiVersion: v1
+kind: Pod
+metadata: {name: notebook, namespace: default}
+spec:
+  containers:
+  - {name: jupyter, image: "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", resources: {limits: {nvidia.com/mig-1g.10gb: "1"}}}
+POD
+kubectl wait --for=jsonpath='{.status.phase}'=Running pod/notebook --timeout=30s >/dev/null || fail "notebook not running"
+step "${gpu[*]} map gpu-b -o wide   # MIG device → parent GPU, profile, placement → pod"
+has_mig_row() { "${gpu[@]}" map gpu-b -o json | json "any(r['mig_uuid'] and r['pod'] == 'notebook' for r in d['items'])" | grep -q True; }
+until_ok 20 has_mig_row || fail "the map does not show the notebook on a MIG device"
+"${gpu[@]}" map gpu-b -o wide
+ok "the notebook holds a MIG-… device, shown under its parent GPU"
+
+# 5. Why does a GPU pod not run?
+step "kubectl apply -f <a pod asking for 2 GPUs on an H200 node>; ${gpu[*]} doctor trainer"
+kubectl apply -f - >/dev/null <<'POD'
 apiVersion: v1
 kind: Pod
 metadata: {name: trainer, namespace: default}
@@ -62,27 +106,18 @@ spec:
   containers:
   - {name: main, image: "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", resources: {limits: {nvidia.com/gpu: "2"}}}
 POD
-  sleep 1
-  "${gpu[@]}" doctor trainer
-  [ $? -eq 1 ] || fail "doctor should name the scheduler layer"
-fi
+sleep 0.5
+"${gpu[@]}" doctor trainer
+[ $? -eq 1 ] || fail "doctor should find the pod cannot be scheduled"
+ok "the failing layer is named: the scheduler (no node has that product)"
 
-step "${gpu[*]} doctor   # cluster GPU health"
-"${gpu[@]}" doctor || fail "no error-level finding expected"
-
-mig=tests/data/mig/mig-parted__deployments__systemd__config-default.yaml
-step "${gpu[*]} mig validate -f <NVIDIA's default MIG config> -c all-balanced --node gpu-a --node gpu-b"
-"${gpu[@]}" mig validate -f "$mig" -c all-balanced --node gpu-a --node gpu-b || fail "all-balanced should fit"
-
-step "${gpu[*]} mig validate -f <NVIDIA's default MIG config> -c all-1g.5gb --node gpu-a   # an A100-40GB layout"
-"${gpu[@]}" mig validate -f "$mig" -c all-1g.5gb --node gpu-a
-[ $? -eq 1 ] || fail "an A100-40GB profile must not fit an H100"
-
-step "${gpu[*]} mig plan -f <NVIDIA's default MIG config> -c all-balanced --gpu H100-80GB"
-"${gpu[@]}" mig plan -f "$mig" -c all-balanced --gpu H100-80GB || fail "plan failed"
-
-step "${gpu[*]} map --checkpoint tests/data/checkpoints/time-sliced-4x.json -o wide"
-"${gpu[@]}" map --checkpoint tests/data/checkpoints/time-sliced-4x.json -o wide || fail "map failed"
+# 6. Leave nothing behind.
+kubectl delete pod infer-1 infer-2 infer-3 notebook trainer --wait=false >/dev/null
+step "${gpu[*]} uninstall"
+"${gpu[@]}" uninstall || fail "uninstall failed"
+left=$(kubectl get nodes -o json | json "sorted(k for n in d['items'] for k, v in n['metadata'].get('labels', {}).items() if k.startswith('kubectl-gpu.io/') or v.startswith('kubectl-gpu'))")
+[ "$left" = "[]" ] || fail "labels of ours left on nodes: $left"
+ok "nothing of ours left on the nodes"
 
 echo
-echo "demo: done."
+echo "demo: done in $((SECONDS - started)) s."

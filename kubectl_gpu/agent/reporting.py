@@ -17,7 +17,6 @@ from pathlib import Path
 from kubectl_gpu import cluster, kubelet, nvml
 from kubectl_gpu.errors import DeviceError, KubeletError
 from kubectl_gpu.gpumap import report
-from kubectl_gpu.gpumap.allocations import Gpu
 from kubectl_gpu.gpumap.join import NodeSources
 from kubectl_gpu.workflows import reports
 
@@ -35,20 +34,26 @@ class Sources:
 
 def publish(api: cluster.Api, sources: Sources, previous_digest: str | None) -> str:
     """Build this node's report and write it if it changed; return the digest now stored."""
+    inventory, problem = read_inventory()
     node_report = report.build(
-        sources.node, read_inventory(), read_node_sources(sources), dt.datetime.now(dt.timezone.utc)
+        sources.node,
+        inventory,
+        read_node_sources(sources),
+        dt.datetime.now(dt.timezone.utc),
+        inventory_error=problem,
     )
     return reports.publish(api, node_report, previous_digest)
 
 
-def read_inventory() -> list[Gpu] | None:
-    """The node's GPUs and MIG devices from NVML; None when NVML cannot be read."""
+def read_inventory() -> tuple[list[report.InventoryGpu] | None, str | None]:
+    """The node's GPUs and MIG devices from NVML; None and the reason when NVML cannot be
+    read (the report says so, rather than showing a node without GPUs)."""
     try:
         with nvml.session() as device:
-            return device.inventory()
+            return device.inventory(), None
     except DeviceError as e:
         log.warning("report without a GPU inventory: %s", e.message)
-        return None
+        return None, e.message
 
 
 def read_node_sources(sources: Sources) -> NodeSources:

@@ -145,6 +145,8 @@ def _summarise(found: Any) -> None:
     if found.nodes_without_report:
         click.echo(f"GPU nodes without an agent report: {', '.join(found.nodes_without_report)}",
                    err=True)  # fmt: skip
+    for node, reason in found.nodes_without_gpus:
+        click.echo(f"node {node}: {reason}", err=True)
     bad = [p for p in found.parts if p.state != "ok"]
     if found.healthy:
         click.echo(
@@ -155,7 +157,8 @@ def _summarise(found: Any) -> None:
         return
     raise GpuError(
         f"{len(bad)} of {len(found.parts)} parts not ready, "
-        f"{len(found.nodes_without_report)} GPU node(s) without a report",
+        f"{len(found.nodes_without_report)} GPU node(s) without a report, "
+        f"{len(found.nodes_without_gpus)} whose agent cannot read the GPUs",
         hint="run `kubectl gpu install` to repair, or see the DETAIL column",
     )
 

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+MAP_KIND = "GPUMap"  # -o json: {apiVersion, kind, items: [rows]} (schemas/map-rows.v1.json)
 MAX_PODS_BYTES = 256 * 1024 * 1024  # `kubectl get pods -A -o json` of about 500,000 pods
 STDIN = "-"
 _UUID = re.compile(r"([0-9a-fA-F]{8})-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -116,7 +117,7 @@ def map_(settings: Settings, **flags: Any) -> None:
     for finding in node_map.findings:
         _warn(finding)
     rows = _selected(node_map.free if request.free else node_map.rows, request, settings)
-    document = [row.to_dict() for row in rows]
+    document = render.list_document(MAP_KIND, [row.to_dict() for row in rows])
     render.emit_table(rows, columns(settings.output), settings.output, document)
 
 
@@ -199,7 +200,7 @@ def _map_cluster(request: MapRequest, settings: Settings) -> None:
         log.warning("node %s: %s", missing.node, missing.reason)
     shown = result.free() if request.free else result.rows
     rows = [r for r in shown if _wanted(r.row, request, settings)]
-    document = [row.to_dict() for row in rows]
+    document = render.list_document(MAP_KIND, [row.to_dict() for row in rows])
     render.emit_table(rows, cluster_columns(settings.output), settings.output, document)
 
 
@@ -257,11 +258,14 @@ def columns(output: str) -> list[Column]:
 
 
 def cluster_columns(output: str) -> list[Column]:
-    """The offline columns read through a `MapRow`, plus the age of the node's report."""
-    return [
-        *(Column(c.header, _through_row(c.value), c.wide_only) for c in columns(output)),
-        Column("AGE", lambda r: human_duration(r.age_seconds)),
-    ]
+    """The offline columns read through a `MapRow`, plus the MIG device's placement (the
+    agent reads it from NVML) and the age of the node's report."""
+    found = []
+    for c in columns(output):
+        found.append(Column(c.header, _through_row(c.value), c.wide_only))
+        if c.header == "PROFILE":
+            found.append(Column("PLACEMENT", lambda r: r.placement_text))
+    return [*found, Column("AGE", lambda r: human_duration(r.age_seconds))]
 
 
 def _through_row(value: Callable[[Row], Any]) -> Callable[[MapRow], Any]:

@@ -1,8 +1,9 @@
 """`kubectl gpu mig`: MIG profiles per GPU model, and whether a mig-parted config fits.
 
 `profiles` lists the geometry tables; `validate` and `plan` read a mig-parted config, build the
-targets (GPU models named with --gpu, or Nodes' GPU Feature Discovery labels read with
---node), hand both to `verdicts.check_file` and render the verdicts: `validate` as one line
+targets (GPU models named with --gpu, or with --node each node's GPUs and MIG strategy read
+as `mig apply` reads them: the agent's report, else GPU Feature Discovery labels), hand both to
+`verdicts` and render the verdicts: `validate` as one line
 per config, target and GPU, `plan` as a drawing of each GPU's memory slices. `-o json|yaml`
 print the document `schemas/mig-validate-result.v1.json` describes (for both), or for
 `profiles` a `MigProfileList` (models, products, profiles with placements). The kubernetes
@@ -18,10 +19,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from kubectl_gpu import keys
 from kubectl_gpu.cli import inputs, render
 from kubectl_gpu.cli.render import Column
 from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
-from kubectl_gpu.errors import ExitCode, UsageError
+from kubectl_gpu.errors import ExitCode, GpuError, UsageError
 
 if TYPE_CHECKING:  # the MIG domain is imported when a command runs: `--help` lists this group
     from kubectl_gpu.mig.fit import Layout, PlacedInstance
@@ -84,7 +86,8 @@ _TARGET_OPTIONS = (
     click.option("--count", type=click.IntRange(min=1), default=1, show_default=True,
                  help="GPUs per --gpu node."),
     click.option("--node", "node_names", multiple=True, metavar="NODE",
-                 help="A cluster node, read from its GPU Feature Discovery labels; repeatable."),
+                 help="A cluster node: its GPUs from the agent's report or GPU Feature "
+                 "Discovery labels, its strategy from nvidia.com/mig.strategy; repeatable."),
     click.option("--strategy", type=click.Choice(STRATEGIES),
                  help="Also check the device plugin's MIG strategy."),
 )  # fmt: skip
@@ -153,10 +156,14 @@ def _check(
 
     config_file = _read_config(flags["filename"])
     names = _names(config_file, flags["config_names"], all_by_default)
-    targets = [nodes.model_target(g, flags["count"]) for g in gpus] or _node_targets(
-        settings, node_names
+    if gpus:
+        targets = [nodes.model_target(g, flags["count"]) for g in gpus]
+        return verdicts.check_file(config_file, names, targets, flags["strategy"])
+    return tuple(
+        verdicts.check(name, config_file.select(name), target, flags["strategy"] or strategy)
+        for name in names
+        for target, strategy in _node_targets(settings, node_names)
     )
-    return verdicts.check_file(config_file, names, targets, flags["strategy"])
 
 
 def _names(config_file: MigConfigFile, asked: tuple[str, ...], all_by_default: bool) -> list[str]:
@@ -173,15 +180,19 @@ def _names(config_file: MigConfigFile, asked: tuple[str, ...], all_by_default: b
     )
 
 
-def _node_targets(settings: Settings, names: Sequence[str]) -> list[Target]:
+def _node_targets(settings: Settings, names: Sequence[str]) -> list[tuple[Target, str | None]]:
+    """Each node's GPUs and device-plugin MIG strategy, read as `mig apply` reads them (the
+    agent's report, else GFD's labels), so that both give one verdict for one node."""
     from kubectl_gpu import cluster  # lazy: offline checks never import kubernetes
-    from kubectl_gpu.mig import nodes
+    from kubectl_gpu.workflows import mig_targets
 
     api = cluster.connect(settings.kubeconfig, settings.context)
+    scope = mig_targets.Scope(names=tuple(dict.fromkeys(names)))
     targets = []
-    for name in dict.fromkeys(names):
-        labels = (api.get(cluster.path("nodes", name)).get("metadata") or {}).get("labels") or {}
-        targets.append(nodes.node_target(name, labels))
+    for facts in mig_targets.read(api, scope, policies=()):
+        if facts.target is None:
+            raise GpuError(f"node {facts.name}: {facts.problem}")
+        targets.append((facts.target, facts.labels.get(keys.MIG_STRATEGY_LABEL)))
     return targets
 
 

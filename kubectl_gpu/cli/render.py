@@ -49,6 +49,12 @@ def emit_table(
     click.echo(plain_table(table, [c.header for c in shown]))
 
 
+def list_document(kind: str, items: Sequence[Any]) -> dict[str, Any]:
+    """The `-o json|yaml` shape of a command that lists things, as kubectl's `kind: List`:
+    `apiVersion`, `kind` and `items`, so that `jq '.items[]'` works on every command."""
+    return {"apiVersion": API_VERSION, "kind": kind, "items": list(items)}
+
+
 def plain_table(table: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
     """The table as tabulate's `plain` format with `disable_numparse` lays it out.
 

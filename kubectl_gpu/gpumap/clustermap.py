@@ -35,15 +35,23 @@ class MapRow:
     row: Row
     observed_at: str | None
     age_seconds: float | None
+    placement: report.Placement | None = None  # the MIG device's GPU instance, in slices
+
+    @property
+    def placement_text(self) -> str | None:
+        """`start:size` in memory slices, as `nvidia-smi mig -lgi` prints a placement."""
+        return f"{self.placement.start}:{self.placement.size}" if self.placement else None
 
     def to_dict(self) -> dict[str, object]:
-        """The `-o json` row (schemas/map-rows.v1.json), with `observed_at` added.
+        """The `-o json` row (schemas/map-rows.v1.json), with `observed_at` and
+        `mig_placement` added.
 
         Every field of a row is a plain value, so a shallow read gives what `asdict` would,
         at a tenth of its cost (100,000 rows: DESIGN.md budget).
         """
         found: dict[str, object] = {name: getattr(self.row, name) for name in _ROW_FIELDS}
         found["observed_at"] = self.observed_at
+        found["mig_placement"] = dataclasses.asdict(self.placement) if self.placement else None
         return found
 
 
@@ -82,7 +90,7 @@ class ClusterMap:
         for node_report in self.reports:
             observed, age = node_report.generated_at, _age(node_report.generated_at, self.now)
             node_map = join.make(node_report.sources(), (), node_report.inventory())
-            found += [MapRow(r, observed, age) for r in node_map.free]
+            found += _placed(node_map.free, node_report, observed, age)
         return tuple(found)
 
 
@@ -116,12 +124,19 @@ def make(
         held = dataclasses.replace(node_report.sources(), registered=None, allocatable=None)
         node_map = join.make(held, (), node_report.inventory())
         observed, age = node_report.generated_at, _age(node_report.generated_at, now)
-        rows += [MapRow(r, observed, age) for r in node_map.rows]
+        rows += _placed(node_map.rows, node_report, observed, age)
         problems += [(node_report.node, f) for f in node_report.findings]
     rows += [MapRow(r, None, None) for r in _located(dra_rows, reports)]
     rows.sort(key=lambda r: r.row.node or "")  # stable: each node's own order stays
     missing = _missing(nodes, {r.node for r in reports}, reasons or {})
     return ClusterMap(tuple(rows), missing, tuple(problems), ordered, now)
+
+
+def _placed(
+    rows: Iterable[Row], node_report: NodeReport, observed: str, age: float | None
+) -> list[MapRow]:
+    placements = {m.uuid: m.placement for g in node_report.gpus for m in g.mig_devices}
+    return [MapRow(r, observed, age, placements.get(r.mig_uuid or "")) for r in rows]
 
 
 def _age(generated_at: str, now: dt.datetime | None) -> float | None:

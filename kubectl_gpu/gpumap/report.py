@@ -132,25 +132,41 @@ def build(
     inventory: Sequence[Gpu | InventoryGpu] | None,
     sources: NodeSources,
     now: dt.datetime,
-    agent_version: str = __version__,
+    inventory_error: str | None = None,
 ) -> NodeReport:
     """The report of one node: the join merges the sources, the report keeps the result.
 
-    `inventory` None means NVML was not read; `now` must be timezone-aware.
+    `inventory` None means NVML was not read (`inventory_error` says why: the report then
+    carries it as a finding, so `map` and `status` can say why the node shows no GPUs);
+    `now` must be timezone-aware.
     """
     gpus = tuple(InventoryGpu.of(g) for g in inventory or ())
     view = None if inventory is None else tuple(g.as_gpu() for g in gpus)
     joined = join.make(dataclasses.replace(sources, node=node), (), view)
     return NodeReport(
         node=node,
-        agent_version=agent_version,
+        agent_version=__version__,
         generated_at=timestamp(now),
         gpus=gpus,
         allocations=_allocations(joined.rows),
         registered=sources.registered,
         allocatable=sources.allocatable,
-        findings=joined.findings,
+        findings=joined.findings + _unread(inventory_error),
     )
+
+
+NVML_UNREADABLE = "report.nvml-unreadable"
+
+
+def _unread(inventory_error: str | None) -> tuple[Finding, ...]:
+    if inventory_error is None:
+        return ()
+    message = f"the agent cannot read the GPUs through NVML: {inventory_error}"
+    hint = (
+        "check the agent pod's runtime class and that the NVIDIA driver is loaded "
+        "(kubectl logs -n kubectl-gpu <agent pod>)"
+    )
+    return (findings.error((), NVML_UNREADABLE, message, hint),)
 
 
 def timestamp(now: dt.datetime) -> str:

@@ -161,7 +161,23 @@ def uninstall(api: cluster.Api, objects: list[Json], dry_run: DryRun = "none") -
         if dry_run != "client":
             _delete(api, obj, dry_run == "server")
         outcomes.append(Outcome(kind, namespace, name, "deleted"))
-    return outcomes + _clean_nodes(api, dry_run)
+    plugin_gone = any(_is_our_plugin(obj) for obj in objects)
+    return outcomes + _clean_nodes(api, dry_run, plugin_gone)
+
+
+def _is_our_plugin(obj: Json) -> bool:
+    kind, _, name = bundle.identity(obj)
+    return kind == "DaemonSet" and name == bundle.DEVICE_PLUGIN
+
+
+def _ours(key: str, value: object, plugin_gone: bool) -> bool:
+    if key.startswith(keys.PREFIX):
+        return True
+    return (
+        plugin_gone
+        and key == keys.DEVICE_PLUGIN_CONFIG_LABEL
+        and str(value).startswith(keys.PER_NODE_KEY_PREFIX)
+    )
 
 
 def _delete(api: cluster.Api, obj: Json, dry_run: bool) -> None:
@@ -172,13 +188,16 @@ def _delete(api: cluster.Api, obj: Json, dry_run: bool) -> None:
             raise
 
 
-def _clean_nodes(api: cluster.Api, dry_run: DryRun) -> list[Outcome]:
-    """Remove the agent's `kubectl-gpu.io/` labels and annotations: nothing reads them now."""
+def _clean_nodes(api: cluster.Api, dry_run: DryRun, plugin_gone: bool) -> list[Outcome]:
+    """Remove the agent's `kubectl-gpu.io/` labels and annotations: nothing reads them now.
+    With our device plugin gone, so is its ConfigMap: the per-node config labels `share`
+    set (`nvidia.com/device-plugin.config=kubectl-gpu-…`) would name keys that no longer exist.
+    Beside another plugin they stay: that plugin's ConfigMap still holds the keys."""
     outcomes = []
     for node in api.list(cluster.path("nodes")):
         meta = node.get("metadata") or {}
         patch = {
-            field: {k: None for k in meta.get(field) or {} if k.startswith(keys.PREFIX)}
+            field: {k: None for k, v in (meta.get(field) or {}).items() if _ours(k, v, plugin_gone)}
             for field in ("labels", "annotations")
         }
         patch = {field: keys_ for field, keys_ in patch.items() if keys_}

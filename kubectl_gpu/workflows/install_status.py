@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from kubectl_gpu import __version__, bundle, cluster
 from kubectl_gpu.errors import ClusterError
+from kubectl_gpu.gpumap import report
 from kubectl_gpu.workflows import install
 
 Json = dict[str, Any]
@@ -39,10 +40,15 @@ class Status:
     parts: tuple[Part, ...]
     gpu_nodes: tuple[str, ...]
     nodes_without_report: tuple[str, ...]
+    nodes_without_gpus: tuple[tuple[str, str], ...] = ()  # (node, why its agent sees none)
 
     @property
     def healthy(self) -> bool:
-        return all(p.state == "ok" for p in self.parts) and not self.nodes_without_report
+        return (
+            all(p.state == "ok" for p in self.parts)
+            and not self.nodes_without_report
+            and not self.nodes_without_gpus
+        )
 
     def to_dict(self) -> Json:
         return {
@@ -54,6 +60,9 @@ class Status:
             "parts": [dataclasses.asdict(p) for p in self.parts],
             "gpuNodes": list(self.gpu_nodes),
             "nodesWithoutReport": list(self.nodes_without_report),
+            "nodesWithoutGpus": [
+                {"node": node, "reason": reason} for node, reason in self.nodes_without_gpus
+            ],
         }
 
 
@@ -67,13 +76,15 @@ def status(api: cluster.Api, namespace: str) -> Status:
                bundle.is_gpu_node(n))
     )  # fmt: skip
     parts = tuple(_part(api, obj, version, gpu_nodes) for obj in bundle.render(options))
+    reported = _reports(api)
     return Status(
         options.mode,
         namespace,
         version,
         parts,
         gpu_nodes,
-        tuple(n for n in gpu_nodes if n not in _reported(api)),
+        tuple(n for n in gpu_nodes if n not in reported),
+        tuple(sorted((n, why) for n, why in reported.items() if why and n in gpu_nodes)),
     )
 
 
@@ -137,10 +148,19 @@ def _ready_nodes(api: cluster.Api, daemonset: Json) -> set[str]:
     return ready
 
 
-def _reported(api: cluster.Api) -> set[str]:
+def _reports(api: cluster.Api) -> dict[str, str]:
+    """Nodes with a report → "" or why their agent could not read the GPUs."""
     try:
-        return {str(r["metadata"]["name"]) for r in api.list(cluster.path("gpunodereports"))}
+        listed = list(api.list(cluster.path("gpunodereports")))
     except ClusterError as e:
         if e.status == 404:  # the CRD is not installed: no node has a report
-            return set()
+            return {}
         raise
+    return {str(r["metadata"]["name"]): _unreadable(r) for r in listed}
+
+
+def _unreadable(obj: Json) -> str:
+    for finding in (obj.get("status") or {}).get("findings") or []:
+        if isinstance(finding, dict) and finding.get("code") == report.NVML_UNREADABLE:
+            return str(finding.get("message", ""))
+    return ""

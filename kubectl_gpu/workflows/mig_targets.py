@@ -98,9 +98,11 @@ def _get_node(api: cluster.Api, name: str) -> Json:
 
 
 def is_gpu_node(node: Json) -> bool:
-    """GFD's present label, our agent's GPU report, or NVIDIA GPUs in the node's capacity."""
+    """GFD's present or product label, our agent's GPU report, or NVIDIA GPUs in the node's
+    capacity."""
     meta = node.get("metadata") or {}
-    if (meta.get("labels") or {}).get(keys.GPU_PRESENT_LABEL) == "true":
+    labels = meta.get("labels") or {}
+    if labels.get(keys.GPU_PRESENT_LABEL) == "true" or labels.get(keys.GPU_PRODUCT_LABEL):
         return True
     if keys.MIG_GPUS_ANNOTATION in (meta.get("annotations") or {}):
         return True

@@ -120,6 +120,11 @@ def test_inventory_lists_mig_devices_under_their_gpu(fake_nvml: MakeFakeNvml) ->
         "1g.10gb", "1g.10gb", "2g.20gb", "3g.40gb"
     ]  # fmt: skip
     assert gpus[1].mig_devices == ()
+    assert (gpus[0].memory_mib, gpus[0].mig_mode, gpus[1].mig_mode) == (81559, "enabled", None)
+    placed = {
+        (d.profile, d.placement.start, d.placement.size) for d in gpus[0].mig_devices if d.placement
+    }
+    assert ("3g.40gb", 4, 4) in placed and len(placed) == 4
 
 
 def _a100(name: str) -> tuple[object, ...]:

@@ -83,7 +83,7 @@ def test_report_is_read_from_the_node_and_published_once(
     result = run_cli("--kubeconfig", str(sim.kubeconfig), "map", "-A", "-o", "json")
     assert result.exit_code == 0, result.stderr
     [gpu] = sim.node_gpus("gpu-a")
-    rows = {r["pod"]: r for r in result.json}
+    rows = {r["pod"]: r for r in result.json["items"]}
     assert sorted(rows) == ["train-0", "train-1", "train-2"]
     assert {r["gpu_uuid"] for r in rows.values()} == {gpu.uuid}
     assert sorted(r["replica"] for r in rows.values()) == [0, 1, 2]
@@ -106,5 +106,25 @@ def test_a_dead_kubelet_socket_still_yields_a_report_from_the_checkpoint(
 
     result = run_cli("--kubeconfig", str(sim.kubeconfig), "map", "-A", "-o", "json")
     assert result.exit_code == 0, result.stderr
-    assert {r["source"] for r in result.json} == {"checkpoint"}
-    assert len(result.json) == 3
+    assert {r["source"] for r in result.json["items"]} == {"checkpoint"}
+    assert len(result.json["items"]) == 3
+
+
+def test_a_node_whose_nvml_cannot_be_read_says_why_in_map_and_status(
+    sim_cluster: MakeSimCluster, fake_kubelet: FakeKubelet, run_cli: Run
+) -> None:
+    # No NVML stand-in installed: pynvml finds no libnvidia-ml.so.1, as in an agent pod
+    # started without the NVIDIA runtime class.
+    sim = node_with_three_pods(sim_cluster, fake_kubelet)
+    api = cluster.connect(str(sim.kubeconfig))
+    reportbuilders.install(sim.server, api)
+    sources = reporting.Sources("gpu-a", kubelet_root=fake_kubelet.root, timeout=5)
+
+    reporting.publish(api, sources, None)
+
+    shown = run_cli("--kubeconfig", str(sim.kubeconfig), "map", "-A")
+    status = run_cli("--kubeconfig", str(sim.kubeconfig), "status", "-o", "json")
+    assert "node gpu-a: the agent cannot read the GPUs through NVML" in shown.stderr
+    assert status.exit_code == 1
+    [blind] = status.json["nodesWithoutGpus"]
+    assert blind["node"] == "gpu-a" and "NVML" in blind["reason"]

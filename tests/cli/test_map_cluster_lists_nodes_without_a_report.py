@@ -34,7 +34,7 @@ def test_a_gpu_node_without_a_report_is_listed_with_the_reason(
     result = run_cli("--kubeconfig", str(kubeconfig), "map", "-o", "json")
 
     assert result.exit_code == 0, result.stderr
-    assert [r["node"] for r in result.json] == ["gpu-a"]
+    assert [r["node"] for r in result.json["items"]] == ["gpu-a"]
     assert f"node gpu-b: {NO_REPORT}" in result.stderr
     assert "gpu-a:" not in result.stderr and "cpu-1" not in result.stderr
 
@@ -79,7 +79,7 @@ def test_a_named_node_that_does_not_exist_is_said_so(
 
     result = run_cli("--kubeconfig", str(kubeconfig), "map", "gpu-b", "gpu-z", "-o", "json")
 
-    assert [r["pod"] for r in result.json] == ["p1"]
+    assert [r["pod"] for r in result.json["items"]] == ["p1"]
     assert "node gpu-z: no such node" in result.stderr
 
 
@@ -101,7 +101,7 @@ def test_a_selector_maps_only_the_matching_nodes(
 
     result = run_cli("--kubeconfig", str(kubeconfig), "map", "-l", "pool=h100", "-o", "json")
 
-    assert [r["node"] for r in result.json] == ["h100-1"]
+    assert [r["node"] for r in result.json["items"]] == ["h100-1"]
     assert f"node h100-2: {NO_REPORT}" in result.stderr and "l4-1" not in result.stderr
     [nodes] = [r for r in fake_apiserver.requests if r.path == "/api/v1/nodes"]
     assert "labelSelector=pool%3Dh100" in nodes.query
@@ -121,7 +121,7 @@ def test_the_map_reads_reports_with_one_paginated_list_and_no_request_per_node(
     result = run_cli("--kubeconfig", str(kubeconfig), "map", "-A", "-o", "json")
 
     assert result.exit_code == 0, result.stderr
-    assert sorted({r["node"] for r in result.json}) == names
+    assert sorted({r["node"] for r in result.json["items"]}) == names
     gets = [r for r in fake_apiserver.requests if r.method == "GET"]
     paths = [r.path for r in gets]
     assert set(paths) == {

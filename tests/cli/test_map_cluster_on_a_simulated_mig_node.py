@@ -109,7 +109,7 @@ def test_each_mig_pod_resolves_to_its_parent_gpu_profile_and_replica(
     result = run_cli("--kubeconfig", str(sim.kubeconfig), "map", "-o", "json")
 
     assert result.exit_code == 0, result.stderr
-    rows = {r["pod"]: r for r in result.json}
+    rows = {r["pod"]: r for r in result.json["items"]}
     gpu0, gpu1 = sim.node_gpus("gpu-a")
     assert {rows[p]["gpu_uuid"] for p in ("big", "small-0", "small-1")} == {gpu0.uuid}
     assert (rows["whole"]["gpu_uuid"], rows["whole"]["mig_uuid"]) == (gpu1.uuid, None)

@@ -31,8 +31,8 @@ def api(fake_apiserver: FakeApiServer, kubeconfig: Path) -> cluster.Api:
 
 def rows_of(result: CliResult) -> list[dict[str, Any]]:
     assert result.exit_code == 0, result.stderr
-    rows: list[dict[str, Any]] = result.json
-    jsonschema.validate(rows, SCHEMA)
+    jsonschema.validate(result.json, SCHEMA)
+    rows: list[dict[str, Any]] = result.json["items"]
     return rows
 
 

@@ -35,8 +35,8 @@ def table(result: CliResult) -> list[list[str]]:
 
 def rows_of(result: CliResult) -> list[dict[str, Any]]:
     assert result.exit_code == 0, result.stderr
-    rows: list[dict[str, Any]] = result.json
-    jsonschema.validate(rows, SCHEMA)
+    jsonschema.validate(result.json, SCHEMA)
+    rows: list[dict[str, Any]] = result.json["items"]
     return rows
 
 
@@ -126,7 +126,7 @@ def test_yaml_carries_the_same_rows_as_json(run_cli: Run) -> None:
     as_json = run_cli("map", "--checkpoint", str(TIME_SLICED), "-o", "json").json
     as_yaml = yaml.safe_load(run_cli("map", "--checkpoint", str(TIME_SLICED), "-o", "yaml").stdout)
 
-    assert as_yaml == as_json and len(as_json) == 4
+    assert as_yaml == as_json and len(as_json["items"]) == 4
 
 
 def test_stdin_reads_like_a_file(run_cli: Run) -> None:
@@ -244,14 +244,14 @@ def test_pod_and_namespace_select_rows(run_cli: Run, tmp_path: Path) -> None:
     listed = pod_list(tmp_path, pods)
     base = ["map", "--checkpoint", str(TIME_SLICED), "--pods", listed, "-o", "json"]
 
-    by_name = run_cli(*base, "--pod", "notebook-0").json
+    by_name = run_cli(*base, "--pod", "notebook-0").json["items"]
     by_uid = run_cli(
         "map", "--checkpoint", str(TIME_SLICED), "--pod", pods[0].pod_uid, "-o", "json"
     )
-    other_namespace = run_cli(*base, "-n", "kube-system").json
+    other_namespace = run_cli(*base, "-n", "kube-system").json["items"]
 
     assert [r["replica"] for r in by_name] == [2, 3]
-    assert [r["replica"] for r in by_uid.json] == [0]
+    assert [r["replica"] for r in by_uid.json["items"]] == [0]
     assert other_namespace == []
 
 

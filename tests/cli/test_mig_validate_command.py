@@ -126,7 +126,7 @@ def test_the_targets_must_be_given_one_way(run_cli: Run, args: list[str]) -> Non
     assert result.stdout == ""
 
 
-def test_a_node_is_read_from_its_gfd_labels(
+def test_a_node_is_read_from_its_gfd_labels_and_a_cpu_node_is_refused(
     run_cli: Run, fake_apiserver: FakeApiServer, kubeconfig: Path
 ) -> None:
     labels = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "nvidia.com/gpu.count": "8"}
@@ -139,9 +139,33 @@ def test_a_node_is_read_from_its_gfd_labels(
     assert "all-1g.10gb  gpu-1     0-7    A100-80GB  fits" in result.stdout
     result = validate(run_cli, "--node", "cpu-1", "--kubeconfig", str(kubeconfig))
     assert result.exit_code == 1
-    assert "error: node cpu-1 has no nvidia.com/gpu.product label" in result.stderr
+    assert "error: node cpu-1 is not a GPU node" in result.stderr
     result = validate(run_cli, "--node", "gone", "--kubeconfig", str(kubeconfig))
     assert result.exit_code == 1 and "not found" in result.stderr
+
+
+def test_a_node_known_only_from_its_agent_and_its_strategy_gets_the_verdict_apply_gives(
+    run_cli: Run, fake_apiserver: FakeApiServer, kubeconfig: Path
+) -> None:
+    # No GFD: the agent's report names the GPUs; the device plugin runs MIG strategy single,
+    # which refuses a node with several profiles (mig apply refuses it for that reason too).
+    gpus = [{"index": i, "pci": "0x20B510DE", "name": "NVIDIA A100-SXM4-80GB"} for i in (0, 1)]
+    node = samples.node("gpu-2", labels={"nvidia.com/mig.strategy": "single"})
+    node["metadata"]["annotations"] = {"kubectl-gpu.io/mig.gpus": json.dumps(gpus)}
+    fake_apiserver.store.create(node)
+
+    balanced = validate(run_cli, "-c", "all-balanced", "--node", "gpu-2",
+                        "--kubeconfig", str(kubeconfig))  # fmt: skip
+    uniform = validate(run_cli, "-c", "all-1g.10gb", "--node", "gpu-2",
+                       "--kubeconfig", str(kubeconfig))  # fmt: skip
+    told = validate(run_cli, "-c", "all-balanced", "--node", "gpu-2", "--strategy", "mixed",
+                    "--kubeconfig", str(kubeconfig))  # fmt: skip
+
+    assert balanced.exit_code == 1, balanced.stderr
+    assert "single" in balanced.stdout + balanced.stderr
+    assert uniform.exit_code == 0, uniform.stderr
+    assert "all-1g.10gb  gpu-2     0-1    A100-80GB  fits" in uniform.stdout
+    assert told.exit_code == 0, told.stderr  # --strategy says what the plugin will run
 
 
 PROBE = """

@@ -165,6 +165,26 @@ def test_uninstall_leaves_nothing_of_ours(run_cli: Run, cluster: SimCluster) -> 
     assert {o["action"] for o in again.json["objects"]} == {"not found"}
 
 
+def test_uninstall_removes_the_per_node_config_labels_share_set(
+    run_cli: Run, cluster: SimCluster
+) -> None:
+    assert gpu(run_cli, cluster, "install").exit_code == 0
+    cluster.settle(10)
+    shared = gpu(run_cli, cluster, "share", "--replicas", "2", "--node", "gpu-a")
+    assert shared.exit_code == 0, shared.stderr
+    label = keys.DEVICE_PLUGIN_CONFIG_LABEL
+    assert cluster.store.get("nodes", "gpu-a")["metadata"]["labels"][label].startswith(
+        keys.PER_NODE_KEY_PREFIX
+    )
+    cluster.store.patch("nodes", "gpu-c", {"metadata": {"labels": {label: "site-default"}}})
+
+    assert gpu(run_cli, cluster, "uninstall").exit_code == 0
+
+    # the key it named went with our ConfigMap; a value someone else set is not ours
+    assert label not in cluster.store.get("nodes", "gpu-a")["metadata"]["labels"]
+    assert cluster.store.get("nodes", "gpu-c")["metadata"]["labels"][label] == "site-default"
+
+
 def test_status_names_what_is_missing_and_nodes_without_a_report(
     run_cli: Run, cluster: SimCluster
 ) -> None:
