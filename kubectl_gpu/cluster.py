@@ -99,6 +99,7 @@ class Api:
     context: str
     server: str
     timeout: float = 30.0
+    namespace: str = "default"  # the context's namespace, as kubectl defaults -n to it
 
     def request(
         self,
@@ -226,10 +227,15 @@ def connect(
         ) from e
     configuration.retries = 1  # fail fast; the caller decides whether to try again
     api_client = client.ApiClient(configuration)
-    return Api(api_client, loaded, configuration.host, timeout)
+    name, namespace = loaded
+    return Api(api_client, name, configuration.host, timeout, namespace)
 
 
-def _load(configuration: Any, kubeconfig: str | None, context: str | None) -> str:
+_SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+def _load(configuration: Any, kubeconfig: str | None, context: str | None) -> tuple[str, str]:
+    """Load the credentials; return the context's name and its namespace ("default" unset)."""
     import os
 
     # The client reads $KUBECONFIG once, at import; read it now, as kubectl does.
@@ -242,9 +248,19 @@ def _load(configuration: Any, kubeconfig: str | None, context: str | None) -> st
         if kubeconfig or context or not _in_cluster():
             raise
         config.load_incluster_config(client_configuration=configuration)
-        return "in-cluster"
-    _, active = config.list_kube_config_contexts(config_file=kubeconfig)
-    return context or str(active.get("name", ""))
+        return "in-cluster", _pod_namespace()
+    contexts, active = config.list_kube_config_contexts(config_file=kubeconfig)
+    chosen = next((c for c in contexts if c.get("name") == context), active) if context else active
+    namespace = str((chosen.get("context") or {}).get("namespace") or "default")
+    return str(chosen.get("name", "")), namespace
+
+
+def _pod_namespace() -> str:
+    try:
+        with open(_SERVICE_ACCOUNT_NAMESPACE) as handle:
+            return handle.read(256).strip() or "default"
+    except OSError:
+        return "default"
 
 
 def _in_cluster() -> bool:

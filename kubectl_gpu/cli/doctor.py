@@ -16,7 +16,6 @@ from kubectl_gpu.cli import render
 from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
 from kubectl_gpu.errors import ExitCode
 
-DEFAULT_NAMESPACE = "default"
 COLUMNS = (
     render.Column("LAYER", lambda d: d.layer),
     render.Column("SEVERITY", lambda d: d.severity),
@@ -33,7 +32,8 @@ COLUMNS = (
 @pass_settings
 def doctor(settings: Settings, pod_name: str | None) -> None:
     """Name the layer where a GPU pod fails (admission, scheduler, kubelet, runtime, driver),
-    with the evidence and the fix. Without POD, check the GPU health of every node.
+    with the evidence and the fix. Without POD, check the GPU health of every node. POD is
+    looked up in -n, else the kubeconfig context's namespace (as kubectl does).
 
     Exits 1 when an error is found.
 
@@ -49,7 +49,7 @@ def doctor(settings: Settings, pod_name: str | None) -> None:
 
     api = cluster.connect(settings.kubeconfig, settings.context)
     if pod_name:
-        result = workflow.pod(api, settings.namespace or DEFAULT_NAMESPACE, pod_name)
+        result = workflow.pod(api, settings.namespace or api.namespace, pod_name)
     else:
         result = workflow.cluster_health(api)
     _render(result, settings)

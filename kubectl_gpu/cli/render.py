@@ -152,9 +152,12 @@ def format_finding(f: Finding) -> str:
 
 def _summary(reports: Sequence[Any]) -> str:
     doc = validation_document(reports)["summary"]
-    verdict = "valid" if all(r.valid for r in reports) else "invalid"
-    files = "1 file" if doc["files"] == 1 else f"{doc['files']} files"
-    return f"{files} {verdict}: {doc['errors']} error(s), {doc['warnings']} warning(s)"
+    invalid = sum(not r.valid for r in reports)
+    counts = f"{doc['errors']} error(s), {doc['warnings']} warning(s)"
+    if doc["files"] == 1:
+        return f"1 file {'invalid' if invalid else 'valid'}: {counts}"
+    verdict = f"{invalid} invalid" if invalid else "all valid"
+    return f"{doc['files']} files, {verdict}: {counts}"
 
 
 _FLUSH_BYTES = 1 << 16

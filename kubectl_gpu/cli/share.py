@@ -329,9 +329,10 @@ def _render_result(result: Any, settings: Settings) -> None:
             {"apiVersion": "v1", "kind": "List", "items": list(result.objects)},
         )
         return
-    render.emit_table(
-        result.nodes, RESULT_COLUMNS, settings.output, sharereport.result_document(result)
-    )
+    if result.nodes or settings.output in ("json", "yaml"):
+        render.emit_table(
+            result.nodes, RESULT_COLUMNS, settings.output, sharereport.result_document(result)
+        )
     for row in result.nodes:
         if row.failed:
             click.echo(f"node {row.node}: {row.result}: {row.message}", err=True)
@@ -349,8 +350,19 @@ def _summary(result: Any) -> str:
     counts: dict[str, int] = {}
     for row in result.nodes:
         counts[row.result] = counts.get(row.result, 0) + 1
-    outcome = ", ".join(f"{n} {r}" for r, n in sorted(counts.items())) or "no node affected"
+    outcome = ", ".join(f"{n} {r}" for r, n in sorted(counts.items())) or _untouched(plan)
     return f"ConfigMap {plan.namespace}/{plan.configmap}: {verb} {written}, {labels}; {outcome}"
+
+
+def _untouched(plan: Any) -> str:
+    """Why a change reached no node: each node selects another key (told above), or there
+    is no GPU node at all."""
+    if not plan.keys and not plan.labels:
+        return "nothing changed: every node already has this config"
+    return (
+        "no node changed: no GPU node reads the key written now (each selects its own key, "
+        "see above); nodes that select it later get it"
+    )
 
 
 def _showing_findings(function: F, *args: Any) -> Any:

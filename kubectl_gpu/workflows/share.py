@@ -164,6 +164,7 @@ def _run(
         body = sharewrites.configmap_body(snapshot, plan, rendered)
         if attempt == 1:
             _tell(snapshot, plan)
+            _warn_overcommit(plan, sharestate.replicas_in_use(api))
         if options.previewing:
             objects = sharewrites.preview(snapshot, plan, body) if plan.writes else []
             return dataclasses.replace(draft, objects=tuple(objects))
@@ -306,6 +307,19 @@ def _tell(snapshot: Snapshot, plan: rollout.Plan) -> None:
         )
     for note in plan.notes:
         log.warning("%s", note)
+
+
+def _warn_overcommit(plan: rollout.Plan, in_use: Mapping[str, Mapping[str, int]]) -> None:
+    """A node whose pods hold more than it will advertise: they keep running (kubelet does not
+    evict them) but any of them that restarts, and any new pod, will not fit."""
+    for node in plan.nodes:
+        held = in_use.get(node.node, {}).get(node.resource, 0)
+        if node.expected is not None and held > node.expected:
+            log.warning(
+                "node %s: running pods hold %d %s, but it will advertise %d: they keep running "
+                "until restarted, then %d of them will not fit",
+                node.node, held, node.resource, node.expected, held - node.expected,
+            )  # fmt: skip
 
 
 def _plan_rollback(snapshot: Snapshot) -> rollout.Plan:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -117,3 +118,21 @@ def test_a_missing_pod_is_reported_as_not_found(run_cli: Run, busy_h100s: SimClu
     assert result.exit_code == 1
     [missing] = by_layer(result.json, "admission")
     assert "pod default/nope not found" in missing["message"]
+
+
+def test_a_pod_is_looked_up_in_the_kubeconfig_contexts_namespace(
+    run_cli: Run, busy_h100s: SimCluster, tmp_path: Path
+) -> None:
+    # as kubectl does: -n, else the context's namespace, else default
+    busy_h100s.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    in_ml = gpu_pod("train", selector={PRODUCT: H100})
+    in_ml["metadata"]["namespace"] = "ml"
+    run_pods(busy_h100s, in_ml)
+    ml_context = busy_h100s.server.write_kubeconfig(tmp_path / "ml-kubeconfig", namespace="ml")
+
+    found = run_cli("--kubeconfig", str(ml_context), "doctor", "train", "-o", "json")
+    elsewhere = run_cli("--kubeconfig", str(ml_context), "doctor", "train", "-n", "default")
+
+    assert found.exit_code == 1 and found.json["target"]["namespace"] == "ml", found.stderr
+    assert by_layer(found.json, "scheduler")
+    assert elsewhere.exit_code == 1 and "kubectl get pods -n default" in elsewhere.stdout

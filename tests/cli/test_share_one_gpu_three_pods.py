@@ -122,3 +122,26 @@ def test_share_show_explains_the_one_gpu_node(run_cli: Run, cluster: SimCluster)
         3,
         [],
     )
+
+
+def test_share_off_under_running_pods_warns_before_and_show_says_so_after(
+    run_cli: Run, cluster: SimCluster
+) -> None:
+    gpu = ("--kubeconfig", str(cluster.kubeconfig))
+    assert run_cli(*gpu, "share", "--replicas", "3", "--wait").exit_code == 0
+    for i in range(3):
+        cluster.store.create(cuda_pod(f"cuda-{i}"), keep_status=False)
+    cluster.settle()
+
+    off = run_cli(*gpu, "share", "off", "--wait")
+    shown = run_cli(*gpu, "share", "show", "-o", "json")
+
+    assert off.exit_code == 0, off.stderr  # the change itself succeeded
+    assert (
+        "node minikube: running pods hold 3 nvidia.com/gpu, but it will advertise 1: they keep "
+        "running until restarted, then 2 of them will not fit"
+    ) in off.stderr
+    [row] = shown.json["nodes"]
+    assert row["inUse"] == 3 and row["capacity"] == 1
+    assert any("running pods hold 3 nvidia.com/gpu but the node advertises 1" in p
+               for p in row["problems"])  # fmt: skip

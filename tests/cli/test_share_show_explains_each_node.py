@@ -98,3 +98,18 @@ def test_show_can_be_narrowed_to_nodes(run_cli: Run, cluster: SimCluster) -> Non
         "--kubeconfig", str(cluster.kubeconfig), "share", "show", "--node", "gpu-b", "-o", "json"
     )
     assert [n["node"] for n in result.json["nodes"]] == ["gpu-b"]
+
+
+def test_a_cluster_wide_change_that_reaches_no_node_says_so_and_why(
+    run_cli: Run, cluster: SimCluster
+) -> None:
+    gpu = ("--kubeconfig", str(cluster.kubeconfig))
+    for node in ("gpu-a", "gpu-b"):  # each node pinned to a key of its own
+        assert run_cli(*gpu, "share", "--replicas", "2", "--node", node).exit_code == 0
+
+    result = run_cli(*gpu, "share", "--replicas", "4", "--wait")
+
+    assert result.exit_code == 0, result.stderr
+    assert "No resources found." not in result.stdout + result.stderr
+    assert "node gpu-a reads key" in result.stderr and "node gpu-b reads key" in result.stderr
+    assert "no node changed: no GPU node reads the key written now" in result.stderr

@@ -35,6 +35,17 @@ def test_a_valid_file_exits_0_and_says_so(run_cli: Run, tmp_path: Path) -> None:
     assert "1 file valid: 0 error(s), 0 warning(s)" in result.stderr
 
 
+def test_the_summary_counts_the_invalid_files_among_several(run_cli: Run, tmp_path: Path) -> None:
+    good = [write(tmp_path, f"good-{i}.yaml", GOOD) for i in range(4)]
+    bad = [write(tmp_path, f"bad-{i}.yaml", "version: v2\n") for i in range(2)]
+    mixed = run_cli("validate", *[a for f in good + bad for a in ("-f", f)])
+    clean = run_cli("validate", *[a for f in good for a in ("-f", f)])
+    assert mixed.exit_code == 1
+    assert "6 files, 2 invalid: 2 error(s), 0 warning(s)" in mixed.stderr
+    assert clean.exit_code == 0
+    assert "4 files, all valid: 0 error(s), 0 warning(s)" in clean.stderr
+
+
 def test_an_invalid_file_exits_1_with_file_line_column_and_hint(
     run_cli: Run, tmp_path: Path
 ) -> None:

@@ -144,6 +144,7 @@ def _node_status(
     problems = [*_selection_problems(state, chosen.key, chosen.error, doc)]
     problems += _capacity_problems(node, resource, name, replicas, gpus)
     problems += _plugin_problems(state.deployment, pod)
+    problems += _overcommit_problems(node, name, in_use.get(name, 0))
     if not isinstance(doc, Unknown) and chosen.key:
         problems += _override_problems(state.deployment, chosen.key, doc)
     return NodeStatus(
@@ -192,6 +193,16 @@ def _capacity_problems(
     if labelled is not None and labelled != str(replicas):
         problems.append(f"GFD label {resource}.replicas={labelled} disagrees (GFD may lag)")
     return problems
+
+
+def _overcommit_problems(node: GpuNode, name: str, held: int) -> list[str]:
+    advertised = node.capacity.get(name, 0)  # allocatable drops to 0 while a plugin restarts
+    if held <= advertised:
+        return []
+    return [
+        f"running pods hold {held} {name} but the node advertises {advertised}: they keep "
+        f"running until restarted, then {held - advertised} of them will not fit"
+    ]
 
 
 def _plugin_problems(deployment: deployments.Deployment, pod: PluginPod | None) -> list[str]:
