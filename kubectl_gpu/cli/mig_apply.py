@@ -11,6 +11,7 @@ any node failed the offline check (then nothing is written), failed, or timed ou
 from __future__ import annotations
 
 import logging
+import sys
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -25,6 +26,7 @@ from kubectl_gpu.errors import ExitCode
 if TYPE_CHECKING:
     from kubectl_gpu.workflows.mig_apply import ApplyResult
 
+HEARTBEAT = 5.0  # seconds between progress lines on a terminal while nothing changes
 _APPLY_COLUMNS = (
     Column("NODE", lambda r: r.node),
     Column("ACTUATOR", lambda r: r.actuator.value),
@@ -110,6 +112,7 @@ def apply_cmd(settings: Settings, **flags: Any) -> None:
     """
     from kubectl_gpu import cluster
     from kubectl_gpu.workflows import mig_apply, mig_targets
+    from kubectl_gpu.workflows.waiting import Timing
 
     names = tuple(n.strip() for item in flags["nodes"] for n in item.split(",") if n.strip())
     scope = mig_targets.Scope(names, flags["selector"], flags["all_nodes"])
@@ -129,7 +132,8 @@ def apply_cmd(settings: Settings, **flags: Any) -> None:
     if settings.verbosity == 0:  # progress is this command's talk on stderr
         logging.getLogger("kubectl_gpu.workflows").setLevel(logging.INFO)
     api = cluster.connect(settings.kubeconfig, settings.context)
-    _render_apply(mig_apply.run(api, request), settings.output)
+    timing = Timing(heartbeat=HEARTBEAT if sys.stderr.isatty() else None)
+    _render_apply(mig_apply.run(api, request, timing), settings.output)
 
 
 @mig.command("status")

@@ -22,8 +22,9 @@ from kubectl_gpu.mig import actuators, apply, verdicts
 from kubectl_gpu.mig.actuators import Actuator
 from kubectl_gpu.mig.spec import MigConfigFile, MigDeviceSpec
 from kubectl_gpu.mig.verdicts import ConfigVerdict
-from kubectl_gpu.workflows import mig_status, mig_store, mig_targets
+from kubectl_gpu.workflows import mig_silence, mig_status, mig_store, mig_targets
 from kubectl_gpu.workflows.mig_targets import NodeFacts, Scope
+from kubectl_gpu.workflows.progress import Progress
 from kubectl_gpu.workflows.waiting import Deadline, Timing
 
 log = logging.getLogger(__name__)
@@ -218,17 +219,17 @@ def _wait(
     api: cluster.Api, request: ApplyRequest, rows: list[NodeResult], key: str, timing: Timing
 ) -> None:
     deadline = timing.deadline(request.timeout)
-    seen: dict[str, str] = {}
+    progress = Progress(timing.heartbeat)
     waiting = list(rows)
     while waiting:
         for row in list(waiting):
-            if _look(api, request, row, deadline, seen):
+            if _look(api, request, row, deadline, progress):
                 waiting.remove(row)
         if waiting and deadline.passed:
             for row in waiting:
-                last = seen.get(row.node) or "no report"
                 row.result, row.seconds = "timeout", deadline.elapsed()
-                row.reason = f"timed out after {request.timeout:g}s; last seen: {last}"
+                last = progress.last(row.node)
+                row.reason = mig_silence.reason(api, row.node, row.actuator, last, request.timeout)
             return
         if waiting:
             deadline.pause()
@@ -236,15 +237,14 @@ def _wait(
 
 def _look(
     api: cluster.Api, request: ApplyRequest, row: NodeResult, deadline: Deadline,
-    seen: dict[str, str],
+    progress: Progress,
 ) -> bool:  # fmt: skip
     """Read one node; True when its actuator reached a final state for our request."""
     facts = mig_targets.read(api, Scope(names=(row.node,)), [])[0]
     now = mig_status.of(dataclasses.replace(facts, actuator=row.actuator))
-    progress = " ".join(p for p in (now.state, now.phase) if p) or "waiting"
-    if seen.get(row.node) != progress:
-        seen[row.node] = progress
-        log.info("node %s: %s (%.1fs)", row.node, progress, deadline.elapsed())
+    ours = row.actuator is Actuator.OPERATOR or now.request == row.request
+    state = " ".join(p for p in (now.state, now.phase) if p) if ours else ""
+    progress.tell(row.node, state or "waiting", deadline.elapsed())
     if not _final(now, row, request):
         return False
     row.result, row.seconds = now.state, deadline.elapsed()

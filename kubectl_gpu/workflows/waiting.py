@@ -21,6 +21,7 @@ class Timing:
     sleep: Callable[[float], None] = time.sleep
     poll: float = 1.0  # the longest pause between two looks at the cluster
     first_poll: float = 0.05
+    heartbeat: float | None = None  # repeat unchanged progress this often (on a terminal)
 
     def deadline(self, seconds: float) -> Deadline:
         now = self.clock()

@@ -198,3 +198,30 @@ def test_wait_without_an_agent_times_out(cluster: SimCluster, run_cli: Run, tmp_
 
     assert result.exit_code == 1
     assert "timeout" in result.stdout and "timed out after 0.3s" in result.stderr
+    # the reason names who did not answer and what to run
+    assert "no kubectl-gpu agent pod runs on gpu-1: run `kubectl gpu status`" in result.stderr
+
+
+def test_wait_names_an_agent_pod_that_never_took_up_the_request(
+    cluster: SimCluster, run_cli: Run, tmp_path: Path
+) -> None:
+    agent_pod = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "kubectl-gpu-agent-x1", "namespace": "kubectl-gpu",
+                     "labels": {"app.kubernetes.io/name": "kubectl-gpu-agent"}},
+        "spec": {"nodeName": "gpu-1", "containers": [{"name": "agent", "image": "agent"}]},
+    }  # fmt: skip
+    cluster.store.create({"apiVersion": "v1", "kind": "Namespace",
+                          "metadata": {"name": "kubectl-gpu"}})  # fmt: skip
+    cluster.store.create(agent_pod)
+    cluster.settle()
+    config = write_config(tmp_path, balanced=BALANCED)
+
+    result = gpu(cluster, run_cli, "apply", "-f", config, "-c", "balanced", "--node", "gpu-1",
+                 "--wait", "--timeout", "300ms")  # fmt: skip
+
+    assert result.exit_code == 1
+    assert (
+        "agent pod kubectl-gpu-agent-x1 runs but never took up the request: "
+        "kubectl logs -n kubectl-gpu kubectl-gpu-agent-x1"
+    ) in result.stderr

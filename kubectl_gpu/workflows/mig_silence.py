@@ -1,0 +1,76 @@
+"""Why a node did not answer a MIG request in time, and what to run next.
+
+Owns looking, once the wait is over, at what should have acted on the node: our agent's pod
+(none on the node, not running, or running without taking up the request) or the GPU Operator's
+MIG manager pod; the answer is one sentence for the node's REASON cell. Must not wait or write.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubectl_gpu import cluster, keys
+from kubectl_gpu.errors import ClusterError
+from kubectl_gpu.mig.actuators import Actuator
+
+Json = dict[str, Any]
+AGENT_SELECTOR = "app.kubernetes.io/name=kubectl-gpu-agent"
+MIG_MANAGER_SELECTOR = "app=nvidia-mig-manager"
+
+
+def reason(api: cluster.Api, node: str, actuator: Actuator, last_seen: str, waited: float) -> str:
+    """`timed out after …` plus who did not answer on `node` and the command to look further."""
+    head = f"timed out after {waited:g}s; last seen: {last_seen or 'no answer'}"
+    try:
+        return f"{head}; {_who(api, node, actuator, last_seen)}"
+    except ClusterError as e:  # e.g. no right to list pods: the timeout still stands
+        return f"{head} (the actuator's pod could not be read: {e.message})"
+
+
+def _who(api: cluster.Api, node: str, actuator: Actuator, last_seen: str) -> str:
+    if actuator is Actuator.OPERATOR:
+        pods = _pods_on(api, node, MIG_MANAGER_SELECTOR)
+        if not pods:
+            return (
+                f"no GPU Operator MIG manager pod runs on {node} (is migManager enabled, and "
+                f"{keys.DEPLOY_MIG_MANAGER_LABEL}=true on the node?)"
+            )
+        return _pod_says(pods[0], "the MIG manager")
+    pods = _pods_on(api, node, AGENT_SELECTOR)
+    if not pods:
+        return (
+            f"no kubectl-gpu agent pod runs on {node}: run `kubectl gpu status` "
+            "(and `kubectl gpu install` if it is not installed)"
+        )
+    if last_seen in ("", "waiting") and _running(pods[0]):
+        meta = pods[0]["metadata"]
+        return (
+            f"agent pod {meta['name']} runs but never took up the request: "
+            f"kubectl logs -n {meta['namespace']} {meta['name']}"
+        )
+    return _pod_says(pods[0], "the agent")
+
+
+def _pods_on(api: cluster.Api, node: str, selector: str) -> list[Json]:
+    return list(
+        api.list(
+            cluster.path("pods"), label_selector=selector, field_selector=f"spec.nodeName={node}"
+        )
+    )
+
+
+def _running(pod: Json) -> bool:
+    return (pod.get("status") or {}).get("phase") == "Running"
+
+
+def _pod_says(pod: Json, who: str) -> str:
+    meta, status = pod["metadata"], pod.get("status") or {}
+    waiting = [
+        (c.get("state") or {}).get("waiting", {}).get("reason")
+        for c in status.get("containerStatuses") or []
+    ]
+    state = next((w for w in waiting if w), status.get("phase", "unknown"))
+    return (
+        f"{who}'s pod {meta['name']} is {state}: kubectl logs -n {meta['namespace']} "
+        f"{meta['name']}; kubectl gpu mig status shows the node's state"
+    )
