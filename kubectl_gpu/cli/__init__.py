@@ -96,13 +96,29 @@ class RootGroup(click.Group):
     def main(self, *args: Any, **kwargs: Any) -> Any:  # noqa: D102 - click's signature
         kwargs.setdefault("prog_name", PROG)
         argv = kwargs.get("args") or (args[0] if args else None) or sys.argv[1:]
+        standalone = kwargs.pop("standalone_mode", True)
         try:
-            return super().main(*args, **kwargs)
+            # errors are ours to print (kubectl style), so click must not print them itself
+            code = super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[call-overload]
         except GpuError as e:
             if "--debug" in argv:
                 raise
             report(e)
-            sys.exit(int(e.exit_code))
+            code = int(e.exit_code)
+        except click.UsageError as e:
+            report_usage(e)
+            code = e.exit_code
+        except click.ClickException as e:
+            click.echo(
+                f"{click.style('error', fg='red', bold=True)}: {e.format_message()}", err=True
+            )
+            code = e.exit_code
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            code = 1
+        if not standalone:
+            return code
+        sys.exit(code if isinstance(code, int) else 0)
 
 
 def report(e: GpuError) -> None:
@@ -110,6 +126,13 @@ def report(e: GpuError) -> None:
     click.echo(f"{click.style('error', fg='red', bold=True)}: {e.message}", err=True)
     if e.hint:
         click.echo(f"hint: {e.hint}", err=True)
+
+
+def report_usage(e: click.UsageError) -> None:
+    """A usage mistake in kubectl's words: `error: …`, then where the usage is explained."""
+    click.echo(f"{click.style('error', fg='red', bold=True)}: {e.format_message()}", err=True)
+    path = e.ctx.command_path if e.ctx else PROG
+    click.echo(f"hint: see '{path} --help' for usage", err=True)
 
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}

@@ -57,8 +57,10 @@ def doctor(settings: Settings, pod_name: str | None) -> None:
 
 
 def _render(result: Any, settings: Settings) -> None:
-    if settings.output in ("json", "yaml") or result.diagnoses:
-        render.emit_table(result.diagnoses, COLUMNS, settings.output, result.document())
+    if render.is_data(settings.output) or result.diagnoses:
+        render.emit_table(
+            result.diagnoses, COLUMNS, settings.output, result.document(), name=lambda d: d.object
+        )
     else:
         click.echo("No GPU problems found.", err=True)
     if settings.output in ("table", "wide"):

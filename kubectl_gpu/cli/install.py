@@ -85,7 +85,7 @@ def install(settings: Settings, dry_run: str, **flags: Any) -> None:
     from kubectl_gpu import bundle
 
     objects = bundle.render(_options(settings, flags))
-    if dry_run == "client" and settings.output in ("json", "yaml"):
+    if dry_run == "client" and render.is_data(settings.output):
         render.emit_table([], (), settings.output, document=_as_list(objects))
         return
     _apply(settings, objects, dry_run)
@@ -137,8 +137,13 @@ def status(settings: Settings) -> None:
     api = cluster.connect(settings.kubeconfig, settings.context)
     found = install_status.status(api, settings.namespace or _DEFAULT_NAMESPACE)
     output = "table" if settings.output == "wide" else settings.output
-    render.emit_table(found.parts, STATUS_COLUMNS, output, document=found.to_dict())
+    document = {"apiVersion": render.API_VERSION, "kind": "InstallStatus", **found.to_dict()}
+    render.emit_table(found.parts, STATUS_COLUMNS, output, document, name=_part_name)
     _summarise(found)
+
+
+def _part_name(part: Any) -> str:
+    return f"{part.kind.lower()}/{part.name}"
 
 
 def _summarise(found: Any) -> None:
@@ -180,9 +185,12 @@ def _apply(settings: Settings, objects: list[Any], dry_run: str) -> None:
 
 def _emit(outcomes: Sequence[Any], settings: Settings, dry_run: str) -> None:
     suffix = {"client": " (dry run)", "server": " (server dry run)"}.get(dry_run, "")
-    if settings.output in ("json", "yaml"):
+    if render.is_data(settings.output):
         document = [{**dataclasses.asdict(o), "dryRun": dry_run != "none"} for o in outcomes]
-        render.emit_table([], (), settings.output, document={"objects": document})
+        render.emit_table([], (), settings.output, render.list_document("InstallResult", document))
+        return
+    if settings.output == "name":
+        render.emit_table(outcomes, (), "name", name=lambda o: o.ref)
         return
     for o in outcomes:
         where = f" -n {o.namespace}" if o.namespace else ""

@@ -156,7 +156,10 @@ def status_cmd(settings: Settings, nodes: tuple[str, ...], selector: str) -> Non
     api = cluster.connect(settings.kubeconfig, settings.context)
     found = mig_status.status(api, mig_targets.Scope(names, selector))
     rows = [(n, g) for n in found for g in (n.gpus or (None,))]
-    render.emit_table(rows, _STATUS_COLUMNS, settings.output, mig_status.document(found))
+    render.emit_table(
+        rows, _STATUS_COLUMNS, settings.output, mig_status.document(found),
+        name=lambda row: render.node_name(row[0]),
+    )  # fmt: skip
 
 
 def _load(filename: str, config: str) -> tuple[str, dict[str, Any]]:
@@ -172,11 +175,13 @@ def _render_apply(result: ApplyResult, output: str) -> None:
     from kubectl_gpu.workflows import mig_report
 
     dry = result.request.dry_run != "none"
-    if dry and result.written is False and not result.failed and output in ("json", "yaml"):
+    if dry and result.written is False and not result.failed and render.is_data(output):
         items = {"apiVersion": "v1", "kind": "List", "items": result.objects}
         render.emit_table([], (), output, items)
     else:
-        render.emit_table(result.nodes, _APPLY_COLUMNS, output, mig_report.document(result))
+        render.emit_table(
+            result.nodes, _APPLY_COLUMNS, output, mig_report.document(result), name=render.node_name
+        )
     for row in result.nodes:
         if row.failed:
             click.echo(f"node {row.node}: {row.result}: {row.reason}", err=True)

@@ -1,9 +1,9 @@
 """Rendering results: the only writer to stdout.
 
-Owns the output formats (`-o table|wide|json|yaml`). Data goes to stdout, talk
-(summaries, progress) to stderr. JSON and YAML are the same dict, described by a
-schema in `schemas/`, so scripts get a stable contract. Colour only on a terminal
-(click strips ANSI codes otherwise).
+Owns the output formats (`-o table|wide|json|yaml|name|jsonpath=…`, `--no-headers`). Data
+goes to stdout, talk (summaries, progress) to stderr. JSON, YAML and JSONPath read the same
+dict, described by a schema in `schemas/`, so scripts get a stable contract. Colour only on a
+terminal (click strips ANSI codes otherwise).
 """
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ from typing import Any
 
 import click
 
+from kubectl_gpu.cli import settings
+from kubectl_gpu.cli.settings import JSONPATH
+from kubectl_gpu.errors import UsageError
 from kubectl_gpu.findings import Finding, Severity
 
 API_VERSION = "kubectl-gpu.io/v1"
@@ -30,23 +33,57 @@ class Column:
     wide_only: bool = False
 
 
+def is_data(output: str) -> bool:
+    """Whether `output` prints the machine-readable document (json, yaml, jsonpath=…)."""
+    return output in ("json", "yaml") or output.startswith(JSONPATH)
+
+
 def emit_table(
-    rows: Sequence[Any], columns: Sequence[Column], output: str, document: Any = None
+    rows: Sequence[Any],
+    columns: Sequence[Column],
+    output: str,
+    document: Any = None,
+    name: Callable[[Any], str] | None = None,
 ) -> None:
-    """Print rows as a kubectl-style table (`table`, `wide`), or `document` as JSON/YAML.
+    """Print rows as a kubectl-style table (`table`, `wide`), their `TYPE/NAME`s (`name`, when
+    the command gives `name`), or `document` as JSON, YAML or through a JSONPath template.
 
     `document` is the stable machine-readable form (a dict or list described by a schema
     in schemas/); it defaults to the rows themselves when they are plain dicts.
     """
-    if output in ("json", "yaml"):
+    if is_data(output):
         _emit_data(rows if document is None else document, output)
+        return
+    if output == "name":
+        _emit_names(rows, name)
         return
     shown = [c for c in columns if output == "wide" or not c.wide_only]
     if not rows:
         click.echo("No resources found.", err=True)
         return
     table = [[_cell(c.value(row)) for c in shown] for row in rows]
-    click.echo(plain_table(table, [c.header for c in shown]))
+    text = plain_table(table, [c.header for c in shown])
+    click.echo(text.split("\n", 1)[1] if _no_headers() and "\n" in text else text)
+
+
+def _emit_names(rows: Sequence[Any], name: Callable[[Any], str] | None) -> None:
+    if name is None:
+        raise UsageError(
+            "-o name is not available for this command: its rows are not Kubernetes objects",
+            hint="use -o json or -o jsonpath=TEMPLATE",
+        )
+    for shown in dict.fromkeys(name(row) for row in rows):  # one line per object
+        click.echo(shown)
+
+
+def node_name(row: Any) -> str:
+    """`node/NAME` of a row about a node (its `node` attribute), as kubectl -o name prints."""
+    return f"node/{row.node}"
+
+
+def _no_headers() -> bool:
+    ctx = click.get_current_context(silent=True)
+    return ctx is not None and settings.current(ctx).no_headers
 
 
 def list_document(kind: str, items: Sequence[Any]) -> dict[str, Any]:
@@ -96,7 +133,7 @@ def _cell(value: Any) -> str:
 
 def emit_validation(reports: Sequence[Any], output: str) -> None:
     """Print `validation.FileReport`s: linter-style lines, or one JSON/YAML document."""
-    if output in ("json", "yaml"):
+    if is_data(output):
         _emit_data(validation_document(reports), output)
     else:
         for report in reports:
@@ -183,6 +220,11 @@ def _stream_json(document: Any) -> None:
 def _emit_data(document: Any, output: str) -> None:
     if output == "json":
         _stream_json(document)
+    elif output.startswith(JSONPATH):
+        from kubectl_gpu.cli import jsonpath
+
+        # the document as JSON sees it: tuples become lists, keys strings
+        click.echo(jsonpath.render(output[len(JSONPATH) :], json.loads(json.dumps(document))))
     else:
         import yaml
 

@@ -16,7 +16,8 @@ import click
 
 F = TypeVar("F", bound=Callable[..., Any])
 _META = "kubectl_gpu.flags"
-OUTPUTS = ("table", "wide", "json", "yaml")
+OUTPUTS = ("table", "wide", "json", "yaml", "name")
+JSONPATH = "jsonpath="  # -o jsonpath=TEMPLATE, as kubectl takes it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,6 +30,7 @@ class Settings:
     output: str = "table"
     verbosity: int = 0
     debug: bool = False
+    no_headers: bool = False
 
 
 class _Level(click.ParamType):  # type: ignore[type-arg]  # generic only in click>=8.2 stubs
@@ -41,6 +43,23 @@ class _Level(click.ParamType):  # type: ignore[type-arg]  # generic only in clic
         if not text.isdigit():
             self.fail(f"{value!r} is not a log level (0-9)", param, ctx)
         return int(text)
+
+
+class _Output(click.ParamType):  # type: ignore[type-arg]  # generic only in click>=8.2 stubs
+    """kubectl's -o: a format name, or jsonpath=TEMPLATE."""
+
+    name = "format"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        text = str(value)
+        if text in OUTPUTS or (text.startswith(JSONPATH) and len(text) > len(JSONPATH)):
+            return text
+        self.fail(
+            f"unable to match a printer suitable for the output format {text!r}, the allowed "
+            f"formats are: {', '.join(OUTPUTS)}, {JSONPATH}TEMPLATE",
+            param,
+            ctx,
+        )
 
 
 def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> None:
@@ -56,9 +75,15 @@ _OPTIONS = (
     click.option(
         "-o",
         "--output",
-        type=click.Choice(OUTPUTS),
+        type=_Output(),
         metavar="FORMAT",
-        help="Output format: table|wide|json|yaml.",
+        help="Output format: table|wide|json|yaml|name|jsonpath=TEMPLATE.",
+    ),
+    click.option(
+        "--no-headers",
+        is_flag=True,
+        default=None,
+        help="Print tables without their header line.",
     ),
     click.option(
         "-v",

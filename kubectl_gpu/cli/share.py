@@ -251,7 +251,7 @@ def show(
     status = workflow.show(api, options, resource, _names(nodes))
     click.echo(status.deployment.describe(), err=True)
     document = sharereport.status_document(status)
-    render.emit_table(status.nodes, SHOW_COLUMNS, settings.output, document)
+    render.emit_table(status.nodes, SHOW_COLUMNS, settings.output, document, name=render.node_name)
     if settings.output in ("table", "wide"):
         for row in status.nodes:
             click.echo(f"{row.node}: {row.explain()}")
@@ -321,7 +321,7 @@ def _render_result(result: Any, settings: Settings) -> None:
         click.echo(sharereport.diff(result) or "no changes\n", nl=False)
         return
     dry = options.dry_run != "none"
-    if dry and settings.output in ("json", "yaml"):
+    if dry and render.is_data(settings.output):
         render.emit_table(
             [],
             (),
@@ -329,9 +329,10 @@ def _render_result(result: Any, settings: Settings) -> None:
             {"apiVersion": "v1", "kind": "List", "items": list(result.objects)},
         )
         return
-    if result.nodes or settings.output in ("json", "yaml"):
+    if result.nodes or render.is_data(settings.output):
+        document = sharereport.result_document(result)
         render.emit_table(
-            result.nodes, RESULT_COLUMNS, settings.output, sharereport.result_document(result)
+            result.nodes, RESULT_COLUMNS, settings.output, document, name=render.node_name
         )
     for row in result.nodes:
         if row.failed:

@@ -51,7 +51,7 @@ def test_printed_manifests_applied_by_kubectl_are_what_install_would_apply(
 
     again = run_cli("--kubeconfig", str(cluster.kubeconfig), "install", "-o", "json")
 
-    assert {o["action"] for o in again.json["objects"]} == {"unchanged"}
+    assert {o["action"] for o in again.json["items"]} == {"unchanged"}
 
 
 def test_server_dry_run_keeps_nothing(run_cli: Run, sim_cluster: MakeSimCluster) -> None:

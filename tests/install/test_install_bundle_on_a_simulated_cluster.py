@@ -115,7 +115,7 @@ def test_installing_twice_changes_nothing(run_cli: Run, cluster: SimCluster) -> 
     again = gpu(run_cli, cluster, "install", "-o", "json")
 
     assert again.exit_code == 0, again.stderr
-    assert {o["action"] for o in again.json["objects"]} == {"unchanged"}
+    assert {o["action"] for o in again.json["items"]} == {"unchanged"}
     after = {o: stored(cluster, obj) for obj in bundle.render(bundle.Options())
              for o in [bundle.identity(obj)]}  # fmt: skip
     versions = {k: (v or {})["metadata"]["resourceVersion"] for k, v in before.items()}
@@ -162,7 +162,7 @@ def test_uninstall_leaves_nothing_of_ours(run_cli: Run, cluster: SimCluster) -> 
     assert not [k for k in node_labels if k.startswith(keys.PREFIX)]
     assert node_labels["team"] == "ml"  # not ours: kept
     again = gpu(run_cli, cluster, "uninstall", "-o", "json")
-    assert {o["action"] for o in again.json["objects"]} == {"not found"}
+    assert {o["action"] for o in again.json["items"]} == {"not found"}
 
 
 def test_uninstall_removes_the_per_node_config_labels_share_set(

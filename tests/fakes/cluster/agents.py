@@ -232,8 +232,7 @@ class NodeKubelets:
 
     def start(self) -> None:
         for kubelet in self.kubelets.values():
-            kubelet.start()
-            kubelet.write_checkpoint()
+            kubelet.start()  # the checkpoint is written by reconcile, on the loop's thread only
 
     def stop(self) -> None:
         for kubelet in self.kubelets.values():
