@@ -96,20 +96,19 @@ until_ok 20 has_mig_row || fail "the map does not show the notebook on a MIG dev
 ok "the notebook holds a MIG-… device, shown under its parent GPU"
 
 # 5. Why does a GPU pod not run?
-step "kubectl apply -f <a pod asking for 2 GPUs on an H200 node>; ${gpu[*]} doctor trainer"
+step "kubectl apply -f <a pod asking for 3 x nvidia.com/mig-3g.40gb>; ${gpu[*]} doctor trainer"
 kubectl apply -f - >/dev/null <<'POD'
 apiVersion: v1
 kind: Pod
 metadata: {name: trainer, namespace: default}
 spec:
-  nodeSelector: {nvidia.com/gpu.product: NVIDIA-H200}
   containers:
-  - {name: main, image: "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", resources: {limits: {nvidia.com/gpu: "2"}}}
+  - {name: main, image: "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", resources: {limits: {nvidia.com/mig-3g.40gb: "3"}}}
 POD
 sleep 0.5
 "${gpu[@]}" doctor trainer
 [ $? -eq 1 ] || fail "doctor should find the pod cannot be scheduled"
-ok "the failing layer is named: the scheduler (no node has that product)"
+ok "the failing layer is named: the scheduler (gpu-b has only 2 x 3g.40gb)"
 
 # 6. Leave nothing behind.
 kubectl delete pod infer-1 infer-2 infer-3 notebook trainer --wait=false >/dev/null

@@ -97,6 +97,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the agent; returns the exit status."""
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    # The checkpoint reader's notes (e.g. the unverified checksum) are for people reading a
+    # copy once; the agent reads the file every pass and keeps only its warnings.
+    logging.getLogger("kubectl_gpu.kubelet").setLevel(logging.WARNING)
     if args.check_health:
         return check_health(args.heartbeat, args.max_age)
     if not args.node_name:

@@ -66,7 +66,8 @@ def reconcile(api: cluster.Api, options: Options, timing: Timing | None = None) 
         state = device.read_state()
         run.node.report_gpus(state)
         start = _decide(run, state, pause)
-        log.info("node %s: %s (desired %s)", options.node, start.value, run.request or "none")
+        said = log.debug if start is Start.NOTHING else log.info  # at rest: quiet every pass
+        said("node %s: %s (desired %s)", options.node, start.value, run.request or "none")
         if start is Start.RESTORE:
             pause.restore(options.timeout)
         elif start in (Start.CONFIGURE, Start.VERIFY):
