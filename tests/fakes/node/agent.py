@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,12 +23,21 @@ from tests.fakes.libnvml.statefile import GpuStateFile, load_library
 from tests.fakes.node.smi import STATE_ENV
 
 
+def _die_with(parent: int) -> None:
+    """End this process when the simulated cluster that started it is gone: a node agent
+    must never outlive its test (on a real node the kubelet is its parent's keeper)."""
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(0)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.fakes.node.agent")
     parser.add_argument("--gpu-state", type=Path, required=True)
     parser.add_argument("agent_args", nargs=argparse.REMAINDER)
     options = parser.parse_args(argv)
     args = options.agent_args[1:] if options.agent_args[:1] == ["--"] else options.agent_args
+    threading.Thread(target=_die_with, args=(os.getppid(),), daemon=True).start()
     os.environ[STATE_ENV] = str(options.gpu_state)  # what nvidia-smi, run by the agent, reads
     libnvml.install(load_library(GpuStateFile(options.gpu_state)))
 
