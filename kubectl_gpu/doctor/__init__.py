@@ -18,6 +18,7 @@ from kubectl_gpu.doctor.containerlogs import ContainerLog
 from kubectl_gpu.doctor.facts import Event, Node, Pod, Quota
 from kubectl_gpu.doctor.model import Diagnosis, has_errors, ordered
 from kubectl_gpu.doctor.nodeside import PluginOnNode
+from kubectl_gpu.sharing.rollout.status import NodeStatus
 
 __all__ = [
     "ContainerLog",
@@ -42,6 +43,7 @@ class PodCase:
     quotas: Sequence[Quota] = ()
     plugin: PluginOnNode = PluginOnNode(known=False, pod=None)
     logs: Sequence[ContainerLog] = ()
+    survey: Sequence[NodeStatus] = ()  # the device plugin per GPU node, when it was found
 
 
 def diagnose_pod(case: PodCase) -> tuple[Diagnosis, ...]:
@@ -49,7 +51,7 @@ def diagnose_pod(case: PodCase) -> tuple[Diagnosis, ...]:
     pod = case.pod
     found = [*admission.check(pod), *admission.full_quotas(case.quotas, pod.asked())]
     if not pod.node:
-        found += scheduler.check(pod, case.nodes, case.events)
+        found += scheduler.check(pod, case.nodes, case.events, case.survey)
     else:
         node = next((n for n in case.nodes if n.name == pod.node), None)
         found += nodeside.kubelet(pod, node, case.plugin, case.events)

@@ -11,13 +11,13 @@ standard library, keys and the sharing survey's rows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from kubectl_gpu import keys
 from kubectl_gpu.doctor import placement
 from kubectl_gpu.doctor.facts import Node, Pod
 from kubectl_gpu.doctor.model import Diagnosis
-from kubectl_gpu.sharing.rollout.status import NodeStatus
+from kubectl_gpu.sharing.rollout.status import NodeStatus, PluginPod
 
 INVALID_MIG = "-MIG-INVALID"
 NVIDIA_LABEL_PREFIX = "nvidia.com/gpu."
@@ -25,14 +25,23 @@ MAX_LISTED = 20
 
 
 def check(
-    nodes: Sequence[Node], pods: Sequence[Pod], survey: Sequence[NodeStatus] | None
+    nodes: Sequence[Node],
+    pods: Sequence[Pod],
+    survey: Sequence[NodeStatus] | None,
+    elsewhere: Mapping[str, PluginPod] | None = None,
 ) -> list[Diagnosis]:
-    """Every GPU health problem these facts show (survey None: no device plugin found)."""
+    """Every GPU health problem these facts show (survey None: no device plugin found;
+    `elsewhere`: the plugin's pods on nodes without GPUs, by node)."""
     gpu_nodes = [n for n in nodes if n.is_gpu_node]
+    # Where the plugin is down, allocatable falls to 0 for that reason alone: no GPU is sick.
+    down = {row.node for row in survey or () if row.plugin_down}
     found: list[Diagnosis] = []
     for node in gpu_nodes:
-        found += [*_unhealthy(node), *_advertises_nothing(node), *_mig(node), *_taint(node)]
-    found += _survey(survey or ())
+        if node.name not in down:
+            found += _unhealthy(node)
+        found += [*_advertises_nothing(node), *_mig(node), *_taint(node)]
+    found += [d for row in survey or () for d in _survey(row)]
+    found += _plugin_off_gpu_nodes(elsewhere or {})
     found += _no_product_choice(gpu_nodes, pods)
     return found
 
@@ -126,18 +135,52 @@ def _taint(node: Node) -> list[Diagnosis]:
     ]
 
 
-def _survey(rows: Sequence[NodeStatus]) -> list[Diagnosis]:
+def _survey(row: NodeStatus) -> list[Diagnosis]:
+    """The survey's problems on one node; a plugin failing on a bad config is one finding."""
+    crash = row.plugin_down and row.plugin_pod and row.config_error
+    found = []
+    if crash:
+        found.append(
+            Diagnosis(
+                "kubelet",
+                "error",
+                f"node/{row.node}",
+                f"the device plugin on node {row.node} is {row.plugin_status}: {row.config_error}",
+                (*(p for p in row.problems if p.startswith("plugin pod ")), row.explain()),
+                f"correct key {row.key} of the plugin's ConfigMap (`kubectl gpu validate` "
+                "checks it); the plugin then starts",
+            )
+        )
+    for problem in row.problems:
+        if crash and (problem == row.config_error or problem.startswith("plugin pod ")):
+            continue
+        found.append(
+            Diagnosis(
+                "kubelet",
+                "warning" if problem.startswith("GFD label") else "error",
+                f"node/{row.node}",
+                problem,
+                (row.explain(),),
+                "kubectl gpu share show explains the config each node reads",
+            )
+        )
+    return found
+
+
+def _plugin_off_gpu_nodes(elsewhere: Mapping[str, PluginPod]) -> list[Diagnosis]:
+    """The plugin failing where there is no GPU (the static manifest runs on every node)."""
     return [
         Diagnosis(
             "kubelet",
-            "warning" if problem.startswith("GFD label") else "error",
-            f"node/{row.node}",
-            problem,
-            (row.explain(),),
-            "kubectl gpu share show explains the config each node reads",
+            "warning",
+            f"pod/{plugin.name}",
+            f"the device plugin is {plugin.status} on node {node}, which has no GPU",
+            (f"plugin pod {plugin.name} on {node}: {plugin.status} ({plugin.restarts} restarts)",),
+            "keep the plugin's DaemonSet off nodes without GPUs (node affinity on "
+            f"{'='.join(keys.GPU_NODE_LABELS[0])})",
         )
-        for row in rows
-        for problem in row.problems
+        for node, plugin in sorted(elsewhere.items())
+        if not plugin.running
     ]
 
 

@@ -16,6 +16,7 @@ from kubectl_gpu import keys
 from kubectl_gpu.doctor import placement
 from kubectl_gpu.doctor.facts import Event, Node, Pod, Taint
 from kubectl_gpu.doctor.model import Diagnosis
+from kubectl_gpu.sharing.rollout.status import NodeStatus
 
 GPU = "nvidia.com/gpu"
 SHARED = ".shared"
@@ -25,8 +26,11 @@ MIG_PREFIX = "nvidia.com/mig-"
 NO_VICTIMS = "No preemption victims found"
 
 
-def check(pod: Pod, nodes: Sequence[Node], events: Sequence[Event]) -> list[Diagnosis]:
-    """Every reason the scheduler cannot place `pod`, most specific first."""
+def check(
+    pod: Pod, nodes: Sequence[Node], events: Sequence[Event], survey: Sequence[NodeStatus] = ()
+) -> list[Diagnosis]:
+    """Every reason the scheduler cannot place `pod`, most specific first (`survey`: the
+    device plugin on each GPU node, when it is known)."""
     asked = pod.asked()
     latest = next((e for e in reversed(events) if e.reason == "FailedScheduling"), None)
     evidence = (f"FailedScheduling: {latest.message}",) if latest else ()
@@ -34,7 +38,11 @@ def check(pod: Pod, nodes: Sequence[Node], events: Sequence[Event]) -> list[Diag
     roomy = [n for n in gpu_nodes if _has_room(n, asked)] if asked else []
     found = [*_taints(pod, gpu_nodes, roomy, asked), *_selectors(pod, gpu_nodes, roomy, asked)]
     if asked and not roomy:
-        found += _capacity(pod, nodes, asked)
+        down = _plugins_down(pod, gpu_nodes, survey, asked)
+        found += down
+        # A node whose plugin is down is neither full nor missing the resource: say only that.
+        silent = {d.object.removeprefix("node/") for d in down}
+        found += _capacity(pod, [n for n in nodes if n.name not in silent], asked, bool(down))
     found = [_with(d, evidence) for d in found]
     found += _preemption(pod, latest)
     if latest is not None and not any(d.severity == "error" for d in found):
@@ -140,14 +148,52 @@ def _selector_fix(wanted: str, products: Sequence[str], matching: Sequence[Node]
     return f"select one of the free products ({', '.join(products)}) if it will do{wait}"
 
 
-def _capacity(pod: Pod, nodes: Sequence[Node], asked: dict[str, int]) -> list[Diagnosis]:
+def _plugins_down(
+    pod: Pod, gpu_nodes: Sequence[Node], survey: Sequence[NodeStatus], asked: dict[str, int]
+) -> list[Diagnosis]:
+    """GPU nodes that would hold the pod's resources but whose device plugin is not running."""
+    rows = {row.node: row for row in survey if row.plugin_down}
+    found = []
+    for node in gpu_nodes:
+        row = rows.get(node.name)
+        never = not any(node.capacity.values())  # the plugin never started here
+        if row is not None and (
+            never or any(node.capacity.get(r, 0) >= n for r, n in asked.items())
+        ):
+            found.append(_plugin_down(node, row, asked))
+    return found
+
+
+def _plugin_down(node: Node, row: NodeStatus, asked: dict[str, int]) -> Diagnosis:
+    had = ", ".join(f"{node.allocatable.get(r, 0)} of {node.capacity.get(r, 0)} {r}" for r in asked)
+    why = f": {row.config_error}" if row.config_error else ""
+    plugin = f"pod {row.plugin_pod}" if row.plugin_pod else "no plugin pod"
+    fix = (
+        f"correct key {row.key} of the plugin's ConfigMap (`kubectl gpu validate` checks it)"
+        if row.config_error
+        else f"`kubectl gpu doctor` (no pod) shows why the plugin on {node.name} fails"
+    )
+    return Diagnosis(
+        "kubelet",
+        "error",
+        node.ref,
+        f"the device plugin on node {node.name} is {row.plugin_status}{why}",
+        (f"node {node.name} advertises {had}; {plugin}: {row.plugin_status}",),
+        fix,
+    )
+
+
+def _capacity(
+    pod: Pod, nodes: Sequence[Node], asked: dict[str, int], plugins_down: bool = False
+) -> list[Diagnosis]:
     found = []
     for resource, amount in sorted(asked.items()):
         if any(n.free(resource) >= amount for n in nodes):
             continue
         advertised = [n for n in nodes if n.allocatable.get(resource, 0) > 0]
         if not advertised:
-            found.append(_not_advertised(pod, nodes, resource))
+            if not plugins_down:
+                found.append(_not_advertised(pod, nodes, resource))
             continue
         largest = max(n.allocatable.get(resource, 0) for n in advertised)
         message = (
@@ -171,7 +217,9 @@ def _capacity(pod: Pod, nodes: Sequence[Node], asked: dict[str, int]) -> list[Di
 
 def _not_advertised(pod: Pod, nodes: Sequence[Node], resource: str) -> Diagnosis:
     renamed = [n.name for n in nodes if n.allocatable.get(resource + SHARED, 0) > 0]
-    single = [n.name for n in nodes if n.labels.get(MIG_STRATEGY) == "single"]
+    single = [n for n in nodes if n.labels.get(MIG_STRATEGY) == "single" and _mig_on(n)]
+    mig_off = [n.name for n in nodes if _mig_off(n)]
+    off_single = any(n.labels.get(MIG_STRATEGY) == "single" for n in nodes if _mig_off(n))
     mig_only = [n.name for n in nodes if any(r.startswith(MIG_PREFIX) for r in n.allocatable)]
     if renamed:
         why, fix = (
@@ -179,11 +227,14 @@ def _not_advertised(pod: Pod, nodes: Sequence[Node], resource: str) -> Diagnosis
             f"request {resource}{SHARED} (renameByDefault: true renames shared resources)",
         )
     elif resource.startswith(MIG_PREFIX) and single:
+        why, fix = _mig_single(resource, single)
+    elif resource.startswith(MIG_PREFIX) and mig_off:
         profile = resource[len(MIG_PREFIX) :]
         why, fix = (
-            f"MIG strategy single on {', '.join(single)} advertises MIG devices as {GPU}",
-            f"request {GPU} and select {PRODUCT} ending in -MIG-{profile}, "
-            "or switch those nodes to migStrategy mixed",
+            f"MIG is disabled on {', '.join(mig_off)} (MIG-capable GPUs, not partitioned)",
+            f"partition a node into {profile} devices: kubectl gpu mig apply -f FILE -c CONFIG "
+            f"--node {mig_off[0]}"
+            + (f" (migStrategy single then names them {GPU})" if off_single else ""),
         )
     elif resource == GPU and mig_only:
         why, fix = (
@@ -204,6 +255,32 @@ def _not_advertised(pod: Pod, nodes: Sequence[Node], resource: str) -> Diagnosis
         f"no node advertises {resource}: {why}",
         tuple(f"node {n.name}: allocatable {dict(n.allocatable)}" for n in nodes if n.is_gpu_node),
         fix,
+    )
+
+
+def _mig_on(node: Node) -> bool:
+    """MIG devices advertised: a `-MIG-` product (strategy single) or mig-* resources."""
+    product = node.labels.get(PRODUCT, "")
+    return "-MIG-" in product or any(r.startswith(MIG_PREFIX) for r in node.capacity)
+
+
+def _mig_off(node: Node) -> bool:
+    return node.labels.get(keys.MIG_CAPABLE_LABEL) == "true" and not _mig_on(node)
+
+
+def _mig_single(resource: str, single: Sequence[Node]) -> tuple[str, str]:
+    """Strategy single names MIG devices nvidia.com/gpu; the product label tells the profile."""
+    profile = resource[len(MIG_PREFIX) :]
+    names = ", ".join(n.name for n in single)
+    why = f"MIG strategy single on {names} advertises MIG devices as {GPU}"
+    exact = sorted(
+        {p for n in single if (p := n.labels.get(PRODUCT, "")).endswith(f"-MIG-{profile}")}
+    )
+    if exact:
+        return why, f"request {GPU} with nodeSelector {PRODUCT}={exact[0]}"
+    return why, (
+        f"no node offers {profile} devices: partition one into them (kubectl gpu mig apply), "
+        "or set migStrategy mixed to get mig-* names"
     )
 
 

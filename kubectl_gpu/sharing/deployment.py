@@ -82,6 +82,7 @@ class Deployment:
     cluster_policy: str = ""  # GPU Operator: the ClusterPolicy's name
     policy_config: tuple[str, str] | None = None  # GPU Operator: its (config.name, default)
     companions: tuple[str, ...] = ()  # GFD / MPS daemon DaemonSets that read the same config
+    configurable: bool = True  # False: no config-manager mounts a ConfigMap (plugin defaults)
 
     @property
     def selector(self) -> str:
@@ -92,7 +93,7 @@ class Deployment:
     def reads_configmap(self) -> bool:
         """Whether the running plugin already reads `configmap` (the operator may not yet)."""
         if self.kind != "gpu-operator":
-            return True
+            return self.configurable
         return self.policy_config is not None and self.policy_config[0] == self.configmap
 
     def describe(self) -> str:
@@ -100,6 +101,8 @@ class Deployment:
         default = f"default key {self.default_key!r}" if self.default_key else "no default key"
         where = f"{TITLES[self.kind]} (DaemonSet {self.namespace}/{self.daemonset})"
         config = f"ConfigMap {self.namespace}/{self.configmap}"
+        if not self.configurable:
+            return f"device plugin: {where}; config: none (the plugin's defaults)"
         return f"device plugin: {where}; config: {config}, {default}"
 
 
@@ -107,8 +110,14 @@ def detect(
     cluster_policies: Sequence[Mapping[str, Any]],
     daemonsets: Sequence[Mapping[str, Any]],
     overrides: Overrides = Overrides(),
+    *,
+    reading: bool = False,
 ) -> Deployment:
-    """The device-plugin deployment in these objects, or DeploymentError saying what to do."""
+    """The device-plugin deployment in these objects, or DeploymentError saying what to do.
+
+    `reading`: the caller only looks (share show, doctor), so a plugin that takes no config
+    is found as it is (`configurable` False) rather than refused with how to make it take one.
+    """
     if overrides.namespace:
         daemonsets = [d for d in daemonsets if _meta(d).get("namespace") == overrides.namespace]
     policy = next((p for p in cluster_policies if _plugin_enabled(p)), None)
@@ -131,7 +140,7 @@ def detect(
             hint="choose one with -n NAMESPACE",
         )
     kind, daemonset = best[0]
-    return _from_daemonset(kind, daemonset, daemonsets, overrides)
+    return _from_daemonset(kind, daemonset, daemonsets, overrides, reading)
 
 
 _RANK: dict[Kind, int] = {"bundle": 0, "helm": 1, "static": 2, "gpu-operator": 3}
@@ -258,13 +267,14 @@ def _from_daemonset(
     daemonset: Mapping[str, Any],
     others: Sequence[Mapping[str, Any]],
     overrides: Overrides,
+    reading: bool = False,
 ) -> Deployment:
     spec = _pod_spec(daemonset)
     source = _config_source(spec)
-    if source is None:
+    if source is None and not reading:
         message, hint = _no_config_advice(kind, daemonset, overrides.configmap)
         raise DeploymentError(message, hint=hint)
-    configmap, default_key, fallbacks = source
+    configmap, default_key, fallbacks = source or (overrides.configmap or DEFAULT_CONFIGMAP, "", ())
     if overrides.configmap and overrides.configmap != configmap:
         raise DeploymentError(
             f"DaemonSet {_name(daemonset)} mounts ConfigMap {configmap}, not "
@@ -283,6 +293,7 @@ def _from_daemonset(
         fallback_strategies=fallbacks,
         env_overrides=_env_overrides(container),
         companions=_companions(others, daemonset, configmap),
+        configurable=source is not None,
     )
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from kubectl_gpu import cluster, doctor, errors
 from kubectl_gpu.doctor import admission, containerlogs, facts
 from kubectl_gpu.sharing import deployment as deployments
+from kubectl_gpu.sharing.rollout.status import NodeStatus as PluginNodeStatus
 from kubectl_gpu.sharing.rollout.status import PluginPod
 from kubectl_gpu.workflows import sharestate
 
@@ -28,6 +29,7 @@ MAX_EVENTS = 50
 LOG_LINES = 50
 LOG_BYTES = 64 * 1024
 API_VERSION = "kubectl-gpu.io/v1"
+SHORT_FIX = 200  # characters: a longer fix goes to the evidence, read with -o wide
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +78,7 @@ def pod(api: cluster.Api, namespace: str, name: str) -> Result:
         quotas=_quotas(api, namespace),
         plugin=_plugin(api, str((raw.get("spec") or {}).get("nodeName") or "")),
         logs=_logs(api, subject),
+        survey=() if subject.node else _survey(api),
     )
     return Result("Pod", namespace, name, doctor.diagnose_pod(case))
 
@@ -87,18 +90,57 @@ def cluster_health(api: cluster.Api) -> Result:
     raw_pods = _optional(lambda: api.list(cluster.path("pods")))
     nodes = _nodes(api, raw_pods)
     survey = None
+    elsewhere: dict[str, PluginPod] = {}
     found: list[doctor.Diagnosis] = []
     try:
-        survey = share.show(api, share.Options()).nodes
+        status = share.show(api, share.Options())
     except deployments.DeploymentError as e:
         found.append(
             doctor.Diagnosis(
-                "kubelet", "error", "daemonset/nvidia-device-plugin", e.message, (), e.hint
+                "kubelet",
+                "error",
+                "daemonset/nvidia-device-plugin",
+                e.message,
+                (e.hint,) if e.hint else (),
+                e.hint
+                if len(e.hint) <= SHORT_FIX
+                else "follow the steps in the evidence (-o wide)",
             )
         )
+    else:
+        survey = status.nodes
+        elsewhere = _plugins_off(api, status.deployment, {n.name for n in nodes if n.is_gpu_node})
     pods = [facts.pod_from_dict(p) for p in raw_pods]
-    found += doctor.health.check(nodes, pods, survey)
+    found += doctor.health.check(nodes, pods, survey, elsewhere)
     return Result("Cluster", "", "", doctor.ordered(found))
+
+
+def _survey(api: cluster.Api) -> tuple[PluginNodeStatus, ...]:
+    """The device plugin on each GPU node (empty when none is found or it may not be read)."""
+    from kubectl_gpu.workflows import share
+
+    try:
+        return share.show(api, share.Options()).nodes
+    except deployments.DeploymentError as e:
+        log.info("device plugin not checked: %s", e.message)
+    except errors.ClusterError as e:
+        if e.status not in (403, 404):
+            raise
+        log.warning("device plugin left out of the diagnosis: %s", e.message)
+    return ()
+
+
+def _plugins_off(
+    api: cluster.Api, deployment: deployments.Deployment, gpu_nodes: set[str]
+) -> dict[str, PluginPod]:
+    """The plugin's pods on nodes without GPUs, by node."""
+    pods = _optional(lambda: sharestate.plugin_pods(api, deployment).values())
+    by_node = {str((p.get("spec") or {}).get("nodeName") or ""): p for p in pods}
+    return {
+        node: PluginPod.from_dict(pod, deployment.container)
+        for node, pod in by_node.items()
+        if node not in gpu_nodes
+    }
 
 
 def _events(
@@ -154,7 +196,7 @@ def _plugin(api: cluster.Api, node: str) -> doctor.PluginOnNode:
     policies = _optional(lambda: api.list(cluster.path("clusterpolicies")))
     daemonsets = _optional(lambda: api.list(cluster.path("daemonsets")))
     try:
-        found = deployments.detect(policies, daemonsets)
+        found = deployments.detect(policies, daemonsets, reading=True)
     except deployments.DeploymentError as e:
         log.info("device plugin not checked: %s", e.message)
         return doctor.PluginOnNode(known=False, pod=None)

@@ -133,7 +133,8 @@ def show(
     nodes: tuple[str, ...] = (),
 ) -> Status:
     """Each GPU node's selected key, sharing, capacity, plugin pod and mismatches."""
-    snapshot = sharestate.read(api, Overrides(options.namespace, options.configmap))
+    overrides = Overrides(options.namespace, options.configmap)
+    snapshot = sharestate.read(api, overrides, reading=True)
     state = snapshot.state
     deployment = state.deployment
     pods = {

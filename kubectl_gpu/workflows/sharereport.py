@@ -143,6 +143,7 @@ def _status_row(row: rollout.NodeStatus) -> dict[str, Any]:
         "in_use": "inUse",
         "plugin_pod": "pluginPod",
         "plugin_status": "pluginStatus",
+        "config_error": "configError",
     }
     document = {names.get(k, k): v for k, v in dataclasses.asdict(row).items()}
     document["problems"] = list(row.problems)

@@ -34,14 +34,17 @@ class Snapshot:
     nodes: Mapping[str, Json]  # every GPU node, raw, by name
 
 
-def read(api: cluster.Api, overrides: Overrides) -> Snapshot:
-    """Read the device plugin's deployment, its ConfigMap and every GPU node."""
+def read(api: cluster.Api, overrides: Overrides, *, reading: bool = False) -> Snapshot:
+    """Read the device plugin's deployment, its ConfigMap and every GPU node (`reading`: to
+    show them, so a plugin that takes no config is read as it runs)."""
     policies = _cluster_policies(api)
     daemonsets = list(api.list(cluster.path("daemonsets", namespace=overrides.namespace)))
-    deployment = deployments.detect(policies, daemonsets, overrides)
-    raw_configmap = _get_or_none(
-        api, cluster.path("configmaps", deployment.configmap, deployment.namespace)
-    )
+    deployment = deployments.detect(policies, daemonsets, overrides, reading=reading)
+    raw_configmap = None
+    if deployment.configurable:
+        raw_configmap = _get_or_none(
+            api, cluster.path("configmaps", deployment.configmap, deployment.namespace)
+        )
     nodes = {
         str(n["metadata"]["name"]): n
         for n in api.list(cluster.path("nodes"))

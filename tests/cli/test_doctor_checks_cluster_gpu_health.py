@@ -56,7 +56,13 @@ def test_a_crash_looping_plugin_is_found_without_a_pod(
     assert result.exit_code == 1
     messages = [d["message"] for d in by_layer(result.json, "kubelet")]
     assert "GPU node gpu-a advertises no GPUs" in messages
-    assert any("CrashLoopBackOff" in m and m.startswith("plugin pod nvdp-") for m in messages)
+    [crash] = [d for d in by_layer(result.json, "kubelet") if "CrashLoopBackOff" in d["message"]]
+    assert crash["message"] == (
+        "the device plugin on node gpu-a is CrashLoopBackOff: key any is not a valid config: "
+        "invalid --device-id-strategy option: serial"
+    )
+    assert crash["evidence"][0].startswith("plugin pod nvdp-")
+    assert by_layer(result.json, "driver") == []  # a config error, not a sick GPU
 
 
 def test_mig_single_with_two_profiles_is_an_invalid_layout(

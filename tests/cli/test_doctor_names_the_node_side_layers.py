@@ -84,8 +84,15 @@ def test_a_pending_pod_behind_a_crashed_plugin_points_at_it(
     run_cli: Run, crashing_plugin: SimCluster
 ) -> None:
     run_pods(crashing_plugin, gpu_pod("train"))
-    [scheduler] = by_layer(doctor(run_cli, crashing_plugin, "train").json, "scheduler")
-    assert "GPU node(s) gpu-a advertise nothing" in scheduler["message"]
+    result = doctor(run_cli, crashing_plugin, "train").json
+    assert by_layer(result, "scheduler") == []  # no node is "full": its plugin is down
+    [plugin] = by_layer(result, "kubelet")
+    assert plugin["object"] == "node/gpu-a"
+    assert plugin["message"] == (
+        "the device plugin on node gpu-a is CrashLoopBackOff: key any is not a valid config: "
+        "invalid --device-id-strategy option: serial"
+    )
+    assert plugin["fix"].startswith("correct key any of the plugin's ConfigMap")
 
 
 def test_more_than_one_shared_gpu_is_refused_by_the_plugin(

@@ -100,6 +100,12 @@ class NodeStatus:
     plugin_pod: str
     plugin_status: str
     problems: tuple[str, ...]
+    config_error: str = ""  # the problem with the config the node selects, if any
+
+    @property
+    def plugin_down(self) -> bool:
+        """No plugin pod runs here, or it fails: the node advertises nothing new."""
+        return self.plugin_status != "Running"
 
     def explain(self) -> str:
         """One sentence: where the config comes from and what it should give."""
@@ -141,8 +147,12 @@ def _node_status(
     doc = state.doc_before(node)
     replicas, name = plan.sharing_of(doc, resource)
     gpus = node.physical(resource) or plan.gpus_from_allocatable(node, resource, replicas)
-    problems = [*_selection_problems(state, chosen.key, chosen.error, doc)]
-    problems += _capacity_problems(node, resource, name, replicas, gpus)
+    selection_problems = _selection_problems(state, chosen.key, chosen.error, doc)
+    problems = [*selection_problems]
+    # Without GFD's count, `gpus` comes from allocatable itself: comparing capacity with it
+    # would only restate capacity ≠ allocatable (unhealthy GPUs), not another config.
+    counted = gpus if node.physical(resource) else None
+    problems += _capacity_problems(node, resource, name, replicas, counted)
     problems += _plugin_problems(state.deployment, pod)
     problems += _overcommit_problems(node, name, in_use.get(name, 0))
     if not isinstance(doc, Unknown) and chosen.key:
@@ -161,6 +171,7 @@ def _node_status(
         plugin_pod=pod.name if pod else "",
         plugin_status=pod.status if pod else "missing",
         problems=tuple(problems),
+        config_error=selection_problems[0] if selection_problems else "",
     )
 
 
