@@ -61,12 +61,16 @@ MIG_GPUS_ANNOTATION = PREFIX + "mig.gpus"
 MIG_FORCE_ANNOTATION = PREFIX + "mig.force"
 # The device plugin's deploy label value before the agent paused it (GPU Operator layout).
 MIG_PAUSED_PLUGIN_ANNOTATION = PREFIX + "mig.paused-plugin"
+# Since when (RFC 3339, UTC) a MIG change has been pending on the node, ours or the operator's
+# MIG manager's: the agent records it, `mig status` and `doctor` tell a stuck node by it.
+MIG_PENDING_SINCE_ANNOTATION = PREFIX + "mig.pending-since"
 MIG_CONFIGMAP = "kubectl-gpu-mig-config"  # one key per config name, in our namespace
 NAMESPACE = "kubectl-gpu"
 
 # GPU Operator: its operands' node labels and the MIG manager's pause value (mig.md §3.2).
 DEPLOY_DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
 DEPLOY_MIG_MANAGER_LABEL = "nvidia.com/gpu.deploy.mig-manager"
+DEPLOY_LABEL_PREFIX = "nvidia.com/gpu.deploy."  # one per operand; mig-manager pauses some
 PAUSED_FOR_MIG_CHANGE = "paused-for-mig-change"
 MIG_PARTED_CONFIG_KEY = "config.yaml"  # the key the operator's mig-manager reads
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"

@@ -10,11 +10,12 @@ device plugin's deployment, and the node's allocatable. Must not decide what to 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 from typing import Any
 
 from kubectl_gpu import cluster, documents, errors, keys
-from kubectl_gpu.mig import apply
+from kubectl_gpu.mig import apply, stuck
 from kubectl_gpu.mig.actuators import operator_manages
 from kubectl_gpu.mig.apply import Phase, State
 from kubectl_gpu.mig.spec import MigConfigFile, MigDeviceSpec
@@ -102,7 +103,21 @@ class NodeState:
         ]
         self.write({}, {keys.MIG_GPUS_ANNOTATION: json.dumps(gpus, sort_keys=True)})
 
+    def note_pending(self, now: dt.datetime) -> None:
+        """Record since when a MIG change has been pending here, ours or the operator's MIG
+        manager's (so that a stuck one can be told), and forget it once none is."""
+        self.write({}, self._since(self.labels, now))
+
+    def _since(self, labels: dict[str, str], now: dt.datetime) -> dict[str, str | None]:
+        have = self.annotations.get(keys.MIG_PENDING_SINCE_ANNOTATION)
+        if stuck.pending_label(labels):
+            return {} if have else {keys.MIG_PENDING_SINCE_ANNOTATION: stuck.timestamp(now)}
+        return {keys.MIG_PENDING_SINCE_ANNOTATION: None} if have else {}
+
     def write(self, labels: dict[str, str | None], notes: dict[str, str | None]) -> None:
+        if keys.MIG_STATE_LABEL in labels:  # our state changes: keep since-when in step
+            after = {k: v for k, v in {**self.labels, **labels}.items() if v is not None}
+            notes = {**self._since(after, dt.datetime.now(dt.timezone.utc)), **notes}
         have_labels, have_notes = self.labels, self.annotations
         labels = {k: v for k, v in labels.items() if have_labels.get(k) != v}
         notes = {k: v for k, v in notes.items() if have_notes.get(k) != v}

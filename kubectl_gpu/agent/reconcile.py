@@ -14,6 +14,7 @@ rules: what to change is `plan`'s, where to resume is `apply`'s.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -60,6 +61,7 @@ class _Pass:
 def reconcile(api: cluster.Api, options: Options, timing: Timing | None = None) -> Start:
     """One pass; returns where it started (tests and logs)."""
     run = _Pass(api, options, timing or Timing(), nodestate.NodeState.read(api, options.node))
+    run.node.note_pending(dt.datetime.now(dt.timezone.utc))
     deployment = nodestate.deployment(api)
     pause = PluginPause(api, options.node, deployment, run.timing)
     with nvml.session(options.reset) as device:

@@ -381,4 +381,4 @@ def _profiles_document(chosen: Sequence[GpuModel]) -> dict[str, Any]:
     }
 
 
-from kubectl_gpu.cli import mig_apply  # noqa: E402,F401  (registers apply/status)
+from kubectl_gpu.cli import mig_apply, mig_recover  # noqa: E402,F401  (register subcommands)

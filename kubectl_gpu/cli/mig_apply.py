@@ -47,6 +47,7 @@ _STATUS_COLUMNS = (
     Column("GPU", lambda r: None if r[1] is None else r[1].index),
     Column("LAYOUT", lambda r: None if r[1] is None else r[1].layout),
     Column("REASON", lambda r: r[0].reason),
+    Column("STUCK", lambda r: "yes" if r[0].stuck else "", wide_only=True),
     Column("PHASE", lambda r: r[0].phase, wide_only=True),
     Column("PRODUCT", lambda r: None if r[1] is None else r[1].name, wide_only=True),
     Column("REQUEST", lambda r: r[0].request, wide_only=True),
@@ -145,21 +146,42 @@ def apply_cmd(settings: Settings, **flags: Any) -> None:
     metavar="SELECTOR",
     help="Only the GPU nodes matching this label selector.",
 )
+@click.option(
+    "--stuck-after",
+    type=Duration(),
+    default="30m",
+    show_default=True,
+    help="A change pending longer than this counts as stuck.",
+)
 @global_options
 @pass_settings
-def status_cmd(settings: Settings, nodes: tuple[str, ...], selector: str) -> None:
-    """Show each GPU node's MIG config: desired, applied, state, reason and layout per GPU."""
+def status_cmd(
+    settings: Settings, nodes: tuple[str, ...], selector: str, stuck_after: float
+) -> None:
+    """Show each GPU node's MIG config: desired, applied, state, reason and layout per GPU,
+    and the nodes whose change is stuck (with the command that recovers them).
+
+    A node is stuck when its change has been pending longer than --stuck-after, when the GPU
+    Operator's operands are left paused-for-mig-change with no change running, or when its
+    state says success but the agent's report shows other MIG devices.
+    """
+    import datetime as dt
+
     from kubectl_gpu import cluster
     from kubectl_gpu.workflows import mig_status, mig_targets
 
     names = tuple(n.strip() for item in nodes for n in item.split(",") if n.strip())
     api = cluster.connect(settings.kubeconfig, settings.context)
-    found = mig_status.status(api, mig_targets.Scope(names, selector))
+    after = dt.timedelta(seconds=stuck_after)
+    found = mig_status.status(api, mig_targets.Scope(names, selector), after=after)
     rows = [(n, g) for n in found for g in (n.gpus or (None,))]
     render.emit_table(
         rows, _STATUS_COLUMNS, settings.output, mig_status.document(found),
         name=lambda row: render.node_name(row[0]),
     )  # fmt: skip
+    for node in (n for n in found if n.stuck):
+        click.echo(f"node {node.node}: MIG change stuck: {'; '.join(node.stuck)}", err=True)
+        click.echo(f"  recover it: kubectl gpu mig recover {node.node}", err=True)
 
 
 def _load(filename: str, config: str) -> tuple[str, dict[str, Any]]:

@@ -11,7 +11,7 @@ objects. Must not do I/O. Pure: standard library and the sibling domain packages
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from kubectl_gpu.doctor import admission, containerlogs, health, nodeside, scheduler
 from kubectl_gpu.doctor.containerlogs import ContainerLog
@@ -44,6 +44,7 @@ class PodCase:
     plugin: PluginOnNode = PluginOnNode(known=False, pod=None)
     logs: Sequence[ContainerLog] = ()
     survey: Sequence[NodeStatus] = ()  # the device plugin per GPU node, when it was found
+    stuck: Mapping[str, Sequence[str]] = dataclasses.field(default_factory=dict)  # by node
 
 
 def diagnose_pod(case: PodCase) -> tuple[Diagnosis, ...]:
@@ -51,7 +52,7 @@ def diagnose_pod(case: PodCase) -> tuple[Diagnosis, ...]:
     pod = case.pod
     found = [*admission.check(pod), *admission.full_quotas(case.quotas, pod.asked())]
     if not pod.node:
-        found += scheduler.check(pod, case.nodes, case.events, case.survey)
+        found += scheduler.check(pod, case.nodes, case.events, case.survey, case.stuck)
     else:
         node = next((n for n in case.nodes if n.name == pod.node), None)
         found += nodeside.kubelet(pod, node, case.plugin, case.events)

@@ -2,11 +2,13 @@
 
 Owns the cluster-wide verdicts: GPUs the plugin marked unhealthy (allocatable < capacity), GPU
 nodes advertising nothing, MIG `single` nodes with an invalid layout (GFD's `-MIG-INVALID`
-product), MIG reconfiguration failed or still pending (the operator's and our state labels),
-GPU nodes without a GPU taint, GPU pods that choose no product where several exist, and the
-sharing survey's problems (capacity ≠ physical × replicas, labels naming missing keys, plugin
-pods missing or failing; kubectl_gpu.sharing.rollout.status) turned into diagnoses. Pure:
-standard library, keys and the sharing survey's rows.
+product), MIG reconfiguration failed or still pending (the operator's and our state labels)
+or stuck (kubectl_gpu.mig.stuck's reasons, with `mig recover` as the fix), GPU nodes without
+a GPU taint, GPU pods that choose no product where several exist, the device plugin failing on
+nodes without GPUs, and the sharing survey's problems (capacity ≠ physical × replicas, labels
+naming missing keys, plugin pods missing or failing, one finding for a plugin that fails on its
+config; kubectl_gpu.sharing.rollout.status) turned into diagnoses. Pure: standard library,
+keys and the sharing survey's rows.
 """
 
 from __future__ import annotations
@@ -29,18 +31,23 @@ def check(
     pods: Sequence[Pod],
     survey: Sequence[NodeStatus] | None,
     elsewhere: Mapping[str, PluginPod] | None = None,
+    stuck: Mapping[str, Sequence[str]] | None = None,
 ) -> list[Diagnosis]:
     """Every GPU health problem these facts show (survey None: no device plugin found;
-    `elsewhere`: the plugin's pods on nodes without GPUs, by node)."""
+    `elsewhere`: the plugin's pods on nodes without GPUs, by node; `stuck`: why a node's MIG
+    change is stuck, by node, as kubectl_gpu.mig.stuck tells)."""
+    stuck = stuck or {}
     gpu_nodes = [n for n in nodes if n.is_gpu_node]
-    # Where the plugin is down, allocatable falls to 0 for that reason alone: no GPU is sick.
-    down = {row.node for row in survey or () if row.plugin_down}
+    # Where the plugin is down (or paused by a stuck MIG change), allocatable falls to 0 for
+    # that reason alone: no GPU is sick.
+    down = {row.node for row in survey or () if row.plugin_down} | set(stuck)
     found: list[Diagnosis] = []
     for node in gpu_nodes:
         if node.name not in down:
             found += _unhealthy(node)
-        found += [*_advertises_nothing(node), *_mig(node), *_taint(node)]
-    found += [d for row in survey or () for d in _survey(row)]
+        mig = _stuck(node, stuck[node.name]) if node.name in stuck else _mig(node)
+        found += [*_advertises_nothing(node), *mig, *_taint(node)]
+    found += [d for row in survey or () if row.node not in stuck for d in _survey(row)]
     found += _plugin_off_gpu_nodes(elsewhere or {})
     found += _no_product_choice(gpu_nodes, pods)
     return found
@@ -117,6 +124,19 @@ def _mig(node: Node) -> list[Diagnosis]:
             )
         )
     return found
+
+
+def _stuck(node: Node, reasons: Sequence[str]) -> list[Diagnosis]:
+    return [
+        Diagnosis(
+            "driver",
+            "error",
+            node.ref,
+            f"the MIG change on node {node.name} is stuck: {reasons[0]}",
+            tuple(reasons),
+            f"kubectl gpu mig recover {node.name}",
+        )
+    ]
 
 
 def _taint(node: Node) -> list[Diagnosis]:

@@ -10,7 +10,7 @@ is kept as evidence. Pure: standard library only.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from kubectl_gpu import keys
 from kubectl_gpu.doctor import placement
@@ -27,10 +27,15 @@ NO_VICTIMS = "No preemption victims found"
 
 
 def check(
-    pod: Pod, nodes: Sequence[Node], events: Sequence[Event], survey: Sequence[NodeStatus] = ()
+    pod: Pod,
+    nodes: Sequence[Node],
+    events: Sequence[Event],
+    survey: Sequence[NodeStatus] = (),
+    stuck: Mapping[str, Sequence[str]] | None = None,
 ) -> list[Diagnosis]:
     """Every reason the scheduler cannot place `pod`, most specific first (`survey`: the
-    device plugin on each GPU node, when it is known)."""
+    device plugin on each GPU node, when it is known; `stuck`: why a node's MIG change is
+    stuck, by node)."""
     asked = pod.asked()
     latest = next((e for e in reversed(events) if e.reason == "FailedScheduling"), None)
     evidence = (f"FailedScheduling: {latest.message}",) if latest else ()
@@ -38,7 +43,7 @@ def check(
     roomy = [n for n in gpu_nodes if _has_room(n, asked)] if asked else []
     found = [*_taints(pod, gpu_nodes, roomy, asked), *_selectors(pod, gpu_nodes, roomy, asked)]
     if asked and not roomy:
-        down = _plugins_down(pod, gpu_nodes, survey, asked)
+        down = _plugins_down(gpu_nodes, survey, asked, stuck or {})
         found += down
         # A node whose plugin is down is neither full nor missing the resource: say only that.
         silent = {d.object.removeprefix("node/") for d in down}
@@ -149,7 +154,10 @@ def _selector_fix(wanted: str, products: Sequence[str], matching: Sequence[Node]
 
 
 def _plugins_down(
-    pod: Pod, gpu_nodes: Sequence[Node], survey: Sequence[NodeStatus], asked: dict[str, int]
+    gpu_nodes: Sequence[Node],
+    survey: Sequence[NodeStatus],
+    asked: dict[str, int],
+    stuck: Mapping[str, Sequence[str]],
 ) -> list[Diagnosis]:
     """GPU nodes that would hold the pod's resources but whose device plugin is not running."""
     rows = {row.node: row for row in survey if row.plugin_down}
@@ -160,11 +168,13 @@ def _plugins_down(
         if row is not None and (
             never or any(node.capacity.get(r, 0) >= n for r, n in asked.items())
         ):
-            found.append(_plugin_down(node, row, asked))
+            found.append(_plugin_down(node, row, asked, stuck.get(node.name, ())))
     return found
 
 
-def _plugin_down(node: Node, row: NodeStatus, asked: dict[str, int]) -> Diagnosis:
+def _plugin_down(
+    node: Node, row: NodeStatus, asked: dict[str, int], stuck: Sequence[str]
+) -> Diagnosis:
     had = ", ".join(f"{node.allocatable.get(r, 0)} of {node.capacity.get(r, 0)} {r}" for r in asked)
     why = f": {row.config_error}" if row.config_error else ""
     plugin = f"pod {row.plugin_pod}" if row.plugin_pod else "no plugin pod"
@@ -173,6 +183,11 @@ def _plugin_down(node: Node, row: NodeStatus, asked: dict[str, int]) -> Diagnosi
         if row.config_error
         else f"`kubectl gpu doctor` (no pod) shows why the plugin on {node.name} fails"
     )
+    if stuck:  # the plugin is paused for a MIG change that is not going on
+        why, fix = (
+            f" (a stuck MIG change paused it: {stuck[0]})",
+            f"kubectl gpu mig recover {node.name}",
+        )
     return Diagnosis(
         "kubelet",
         "error",

@@ -12,12 +12,14 @@ diagnosis; so does any refused log read. Must not decide anything: kubectl_gpu.d
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from kubectl_gpu import cluster, doctor, errors
 from kubectl_gpu.doctor import admission, containerlogs, facts
+from kubectl_gpu.mig import stuck
 from kubectl_gpu.sharing import deployment as deployments
 from kubectl_gpu.sharing.rollout.status import NodeStatus as PluginNodeStatus
 from kubectl_gpu.sharing.rollout.status import PluginPod
@@ -71,14 +73,16 @@ def pod(api: cluster.Api, namespace: str, name: str) -> Result:
         return Result("Pod", namespace, name, tuple(found))
     uid = str((raw.get("metadata") or {}).get("uid") or "")
     subject = facts.pod_from_dict(raw)
+    case_nodes = _nodes(api)
     case = doctor.PodCase(
         pod=subject,
         events=_events(api, namespace, name, uid),
-        nodes=_nodes(api),
+        nodes=case_nodes,
         quotas=_quotas(api, namespace),
         plugin=_plugin(api, str((raw.get("spec") or {}).get("nodeName") or "")),
         logs=_logs(api, subject),
         survey=() if subject.node else _survey(api),
+        stuck={} if subject.node else _stuck(api, case_nodes),
     )
     return Result("Pod", namespace, name, doctor.diagnose_pod(case))
 
@@ -111,7 +115,7 @@ def cluster_health(api: cluster.Api) -> Result:
         survey = status.nodes
         elsewhere = _plugins_off(api, status.deployment, {n.name for n in nodes if n.is_gpu_node})
     pods = [facts.pod_from_dict(p) for p in raw_pods]
-    found += doctor.health.check(nodes, pods, survey, elsewhere)
+    found += doctor.health.check(nodes, pods, survey, elsewhere, _stuck(api, nodes))
     return Result("Cluster", "", "", doctor.ordered(found))
 
 
@@ -128,6 +132,21 @@ def _survey(api: cluster.Api) -> tuple[PluginNodeStatus, ...]:
             raise
         log.warning("device plugin left out of the diagnosis: %s", e.message)
     return ()
+
+
+def _stuck(api: cluster.Api, nodes: Iterable[facts.Node]) -> dict[str, tuple[str, ...]]:
+    """Why each GPU node's MIG change is stuck (nodes that are not left out)."""
+    from kubectl_gpu.workflows import mig_recover
+
+    reported = mig_recover.reported_gpus(api)
+    now = dt.datetime.now(dt.timezone.utc)
+    found = {}
+    for node in (n for n in nodes if n.is_gpu_node):
+        subject = stuck.NodeMig(node.name, node.labels, node.annotations, reported.get(node.name))
+        reasons = stuck.reasons(subject, now)
+        if reasons:
+            found[node.name] = reasons
+    return found
 
 
 def _plugins_off(

@@ -9,10 +9,12 @@ the document `schemas/mig-status.v1.json` describes. Must not write anything.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 from typing import Any
 
 from kubectl_gpu import cluster, keys
+from kubectl_gpu.mig import stuck
 from kubectl_gpu.mig.actuators import Actuator
 from kubectl_gpu.workflows import mig_targets
 from kubectl_gpu.workflows.mig_targets import NodeFacts, Scope
@@ -46,14 +48,30 @@ class NodeStatus:
     request: str
     force: str
     gpus: tuple[GpuStatus, ...]
+    stuck: tuple[str, ...] = ()  # why the change is stuck (kubectl_gpu.mig.stuck); () if not
 
 
-def status(api: cluster.Api, scope: Scope) -> list[NodeStatus]:
-    """Every GPU node in scope (all of them when none is named)."""
+def status(
+    api: cluster.Api,
+    scope: Scope,
+    now: dt.datetime | None = None,
+    after: dt.timedelta = stuck.DEFAULT_AFTER,
+) -> list[NodeStatus]:
+    """Every GPU node in scope (all of them when none is named), with why a node is stuck."""
+    from kubectl_gpu.workflows import mig_recover
+
     if not (scope.names or scope.selector):
         scope = Scope(all_nodes=True)
     policies = mig_targets.cluster_policies(api)
-    return [of(facts) for facts in mig_targets.read(api, scope, policies)]
+    found = mig_targets.read(api, scope, policies)
+    reported = mig_recover.reported_gpus(api)
+    now = now or dt.datetime.now(dt.timezone.utc)
+    return [
+        dataclasses.replace(
+            of(facts), stuck=stuck.reasons(mig_recover.node_mig(facts, reported), now, after)
+        )
+        for facts in found
+    ]
 
 
 def of(facts: NodeFacts) -> NodeStatus:
@@ -64,7 +82,7 @@ def of(facts: NodeFacts) -> NodeStatus:
         desired = labels.get(keys.MIG_CONFIG_LABEL, "")
         state = labels.get(keys.MIG_CONFIG_STATE_LABEL, "")
         applied = desired if state == "success" else ""
-        reason = _operator_reason(state)
+        reason = notes.get(keys.MIG_REASON_ANNOTATION, "") or _operator_reason(state)
         return NodeStatus(facts.name, facts.actuator, desired, applied, state, "", reason,
                           desired, "", gpus)  # fmt: skip
     return NodeStatus(
@@ -124,6 +142,7 @@ def to_dict(row: NodeStatus) -> dict[str, Any]:
         "reason": row.reason or None,
         "request": row.request or None,
         "gpus": [dataclasses.asdict(g) for g in row.gpus],
+        "stuck": list(row.stuck),
     }
 
 

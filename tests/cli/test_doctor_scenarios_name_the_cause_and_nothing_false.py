@@ -16,6 +16,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from kubectl_gpu import keys
 from tests.cli.doctorpods import gpu_pod, run_pods
 from tests.conftest import ROOT, CliResult
 from tests.fakes.cluster import NodeSpec, SimCluster
@@ -78,6 +79,21 @@ def wrong_strategy(make: MakeSimCluster) -> SimCluster:
     node = NodeSpec("gpu-a", "A100-SXM4-80GB", 1, gpu_taint=True, mig={0: ["1g.10gb"] * 7})
     cluster = make([node], "gpu-operator")
     return with_pod(cluster, resource="nvidia.com/mig-1g.10gb")
+
+
+def stuck_mig(make: MakeSimCluster) -> SimCluster:
+    """An aborted MIG manager left the change pending and the plugin paused (since-when as
+    the agent recorded it, long ago)."""
+    cluster = make([NodeSpec("gpu-a", "A100-SXM4-80GB", 1, gpu_taint=True)], "gpu-operator")
+    labels = {
+        keys.MIG_CONFIG_LABEL: "all-1g.10gb",
+        keys.MIG_CONFIG_STATE_LABEL: "pending",
+        keys.DEPLOY_DEVICE_PLUGIN_LABEL: keys.PAUSED_FOR_MIG_CHANGE,
+    }
+    notes = {keys.MIG_PENDING_SINCE_ANNOTATION: "2026-01-01T00:00:00Z"}
+    cluster.store.patch("nodes", "gpu-a", {"metadata": {"labels": labels, "annotations": notes}})
+    cluster.settle()  # the plugin pod leaves, allocatable falls to 0
+    return with_pod(cluster)
 
 
 def taint(make: MakeSimCluster) -> SimCluster:
@@ -157,6 +173,12 @@ SCENARIOS = {
     "MIG off": Scenario(mig_off, ("scheduler", "MIG is disabled on gpu-a"), None),
     "wrong MIG strategy": Scenario(
         wrong_strategy, ("scheduler", "MIG strategy single on gpu-a advertises"), None
+    ),
+    "stuck MIG": Scenario(
+        stuck_mig,
+        ("kubelet", "device plugin on node gpu-a is missing (a stuck MIG change paused it"),
+        ("driver", "the MIG change on node gpu-a is stuck: nvidia.com/mig.config.state=pending"),
+        ("advertises no GPUs",),
     ),
     "taint": Scenario(taint, ("scheduler", "untolerated taint nvidia.com/gpu=present"), None),
     "product selector": Scenario(
