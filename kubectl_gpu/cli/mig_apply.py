@@ -204,6 +204,9 @@ def _render_apply(result: ApplyResult, output: str) -> None:
         render.emit_table(
             result.nodes, _APPLY_COLUMNS, output, mig_report.document(result), name=render.node_name
         )
+    if result.preview is not None and output in ("table", "wide"):
+        for line in render.preview_lines(result.preview):
+            click.echo(line, err=True)
     for row in result.nodes:
         if row.failed:
             click.echo(f"node {row.node}: {row.result}: {row.reason}", err=True)

@@ -229,3 +229,14 @@ def _emit_data(document: Any, output: str) -> None:
         import yaml
 
         click.echo(yaml.safe_dump(document, sort_keys=False), nl=False)
+
+
+def preview_lines(preview: Any) -> list[str]:
+    """A capacity change's preview (kubectl_gpu.doctor.preview.Preview) as lines for stderr."""
+    lines = []
+    for node in preview.nodes:
+        change = ", ".join(f"{r} {before} → {after}" for r, before, after in node.capacity)
+        lines.append(f"node {node.node}: {change or 'capacity unchanged'}")
+        lines += [f"  hits pod {hit.ref}: {hit.why}" for hit in node.hit]
+    lines += [f"Pending pod {pod} would fit on {node}" for pod, node in preview.would_fit]
+    return lines

@@ -17,12 +17,13 @@ import logging
 from typing import Any
 
 from kubectl_gpu import cluster, keys
+from kubectl_gpu.doctor.preview import Preview
 from kubectl_gpu.errors import GpuError
 from kubectl_gpu.mig import actuators, apply, verdicts
 from kubectl_gpu.mig.actuators import Actuator
 from kubectl_gpu.mig.spec import MigConfigFile, MigDeviceSpec
 from kubectl_gpu.mig.verdicts import ConfigVerdict
-from kubectl_gpu.workflows import mig_silence, mig_status, mig_store, mig_targets
+from kubectl_gpu.workflows import mig_silence, mig_status, mig_store, mig_targets, preview
 from kubectl_gpu.workflows.mig_targets import NodeFacts, Scope
 from kubectl_gpu.workflows.progress import Progress
 from kubectl_gpu.workflows.waiting import Deadline, Timing
@@ -47,6 +48,7 @@ class ApplyRequest:
     wait: bool = False
     timeout: float = 300.0
     namespace: str | None = None  # -n: our namespace, or the operator's
+    drain: bool = False  # evict the pods the change hits first (workflows.drain)
 
 
 @dataclasses.dataclass
@@ -78,6 +80,7 @@ class ApplyResult:
     nodes: list[NodeResult]
     objects: list[Json]
     written: bool
+    preview: Preview | None = None  # who the change hits, capacity before → after
 
     @property
     def failed(self) -> bool:
@@ -95,13 +98,39 @@ def run(api: cluster.Api, request: ApplyRequest, timing: Timing | None = None) -
     rows = [_check(f, request.config, specs, key) for f in facts]
     if any(r.result in OFFLINE_FAILURES for r in rows):
         return ApplyResult(request, key, rows, [], written=False)
+    seen = _preview(api, rows)
+    if _refuse_hits(request, rows, seen):
+        return ApplyResult(request, key, rows, [], written=False, preview=seen)
     objects = _write(api, request, facts, (text, key, raw), policies)
     done = request.dry_run != "none"
     for row in rows:
         row.result = "would-apply" if done else "requested"
     if request.wait and not done:
         _wait(api, request, rows, key, timing or Timing())
-    return ApplyResult(request, key, rows, objects, written=not done)
+    return ApplyResult(request, key, rows, objects, written=not done, preview=seen)
+
+
+def _preview(api: cluster.Api, rows: list[NodeResult]) -> Preview:
+    known = preview.read(api)
+    changes = [preview.mig_change(r.node, r.verdict, known) for r in rows if r.verdict]
+    return preview.make(changes, known)
+
+
+def _refuse_hits(request: ApplyRequest, rows: list[NodeResult], seen: Preview) -> bool:
+    """Pods would lose their devices and nobody said what to do about them: refuse, naming
+    them (a dry run only shows them)."""
+    if request.dry_run != "none" or request.force or request.drain or not seen.hit:
+        return False
+    hit = {n.node: n.hit for n in seen.nodes if n.hit}
+    for row in rows:
+        if row.node in hit:
+            names = ", ".join(h.ref for h in hit[row.node])
+            row.result = "refused"
+            row.reason = (
+                f"pods would lose their GPUs: {names}; evict them first with --drain, or "
+                "change the GPUs under them with --force"
+            )
+    return True
 
 
 def _check(facts: NodeFacts, config: str, specs: tuple[MigDeviceSpec, ...], key: str) -> NodeResult:

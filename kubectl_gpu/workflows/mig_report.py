@@ -29,6 +29,8 @@ def document(result: ApplyResult) -> dict[str, Any]:
         "written": result.written,
         "succeeded": not result.failed,
         "nodes": [_node(n) for n in result.nodes],
+        "preview": result.preview.to_dict() if result.preview else None,
+        "objects": result.objects if request.dry_run != "none" else [],
     }
 
 

@@ -1,0 +1,105 @@
+"""Reading what a preview of a capacity change needs, and the MIG change as capacity.
+
+Owns the reads behind `kubectl_gpu.doctor.preview` (every node with the GPUs bound pods ask
+for, every pod, and from the agents' GPUNodeReports the devices each pod holds per GPU), and
+turning a MIG config's verdict on a node into a `preview.Change`: the resources it advertises
+afterwards, and the GPUs whose MIG devices differ from what the report shows now (those lose
+every device). Used by `mig apply` and `share` (dry runs and `--drain`). A read the user may
+not do (403) leaves that fact out. Must not decide who is hit (the domain does).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kubectl_gpu import cluster, errors, keys
+from kubectl_gpu.doctor import facts
+from kubectl_gpu.doctor import preview as domain
+from kubectl_gpu.gpumap import join, report
+from kubectl_gpu.mig.verdicts import ConfigVerdict, Status
+
+log = logging.getLogger(__name__)
+Json = dict[str, Any]
+GPU = "nvidia.com/gpu"
+
+
+@dataclasses.dataclass(frozen=True)
+class Facts:
+    nodes: tuple[facts.Node, ...]
+    pods: tuple[facts.Pod, ...]
+    reports: Mapping[str, report.NodeReport]
+
+    def held(self) -> dict[str, list[domain.Held]]:
+        """Per node, the devices pods hold, with the GPU each sits on."""
+        found: dict[str, list[domain.Held]] = {}
+        for name, node_report in self.reports.items():
+            joined = join.make(node_report.sources(), (), node_report.inventory())
+            found[name] = [
+                domain.Held(r.namespace, r.pod, r.resource, r.gpu_index)
+                for r in joined.rows
+                if r.namespace and r.pod
+            ]
+        return found
+
+
+def read(api: cluster.Api) -> Facts:
+    pods = _optional(api, "pods")
+    used = facts.gpu_usage(pods)
+    nodes = tuple(
+        facts.node_from_dict(n, used.get(str((n.get("metadata") or {}).get("name"))))
+        for n in _optional(api, "nodes")
+    )
+    reports = {}
+    for obj in _optional(api, "gpunodereports"):
+        try:
+            found = report.from_dict(obj)
+        except report.ReportError:
+            continue
+        reports[found.node] = found
+    return Facts(nodes, tuple(facts.pod_from_dict(p) for p in pods), reports)
+
+
+def mig_change(node: str, verdict: ConfigVerdict, known: Facts) -> domain.Change:
+    """A MIG config on `node` as a capacity change."""
+    after = verdict.resources
+    before = next((n.allocatable for n in known.nodes if n.name == node), {})
+    owned = {GPU, *after} | {r for r in before if r.startswith(keys.MIG_RESOURCE_PREFIX)}
+    node_report = known.reports.get(node)
+    destroyed = _destroyed(verdict, node_report) if node_report else frozenset()
+    return domain.Change(node, after, destroyed, frozenset(owned))
+
+
+def _destroyed(verdict: ConfigVerdict, node_report: report.NodeReport) -> frozenset[int]:
+    """GPUs whose MIG mode or devices the config changes, compared with the report."""
+    now = {g.index: g for g in node_report.gpus if g.index is not None}
+    changed = set()
+    for gpu in verdict.gpus:
+        if gpu.status is not Status.FITS:
+            continue
+        current = now.get(gpu.gpu.index)
+        if current is None:
+            changed.add(gpu.gpu.index)
+            continue
+        was_on = current.mig_mode == report.MIG_ENABLED
+        had = sorted(str(m.profile) for m in current.mig_devices)
+        wants = sorted(d.name for d in gpu.devices)
+        if was_on != bool(gpu.mig_enabled) or had != wants:
+            changed.add(gpu.gpu.index)
+    return frozenset(changed)
+
+
+def make(changes: Sequence[domain.Change], known: Facts) -> domain.Preview:
+    return domain.make(changes, known.nodes, known.pods, known.held())
+
+
+def _optional(api: cluster.Api, resource: str) -> list[Json]:
+    try:
+        return list(api.list(cluster.path(resource)))
+    except errors.ClusterError as e:
+        if e.status not in (403, 404):
+            raise
+        log.warning("the preview leaves out %s: %s", resource, e.message)
+        return []

@@ -1,0 +1,134 @@
+"""`mig apply --dry-run` shows per node the pods the change hits (from the agent's report: a
+pod on a GPU whose MIG devices change, even when its resource grows; from requests: a resource
+that disappears), capacity before → after, and the Pending pods that would fit afterwards.
+Without --dry-run, --drain or --force, such a change is refused with the pods' names."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from kubectl_gpu import keys
+from tests.cli.test_map_cluster_on_a_simulated_mig_node import mig_pod, publish_from_node
+from tests.conftest import ROOT, CliResult
+from tests.fakes.cluster import NodeSpec, SimCluster
+from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+
+Run = Callable[..., CliResult]
+SCHEMA = json.loads((ROOT / "schemas" / "mig-apply-result.v1.json").read_text())
+MIXED = "version: v1\nflags:\n  migStrategy: mixed\n"
+ALL_3G = {"version": "v1", "mig-configs": {"all-3g": [
+    {"devices": "all", "mig-enabled": True, "mig-devices": {"3g.40gb": 2}}
+]}}  # fmt: skip
+
+
+@pytest.fixture
+def busy(sim_cluster: MakeSimCluster) -> SimCluster:
+    """GPU 0 split into 3g.40gb + 1g.10gb with pod `big` on the 3g; GPU 1 whole, held by
+    `whole`; `waiting` asks for two 3g.40gb and is Pending. The agent's report is published."""
+    spec = NodeSpec("gpu-a", "A100-SXM4-80GB", 2, mig={0: ["3g.40gb", "1g.10gb"]})
+    cluster = sim_cluster([spec], "helm", {"mixed": MIXED}, "mixed")
+    for name, resource in (("big", "nvidia.com/mig-3g.40gb"), ("whole", "nvidia.com/gpu")):
+        cluster.store.create(mig_pod(name, resource))
+    cluster.settle()
+    waiting = mig_pod("waiting", "nvidia.com/mig-3g.40gb")
+    waiting["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/mig-3g.40gb"] = "2"
+    cluster.store.create(waiting)
+    cluster.settle()
+    publish_from_node(cluster, "gpu-a")
+    report_gpus(cluster, "gpu-a")
+    return cluster
+
+
+def report_gpus(cluster: SimCluster, node: str) -> None:
+    """The agent's note of its GPUs, which `mig apply` checks the config against."""
+    gpus = [
+        {"index": g.index, "pci": "0x20B210DE", "name": g.name} for g in cluster.node_gpus(node)
+    ]
+    body = {"metadata": {"annotations": {keys.MIG_GPUS_ANNOTATION: json.dumps(gpus)}}}
+    cluster.store.patch("nodes", node, body)
+
+
+def apply(run_cli: Run, cluster: SimCluster, tmp_path: Path, *args: str) -> CliResult:
+    config = tmp_path / "mig.yaml"
+    config.write_text(yaml.safe_dump(ALL_3G))
+    base = ("--kubeconfig", str(cluster.kubeconfig), "mig", "apply", "-f", str(config))
+    return run_cli(*base, "-c", "all-3g", "--node", "gpu-a", *args)
+
+
+def test_dry_run_names_the_pods_hit_the_capacity_and_who_would_fit(
+    run_cli: Run, busy: SimCluster, tmp_path: Path
+) -> None:
+    result = apply(run_cli, busy, tmp_path, "--dry-run=client", "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    jsonschema.validate(result.json, SCHEMA)
+    [node] = result.json["preview"]["nodes"]
+    assert node["capacity"] == [
+        {"resource": "nvidia.com/gpu", "before": 1, "after": 0},
+        {"resource": "nvidia.com/mig-1g.10gb", "before": 1, "after": 0},
+        {"resource": "nvidia.com/mig-3g.40gb", "before": 1, "after": 4},
+    ]
+    assert node["podsHit"] == [
+        # the 3g.40gb resource grows, but the device `big` holds is destroyed
+        {"pod": "default/big", "why": "holds nvidia.com/mig-3g.40gb on GPU 0, which is changed"},
+        {"pod": "default/whole", "why": "holds nvidia.com/gpu on GPU 1, which is changed"},
+    ]
+    assert result.json["preview"]["pendingPodsThatWouldFit"] == [
+        {"pod": "default/waiting", "node": "gpu-a"}
+    ]
+    assert [o["kind"] for o in result.json["objects"]] == ["ConfigMap", "Node"]
+
+
+def test_dry_run_table_tells_the_same_on_stderr(
+    run_cli: Run, busy: SimCluster, tmp_path: Path
+) -> None:
+    result = apply(run_cli, busy, tmp_path, "--dry-run=server")
+    assert result.exit_code == 0, result.stderr
+    assert (
+        "node gpu-a: nvidia.com/gpu 1 → 0, nvidia.com/mig-1g.10gb 1 → 0, "
+        "nvidia.com/mig-3g.40gb 1 → 4" in result.stderr
+    )
+    assert "  hits pod default/whole: holds nvidia.com/gpu on GPU 1, which is changed" in (
+        result.stderr
+    )
+    assert "Pending pod default/waiting would fit on gpu-a" in result.stderr
+
+
+def test_a_change_that_hits_pods_is_refused_with_their_names(
+    run_cli: Run, busy: SimCluster, tmp_path: Path
+) -> None:
+    result = apply(run_cli, busy, tmp_path)
+    assert result.exit_code == 1
+    assert (
+        "node gpu-a: refused: pods would lose their GPUs: default/big, default/whole; "
+        "evict them first with --drain, or change the GPUs under them with --force"
+    ) in result.stderr
+    labels = busy.store.get("nodes", "gpu-a")["metadata"]["labels"]
+    assert keys.MIG_DESIRED_LABEL not in labels  # nothing was written
+
+    forced = apply(run_cli, busy, tmp_path, "--force")
+    assert forced.exit_code == 0, forced.stderr
+    labels = busy.store.get("nodes", "gpu-a")["metadata"]["labels"]
+    assert labels[keys.MIG_DESIRED_LABEL] == "all-3g"
+
+
+def test_without_a_report_pods_are_judged_by_their_requests(
+    run_cli: Run, sim_cluster: MakeSimCluster, tmp_path: Path
+) -> None:
+    spec = NodeSpec("gpu-a", "A100-SXM4-80GB", 2)
+    cluster = sim_cluster([spec], "helm", {"mixed": MIXED}, "mixed")
+    cluster.store.create(mig_pod("whole", "nvidia.com/gpu"))
+    cluster.settle()
+    report_gpus(cluster, "gpu-a")
+    result = apply(run_cli, cluster, tmp_path, "--dry-run=client", "-o", "json")
+    [node] = result.json["preview"]["nodes"]
+    assert node["podsHit"] == [
+        {"pod": "default/whole", "why": "uses nvidia.com/gpu, which disappears (2 → 0)"}
+    ]
+    assert result.json["preview"]["pendingPodsThatWouldFit"] == []
