@@ -198,8 +198,7 @@ def _render_apply(result: ApplyResult, output: str) -> None:
 
     dry = result.request.dry_run != "none"
     if dry and result.written is False and not result.failed and render.is_data(output):
-        items = {"apiVersion": "v1", "kind": "List", "items": result.objects}
-        render.emit_table([], (), output, items)
+        render.emit_table([], (), output, render.dry_run_list(result.objects, result.preview))
     else:
         render.emit_table(
             result.nodes, _APPLY_COLUMNS, output, mig_report.document(result), name=render.node_name

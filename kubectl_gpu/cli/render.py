@@ -240,3 +240,12 @@ def preview_lines(preview: Any) -> list[str]:
         lines += [f"  hits pod {hit.ref}: {hit.why}" for hit in node.hit]
     lines += [f"Pending pod {pod} would fit on {node}" for pod, node in preview.would_fit]
     return lines
+
+
+def dry_run_list(objects: Sequence[Any], preview: Any) -> dict[str, Any]:
+    """A dry run's `-o json|yaml`: the objects that would be written, as a v1 List (kubectl
+    reads its items), and beside them the change's preview (kubectl_gpu.doctor.preview)."""
+    document: dict[str, Any] = {"apiVersion": "v1", "kind": "List", "items": list(objects)}
+    if preview is not None:
+        document["preview"] = preview.to_dict()
+    return document

@@ -317,17 +317,16 @@ def _render_result(result: Any, settings: Settings) -> None:
     for finding in result.warnings:
         click.echo(render.format_finding(finding), err=True)
     options = result.options
+    if result.preview is not None and (options.diff or settings.output in ("table", "wide")):
+        for line in render.preview_lines(result.preview):
+            click.echo(line, err=True)
     if options.diff:
         click.echo(sharereport.diff(result) or "no changes\n", nl=False)
         return
     dry = options.dry_run != "none"
     if dry and render.is_data(settings.output):
-        render.emit_table(
-            [],
-            (),
-            settings.output,
-            {"apiVersion": "v1", "kind": "List", "items": list(result.objects)},
-        )
+        document = render.dry_run_list(result.objects, result.preview)
+        render.emit_table([], (), settings.output, document)
         return
     if result.nodes or render.is_data(settings.output):
         document = sharereport.result_document(result)

@@ -30,7 +30,6 @@ def document(result: ApplyResult) -> dict[str, Any]:
         "succeeded": not result.failed,
         "nodes": [_node(n) for n in result.nodes],
         "preview": result.preview.to_dict() if result.preview else None,
-        "objects": result.objects if request.dry_run != "none" else [],
     }
 
 

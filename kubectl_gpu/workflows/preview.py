@@ -20,6 +20,8 @@ from kubectl_gpu.doctor import facts
 from kubectl_gpu.doctor import preview as domain
 from kubectl_gpu.gpumap import join, report
 from kubectl_gpu.mig.verdicts import ConfigVerdict, Status
+from kubectl_gpu.sharing import names
+from kubectl_gpu.sharing.rollout import Plan
 
 log = logging.getLogger(__name__)
 Json = dict[str, Any]
@@ -89,6 +91,23 @@ def _destroyed(verdict: ConfigVerdict, node_report: report.NodeReport) -> frozen
         if was_on != bool(gpu.mig_enabled) or had != wants:
             changed.add(gpu.gpu.index)
     return frozenset(changed)
+
+
+def share_changes(plan: Plan) -> list[domain.Change]:
+    """A sharing plan as capacity changes: each node's resource becomes gpus × replicas under
+    the name it is advertised by afterwards (the other of plain/.shared goes to 0)."""
+    changes = []
+    for node in plan.nodes:
+        if node.expected is None:
+            continue  # physical devices unknown: no figure to promise
+        base = node.resource.removesuffix(names.SHARED_SUFFIX)
+        owned = frozenset({base, base + names.SHARED_SUFFIX})
+        changes.append(domain.Change(node.node, {node.resource: node.expected}, resources=owned))
+    return changes
+
+
+def of_share(api: cluster.Api, plan: Plan) -> domain.Preview:
+    return make(share_changes(plan), read(api))
 
 
 def make(changes: Sequence[domain.Change], known: Facts) -> domain.Preview:

@@ -19,7 +19,8 @@ from kubectl_gpu import cluster, errors, keys
 from kubectl_gpu.findings import Finding
 from kubectl_gpu.sharing import names, rollout
 from kubectl_gpu.sharing.deployment import Deployment, Overrides
-from kubectl_gpu.workflows import capacity, restarts, sharestate, sharewrites
+from kubectl_gpu.doctor.preview import Preview
+from kubectl_gpu.workflows import capacity, preview, restarts, sharestate, sharewrites
 from kubectl_gpu.workflows.sharestate import Json, Snapshot
 from kubectl_gpu.workflows.waiting import Timing
 
@@ -81,6 +82,7 @@ class ShareResult:
     objects: tuple[Json, ...]  # objects written, or that would be written
     nodes: tuple[NodeResult, ...]
     warnings: tuple[Finding, ...]
+    preview: Preview | None = None  # dry run, diff, drain: who the change hits
 
     @property
     def failed(self) -> bool:
@@ -166,6 +168,8 @@ def _run(
         if attempt == 1:
             _tell(snapshot, plan)
             _warn_overcommit(plan, sharestate.replicas_in_use(api))
+        if options.previewing or options.dry_run != "none":
+            draft = dataclasses.replace(draft, preview=preview.of_share(api, plan))
         if options.previewing:
             objects = sharewrites.preview(snapshot, plan, body) if plan.writes else []
             return dataclasses.replace(draft, objects=tuple(objects))

@@ -41,6 +41,7 @@ def result_document(result: ShareResult) -> dict[str, Any]:
         "nodes": [node_document(n) for n in result.nodes],
         "notes": list(plan.notes),
         "warnings": [f.to_dict() for f in result.warnings],
+        "preview": result.preview.to_dict() if result.preview else None,
     }
 
 

@@ -194,9 +194,7 @@ def test_client_dry_run_prints_the_objects_and_writes_nothing(
                  "--dry-run=client", "-o", "yaml")  # fmt: skip
 
     assert result.exit_code == 0, result.stderr
-    document = yaml.safe_load(result.stdout)
-    assert document["kind"] == "MigApplyResult" and document["written"] is False
-    items = {i["kind"]: i for i in document["objects"]}
+    items = {i["kind"]: i for i in yaml.safe_load(result.stdout)["items"]}
     stored = json.loads(items["ConfigMap"]["data"]["all-3g"])
     assert stored["mig-configs"]["all-3g"][0]["mig-devices"] == ALL_3G
     assert items["Node"]["metadata"]["labels"] == {keys.MIG_DESIRED_LABEL: "all-3g"}

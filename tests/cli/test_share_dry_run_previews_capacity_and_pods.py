@@ -1,0 +1,76 @@
+"""`share --dry-run` and `--diff` show per node capacity before → after, the pods whose
+resource disappears or shrinks, and the Pending GPU pods that would fit afterwards; `-o json`
+carries the same beside the objects it would write."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import jsonschema
+import pytest
+
+from tests.cli.doctorpods import gpu_pod, run_pods
+from tests.conftest import ROOT, CliResult
+from tests.fakes.cluster import NodeSpec, SimCluster
+from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+
+Run = Callable[..., CliResult]
+SCHEMA = json.loads((ROOT / "schemas" / "share-result.v1.json").read_text())
+PREVIEW = {**SCHEMA["$defs"]["preview"], "$defs": SCHEMA["$defs"]}
+
+
+@pytest.fixture
+def full(sim_cluster: MakeSimCluster) -> SimCluster:
+    """One L4, held by `train`; `next` waits for a GPU."""
+    cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1, gpu_taint=True)], "gpu-operator")
+    run_pods(cluster, gpu_pod("train", tolerate=True), gpu_pod("next", tolerate=True))
+    assert cluster.store.get("pods", "next", "default")["status"]["phase"] == "Pending"
+    return cluster
+
+
+def share(run_cli: Run, cluster: SimCluster, *args: str) -> CliResult:
+    return run_cli("--kubeconfig", str(cluster.kubeconfig), "share", *args)
+
+
+def test_more_replicas_let_the_pending_pod_in_and_hit_nobody(
+    run_cli: Run, full: SimCluster
+) -> None:
+    result = share(run_cli, full, "--replicas", "4", "--dry-run")
+    assert result.exit_code == 0, result.stderr
+    assert "node gpu-a: nvidia.com/gpu 1 → 4" in result.stderr
+    assert "hits pod" not in result.stderr
+    assert "Pending pod default/next would fit on gpu-a" in result.stderr
+
+
+def test_renaming_hits_the_pods_of_the_old_name_and_json_says_so(
+    run_cli: Run, full: SimCluster
+) -> None:
+    result = share(
+        run_cli, full, "--replicas", "2", "--rename-by-default", "--dry-run=client", "-o", "json"
+    )
+    assert result.exit_code == 0, result.stderr
+    assert result.json["kind"] == "List" and result.json["items"]  # what a real run writes
+    preview = result.json["preview"]
+    jsonschema.validate(preview, PREVIEW)
+    assert preview["nodes"] == [
+        {
+            "node": "gpu-a",
+            "capacity": [
+                {"resource": "nvidia.com/gpu", "before": 1, "after": 0},
+                {"resource": "nvidia.com/gpu.shared", "before": 0, "after": 2},
+            ],
+            "podsHit": [
+                {"pod": "default/train", "why": "uses nvidia.com/gpu, which disappears (1 → 0)"}
+            ],
+        }
+    ]
+    assert preview["pendingPodsThatWouldFit"] == []  # `next` asks for nvidia.com/gpu
+
+
+def test_diff_shows_the_preview_too(run_cli: Run, full: SimCluster) -> None:
+    result = share(run_cli, full, "--replicas", "2", "--diff")
+    assert result.exit_code == 0, result.stderr
+    assert "node gpu-a: nvidia.com/gpu 1 → 2" in result.stderr
+    assert "Pending pod default/next would fit on gpu-a" in result.stderr
