@@ -16,10 +16,10 @@ import logging
 from collections.abc import Callable, Mapping
 
 from kubectl_gpu import cluster, errors, keys
+from kubectl_gpu.doctor.preview import Preview
 from kubectl_gpu.findings import Finding
 from kubectl_gpu.sharing import names, rollout
 from kubectl_gpu.sharing.deployment import Deployment, Overrides
-from kubectl_gpu.doctor.preview import Preview
 from kubectl_gpu.workflows import capacity, preview, restarts, sharestate, sharewrites
 from kubectl_gpu.workflows.sharestate import Json, Snapshot
 from kubectl_gpu.workflows.waiting import Timing
