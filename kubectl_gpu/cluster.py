@@ -206,6 +206,17 @@ class Api:
         """DELETE an object."""
         self.request("DELETE", url, query=_dry(dry_run))
 
+    def evict(self, namespace: str, pod: str, *, dry_run: bool = False) -> None:
+        """Evict a pod through `pods/eviction` (policy/v1), which honours its
+        PodDisruptionBudget: a ClusterError with status 429 when the budget forbids it now."""
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": pod, "namespace": namespace},
+        }
+        self.request("POST", path("pods", pod, namespace) + "/eviction", body=body,
+                     query=_dry(dry_run))  # fmt: skip
+
 
 def _dry(dry_run: bool) -> dict[str, str] | None:
     """The query of a server-side dry run: every stage runs, nothing is persisted."""
@@ -320,5 +331,12 @@ def _status_message(body: Any) -> tuple[str, str]:
     except ValueError:
         return text[:_MAX_BODY_IN_MESSAGE], ""
     if isinstance(status, dict) and status.get("kind") == "Status":
-        return str(status.get("message", "")), str(status.get("reason", ""))
+        message, reason = str(status.get("message", "")), str(status.get("reason", ""))
+        if reason == "TooManyRequests":  # an eviction refused: the causes name the budget
+            causes = (status.get("details") or {}).get("causes") or []
+            said = [
+                str(c.get("message")) for c in causes if isinstance(c, dict) and c.get("message")
+            ]
+            message = " ".join([message, *said])
+        return message, reason
     return text[:_MAX_BODY_IN_MESSAGE], ""

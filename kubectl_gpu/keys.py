@@ -64,6 +64,9 @@ MIG_PAUSED_PLUGIN_ANNOTATION = PREFIX + "mig.paused-plugin"
 # Since when (RFC 3339, UTC) a MIG change has been pending on the node, ours or the operator's
 # MIG manager's: the agent records it, `mig status` and `doctor` tell a stuck node by it.
 MIG_PENDING_SINCE_ANNOTATION = PREFIX + "mig.pending-since"
+# A `--drain` in progress on a node (JSON: change, step, whether we cordoned it, pods, since),
+# so that an interrupted run can be resumed (run it again) or undone (`mig recover`).
+DRAIN_ANNOTATION = PREFIX + "drain"
 MIG_CONFIGMAP = "kubectl-gpu-mig-config"  # one key per config name, in our namespace
 NAMESPACE = "kubectl-gpu"
 

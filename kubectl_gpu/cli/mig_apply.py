@@ -93,6 +93,26 @@ _STATUS_COLUMNS = (
     is_flag=True,
     help="Change GPUs although they are in use, and retry a request that failed.",
 )
+@click.option(
+    "--drain",
+    is_flag=True,
+    help="Cordon each node whose pods the change hits, evict them (honouring "
+    "PodDisruptionBudgets), apply, wait, uncordon.",
+)
+@click.option(
+    "--drain-timeout",
+    type=Duration(),
+    default="5m",
+    show_default=True,
+    help="How long an eviction may keep being refused before the run stops.",
+)
+@click.option(
+    "--max-unavailable",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Nodes drained and changed at once (--drain).",
+)
 @click.option("--wait", is_flag=True, help="Wait until every node reports a final state.")
 @click.option(
     "--timeout", type=Duration(), default="10m", show_default=True, help="How long --wait waits."
@@ -106,10 +126,17 @@ def apply_cmd(settings: Settings, **flags: Any) -> None:
     If any node fails the check, nothing is written. Where the GPU Operator's MIG manager
     manages a node, its ConfigMap and nvidia.com/mig.config label are used instead of ours.
 
+    A change that would take devices from running pods is refused, naming them, unless
+    --drain (evict them first, through the Eviction API) or --force (change the GPUs under
+    them). --dry-run shows those pods, capacity before and after, and the Pending GPU pods
+    that would fit afterwards. Each --drain step is recorded on the Node: run the command
+    again to resume, or `kubectl gpu mig recover NODE --force` to undo.
+
     \b
     Examples:
       kubectl gpu mig apply -f mig.yaml -c all-balanced --node gpu-node-1 --wait
       kubectl gpu mig apply -f mig.yaml -c all-1g.10gb -l pool=inference --dry-run -o yaml
+      kubectl gpu mig apply -f mig.yaml -c all-3g.40gb --node gpu-node-1 --drain
     """
     from kubectl_gpu import cluster
     from kubectl_gpu.workflows import mig_apply, mig_targets
@@ -129,6 +156,9 @@ def apply_cmd(settings: Settings, **flags: Any) -> None:
         wait=flags["wait"],
         timeout=flags["timeout"],
         namespace=settings.namespace,
+        drain=flags["drain"],
+        drain_timeout=flags["drain_timeout"],
+        max_unavailable=flags["max_unavailable"],
     )
     if settings.verbosity == 0:  # progress is this command's talk on stderr
         logging.getLogger("kubectl_gpu.workflows").setLevel(logging.INFO)

@@ -21,7 +21,7 @@ _COLUMNS = (
     Column("NODE", lambda r: r.node),
     Column("ACTUATOR", lambda r: r.actuator.value),
     Column("RESTORED", lambda r: [f"{k}={v}" for k, v in sorted(r.restored.items())]),
-    Column("STATE", lambda r: f"{r.state_label}=failed"),
+    Column("STATE", lambda r: f"{r.state_label}=failed" if r.state_label else ""),
     Column("WHY", lambda r: list(r.reasons), wide_only=True),
 )
 
@@ -75,7 +75,7 @@ def _document(done: Any) -> dict[str, Any]:
                 "actuator": r.actuator.value,
                 "reasons": list(r.reasons),
                 "restored": dict(r.restored),
-                "state": {r.state_label: "failed"},
+                "state": {r.state_label: "failed"} if r.state_label else {},
                 "next": r.next_step,
             }
             for r in done

@@ -47,7 +47,14 @@ class NodeMig:
 def reasons(
     node: NodeMig, now: dt.datetime, after: dt.timedelta = DEFAULT_AFTER
 ) -> tuple[str, ...]:
-    """Why the node's MIG change is stuck; empty when it is not."""
+    """Why the node's MIG change (or a drain for one) is stuck; empty when it is not."""
+    return (*mig_reasons(node, now, after), *drain_reasons(node, now, after))
+
+
+def mig_reasons(
+    node: NodeMig, now: dt.datetime, after: dt.timedelta = DEFAULT_AFTER
+) -> tuple[str, ...]:
+    """Why the node's MIG change itself is stuck."""
     found = []
     stale = _stale_pending(node, now, after)
     if stale:
@@ -61,6 +68,30 @@ def reasons(
         )
     found += _disagreements(node)
     return tuple(found)
+
+
+def drain_record(annotations: Mapping[str, str]) -> dict[str, object]:
+    """A `--drain` run's record on the node ({} when none or unreadable)."""
+    try:
+        found = json.loads(annotations.get(keys.DRAIN_ANNOTATION) or "{}")
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def drain_reasons(node: NodeMig, now: dt.datetime, after: dt.timedelta) -> list[str]:
+    """A drain that stopped (or was interrupted) and was not taken up again."""
+    record = drain_record(node.annotations)
+    since = pending_since({keys.MIG_PENDING_SINCE_ANNOTATION: str(record.get("since", ""))})
+    if not record or since is None:
+        return []
+    stopped = bool(record.get("reason"))
+    if not stopped and now - since <= after:
+        return []
+    why = f": {record['reason']}" if stopped else f" since {timestamp(since)}"
+    cordoned = "; kubectl gpu cordoned the node" if record.get("cordoned") else ""
+    change, step = record.get("change", "?"), record.get("step")
+    return [f"a drain for {change} stopped at step {step}{why}{cordoned}"]
 
 
 def pending_label(labels: Mapping[str, str]) -> str:

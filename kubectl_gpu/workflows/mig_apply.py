@@ -23,7 +23,7 @@ from kubectl_gpu.mig import actuators, apply, verdicts
 from kubectl_gpu.mig.actuators import Actuator
 from kubectl_gpu.mig.spec import MigConfigFile, MigDeviceSpec
 from kubectl_gpu.mig.verdicts import ConfigVerdict
-from kubectl_gpu.workflows import mig_silence, mig_status, mig_store, mig_targets, preview
+from kubectl_gpu.workflows import drain, mig_silence, mig_status, mig_store, mig_targets, preview
 from kubectl_gpu.workflows.mig_targets import NodeFacts, Scope
 from kubectl_gpu.workflows.progress import Progress
 from kubectl_gpu.workflows.waiting import Deadline, Timing
@@ -49,6 +49,9 @@ class ApplyRequest:
     timeout: float = 300.0
     namespace: str | None = None  # -n: our namespace, or the operator's
     drain: bool = False  # evict the pods the change hits first (workflows.drain)
+    drain_timeout: float = 300.0  # how long an eviction may keep being refused, per node
+    max_unavailable: int = 1  # nodes drained at once
+    timing: Timing | None = None  # tests: a quicker poll
 
 
 @dataclasses.dataclass
@@ -101,6 +104,10 @@ def run(api: cluster.Api, request: ApplyRequest, timing: Timing | None = None) -
     seen = _preview(api, rows)
     if _refuse_hits(request, rows, seen):
         return ApplyResult(request, key, rows, [], written=False, preview=seen)
+    hit = {n.node: [h.ref for h in n.hit] for n in seen.nodes if n.hit}
+    if request.drain and request.dry_run == "none" and hit:
+        job = _Job(request, facts, rows, hit, (text, key, raw))
+        return _drained(api, job, policies, seen)
     objects = _write(api, request, facts, (text, key, raw), policies)
     done = request.dry_run != "none"
     for row in rows:
@@ -108,6 +115,85 @@ def run(api: cluster.Api, request: ApplyRequest, timing: Timing | None = None) -
     if request.wait and not done:
         _wait(api, request, rows, key, timing or Timing())
     return ApplyResult(request, key, rows, objects, written=not done, preview=seen)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Job:
+    """A checked change, ready to write: the nodes, their rows, the pods it hits per node."""
+
+    request: ApplyRequest
+    facts: list[NodeFacts]
+    rows: list[NodeResult]
+    hit: dict[str, list[str]]
+    content: tuple[str, str, list[Any]]  # text, request key, raw config
+
+
+def _drained(api: cluster.Api, job: _Job, policies: list[Json], seen: Preview) -> ApplyResult:
+    """--drain: the nodes nobody uses are asked at once; the others, `max_unavailable` at a
+    time: cordon, evict, ask, wait for the new layout, uncordon. The first batch that fails
+    stops the run (its nodes stay cordoned, their step recorded)."""
+    request, key = job.request, job.content[1]
+    timing = request.timing or Timing()
+    objects = _store(api, request, job.facts, job.content, policies)
+    free = [f for f in job.facts if f.name not in job.hit]
+    by_node = {r.node: r for r in job.rows}
+    for facts in free:
+        objects.append(_request(api, facts, request, key))
+        by_node[facts.name].result = "requested"
+    if request.wait:
+        _wait(api, request, [by_node[f.name] for f in free], key, timing)
+    busy = [f for f in job.facts if f.name in job.hit]
+    step = drain.Drain(f"mig apply {key}", request.drain_timeout, timing)
+    size = max(request.max_unavailable, 1)
+    for start in range(0, len(busy), size):
+        batch = busy[start : start + size]
+        if not _drain_batch(api, job, batch, [by_node[f.name] for f in batch], step):
+            break
+    for row in job.rows:
+        if row.result == "checked":
+            row.result, row.reason = "not-started", "an earlier node failed; run again to go on"
+    return ApplyResult(request, key, job.rows, objects, written=True, preview=seen)
+
+
+def _drain_batch(
+    api: cluster.Api, job: _Job, batch: list[NodeFacts], rows: list[NodeResult], step: drain.Drain
+) -> bool:
+    """One batch through every step; False when a node did not make it."""
+    request, key, hit = job.request, job.content[1], job.hit
+    try:
+        for facts in batch:
+            drain.begin(api, facts.name, step, hit[facts.name])
+        for facts in batch:
+            drain.evict(api, facts.name, step, hit[facts.name])
+    except drain.DrainBlocked as e:
+        for row in rows:
+            row.result, row.reason = "drain-blocked", f"{e.message}; {e.hint}"
+            drain.failed(api, row.node, step, "evicting", e.message)
+        return False
+    for facts in batch:
+        drain.applying(api, facts.name, step)
+        _request(api, facts, request, key)
+    for row in rows:
+        row.result = "requested"
+    _wait(api, request, rows, key, step.timing)
+    ok = True
+    for row in rows:
+        if row.result == "success":
+            drain.finish(api, row.node)
+        else:
+            ok = False
+            drain.failed(api, row.node, step, "applying", row.reason or row.result)
+            row.reason = (
+                f"{row.reason}; the node stays cordoned (`kubectl gpu mig recover {row.node} "
+                "--force` undoes the drain)"
+            )
+    return ok
+
+
+def _request(api: cluster.Api, facts: NodeFacts, request: ApplyRequest, key: str) -> Json:
+    if facts.actuator is Actuator.OPERATOR:
+        return _request_operator(api, facts, request)
+    return _request_ours(api, facts, request, key)
 
 
 def _preview(api: cluster.Api, rows: list[NodeResult]) -> Preview:
@@ -187,14 +273,24 @@ def _write(
     policies: list[Json],
 ) -> list[Json]:
     """ConfigMaps first (a refusal there leaves every node untouched), then the labels."""
-    text, key, raw = content
-    ours = [f for f in facts if f.actuator is Actuator.AGENT]
-    theirs = [f for f in facts if f.actuator is Actuator.OPERATOR]
+    stored = _store(api, request, facts, content, policies)
+    return stored + [_request(api, f, request, content[1]) for f in facts]
+
+
+def _store(
+    api: cluster.Api,
+    request: ApplyRequest,
+    facts: list[NodeFacts],
+    content: tuple[str, str, list[Any]],
+    policies: list[Json],
+) -> list[Json]:
+    """The config where each of these nodes' actuators reads it."""
+    text, _, raw = content
     written: list[Json | None] = []
-    if ours:
+    if any(f.actuator is Actuator.AGENT for f in facts):
         namespace = request.namespace or keys.NAMESPACE
         written.append(mig_store.store_ours(api, namespace, request.config, text, request.dry_run))
-    if theirs:
+    if any(f.actuator is Actuator.OPERATOR for f in facts):
         namespace = request.namespace or _operator_namespace(api)
         name = mig_store.operator_configmap(policies)
         edit = mig_store.operator_edit(request.config, raw, f"ConfigMap {namespace}/{name}")
@@ -203,9 +299,7 @@ def _write(
             log.warning(
                 "--force applies to kubectl gpu's agent only; the MIG manager has no such check"
             )
-    nodes = [_request_ours(api, f, request, key) for f in ours]
-    nodes += [_request_operator(api, f, request) for f in theirs]
-    return [o for o in written if o is not None] + nodes
+    return [o for o in written if o is not None]
 
 
 def _request_ours(api: cluster.Api, facts: NodeFacts, request: ApplyRequest, key: str) -> Json:

@@ -92,26 +92,39 @@ def recover(
             hint="`kubectl gpu mig status` shows where each node stands; --force recovers "
             "a node anyway (e.g. a change you know has died)",
         )
-    return [
-        _recover(api, facts, reasons or ("recovered with --force",)) for facts, reasons in plans
-    ]
+    done = []
+    for facts, reasons in plans:
+        subject = node_mig(facts, reported)
+        # a drain that stopped before any MIG change began leaves the MIG state alone
+        touch_mig = bool(stuck.mig_reasons(subject, now, after)) or not reasons
+        done.append(_recover(api, facts, reasons or ("recovered with --force",), touch_mig))
+    return done
 
 
-def _recover(api: cluster.Api, facts: NodeFacts, reasons: tuple[str, ...]) -> Recovery:
+def _recover(
+    api: cluster.Api, facts: NodeFacts, reasons: tuple[str, ...], touch_mig: bool
+) -> Recovery:
     node = stuck.NodeMig(facts.name, facts.labels, facts.annotations)
     restored = stuck.restored_labels(node)
-    state_label = (
-        keys.MIG_CONFIG_STATE_LABEL if facts.actuator is Actuator.OPERATOR else keys.MIG_STATE_LABEL
-    )
+    state_label = ""
+    if touch_mig:
+        operator = facts.actuator is Actuator.OPERATOR
+        state_label = keys.MIG_CONFIG_STATE_LABEL if operator else keys.MIG_STATE_LABEL
     reason = f"{RECOVERED}: {'; '.join(reasons)}"
-    labels: dict[str, str | None] = {**restored, state_label: "failed"}
-    notes: dict[str, str | None] = {
-        keys.MIG_REASON_ANNOTATION: reason,
-        keys.MIG_PHASE_ANNOTATION: None,
-        keys.MIG_PAUSED_PLUGIN_ANNOTATION: None,
-        keys.MIG_PENDING_SINCE_ANNOTATION: None,
-    }
-    body = {"metadata": {"labels": labels, "annotations": notes}}
+    labels: dict[str, str | None] = {**restored, **({state_label: "failed"} if state_label else {})}
+    notes: dict[str, str | None] = {keys.MIG_REASON_ANNOTATION: reason}
+    if touch_mig:
+        notes |= dict.fromkeys(
+            (keys.MIG_PHASE_ANNOTATION, keys.MIG_PAUSED_PLUGIN_ANNOTATION,
+             keys.MIG_PENDING_SINCE_ANNOTATION)
+        )  # fmt: skip
+    body: dict[str, Any] = {"metadata": {"labels": labels, "annotations": notes}}
+    record = stuck.drain_record(facts.annotations)
+    if record:  # undo the drain: the node goes back into use
+        notes[keys.DRAIN_ANNOTATION] = None
+        if record.get("cordoned"):
+            body["spec"] = {"unschedulable": None}
+            notes[keys.MIG_REASON_ANNOTATION] = reason + "; uncordoned the node it had cordoned"
     api.patch(cluster.path("nodes", facts.name), body)
     log.info("node %s: %s", facts.name, reason)
     return Recovery(facts.name, facts.actuator, reasons, restored, state_label, _next(facts))

@@ -71,6 +71,10 @@ def _entries(rtype: ResourceType) -> list[Doc]:
     if (rtype.group, rtype.plural) == ("", "pods"):
         log = {"name": "pods/log", "singularName": "", "namespaced": True, "kind": "Pod"}
         found.append({**log, "verbs": ["get"]})
+        # kubectl drain looks for this entry (and its kind's group) before it evicts
+        evict = {"name": "pods/eviction", "singularName": "", "namespaced": True}
+        found.append({**evict, "group": "policy", "version": "v1", "kind": "Eviction",
+                      "verbs": ["create"]})  # fmt: skip
     if rtype.has_status:
         found.append(
             {

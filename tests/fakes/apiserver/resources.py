@@ -102,6 +102,8 @@ BUILTINS: tuple[ResourceType, ...] = (
        has_status=True, generation=True, categories=_ALL),
     _t("apps", "controllerrevisions", "ControllerRevision", True),
     _t("coordination.k8s.io", "leases", "Lease", True),
+    _t("policy", "poddisruptionbudgets", "PodDisruptionBudget", True, short_names=("pdb",),
+       has_status=True, generation=True),
     _t("rbac.authorization.k8s.io", "roles", "Role", True),
     _t("rbac.authorization.k8s.io", "rolebindings", "RoleBinding", True),
     _t("rbac.authorization.k8s.io", "clusterroles", "ClusterRole", False),

@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import yaml
 
-from tests.fakes.apiserver import errors, podlogs
+from tests.fakes.apiserver import errors, eviction, podlogs
 from tests.fakes.apiserver.routes import Reply, Request, Router, discovery_reply, resolve
 from tests.fakes.apiserver.seeding import Store
 from tests.fakes.apiserver.watch import pump
@@ -169,6 +169,16 @@ def _logs(app: FakeApiServer, request: Request, parts: list[str]) -> Reply:
     return Reply(200, podlogs.read(app.store, app.logs, parts, request.query), "text/plain")
 
 
+def _evict(app: FakeApiServer, request: Request, parts: list[str]) -> Reply:
+    """POST pods/NAME/eviction: RBAC's `create` on `pods/eviction`, PDBs honoured."""
+    if request.method != "POST":
+        raise errors.method_not_allowed()
+    access = dict(verb="create", resource="pods/eviction", group="", namespace=parts[3],
+                  name=parts[5])  # fmt: skip
+    app.check_access(access)
+    return Reply(201, eviction.evict(app.store, parts, request.body))
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     # Buffered writes put headers and body in one segment; unbuffered, Nagle's algorithm and
@@ -233,6 +243,8 @@ class _Handler(BaseHTTPRequestHandler):
             return reply
         if podlogs.is_log_path(parts):
             return _logs(app, request, parts)
+        if eviction.is_eviction_path(parts):
+            return _evict(app, request, parts)
         target = resolve(app.store, parts)
         verb = target.verb(request.method, request.query)
         if not verb:
