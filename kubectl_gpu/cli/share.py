@@ -117,6 +117,24 @@ def _rollout_options(f: F) -> F:
             metavar="NAME",
             help="The device plugin's ConfigMap, instead of the one detected.",
         ),
+        click.option(
+            "--drain",
+            is_flag=True,
+            help="Cordon each node whose pods lose their resource, evict them (honouring "
+            "PodDisruptionBudgets), restart, wait for the capacity, uncordon.",
+        ),
+        click.option(
+            "--drain-timeout",
+            type=Duration(),
+            default="5m",
+            show_default=True,
+            help="How long an eviction may keep being refused before the rollout stops.",
+        ),
+        click.option(
+            "--force",
+            is_flag=True,
+            help="Change capacity although running pods use a resource that shrinks or goes.",
+        ),
     )
     for option in reversed(options):
         f = option(f)
@@ -295,6 +313,9 @@ def _options(settings: Settings, flags: dict[str, Any], selector: str) -> Any:
         wait=flags["wait"],
         timeout=flags["timeout"],
         max_unavailable=flags["max_unavailable"],
+        drain=flags["drain"],
+        drain_timeout=flags["drain_timeout"],
+        force=flags["force"],
         namespace=settings.namespace,
         configmap=flags["configmap"],
         selector=selector,

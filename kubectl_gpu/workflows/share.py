@@ -20,7 +20,14 @@ from kubectl_gpu.doctor.preview import Preview
 from kubectl_gpu.findings import Finding
 from kubectl_gpu.sharing import names, rollout
 from kubectl_gpu.sharing.deployment import Deployment, Overrides
-from kubectl_gpu.workflows import capacity, preview, restarts, sharestate, sharewrites
+from kubectl_gpu.workflows import (
+    capacity,
+    preview,
+    restarts,
+    sharedrain,
+    sharestate,
+    sharewrites,
+)
 from kubectl_gpu.workflows.sharestate import Json, Snapshot
 from kubectl_gpu.workflows.waiting import Timing
 
@@ -39,6 +46,9 @@ class Options:
     wait: bool = False
     timeout: float = 300.0  # seconds, per restart batch and for --wait
     max_unavailable: int = 1
+    drain: bool = False  # evict the pods the change hits, node by node (workflows.sharedrain)
+    drain_timeout: float = 300.0
+    force: bool = False  # go on although pods use a resource that shrinks or goes
     namespace: str | None = None
     configmap: str | None = None
     selector: str = ""  # -l: per-node scope by label selector
@@ -159,6 +169,7 @@ def _run(
     api: cluster.Api, options: Options, timing: Timing | None, planner: Planner, action: str
 ) -> ShareResult:
     overrides = Overrides(options.namespace, options.configmap)
+    seen: Preview | None = None
     for attempt in range(1, ATTEMPTS + 1):
         snapshot = sharestate.read(api, overrides)
         plan = planner(snapshot)
@@ -168,8 +179,9 @@ def _run(
         if attempt == 1:
             _tell(snapshot, plan)
             _warn_overcommit(plan, sharestate.replicas_in_use(api))
-        if options.previewing or options.dry_run != "none":
-            draft = dataclasses.replace(draft, preview=preview.of_share(api, plan))
+            seen = preview.of_share(api, plan)
+            sharedrain.refuse_hits(seen, options)
+        draft = dataclasses.replace(draft, preview=seen)
         if options.previewing:
             objects = sharewrites.preview(snapshot, plan, body) if plan.writes else []
             return dataclasses.replace(draft, objects=tuple(objects))
@@ -208,12 +220,14 @@ def _write(
 def _roll(api: cluster.Api, draft: ShareResult, timing: Timing) -> ShareResult:
     plan, options = draft.plan, draft.options
     restarted: dict[str, restarts.Restart] = {}
-    if options.restart and plan.restarts:
+    readings: dict[str, capacity.Reading] = {}
+    if options.drain and options.restart and draft.preview is not None and draft.preview.hit:
+        restarted, readings = sharedrain.roll(api, draft.plan, options, draft.preview, timing)
+    elif options.restart and plan.restarts:
         batch = (options.max_unavailable, options.timeout)
         nodes = [n.node for n in plan.restarts]
         restarted = {r.node: r for r in restarts.roll(api, plan.deployment, nodes, batch, timing)}
-    readings: dict[str, capacity.Reading] = {}
-    if options.wait:
+    if options.wait and not readings:
         alive = [n for n in plan.nodes if n.node not in restarted or restarted[n.node].ok]
         readings = capacity.wait(api, alive, options.timeout, timing)
     rows = []

@@ -1,0 +1,94 @@
+"""A sharing change that takes a resource from running pods is refused with their names unless
+--drain (evict them through the Eviction API, restart, wait for the new capacity, uncordon) or
+--force; a PodDisruptionBudget that forbids the eviction stops the rollout, names the budget
+and leaves the node cordoned with its step recorded."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from kubectl_gpu import keys
+from tests.cli.doctorpods import gpu_pod, run_pods
+from tests.conftest import CliResult
+from tests.fakes.cluster import NodeSpec, SimCluster
+from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+
+Run = Callable[..., CliResult]
+RENAME = ("--replicas", "2", "--rename-by-default")
+
+
+@pytest.fixture
+def used(sim_cluster: MakeSimCluster) -> SimCluster:
+    """One L4 held by `train` (app=train) under the GPU Operator."""
+    cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1, gpu_taint=True)], "gpu-operator")
+    pod = gpu_pod("train", tolerate=True)
+    pod["metadata"]["labels"] = {"app": "train"}
+    run_pods(cluster, pod)
+    return cluster
+
+
+def share(run_cli: Run, cluster: SimCluster, *args: str) -> CliResult:
+    return run_cli("--kubeconfig", str(cluster.kubeconfig), "share", *args)
+
+
+def configmaps(cluster: SimCluster) -> list[dict[str, Any]]:
+    return [c["data"] for c in cluster.store.list("configmaps", "gpu-operator")]
+
+
+def test_a_change_that_takes_the_pods_resource_is_refused_by_name(
+    run_cli: Run, used: SimCluster
+) -> None:
+    before = configmaps(used)
+    result = share(run_cli, used, *RENAME)
+    assert result.exit_code == 1
+    assert (
+        "error: running pods would lose their resource: default/train (uses nvidia.com/gpu, "
+        "which disappears (1 → 0)); nothing was written" in result.stderr
+    )
+    assert "--drain" in result.stderr and "--force" in result.stderr
+    assert configmaps(used) == before
+
+    forced = share(run_cli, used, *RENAME, "--force", "--wait", "--timeout", "10s")
+    assert forced.exit_code == 0, forced.stderr
+    assert used.allocatable("gpu-a", "nvidia.com/gpu.shared") == 2
+
+
+def test_drain_evicts_restarts_waits_and_uncordons(run_cli: Run, used: SimCluster) -> None:
+    result = share(run_cli, used, *RENAME, "--drain", "--timeout", "10s", "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    [row] = result.json["nodes"]
+    assert (row["result"], row["after"]) == ("verified", 2)
+    assert "evicted pod default/train" in result.stderr
+    assert used.store.list("pods", "default") == []
+    node = used.store.get("nodes", "gpu-a")
+    assert not node["spec"].get("unschedulable")
+    assert keys.DRAIN_ANNOTATION not in node["metadata"].get("annotations", {})
+
+
+def test_a_budget_stops_the_rollout_and_the_node_stays_cordoned(
+    run_cli: Run, used: SimCluster
+) -> None:
+    used.store.create(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "train-pdb", "namespace": "default"},
+            "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "train"}}},
+        }
+    )
+    result = share(run_cli, used, *RENAME, "--drain", "--drain-timeout", "0.3s")
+    assert result.exit_code == 1
+    assert "The disruption budget train-pdb needs 1 healthy pods and has 1 currently" in (
+        result.stderr
+    )
+    assert used.store.get("pods", "train", "default")
+    node = used.store.get("nodes", "gpu-a")
+    assert node["spec"]["unschedulable"] is True
+    record = json.loads(node["metadata"]["annotations"][keys.DRAIN_ANNOTATION])
+    assert record["step"] == "evicting" and record["cordoned"] is True
+    assert "could not evict default/train" in record["reason"]
