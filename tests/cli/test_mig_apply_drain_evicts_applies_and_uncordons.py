@@ -125,3 +125,24 @@ def test_a_node_cordoned_before_the_drain_stays_cordoned(
     result = apply(run_cli, busy, tmp_path, "--drain")
     assert result.exit_code == 0, result.stderr
     assert node(busy)["spec"]["unschedulable"] is True  # the admin's cordon is theirs
+
+
+def test_an_interrupted_drain_is_resumed_by_running_it_again(
+    run_cli: Run, busy: SimCluster, tmp_path: Path, background_agent: Any
+) -> None:
+    # A run that was killed after it cordoned the node: its record says the cordon is ours.
+    record = {"change": "mig apply balanced@000000000000", "step": "evicting", "cordoned": True,
+              "pods": ["default/train"], "since": "2026-01-01T00:00:00Z"}  # fmt: skip
+    body = {
+        "spec": {"unschedulable": True},
+        "metadata": {"annotations": {keys.DRAIN_ANNOTATION: json.dumps(record)}},
+    }
+    busy.store.patch("nodes", "gpu-1", body)
+    background_agent(busy, "gpu-1")
+
+    result = apply(run_cli, busy, tmp_path, "--drain")
+
+    assert result.exit_code == 0, result.stderr
+    after = node(busy)
+    assert not after["spec"].get("unschedulable")  # ours to give back, as the record said
+    assert keys.DRAIN_ANNOTATION not in after["metadata"]["annotations"]
