@@ -120,5 +120,8 @@ def _optional(api: cluster.Api, resource: str) -> list[Json]:
     except errors.ClusterError as e:
         if e.status not in (403, 404):
             raise
-        log.warning("the preview leaves out %s: %s", resource, e.message)
+        # 404: not served here (no agent's report CRD); 403: the user may not read it
+        (log.warning if e.status == 403 else log.info)(
+            "the preview leaves out %s: %s", resource, e.message
+        )
         return []

@@ -133,7 +133,9 @@ def test_share_off_under_running_pods_warns_before_and_show_says_so_after(
         cluster.store.create(cuda_pod(f"cuda-{i}"), keep_status=False)
     cluster.settle()
 
-    off = run_cli(*gpu, "share", "off", "--wait")
+    refused = run_cli(*gpu, "share", "off", "--wait")  # pods would be hit: named, not done
+    assert refused.exit_code == 1 and "default/cuda-0 (uses nvidia.com/gpu" in refused.stderr
+    off = run_cli(*gpu, "share", "off", "--wait", "--force")
     shown = run_cli(*gpu, "share", "show", "-o", "json")
 
     assert off.exit_code == 0, off.stderr  # the change itself succeeded
