@@ -18,7 +18,7 @@ import click
 
 from kubectl_gpu.cli import inputs, render
 from kubectl_gpu.cli.mig import mig
-from kubectl_gpu.cli.params import Duration
+from kubectl_gpu.cli.params import Duration, stuck_after_option
 from kubectl_gpu.cli.render import Column
 from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
 from kubectl_gpu.errors import ExitCode
@@ -176,13 +176,7 @@ def apply_cmd(settings: Settings, **flags: Any) -> None:
     metavar="SELECTOR",
     help="Only the GPU nodes matching this label selector.",
 )
-@click.option(
-    "--stuck-after",
-    type=Duration(),
-    default="30m",
-    show_default=True,
-    help="A change pending longer than this counts as stuck.",
-)
+@stuck_after_option
 @global_options
 @pass_settings
 def status_cmd(

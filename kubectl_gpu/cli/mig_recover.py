@@ -13,7 +13,7 @@ import click
 
 from kubectl_gpu.cli import render
 from kubectl_gpu.cli.mig import mig
-from kubectl_gpu.cli.params import Duration
+from kubectl_gpu.cli.params import stuck_after_option
 from kubectl_gpu.cli.render import Column
 from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
 
@@ -28,13 +28,7 @@ _COLUMNS = (
 
 @mig.command("recover")
 @click.argument("nodes", nargs=-1, required=True, metavar="NODE...")
-@click.option(
-    "--stuck-after",
-    type=Duration(),
-    default="30m",
-    show_default=True,
-    help="A change pending longer than this counts as stuck.",
-)
+@stuck_after_option
 @click.option("--force", is_flag=True, help="Recover a node although it does not look stuck.")
 @global_options
 @pass_settings

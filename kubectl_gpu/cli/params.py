@@ -30,3 +30,13 @@ class Duration(click.ParamType):  # type: ignore[type-arg]  # generic only in cl
         if not parts or "".join(n + u for n, u in parts) != text:
             self.fail(f"{value!r} is not a duration such as 90s, 5m or 1h30m", param, ctx)
         return sum(float(n) * _UNITS[u] for n, u in parts)
+
+
+# `--stuck-after`, taken by `mig status` and `mig recover` alike.
+stuck_after_option = click.option(
+    "--stuck-after",
+    type=Duration(),
+    default="30m",
+    show_default=True,
+    help="A change pending longer than this counts as stuck.",
+)

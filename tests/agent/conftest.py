@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,16 @@ from tests.fakes.cluster import manifests as m
 from tests.fakes.cluster.fixture import sim_cluster as sim_cluster  # noqa: F401
 
 FAST = Timing(poll=0.05, first_poll=0.01)
+
+
+@pytest.fixture(autouse=True)
+def _agent_logging_stays_in_its_test() -> Iterator[None]:
+    """agent.main quiets `kubectl_gpu.kubelet` for its process; in the test process that would
+    silence a later `kubectl gpu -v` (the offline map's checksum note)."""
+    quiet = logging.getLogger("kubectl_gpu.kubelet")
+    level = quiet.level
+    yield
+    quiet.setLevel(level)
 
 
 def mig_doc(**configs: dict[str, int] | None) -> dict[str, Any]:
