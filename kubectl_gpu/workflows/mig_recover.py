@@ -127,7 +127,16 @@ def _recover(
             notes[keys.MIG_REASON_ANNOTATION] = reason + "; uncordoned the node it had cordoned"
     api.patch(cluster.path("nodes", facts.name), body)
     log.info("node %s: %s", facts.name, reason)
-    return Recovery(facts.name, facts.actuator, reasons, restored, state_label, _next(facts))
+    step = _next(facts) if touch_mig else _after_drain(facts.name, record)
+    return Recovery(facts.name, facts.actuator, reasons, restored, state_label, step)
+
+
+def _after_drain(node: str, record: Mapping[str, object]) -> str:
+    change = record.get("change", "the change")
+    return (
+        f"node {node} is back in use and {change} was not made there; once its pods may go "
+        "(a PodDisruptionBudget allows it), run the same command with --drain again"
+    )
 
 
 def _next(facts: NodeFacts) -> str:

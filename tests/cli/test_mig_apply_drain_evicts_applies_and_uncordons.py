@@ -111,6 +111,7 @@ def test_a_budget_that_forbids_the_eviction_stops_the_run_and_recover_undoes_it(
     assert status.json["nodes"][0]["stuck"][0].startswith("a drain for mig apply balanced@")
     undo = run_cli("--kubeconfig", str(busy.kubeconfig), "mig", "recover", "gpu-1")
     assert undo.exit_code == 0, undo.stderr
+    assert "next: node gpu-1 is back in use and mig apply balanced@" in undo.stderr
     back = node(busy)
     assert not back["spec"].get("unschedulable")
     assert keys.DRAIN_ANNOTATION not in back["metadata"]["annotations"]
