@@ -42,6 +42,8 @@ class NodeMig:
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
     reported: Sequence[ReportedGpu] | None = None  # None: no report from the agent
+    actuator: str = ""  # who acts: "the GPU Operator's MIG manager" or "the kubectl-gpu agent"
+    actuator_runs: bool | None = None  # whether its pod runs on the node (None: not looked)
 
 
 def reasons(
@@ -56,7 +58,7 @@ def mig_reasons(
 ) -> tuple[str, ...]:
     """Why the node's MIG change itself is stuck."""
     found = []
-    stale = _stale_pending(node, now, after)
+    stale = _stale_pending(node, now, after) or _orphaned(node)
     if stale:
         found.append(stale)
     paused = paused_labels(node.labels)
@@ -155,6 +157,14 @@ def _stale_pending(node: NodeMig, now: dt.datetime, after: dt.timedelta) -> str:
         f"{label}=pending for {waited} (longer than {age(after.total_seconds())}) since "
         f"{timestamp(since)}"
     )
+
+
+def _orphaned(node: NodeMig) -> str:
+    """Pending, but the pod that would be making the change does not run on the node."""
+    label = pending_label(node.labels)
+    if not label or node.actuator_runs is not False:
+        return ""
+    return f"{label}=pending, but no pod of {node.actuator} runs on the node to make the change"
 
 
 def _disagreements(node: NodeMig) -> list[str]:

@@ -19,7 +19,7 @@ from typing import Any
 
 from kubectl_gpu import cluster, doctor, errors
 from kubectl_gpu.doctor import admission, containerlogs, facts
-from kubectl_gpu.mig import stuck
+from kubectl_gpu.mig import actuators, stuck
 from kubectl_gpu.sharing import deployment as deployments
 from kubectl_gpu.sharing.rollout.status import NodeStatus as PluginNodeStatus
 from kubectl_gpu.sharing.rollout.status import PluginPod
@@ -139,10 +139,13 @@ def _stuck(api: cluster.Api, nodes: Iterable[facts.Node]) -> dict[str, tuple[str
     from kubectl_gpu.workflows import mig_recover
 
     reported = mig_recover.reported_gpus(api)
+    policies = _optional(lambda: api.list(cluster.path("clusterpolicies")))
     now = dt.datetime.now(dt.timezone.utc)
     found = {}
     for node in (n for n in nodes if n.is_gpu_node):
-        subject = stuck.NodeMig(node.name, node.labels, node.annotations, reported.get(node.name))
+        actuator = actuators.choose(policies, node.labels)
+        seen = stuck.NodeMig(node.name, node.labels, node.annotations, reported.get(node.name))
+        subject = mig_recover.with_actuator(api, seen, actuator)
         reasons = stuck.reasons(subject, now)
         if reasons:
             found[node.name] = reasons

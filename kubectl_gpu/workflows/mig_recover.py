@@ -21,7 +21,7 @@ from kubectl_gpu import cluster, errors, keys
 from kubectl_gpu.gpumap import report
 from kubectl_gpu.mig import stuck
 from kubectl_gpu.mig.actuators import Actuator
-from kubectl_gpu.workflows import mig_targets
+from kubectl_gpu.workflows import mig_silence, mig_targets
 from kubectl_gpu.workflows.mig_targets import NodeFacts, Scope
 
 log = logging.getLogger(__name__)
@@ -69,9 +69,39 @@ def reported_gpus(api: cluster.Api) -> dict[str, tuple[stuck.ReportedGpu, ...]]:
 
 
 def node_mig(
-    facts: NodeFacts, reported: Mapping[str, Sequence[stuck.ReportedGpu]]
+    facts: NodeFacts,
+    reported: Mapping[str, Sequence[stuck.ReportedGpu]],
+    api: cluster.Api | None = None,
 ) -> stuck.NodeMig:
-    return stuck.NodeMig(facts.name, facts.labels, facts.annotations, reported.get(facts.name))
+    """The node as kubectl_gpu.mig.stuck judges it; with `api`, a pending node's actuator pod
+    is looked for (one read per pending node)."""
+    node = stuck.NodeMig(facts.name, facts.labels, facts.annotations, reported.get(facts.name))
+    return with_actuator(api, node, facts.actuator)
+
+
+def with_actuator(
+    api: cluster.Api | None, node: stuck.NodeMig, actuator: Actuator
+) -> stuck.NodeMig:
+    """Who acts on the node, and (with `api`, only while a change is pending) whether its
+    pod runs there."""
+    operator = actuator is Actuator.OPERATOR
+    who = "the GPU Operator's MIG manager" if operator else "the kubectl-gpu agent"
+    runs = None
+    if api is not None and stuck.pending_label(node.labels):
+        selector = mig_silence.MIG_MANAGER_SELECTOR if operator else mig_silence.AGENT_SELECTOR
+        runs = _runs_on(api, node.name, selector)
+    return dataclasses.replace(node, actuator=who, actuator_runs=runs)
+
+
+def _runs_on(api: cluster.Api, node: str, selector: str) -> bool | None:
+    field = f"spec.nodeName={node}"
+    try:
+        pods = list(api.list(cluster.path("pods"), label_selector=selector, field_selector=field))
+    except errors.ClusterError as e:
+        if e.status != 403:
+            raise
+        return None  # may not read pods: unknown, never "not running"
+    return any((p.get("status") or {}).get("phase") == "Running" for p in pods)
 
 
 def recover(
@@ -84,7 +114,7 @@ def recover(
     """Recover each named node; NotStuck (before any write) for one that is not stuck."""
     found = mig_targets.read(api, Scope(tuple(names)), mig_targets.cluster_policies(api))
     reported = reported_gpus(api)
-    plans = [(facts, stuck.reasons(node_mig(facts, reported), now, after)) for facts in found]
+    plans = [(facts, stuck.reasons(node_mig(facts, reported, api), now, after)) for facts in found]
     calm = [facts.name for facts, reasons in plans if not reasons]
     if calm and not force:
         raise NotStuck(
@@ -94,7 +124,7 @@ def recover(
         )
     done = []
     for facts, reasons in plans:
-        subject = node_mig(facts, reported)
+        subject = node_mig(facts, reported, api)
         # a drain that stopped before any MIG change began leaves the MIG state alone
         touch_mig = bool(stuck.mig_reasons(subject, now, after)) or not reasons
         done.append(_recover(api, facts, reasons or ("recovered with --force",), touch_mig))

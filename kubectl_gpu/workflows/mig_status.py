@@ -68,7 +68,8 @@ def status(
     now = now or dt.datetime.now(dt.timezone.utc)
     return [
         dataclasses.replace(
-            of(facts), stuck=stuck.reasons(mig_recover.node_mig(facts, reported), now, after)
+            of(facts),
+            stuck=stuck.reasons(mig_recover.node_mig(facts, reported, api), now, after),
         )
         for facts in found
     ]

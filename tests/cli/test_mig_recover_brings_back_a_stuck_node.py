@@ -50,6 +50,39 @@ def stuck_node(sim_cluster: MakeSimCluster) -> SimCluster:
     return cluster
 
 
+def mig_manager_pod(node: str) -> dict[str, Any]:
+    """The GPU Operator's MIG manager pod on `node` (the simulated operator runs none)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"nvidia-mig-manager-{node}",
+            "namespace": "gpu-operator",
+            "labels": {"app": "nvidia-mig-manager"},
+        },
+        "spec": {
+            "nodeName": node,
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
+            "containers": [{"name": "nvidia-mig-manager", "image": "k8s-mig-manager"}],
+        },
+    }
+
+
+def test_a_pending_change_nobody_is_making_is_stuck_at_once(
+    run_cli: Run, sim_cluster: MakeSimCluster
+) -> None:
+    # pending since just now, but no MIG manager pod runs on the node to make the change
+    cluster = sim_cluster([NodeSpec("gpu-a", "A100-SXM4-80GB", 1, gpu_taint=True)], "gpu-operator")
+    now = stuck.timestamp(dt.datetime.now(dt.timezone.utc))
+    cluster.store.patch("nodes", "gpu-a", stuck_labels(keys.MIG_CONFIG_STATE_LABEL, since=now))
+    cluster.settle()
+    [node] = run(run_cli, cluster, "mig", "status", "-o", "json").json["nodes"]
+    assert node["stuck"][0] == (
+        "nvidia.com/mig.config.state=pending, but no pod of the GPU Operator's MIG manager runs "
+        "on the node to make the change"
+    )
+
+
 def run(run_cli: Run, cluster: SimCluster, *args: str) -> CliResult:
     return run_cli("--kubeconfig", str(cluster.kubeconfig), *args)
 
@@ -117,7 +150,8 @@ def test_a_node_that_is_not_stuck_is_refused_and_left_alone(
     run_cli: Run, sim_cluster: MakeSimCluster
 ) -> None:
     cluster = sim_cluster([NodeSpec("gpu-a", "A100-SXM4-80GB", 1, gpu_taint=True)], "gpu-operator")
-    # a change that began just now is running, not stuck
+    cluster.store.create(mig_manager_pod("gpu-a"), keep_status=False)
+    # a change that began just now, with the MIG manager running, is under way, not stuck
     now = stuck.timestamp(dt.datetime.now(dt.timezone.utc))
     cluster.store.patch("nodes", "gpu-a", stuck_labels(keys.MIG_CONFIG_STATE_LABEL, since=now))
     cluster.settle()

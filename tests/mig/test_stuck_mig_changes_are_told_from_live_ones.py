@@ -115,3 +115,17 @@ def test_an_unreadable_since_when_is_unknown() -> None:
     assert stuck.pending_since({keys.MIG_PENDING_SINCE_ANNOTATION: "yesterday"}) is None
     naive = stuck.pending_since({keys.MIG_PENDING_SINCE_ANNOTATION: "2026-03-01T10:00:00"})
     assert naive == dt.datetime(2026, 3, 1, 10, 0, tzinfo=dt.timezone.utc)
+
+
+def test_a_pending_change_whose_actuator_does_not_run_is_stuck_at_once() -> None:
+    labels = {keys.MIG_STATE_LABEL: "pending", PLUGIN: PAUSED}
+    fresh = {keys.MIG_PENDING_SINCE_ANNOTATION: ago(1)}
+    gone = NodeMig("gpu-a", labels, fresh, actuator="the kubectl-gpu agent", actuator_runs=False)
+    first, second = stuck.reasons(gone, NOW)
+    assert first == (
+        "kubectl-gpu.io/mig.state=pending, but no pod of the kubectl-gpu agent runs on the node "
+        "to make the change"
+    )
+    assert second.startswith(f"{PLUGIN} left paused-for-mig-change with no MIG change running")
+    unknown = NodeMig("gpu-a", labels, fresh, actuator="the kubectl-gpu agent")
+    assert stuck.reasons(unknown, NOW) == ()  # pods not read: nothing is claimed
