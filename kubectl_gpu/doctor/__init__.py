@@ -55,7 +55,8 @@ def diagnose_pod(case: PodCase) -> tuple[Diagnosis, ...]:
         found += scheduler.check(pod, case.nodes, case.events, case.survey, case.stuck)
     else:
         node = next((n for n in case.nodes if n.name == pod.node), None)
-        found += nodeside.kubelet(pod, node, case.plugin, case.events)
+        stuck = case.stuck.get(pod.node, ())
+        found += nodeside.kubelet(pod, node, case.plugin, case.events, stuck)
     found += nodeside.runtime(pod, case.events)
     found += _unreported(found, containerlogs.check(pod, case.logs))
     if not any(d.severity in ("error", "warning") for d in found):

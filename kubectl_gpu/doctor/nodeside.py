@@ -55,14 +55,19 @@ class PluginOnNode:
 
 
 def kubelet(
-    pod: Pod, node: Node | None, plugin: PluginOnNode, events: Sequence[Event]
+    pod: Pod,
+    node: Node | None,
+    plugin: PluginOnNode,
+    events: Sequence[Event],
+    stuck: Sequence[str] = (),
 ) -> list[Diagnosis]:
-    """Why a scheduled pod did not start: refused admission, no plugin, a vanished resource."""
+    """Why a scheduled pod did not start: refused admission, no plugin (or one a stuck MIG
+    change paused: `stuck` says why), a vanished resource."""
     found = _refusal(pod, events)
     asked = pod.asked()
     if not asked or pod.phase in ("Running", "Succeeded"):
         return found
-    found += _plugin(pod, plugin)
+    found += _stuck(pod, stuck) if stuck else _plugin(pod, plugin)
     if node is not None:
         found += _vanished(pod, node, asked)
     return found
@@ -125,6 +130,19 @@ def _plugin(pod: Pod, plugin: PluginOnNode) -> list[Diagnosis]:
             (f"plugin pod {plugin.namespace}/{state.name}: {state.status}{detail}",),
             f"read why: kubectl logs -n {plugin.namespace} {state.name} -c {plugin.container} "
             "--previous; `kubectl gpu share show` checks the config it reads",
+        )
+    ]
+
+
+def _stuck(pod: Pod, reasons: Sequence[str]) -> list[Diagnosis]:
+    return [
+        Diagnosis(
+            "kubelet",
+            "error",
+            f"node/{pod.node}",
+            f"a stuck MIG change took the device plugin off node {pod.node}: {reasons[0]}",
+            tuple(reasons),
+            f"kubectl gpu mig recover {pod.node}",
         )
     ]
 

@@ -82,7 +82,7 @@ def pod(api: cluster.Api, namespace: str, name: str) -> Result:
         plugin=_plugin(api, str((raw.get("spec") or {}).get("nodeName") or "")),
         logs=_logs(api, subject),
         survey=() if subject.node else _survey(api),
-        stuck={} if subject.node else _stuck(api, case_nodes),
+        stuck=_stuck(api, [n for n in case_nodes if n.name == subject.node] or case_nodes),
     )
     return Result("Pod", namespace, name, doctor.diagnose_pod(case))
 

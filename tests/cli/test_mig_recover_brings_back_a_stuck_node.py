@@ -121,6 +121,21 @@ def test_doctor_reports_the_stuck_node_with_recover_as_the_fix(
     assert plugin["fix"] == "kubectl gpu mig recover gpu-a"
 
 
+def test_a_pod_bound_before_the_change_stuck_is_told_the_same(
+    run_cli: Run, stuck_node: SimCluster
+) -> None:
+    pod = gpu_pod("bound", tolerate=True)
+    pod["spec"]["nodeName"] = "gpu-a"
+    run_pods(stuck_node, pod)
+    result = run(run_cli, stuck_node, "doctor", "bound", "-o", "json")
+    assert result.exit_code == 1
+    [why] = [d for d in by_layer(result.json, "kubelet") if "stuck MIG change" in d["message"]]
+    assert why["message"].startswith(
+        "a stuck MIG change took the device plugin off node gpu-a: nvidia.com/mig.config.state="
+    )
+    assert why["fix"] == "kubectl gpu mig recover gpu-a"
+
+
 def test_recover_brings_the_plugin_back_and_marks_the_change_failed(
     run_cli: Run, stuck_node: SimCluster
 ) -> None:
