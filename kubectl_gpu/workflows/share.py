@@ -181,6 +181,9 @@ def _run(
             _warn_overcommit(plan, sharestate.replicas_in_use(api))
             seen = preview.of_share(api, plan)
             sharedrain.refuse_hits(seen, options)
+            # drained before anything is written: config-manager and the operator may restart
+            # the plugin on the write itself
+            sharedrain.drain_first(api, seen, options, timing or Timing())
         draft = dataclasses.replace(draft, preview=seen)
         if options.previewing:
             objects = sharewrites.preview(snapshot, plan, body) if plan.writes else []
@@ -220,20 +223,20 @@ def _write(
 def _roll(api: cluster.Api, draft: ShareResult, timing: Timing) -> ShareResult:
     plan, options = draft.plan, draft.options
     restarted: dict[str, restarts.Restart] = {}
-    readings: dict[str, capacity.Reading] = {}
-    if options.drain and options.restart and draft.preview is not None and draft.preview.hit:
-        restarted, readings = sharedrain.roll(api, draft.plan, options, draft.preview, timing)
-    elif options.restart and plan.restarts:
+    if options.restart and plan.restarts:
         batch = (options.max_unavailable, options.timeout)
         nodes = [n.node for n in plan.restarts]
         restarted = {r.node: r for r in restarts.roll(api, plan.deployment, nodes, batch, timing)}
-    if options.wait and not readings:
+    readings: dict[str, capacity.Reading] = {}
+    drained = sharedrain.drained(draft.preview, options)
+    if options.wait or drained:  # a drained node is given back only once its capacity shows
         alive = [n for n in plan.nodes if n.node not in restarted or restarted[n.node].ok]
         readings = capacity.wait(api, alive, options.timeout, timing)
     rows = []
     for row, planned in zip(draft.nodes, plan.nodes, strict=True):
         row = _after_restart(row, planned, restarted.get(planned.node))
         rows.append(_after_wait(row, planned, readings.get(planned.node), options.timeout))
+    sharedrain.give_back(api, drained, {r.node: r.failed for r in rows})
     return dataclasses.replace(draft, nodes=tuple(rows))
 
 

@@ -1,33 +1,36 @@
-"""`kubectl gpu share --drain`: the plugin restarts of a sharing rollout, with the pods the
-change hits evicted first, node batch by node batch.
+"""`kubectl gpu share --drain` and `--force`: what a sharing change does about running pods.
 
-Owns the refusal of a change that hits running pods without `--drain` or `--force` (naming
-them), and the drained roll: per batch of `--max-unavailable` nodes, cordon and evict the hit
-pods (workflows.drain: Eviction API, PodDisruptionBudgets, every step recorded on the Node),
-restart the plugin, wait until allocatable shows the new capacity, uncordon. A batch that
-fails stops the roll; its nodes stay cordoned with their step recorded. Returns the restarts
-and readings `share` turns into rows. Must not plan the change (sharing.rollout does).
+Owns the refusal of a change that takes a resource from running pods without `--drain` or
+`--force` (naming them), and the drain around it: every node whose pods the change hits is
+cordoned and those pods evicted (workflows.drain: Eviction API, PodDisruptionBudgets, every
+step recorded on the Node) before anything is written, because the write alone may restart
+the plugin (config-manager reloads a changed key; the GPU Operator rolls its DaemonSet on a
+ClusterPolicy change). A refused eviction stops the run there: nothing was written, the nodes
+stay cordoned with their step recorded, and running the command again resumes. After the
+rollout each drained node whose new capacity showed is uncordoned. Must not plan the change
+(sharing.rollout does) nor roll it (share.py does).
 """
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from kubectl_gpu import cluster
 from kubectl_gpu.doctor.preview import Preview
 from kubectl_gpu.sharing import rollout
-from kubectl_gpu.workflows import capacity, drain, restarts
+from kubectl_gpu.workflows import drain
 from kubectl_gpu.workflows.waiting import Timing
 
 if TYPE_CHECKING:
     from kubectl_gpu.workflows.share import Options
 
+CHANGE = "kubectl gpu share"
+
 
 def refuse_hits(seen: Preview | None, options: Options) -> None:
     """ShareRefused naming the pods, when the change hits some and nobody said what to do."""
-    writes = not options.previewing and options.dry_run == "none"
-    if seen is None or not seen.hit or not writes or options.drain or options.force:
+    if seen is None or not seen.hit or not _writes(options) or options.drain or options.force:
         return
     names = ", ".join(f"{h.ref} ({h.why})" for h in seen.hit)
     raise rollout.ShareRefused(
@@ -37,66 +40,43 @@ def refuse_hits(seen: Preview | None, options: Options) -> None:
     )
 
 
-@dataclasses.dataclass(frozen=True)
-class _Roll:
-    api: cluster.Api
-    plan: rollout.Plan
-    options: Options
-    hit: dict[str, list[str]]  # node -> namespace/name of the pods the change hits
-    step: drain.Drain
+def drained(seen: Preview | None, options: Options) -> dict[str, list[str]]:
+    """The nodes --drain empties (node → namespace/name of its pods the change hits)."""
+    if seen is None or not options.drain or not _writes(options):
+        return {}
+    return {n.node: [h.ref for h in n.hit] for n in seen.nodes if n.hit}
 
 
-def roll(
-    api: cluster.Api, plan: rollout.Plan, options: Options, seen: Preview, timing: Timing
-) -> tuple[dict[str, restarts.Restart], dict[str, capacity.Reading]]:
-    """Restart the plugin batch by batch, each batch drained first and given back after."""
-    hit = {n.node: [h.ref for h in n.hit] for n in seen.nodes if n.hit}
-    change = f"share ({plan.namespace}/{plan.configmap})"
-    job = _Roll(api, plan, options, hit, drain.Drain(change, options.drain_timeout, timing))
-    size = max(options.max_unavailable, 1)
-    order = [n.node for n in plan.restarts]
-    restarted: dict[str, restarts.Restart] = {}
-    readings: dict[str, capacity.Reading] = {}
-    for start in range(0, len(order), size):
-        done, read = _batch(job, order[start : start + size])
-        restarted |= done
-        readings |= read
-        if not all(r.ok for r in done.values()) or not all(x.matched for x in read.values()):
-            for node in order[start + size :]:
-                why = "not restarted: an earlier batch failed (its nodes stay cordoned)"
-                restarted[node] = restarts.Restart(node, "", "skipped", message=why)
-            break
-    return restarted, readings
-
-
-def _batch(
-    job: _Roll, batch: list[str]
-) -> tuple[dict[str, restarts.Restart], dict[str, capacity.Reading]]:
-    api, step = job.api, job.step
-    drained = [n for n in batch if n in job.hit]
+def drain_first(api: cluster.Api, seen: Preview | None, options: Options, timing: Timing) -> None:
+    """Cordon every hit node and evict its hit pods; DrainBlocked when a budget holds one."""
+    hit = drained(seen, options)
+    step = drain.Drain(CHANGE, options.drain_timeout, timing)
+    for node, pods in hit.items():
+        drain.begin(api, node, step, pods)
     try:
-        for node in drained:
-            drain.begin(api, node, step, job.hit[node])
-        for node in drained:
-            drain.evict(api, node, step, job.hit[node])
+        for node, pods in hit.items():
+            drain.evict(api, node, step, pods)
     except drain.DrainBlocked as e:
-        for node in drained:
+        for node in hit:
             drain.failed(api, node, step, "evicting", e.message)
-        message = f"{e.message}; {e.hint}"
-        return {n: restarts.Restart(n, "", "failed", message=message) for n in batch}, {}
-    for node in drained:
+        raise drain.DrainBlocked(
+            f"{e.message}; nothing was written",
+            hint=f"the nodes stay cordoned; {e.hint}",
+        ) from e
+    for node in hit:
         drain.applying(api, node, step)
-    limits = (len(batch), job.options.timeout)
-    by_node = {
-        r.node: r for r in restarts.roll(api, job.plan.deployment, batch, limits, step.timing)
-    }
-    alive = [n for n in job.plan.restarts if n.node in batch and by_node[n.node].ok]
-    read = capacity.wait(api, alive, job.options.timeout, step.timing)
-    for node in drained:
-        reading = read.get(node)
-        if by_node[node].ok and reading is not None and reading.matched:
-            drain.finish(api, node)
-        else:
-            why = by_node[node].message or "the new capacity did not show"
+
+
+def give_back(api: cluster.Api, hit: Mapping[str, list[str]], failed: Mapping[str, bool]) -> None:
+    """Uncordon each drained node whose rollout went well; record where the others stopped."""
+    step = drain.Drain(CHANGE)
+    for node in hit:
+        if failed.get(node, False):
+            why = "its plugin did not come back with the new capacity"
             drain.failed(api, node, step, "applying", why)
-    return by_node, read
+        else:
+            drain.finish(api, node)
+
+
+def _writes(options: Options) -> bool:
+    return not options.previewing and options.dry_run == "none"

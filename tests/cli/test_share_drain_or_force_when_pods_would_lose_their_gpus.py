@@ -1,7 +1,8 @@
 """A sharing change that takes a resource from running pods is refused with their names unless
---drain (evict them through the Eviction API, restart, wait for the new capacity, uncordon) or
---force; a PodDisruptionBudget that forbids the eviction stops the rollout, names the budget
-and leaves the node cordoned with its step recorded."""
+--drain (evict them through the Eviction API before anything is written, roll out, wait for
+the new capacity, uncordon) or --force; a PodDisruptionBudget that forbids the eviction stops
+the run before any write, names the budget and leaves the node cordoned with its step
+recorded; running the command again once the budget allows resumes and gives the node back."""
 
 from __future__ import annotations
 
@@ -81,8 +82,12 @@ def test_a_budget_stops_the_rollout_and_the_node_stays_cordoned(
             "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "train"}}},
         }
     )
+    before = configmaps(used)
     result = share(run_cli, used, *RENAME, "--drain", "--drain-timeout", "0.3s")
     assert result.exit_code == 1
+    assert "; nothing was written" in result.stderr
+    assert configmaps(used) == before  # drained before any write: the plugin never restarted
+    assert used.allocatable("gpu-a") == 1
     assert "The disruption budget train-pdb needs 1 healthy pods and has 1 currently" in (
         result.stderr
     )
@@ -92,3 +97,25 @@ def test_a_budget_stops_the_rollout_and_the_node_stays_cordoned(
     record = json.loads(node["metadata"]["annotations"][keys.DRAIN_ANNOTATION])
     assert record["step"] == "evicting" and record["cordoned"] is True
     assert "could not evict default/train" in record["reason"]
+
+
+def test_running_it_again_once_the_budget_allows_resumes_and_gives_the_node_back(
+    run_cli: Run, used: SimCluster
+) -> None:
+    pdb = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "train-pdb", "namespace": "default"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "train"}}},
+    }
+    used.store.create(pdb)
+    assert share(run_cli, used, *RENAME, "--drain", "--drain-timeout", "0.3s").exit_code == 1
+    used.store.delete("poddisruptionbudgets", "train-pdb", "default")
+
+    again = share(run_cli, used, *RENAME, "--drain", "--timeout", "10s")
+
+    assert again.exit_code == 0, again.stderr
+    node = used.store.get("nodes", "gpu-a")
+    assert not node["spec"].get("unschedulable")  # the earlier run's cordon, given back
+    assert keys.DRAIN_ANNOTATION not in node["metadata"].get("annotations", {})
+    assert used.allocatable("gpu-a", "nvidia.com/gpu.shared") == 2
