@@ -242,6 +242,7 @@ def columns(output: str) -> list[Column]:
     shown: Callable[[str | None], str | None] = _full if output == "wide" else abbreviate
     return [
         Column("NODE", lambda r: r.node),
+        Column("PLANE", lambda r: r.plane),
         Column("GPU", lambda r: r.gpu_index),
         Column("MODEL", lambda r: r.gpu_model),
         Column("UUID", lambda r: shown(r.gpu_uuid)),
@@ -253,6 +254,9 @@ def columns(output: str) -> list[Column]:
         Column("REPLICA", lambda r: r.replica),
         Column("POD", _pod),
         Column("CONTAINER", lambda r: r.container),
+        Column("SHARING", lambda r: r.sharing, wide_only=True),
+        Column("SHARE", lambda r: shown(r.share_id), wide_only=True),
+        Column("COUNTERS", lambda r: r.counters, wide_only=True),
         Column("SOURCE", lambda r: r.source, wide_only=True),
     ]
 

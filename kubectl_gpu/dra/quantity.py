@@ -42,3 +42,14 @@ def whole_mebibytes(value: Fraction) -> int:
     """What the driver hands MPS: the value in bytes (rounded up, as Kubernetes does), then
     in whole MiB (rounded down)."""
     return math.ceil(value) // MEBIBYTE
+
+
+def format_binary(value: Fraction) -> str:
+    """A whole number of bytes in the largest binary unit that divides it (80Gi, 512Mi);
+    a plain count (multiprocessors) when it is not a multiple of 1Ki."""
+    whole = math.ceil(value)
+    for suffix, power in sorted(_BINARY.items(), key=lambda kv: -kv[1]):
+        unit = 1024**power
+        if whole and whole % unit == 0:
+            return f"{whole // unit}{suffix}"
+    return str(whole)

@@ -50,6 +50,7 @@ class MapRow:
         at a tenth of its cost (100,000 rows: DESIGN.md budget).
         """
         found: dict[str, object] = {name: getattr(self.row, name) for name in _ROW_FIELDS}
+        found["plane"] = self.row.plane
         found["observed_at"] = self.observed_at
         found["mig_placement"] = dataclasses.asdict(self.placement) if self.placement else None
         return found
