@@ -20,7 +20,7 @@ from kubectl_gpu import cluster, doctor, errors
 from kubectl_gpu.doctor import admission, containerlogs, facts
 from kubectl_gpu.sharing import deployment as deployments
 from kubectl_gpu.sharing.rollout.status import PluginPod
-from kubectl_gpu.workflows import sharestate
+from kubectl_gpu.workflows import doctor_dra, sharestate
 
 log = logging.getLogger(__name__)
 Json = dict[str, Any]
@@ -76,6 +76,7 @@ def pod(api: cluster.Api, namespace: str, name: str) -> Result:
         quotas=_quotas(api, namespace),
         plugin=_plugin(api, str((raw.get("spec") or {}).get("nodeName") or "")),
         logs=_logs(api, subject),
+        dra=doctor_dra.gather(api, raw),
     )
     return Result("Pod", namespace, name, doctor.diagnose_pod(case))
 
