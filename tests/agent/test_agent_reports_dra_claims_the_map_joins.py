@@ -54,7 +54,7 @@ def test_the_agent_reports_a_claims_device_and_map_shows_its_physical_gpu(
 
     mapped = run_cli("--kubeconfig", str(sim.kubeconfig), "map", "-A", "-o", "json")
     assert mapped.exit_code == 0, mapped.stderr
-    [row] = mapped.json
+    [row] = mapped.json["items"]
     held = next(g for g in gpus if f"gpu-{g.index}" == device)
     assert (row["plane"], row["pod"], row["container"]) == ("dra", "train", "main")
     assert (row["gpu_uuid"], row["gpu_index"], row["gpu_model"]) == (

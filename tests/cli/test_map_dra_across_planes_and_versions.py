@@ -117,7 +117,7 @@ def build(server: FakeApiServer, kubeconfig: Path, version: str) -> None:
 def rows_by_pod(result: CliResult) -> dict[str, Obj]:
     assert result.exit_code == 0, result.stderr
     jsonschema.validate(result.json, SCHEMA)
-    return {r["pod"]: r for r in result.json}
+    return {r["pod"]: r for r in result.json["items"]}
 
 
 @pytest.mark.parametrize("version", ["v1", "v1beta2", "v1beta1"])
