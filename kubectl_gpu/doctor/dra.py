@@ -44,6 +44,7 @@ class DraCase:
     devices: tuple[Device, ...]
     gates: Mapping[str, bool] | None
     evaluate: Evaluate | None  # None: no CEL evaluator installed, selectors not evaluated
+    taken: Mapping[tuple[str, str, str], str] = dataclasses.field(default_factory=dict)
 
 
 def check(
@@ -54,6 +55,7 @@ def check(
     for claim in case.claims:
         if not claim.allocated:
             found += _pending(pod, claim, case)
+    found += _extended_pending(pod, case)
     found += _driver_on_node(pod, case)
     found += _prepare_errors(pod, events, case)
     found += _gates(case)
@@ -94,6 +96,23 @@ def _pending(pod: Pod, claim: ClaimFacts, case: DraCase) -> list[Diagnosis]:
     return found
 
 
+def _extended_pending(pod: Pod, case: DraCase) -> list[Diagnosis]:
+    """A pending pod's `nvidia.com/gpu` that a DeviceClass serves through DRA (KEP-5004): the
+    scheduler would make a claim for it, so the class's selectors must find free devices."""
+    count = pod.asked().get(GPU_RESOURCE, 0)
+    mapped = [c for c in case.classes.values() if c.extended_resource == GPU_RESOURCE]
+    if pod.node or case.claims or not count or not mapped or case.evaluate is None:
+        return []
+    wanted = Wanted(GPU_RESOURCE, mapped[0].name, (), count)
+    problem = _unsatisfied(wanted, list(case.devices), case, pod)
+    if problem is None:
+        return []
+    message, evidence, fix = problem
+    via = f" (DeviceClass {mapped[0].name} serves it through DRA)"
+    return [Diagnosis("dra", "error", pod.ref, message.replace(
+        f"request {GPU_RESOURCE}", f"{GPU_RESOURCE}{via}", 1), evidence, fix)]  # fmt: skip
+
+
 def _unsatisfied(
     wanted: Wanted, devices: list[Device], case: DraCase, pod: Pod
 ) -> tuple[str, tuple[str, ...], str] | None:
@@ -116,7 +135,8 @@ def _unsatisfied(
     clauses = [(f"DeviceClass {cls.name}", c) for s in cls.selectors for c in selectors.clauses(s)]
     clauses += [(ask, c) for s in wanted.selectors for c in selectors.clauses(s)]
     assert case.evaluate is not None  # _pending checked
-    return _first_unmet(_Search(ask, wanted, devices, case.evaluate, where), clauses)
+    search = _Search(ask, wanted, devices, case.evaluate, where, case.taken)
+    return _first_unmet(search, clauses)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,6 +148,7 @@ class _Search:
     devices: list[Device]
     evaluate: Evaluate
     where: str
+    taken: Mapping[tuple[str, str, str], str]
 
 
 def _first_unmet(
@@ -141,7 +162,7 @@ def _first_unmet(
             return _unmet(search, origin, clause, errors)
         passing &= matched
     if len(passing) >= search.wanted.count:
-        return None
+        return _taken(search, passing)
     counts = ", ".join(
         f"{len(_matching(c, devices, evaluate)[0])} satisfy `{c}`" for _, c in clauses
     )
@@ -150,6 +171,22 @@ def _first_unmet(
         f"together, and {len(passing)} do{search.where}",
         (f"of {len(devices)} published devices: {counts}",),
         "relax a selector, ask for fewer devices, or add GPUs that satisfy all of them",
+    )
+
+
+def _taken(search: _Search, passing: set[int]) -> tuple[str, tuple[str, ...], str] | None:
+    """Enough devices match, but other claims hold them."""
+    matching = [search.devices[i] for i in sorted(passing)]
+    held = [d for d in matching if d.key in search.taken]
+    if len(matching) - len(held) >= search.wanted.count:
+        return None
+    holders = [f"{d.name} on {d.node}: {search.taken[d.key]}" for d in held]
+    return (
+        f"{search.ask} cannot be allocated: {len(matching)} device(s) satisfy its selectors"
+        f"{search.where}, and other claims hold {len(held)} of them",
+        tuple(holders[:MAX_VALUES]),
+        "wait for those claims to be released, or share the GPUs (a GpuConfig with "
+        "TimeSlicing or MPS, or consumable capacity)",
     )
 
 

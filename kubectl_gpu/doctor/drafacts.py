@@ -55,6 +55,12 @@ class Device:
     driver: str
     name: str
     view: Mapping[str, Any]
+    pool: str = ""
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """(driver, pool, device), as an allocation result names it."""
+        return (self.driver, self.pool, self.name)
 
 
 def claim_from_dict(obj: Mapping[str, Any]) -> ClaimFacts:
@@ -95,6 +101,7 @@ def class_from_dict(obj: Mapping[str, Any]) -> ClassFacts:
 def devices_from_slice(obj: Mapping[str, Any]) -> list[Device]:
     spec = _map(obj, "spec")
     driver = str(spec.get("driver", ""))
+    pool = str(_map(spec, "pool").get("name", ""))
     node = spec.get("nodeName")
     found = []
     for raw in _items(spec, "devices"):
@@ -105,9 +112,27 @@ def devices_from_slice(obj: Mapping[str, Any]) -> list[Device]:
             "capacity": _by_domain(_map(fields, "capacity"), driver, _capacity_value),
             "allowMultipleAllocations": fields.get("allowMultipleAllocations") is True,
         }
-        found.append(
-            Device(node if isinstance(node, str) else None, driver, str(raw.get("name")), view)
-        )
+        where = node if isinstance(node, str) else None
+        found.append(Device(where, driver, str(raw.get("name")), view, pool))
+    return found
+
+
+def holders(claims: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], str]:
+    """(driver, pool, device) -> `namespace/claim` for every allocated device (a device several
+    claims share, with a shareID, is left out: it is not used up)."""
+    found = {}
+    for claim in claims:
+        meta = _map(claim, "metadata")
+        owner = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+        devices = _map(_map(_map(claim, "status"), "allocation"), "devices")
+        for result in _items(devices, "results"):
+            if not result.get("shareID"):
+                key = (
+                    str(result.get("driver")),
+                    str(result.get("pool")),
+                    str(result.get("device")),
+                )
+                found[key] = owner
     return found
 
 

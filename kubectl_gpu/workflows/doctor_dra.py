@@ -4,8 +4,9 @@ the server serves.
 
 Owns these reads and their cost: nothing at all for a pod that uses no claim and asks for no
 `nvidia.com/gpu`, or when the server serves no DRA; otherwise one GET per claim and one LIST
-each of classes, slices and DaemonSets. A 403 or 404 leaves the fact out. The CEL evaluator
-(kubectl_gpu.cel, cel-python) is imported here, only when a pod has claims. Must not decide.
+each of claims (who holds which device), classes, slices and DaemonSets. A 403 or 404 leaves
+the fact out. The CEL evaluator (kubectl_gpu.cel, cel-python) is imported here, only for such
+a pod. Must not decide.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ def gather(api: cluster.Api, pod: Mapping[str, Any]) -> DraCase | None:
         devices=tuple(d for s in slices for d in drafacts.devices_from_slice(s)),
         gates=drafacts.feature_gates(_optional(lambda: api.list(cluster.path("daemonsets")))),
         evaluate=_evaluator(),
+        taken=drafacts.holders(_list(api, "resourceclaims", version)),
     )
 
 

@@ -54,6 +54,7 @@ def case(
     published: list[Obj] | None = None,
     classes: list[Obj] | None = None,
     gates: dict[str, bool] | None = None,
+    taken: dict[tuple[str, str, str], str] | None = None,
 ) -> dra.DraCase:
     raw_classes = dradriver.device_classes("v1") + (classes or [])
     return dra.DraCase(
@@ -66,6 +67,7 @@ def case(
         ),  # fmt: skip
         gates=gates,
         evaluate=cel.matches,
+        taken=taken or {},
     )
 
 
@@ -220,3 +222,31 @@ def test_without_a_cel_evaluator_a_pending_claim_is_a_warning_not_a_guess() -> N
 
     assert found.severity == "warning"
     assert "pip install 'kubectl-gpu[dra]'" in found.fix
+
+
+HELD = {
+    ("gpu.nvidia.com", "dra-1", "gpu-0"): "ml/train-a",
+    ("gpu.nvidia.com", "dra-1", "gpu-1"): "ml/train-b",
+}
+
+
+def test_devices_that_match_but_other_claims_hold_are_named_with_their_holders() -> None:
+    [found] = check(case(claim(exactly()), taken=HELD))
+
+    assert found.message == (
+        "request gpu cannot be allocated: 2 device(s) satisfy its selectors, and other claims "
+        "hold 2 of them"
+    )
+    assert found.evidence == ("gpu-0 on dra-1: ml/train-a", "gpu-1 on dra-1: ml/train-b")
+    assert check(case(claim(exactly()), taken=dict(list(HELD.items())[:1]))) == []
+
+
+def test_a_pending_nvidia_gpu_pod_served_by_dra_is_checked_like_a_claim() -> None:
+    pod = b.pod({"nvidia.com/gpu": "1"})
+    [found] = check(case(taken=HELD), pod)
+
+    assert found.object == "pod/train"
+    assert found.message.startswith(
+        "nvidia.com/gpu (DeviceClass gpu.nvidia.com serves it through DRA) cannot be allocated"
+    )
+    assert check(case(), pod) == []
