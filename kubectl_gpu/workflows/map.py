@@ -91,7 +91,13 @@ def _reports(api: cluster.Api) -> tuple[list[NodeReport], dict[str, str]]:
 def dra_version(api: cluster.Api) -> str | None:
     """The `resource.k8s.io` version to read: v1 (Kubernetes 1.34+), else v1beta2 (1.33),
     else v1beta1 (1.32); None when the server serves no DRA at all."""
-    served = cluster.served_versions(api, DRA_GROUP)
+    try:
+        served = cluster.served_versions(api, DRA_GROUP)
+    except ClusterError as e:
+        if e.status != 403:
+            raise
+        log.debug("discovery of %s refused, assuming v1: %s", DRA_GROUP, e)
+        return DRA_VERSIONS[0]  # a later LIST says 404 or 403 in its own words
     return next((v for v in DRA_VERSIONS if v in served), None)
 
 
@@ -129,11 +135,15 @@ def _list_or_none(
     field_selector: str = "",
     version: str = "",
 ) -> Iterator[dict[str, Any]]:
-    """A LIST, or nothing when the server does not serve the resource (no DRA: 404)."""
+    """A LIST, or nothing when the server does not serve the resource (no DRA: 404) or the
+    user may not read it (403: the map shows the device-plugin plane and says what is missing)."""
     try:
         url = cluster.path(resource, namespace=namespace, version=version)
         yield from api.list(url, field_selector=field_selector)
     except ClusterError as e:
+        if e.status == 403:
+            log.warning("DRA allocations left out of the map: %s", e.message)
+            return
         if e.status != 404:
             raise
         log.debug("%s not served: %s", resource, e)

@@ -224,3 +224,16 @@ def test_real_kubectl_reads_the_simulated_driver_at_the_served_version(
     }
     assert allocated["train"] == "gpu-0"
     assert allocated["infer"] == "gpu-0-mig-3g40gb-0"
+
+
+def test_a_user_who_may_not_read_claims_gets_the_device_plugin_plane_and_a_warning(
+    run_cli: Run, fake_apiserver: FakeApiServer, kubeconfig: Path
+) -> None:
+    build(fake_apiserver, kubeconfig, "v1")
+    fake_apiserver.deny("list", "resourceclaims", "resource.k8s.io")
+
+    result = run_cli("--kubeconfig", str(kubeconfig), "map", "-A", "-o", "json")
+
+    assert list(rows_by_pod(result)) == ["legacy"]
+    assert "DRA allocations left out of the map" in result.stderr
+    assert "forbidden" in result.stderr.lower()
