@@ -250,3 +250,28 @@ def test_a_pending_nvidia_gpu_pod_served_by_dra_is_checked_like_a_claim() -> Non
         "nvidia.com/gpu (DeviceClass gpu.nvidia.com serves it through DRA) cannot be allocated"
     )
     assert check(case(), pod) == []
+
+
+def plugin_daemonset(env: list[Obj], args: list[str] | None = None) -> Obj:
+    container = {
+        "name": "gpus",
+        "image": "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v25.12.0",
+        "env": env,
+    }  # noqa: E501
+    if args:
+        container["args"] = args
+    return {"spec": {"template": {"spec": {"containers": [container]}}}}
+
+
+def test_feature_gates_are_read_as_the_chart_passes_them() -> None:
+    chart = plugin_daemonset(
+        [{"name": "FEATURE_GATES", "value": "MPSSupport=true,TimeSlicingSettings=false,"}]
+    )  # noqa: E501
+    assert drafacts.feature_gates([{"spec": {}}, chart]) == {
+        "MPSSupport": True,
+        "TimeSlicingSettings": False,
+    }
+    flags = plugin_daemonset([], ["--feature-gates=TimeSlicingSettings=true"])
+    assert drafacts.feature_gates([flags]) == {"TimeSlicingSettings": True}
+    assert drafacts.feature_gates([plugin_daemonset([])]) == {}  # chart default: every gate off
+    assert drafacts.feature_gates([{"spec": {}}]) is None  # no driver found: unknown
