@@ -114,7 +114,7 @@ def test_a_device_class_selector_is_named_when_it_is_the_one_unmet() -> None:
 
 
 def test_every_clause_met_alone_but_too_few_devices_together() -> None:
-    both = "device.attributes['gpu.nvidia.com'].index == 0"
+    both = "device.attributes['gpu.nvidia.com'].uuid == 'GPU-a0'"
     [found] = check(case(claim(exactly("gpu.nvidia.com", both, count=2))))
 
     assert "needs 2 device(s) satisfying every selector together, and 1 do" in found.message

@@ -7,7 +7,8 @@ fields under `basic:`, v1beta2 and v1 do not; the chart's `gpu.nvidia.com` class
 GPUs (`type: gpu`, optionally `allowMultipleAllocations` with a `memory` capacity: consumable
 shares), or as MIG devices of a partitionable GPU drawing on one counter set per GPU
 (memory, multiprocessors), as the driver's DynamicMIG mode publishes them. Attribute names and
-values follow the driver (`type`, `uuid`, `parentUUID`, `profile`, `productName`, `index`).
+values follow the driver's deviceinfo.go and mig.go (`type`, `uuid`, `parentUUID`, `profile`,
+`productName`, `brand`, `architecture`, `driverVersion`; no index: the driver publishes none).
 Must not allocate (that is `drascheduler`).
 """
 
@@ -157,8 +158,9 @@ def _attributes(gpu: DraGpu, kind: str, uuid: str) -> Obj:
     return {
         "type": {"string": kind},
         "uuid": {"string": uuid},
-        "index": {"int": gpu.index},
         "productName": {"string": gpu.model},
+        "brand": {"string": "Nvidia"},
+        "architecture": {"string": "Ampere"},
         "driverVersion": {"version": "580.65.6"},
     }
 
