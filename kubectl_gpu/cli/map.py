@@ -89,8 +89,11 @@ def map_(settings: Settings, **flags: Any) -> None:
     is the only source.
 
     From the cluster (without --checkpoint) the map is read from the GPUNodeReport each
-    node's agent publishes, plus DRA ResourceClaims and ResourceSlices; AGE is how long ago
-    the agent last saw the node's allocations or devices change. GPU nodes without a report
+    node's agent publishes, plus DRA ResourceClaims and ResourceSlices (at the
+    resource.k8s.io version the server serves); PLANE says which handed the GPU out
+    (device-plugin or dra), and -o wide adds a DRA allocation's sharing config, share ID and
+    its GPU's counters in use. AGE is how long ago the agent last saw the node's allocations
+    or devices change. GPU nodes without a report
     are listed on stderr with the reason, as are the problems the agents found.
 
     \b

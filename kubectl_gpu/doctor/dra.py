@@ -262,6 +262,20 @@ def _prepare_errors(pod: Pod, events: Sequence[Event], case: DraCase) -> list[Di
         return []
     causes = tuple(_config_problems(case))
     latest = failed[-1]
+    if "is not registered" in latest.message:  # kubelet found no plugin socket for the driver
+        causes = (f"event {latest.reason}: {latest.message}", *causes)
+        return [
+            Diagnosis(
+                "dra",
+                "error",
+                pod.ref,
+                "the DRA driver's kubelet plugin is not registered on the pod's node, so its "
+                "claims cannot be prepared",
+                causes,
+                "check the driver's kubelet-plugin pod on that node (it registers through "
+                "/var/lib/kubelet/plugins_registry)",
+            )
+        ]
     return [
         Diagnosis(
             "dra",

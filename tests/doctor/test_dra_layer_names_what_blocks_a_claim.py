@@ -275,3 +275,18 @@ def test_feature_gates_are_read_as_the_chart_passes_them() -> None:
     assert drafacts.feature_gates([flags]) == {"TimeSlicingSettings": True}
     assert drafacts.feature_gates([plugin_daemonset([])]) == {}  # chart default: every gate off
     assert drafacts.feature_gates([{"spec": {}}]) is None  # no driver found: unknown
+
+
+def test_a_driver_not_registered_with_kubelet_is_named_as_such() -> None:
+    event = facts.Event(
+        "FailedPrepareDynamicResources",
+        "Failed to prepare dynamic resources: DRA driver gpu.nvidia.com is not registered",
+        "Warning",
+        "kubelet",
+        1,
+    )
+    pod = b.pod({}, node="dra-1")
+    [found] = check(case(claim(exactly(), allocated=True)), pod, [], [event])
+
+    assert found.message.startswith("the DRA driver's kubelet plugin is not registered")
+    assert found.evidence[0].endswith("DRA driver gpu.nvidia.com is not registered")
