@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,19 @@ from tests.fakes.cluster import manifests as m
 from tests.fakes.cluster.fixture import sim_cluster as sim_cluster  # noqa: F401
 
 FAST = Timing(poll=0.05, first_poll=0.01)
+
+
+@pytest.fixture(autouse=True)
+def _agent_logging_stays_in_its_test() -> Iterator[None]:
+    """`kubectl_gpu.agent.main` configures logging for its own process (basicConfig, a quieter
+    checkpoint reader); in-process it would leak into later CLI tests (`-v 1` then hides the
+    checkpoint reader's notes). Restore what it changes."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    kubelet_level = logging.getLogger("kubectl_gpu.kubelet").level
+    yield
+    root.handlers[:], root.level = handlers, level
+    logging.getLogger("kubectl_gpu.kubelet").setLevel(kubelet_level)
 
 
 def mig_doc(**configs: dict[str, int] | None) -> dict[str, Any]:
