@@ -151,10 +151,10 @@ def _joined_dra(local: Sequence[MapRow], api_rows: Sequence[Row]) -> list[MapRow
     and config). An API row wins; a container only the node knows is filled in; a node-local
     allocation the API did not show (claims not readable, say) is kept, resolved to its GPU
     where another row names the same device."""
-    held = {_holder(m.row) for m in local}
+    held = {_holder(m.row)[:4] for m in local}  # a set: linear in rows (DESIGN.md budget)
     found: list[MapRow] = []
     for row in api_rows:
-        if row.container is None and any(h[:4] == _holder(row)[:4] for h in held):
+        if row.container is None and _holder(row)[:4] in held:
             continue  # the node names the container(s): their rows below stand for it
         found.append(MapRow(row, None, None))
     shown = {_holder(m.row) for m in found}
