@@ -2,11 +2,11 @@
 the ResourceSlices and the NVIDIA DRA driver's feature gates, at the `resource.k8s.io` version
 the server serves.
 
-Owns these reads and their cost: nothing at all for a pod that uses no claim and asks for no
-`nvidia.com/gpu`, or when the server serves no DRA; otherwise one GET per claim and one LIST
-each of claims (who holds which device), classes, slices and DaemonSets. A 403 or 404 leaves
-the fact out. The CEL evaluator (kubectl_gpu.cel, cel-python) is imported here, only for such
-a pod. Must not decide.
+Owns these reads and their cost: nothing at all for a pod that uses no claim and is bound or
+asks for no `nvidia.com/gpu`, or when the server serves no DRA; otherwise one GET per claim
+and one LIST each of claims (who holds which device), classes, slices and DaemonSets. A 403
+or 404 leaves the fact out. The CEL evaluator (kubectl_gpu.cel, cel-python) is imported here,
+only for such a pod. Must not decide.
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ Json = dict[str, Any]
 def gather(api: cluster.Api, pod: Mapping[str, Any]) -> DraCase | None:
     """The DRA facts about `pod`, or None when it has no DRA side to check."""
     names = claim_names(pod)
-    if not names and not _asks_for_gpus(pod):
-        return None
+    bound = bool((pod.get("spec") or {}).get("nodeName"))
+    if not names and (bound or not _asks_for_gpus(pod)):
+        return None  # no claim, and no pending nvidia.com/gpu that DRA might be asked to serve
     version = reading.dra_version(api)
     if version is None:
         return None

@@ -90,3 +90,15 @@ def test_a_pod_without_claims_reads_no_dra_objects(
 
     assert result.exit_code == 0, result.stderr
     assert not [r for r in fake_apiserver.requests if "resource.k8s.io" in r.path]
+
+
+def test_a_bound_gpu_pod_without_claims_reads_no_dra_objects(
+    run_cli: Run, fake_apiserver: FakeApiServer, kubeconfig: Path
+) -> None:
+    pending_claim(fake_apiserver, "v1")
+    fake_apiserver.store.create(samples.pod("cuda", "ml", node_name="dra-1", gpus=1))
+    fake_apiserver.requests.clear()
+
+    run_cli("--kubeconfig", str(kubeconfig), "doctor", "cuda", "-n", "ml")
+
+    assert not [r for r in fake_apiserver.requests if "resource.k8s.io" in r.path]
