@@ -10,6 +10,7 @@ not fit. Pure: standard library only.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -42,7 +43,7 @@ def check_claim(data: Mapping[str, Any], catalogue: Mapping[str, str]) -> list[F
         named = [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
         found += _references(named, requests, (*here, "requests"))
         found += _opaque(entry, here)
-        found += _fit(entry, here, _targets(named, requests), catalogue, named=bool(named))
+        found += _fit(entry, here, _targets(named, requests), catalogue)
     return found
 
 
@@ -54,13 +55,13 @@ def check_class(data: Mapping[str, Any]) -> list[Finding]:
         return []
     name = str(objects.at(data, ("metadata", "name")) or "")
     kind = classes.device_kind(data)
-    target = [(f"DeviceClass {name} selects them", name, kind)] if kind else []
+    target = [_Target(f"DeviceClass {name} selects them", name, kind)] if kind else []
     found: list[Finding] = []
     for index, entry in enumerate(entries):
         if isinstance(entry, Mapping):
             found += _fields(entry, (*path, index), _CLASS_ENTRY_FIELDS)
             found += _opaque(entry, (*path, index))
-            found += _fit(entry, (*path, index), target, {}, named=False)
+            found += _fit(entry, (*path, index), target, {})
     return found
 
 
@@ -74,16 +75,28 @@ def _references(named: list[str], requests: Sequence[Request], path: Path) -> li
     ]
 
 
-def _targets(named: list[str], requests: Sequence[Request]) -> list[tuple[str, str, str | None]]:
-    """(why, class, None) for each device class a config reaches: the named requests (or
-    alternatives), or every request when it names none."""
-    found: list[tuple[str, str, str | None]] = []
+@dataclasses.dataclass(frozen=True)
+class _Target:
+    """A device class a config reaches, and whether the config names it alone (`strict`: an
+    exact request, or one firstAvailable alternative, named in `requests`)."""
+
+    why: str
+    cls: str
+    kind: str | None = None
+    strict: bool = False
+
+
+def _targets(named: list[str], requests: Sequence[Request]) -> list[_Target]:
+    """Each device class a config reaches: the named requests (or alternatives), or every
+    request when it names none."""
+    found: list[_Target] = []
     for request in requests:
         refs = [n for n in named if n.split("/", 1)[0] == request.name] if named else [request.name]
         for ref in refs:
+            reached = request.classes_for(ref)
+            strict = bool(named) and len(reached) == 1
             found += [
-                (f"request '{ref}' uses DeviceClass {cls}", cls, None)
-                for cls in request.classes_for(ref)
+                _Target(f"request '{ref}' uses DeviceClass {c}", c, None, strict) for c in reached
             ]
     return found
 
@@ -105,42 +118,46 @@ def _opaque(entry: Mapping[str, Any], path: Path) -> list[Finding]:
 def _fit(
     entry: Mapping[str, Any],
     path: Path,
-    targets: Sequence[tuple[str, str, str | None]],
+    targets: Sequence[_Target],
     catalogue: Mapping[str, str],
-    *,
-    named: bool,
 ) -> list[Finding]:
-    """A GpuConfig aimed at MIG devices, or a MigDeviceConfig at whole GPUs."""
+    """A GpuConfig aimed at MIG devices, or a MigDeviceConfig at whole GPUs. A config that
+    names one request fails NodePrepareResources on a device of the wrong type; one that names
+    none (or a request with alternatives) is skipped where it does not fit, which is wrong
+    only when it fits nothing it reaches."""
     parameters = objects.at(entry, ("opaque", "parameters"))
     if objects.at(entry, ("opaque", "driver")) != sharing.DRIVER:
         return []
     config = sharing.kind_of(parameters)
     wanted = sharing.device_for(config) if config else None
-    if wanted is None:
+    if config is None or wanted is None:
         return []
-    found = []
-    for what, cls, kind in targets:
-        device = kind or catalogue.get(cls)
-        if device is None or device == wanted:
-            continue
-        at_prepare = (
-            f'; NodePrepareResources fails with "cannot apply {config} to device … of type '
-            f"'{device}'\""
-            if named
-            else "; the driver silently skips it for those devices, so it never takes effect"
-        )
-        found.append(
-            find(
-                "dra.config-device-kind",
-                (*path, "opaque", "parameters", "kind"),
-                config=config,
-                device=device,
-                why=what,
-                at_prepare=at_prepare,
-                wanted=classes.CONFIG_FOR[device],
-            )
-        )
-    return found
+    kinds = [(t, t.kind or catalogue.get(t.cls)) for t in targets]
+    wrong: list[tuple[_Target, str | None]] = [
+        (t, k) for t, k in kinds if t.strict and k is not None and k != wanted
+    ]
+    loose = [(t, k) for t, k in kinds if not t.strict]
+    if loose and all(k is not None and k != wanted for _, k in loose):
+        wrong.append(loose[0])
+    return [_misfit(path, config, t, str(k)) for t, k in wrong]
+
+
+def _misfit(path: Path, config: str, target: _Target, device: str) -> Finding:
+    at_prepare = (
+        f'; NodePrepareResources fails with "cannot apply {config} to device … of type '
+        f"'{device}'\""
+        if target.strict
+        else "; the driver silently skips it for those devices, so it never takes effect"
+    )
+    return find(
+        "dra.config-device-kind",
+        (*path, "opaque", "parameters", "kind"),
+        config=config,
+        device=device,
+        why=target.why,
+        at_prepare=at_prepare,
+        wanted=classes.CONFIG_FOR[device],
+    )
 
 
 def _fields(obj: Mapping[str, Any], path: Path, known: frozenset[str]) -> list[Finding]:

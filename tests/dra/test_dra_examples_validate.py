@@ -135,3 +135,53 @@ def test_a_class_defined_in_the_same_file_decides_the_device_kind() -> None:
     assert report.documents[0].kind == "dra"
     assert "dra.feature-gate" in {f.code for f in report.findings}
     assert "dra.config-device-kind" not in {f.code for f in report.findings}
+
+
+MIXED = """apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: mixed}
+spec:
+  devices:
+    requests:
+    - {name: gpu, exactly: {deviceClassName: gpu.nvidia.com}}
+    - {name: mig, exactly: {deviceClassName: mig.nvidia.com}}
+    - name: either
+      firstAvailable:
+      - {name: whole, deviceClassName: gpu.nvidia.com}
+      - {name: slice, deviceClassName: mig.nvidia.com}
+    config:
+    - requests: REQUESTS
+      opaque:
+        driver: gpu.nvidia.com
+        parameters: {apiVersion: resource.nvidia.com/v1beta1, kind: GpuConfig}
+"""
+
+
+@pytest.mark.parametrize(
+    ("requests", "misfits"),
+    [
+        ("[]", 0),  # unnamed: applies to the whole GPUs, skipped for the MIG devices
+        ("[either]", 0),  # a request with alternatives: fits one of them
+        ("[mig]", 1),  # named, one MIG request: NodePrepareResources fails
+        ("[either/slice]", 1),  # one alternative, a MIG one
+        ("[mig, either/whole]", 1),
+    ],
+)
+def test_a_config_is_wrong_for_its_devices_only_where_the_driver_would_fail_or_skip_it(
+    requests: str, misfits: int
+) -> None:
+    report = validation.validate_text(MIXED.replace("REQUESTS", requests), "claim.yaml")
+    found = [f for f in report.findings if f.code == "dra.config-device-kind"]
+    assert len(found) == misfits
+    assert all("NodePrepareResources fails" in f.message for f in found)
+
+
+def test_an_unnamed_config_that_fits_none_of_the_claims_devices_never_takes_effect() -> None:
+    only_mig = MIXED.replace("REQUESTS", "[]").split("    - {name: gpu,")[0] + (
+        "    - {name: mig, exactly: {deviceClassName: mig.nvidia.com}}\n"
+        "    config:\n    - opaque:\n        driver: gpu.nvidia.com\n"
+        "        parameters: {apiVersion: resource.nvidia.com/v1beta1, kind: GpuConfig}\n"
+    )
+    report = validation.validate_text(only_mig, "claim.yaml")
+    [found] = [f for f in report.findings if f.code == "dra.config-device-kind"]
+    assert "never takes effect" in found.message
