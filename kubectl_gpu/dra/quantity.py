@@ -12,6 +12,7 @@ import re
 from fractions import Fraction
 
 MEBIBYTE = 1024 * 1024
+MAX_EXPONENT = 64  # bounded input: 1e99999999 would be a 100-million-digit number
 _BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _QUANTITY = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))([eE][+-]?[0-9]+|[A-Za-z]*)$")
@@ -24,7 +25,7 @@ def parse(text: object) -> Fraction | None:
     if isinstance(text, int):
         return Fraction(text)
     if isinstance(text, float):
-        return Fraction(text)
+        return Fraction(text) if math.isfinite(text) else None  # YAML .inf / .nan
     match = _QUANTITY.match(str(text).strip()) if isinstance(text, str) else None
     if not match:
         return None
@@ -33,7 +34,7 @@ def parse(text: object) -> Fraction | None:
         return number * Fraction(1024) ** _BINARY[suffix]
     if suffix in _DECIMAL:
         return number * Fraction(10) ** _DECIMAL[suffix]
-    if suffix[:1] in ("e", "E"):
+    if suffix[:1] in ("e", "E") and abs(int(suffix[1:])) <= MAX_EXPONENT:
         return number * Fraction(10) ** int(suffix[1:])
     return None
 

@@ -59,3 +59,8 @@ def test_a_selector_comparing_two_types_names_none() -> None:
         "device.attributes['gpu.nvidia.com'].type == 'mig'"
     )
     assert classes.from_expressions([either]) is None
+
+
+@pytest.mark.parametrize("text", [float("inf"), float("nan"), "1e99999999"])
+def test_infinite_or_absurd_quantities_are_refused_not_computed(text: object) -> None:
+    assert quantity.parse(text) is None
