@@ -258,7 +258,7 @@ def columns(output: str) -> list[Column]:
         Column("POD", _pod),
         Column("CONTAINER", lambda r: r.container),
         Column("SHARING", lambda r: r.sharing, wide_only=True),
-        Column("SHARE", lambda r: shown(r.share_id), wide_only=True),
+        Column("SHARE", lambda r: _share(r, shown), wide_only=True),
         Column("COUNTERS", lambda r: r.counters, wide_only=True),
         Column("SOURCE", lambda r: r.source, wide_only=True),
     ]
@@ -310,6 +310,13 @@ def abbreviate(text: str | None) -> str | None:
 
 def _full(text: str | None) -> str | None:
     return text
+
+
+def _share(row: Row, shown: Callable[[str | None], str | None]) -> str | None:
+    """A DRA share of a device and what it consumes: `a1b2c3d4 memory=10Gi`."""
+    if row.share_id is None:
+        return None
+    return " ".join(p for p in (shown(row.share_id), row.consumed) if p)
 
 
 def _instances(row: Row) -> str | None:

@@ -187,6 +187,7 @@ def _row(claim: Claim, result: Result, device: SliceDevice | None, counters: str
         container=None,
         source=Source.DRA.value,
         share_id=result.share_id,
+        consumed=", ".join(f"{k}={v}" for k, v in result.consumed) or None,
         sharing=allocation.describe(config),
         counters=counters,
     )

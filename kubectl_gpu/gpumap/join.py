@@ -75,6 +75,7 @@ class Row:
     # DRA only: the share of a device several claims hold (consumable capacity), the sharing
     # config in effect, and what the allocated partitions take of the physical GPU's counters.
     share_id: str | None = None
+    consumed: str | None = None  # consumedCapacity of that share: `memory=10Gi`
     sharing: str | None = None
     counters: str | None = None
 

@@ -156,6 +156,9 @@ def test_two_claims_sharing_one_gpu_show_their_share_ids(
     a, b_ = rows["share-a"], rows["share-b"]
     assert a["gpu_uuid"] == b_["gpu_uuid"] == WHOLE[2]
     assert a["share_id"] and b_["share_id"] and a["share_id"] != b_["share_id"]
+    assert a["consumed"] == b_["consumed"] == "memory=10Gi"
+    wide = run_cli("--kubeconfig", str(kubeconfig), "map", "-A", "-o", "wide")
+    assert f"{a['share_id']} memory=10Gi" in wide.stdout  # wide: IDs in full
 
 
 def test_an_extended_resource_served_by_dra_names_its_container_and_gpu(
