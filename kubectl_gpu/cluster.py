@@ -46,6 +46,7 @@ _RESOURCES: dict[str, tuple[str, str, bool]] = {
     "gpunodereports": ("/apis/kubectl-gpu.io/v1", "gpunodereports", False),
     "resourceclaims": ("/apis/resource.k8s.io/v1", "resourceclaims", True),
     "resourceslices": ("/apis/resource.k8s.io/v1", "resourceslices", False),
+    "deviceclasses": ("/apis/resource.k8s.io/v1", "deviceclasses", False),
     "serviceaccounts": ("/api/v1", "serviceaccounts", True),
     "clusterroles": ("/apis/rbac.authorization.k8s.io/v1", "clusterroles", False),
     "clusterrolebindings": ("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
@@ -69,9 +70,14 @@ _PATCH_TYPES = {
 }
 
 
-def path(resource: str, name: str | None = None, namespace: str | None = None) -> str:
-    """The REST path of a resource, a namespace of it, or one object (and `/status` etc.)."""
+def path(
+    resource: str, name: str | None = None, namespace: str | None = None, version: str = ""
+) -> str:
+    """The REST path of a resource, a namespace of it, or one object (and `/status` etc.);
+    `version` picks another served version of the resource's group (`v1beta1`)."""
     prefix, plural, namespaced = _RESOURCES[resource]
+    if version:
+        prefix = f"{prefix.rpartition('/')[0]}/{version}"
     parts = [prefix]
     if namespaced and namespace:
         parts.append(f"/namespaces/{quote(namespace, safe='')}")
@@ -216,6 +222,20 @@ class Api:
         }
         self.request("POST", path("pods", pod, namespace) + "/eviction", body=body,
                      query=_dry(dry_run))  # fmt: skip
+
+
+def served_versions(api: Api, group: str) -> list[str]:
+    """The versions the server serves of an API group, its preferred one first; [] when it
+    serves none (an older server, or the group's feature is off)."""
+    try:
+        found = api.get(f"/apis/{quote(group, safe='')}")
+    except ClusterError as e:
+        if e.status == 404:
+            return []
+        raise
+    versions = [str(v.get("version")) for v in found.get("versions") or [] if v.get("version")]
+    preferred = str((found.get("preferredVersion") or {}).get("version") or "")
+    return sorted(versions, key=lambda v: v != preferred)
 
 
 def _dry(dry_run: bool) -> dict[str, str] | None:

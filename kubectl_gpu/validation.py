@@ -1,7 +1,8 @@
 """Validating a config file: which kind of document it is, and every finding about it.
 
 Owns kind detection (device-plugin config, mig-parted config and its companion files,
-ConfigMaps holding either) and the order of checks: YAML, structure (schema), then
+ConfigMaps holding either, DRA claims, templates and DeviceClasses, alone or in a kubectl
+List) and the order of checks: YAML, structure (schema), then
 the domain's semantic rules. Must not render anything or read files: it takes text.
 """
 
@@ -12,7 +13,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubectl_gpu import documents, findings, schema, sharing
+from kubectl_gpu import documents, dra, findings, schema, sharing
 from kubectl_gpu.findings import Finding, Path
 from kubectl_gpu.mig import companions, spec
 
@@ -29,7 +30,7 @@ class Kind:
 
     name: str
     title: str  # in the user's words, for messages
-    schema: str
+    schema: str | None  # None: the domain check covers the structure too
     check: Check
 
 
@@ -55,6 +56,8 @@ KINDS: dict[str, Kind] = {
     )
 }
 CONFIGMAP = "configmap"
+DRA = "dra"
+LIST = "list"
 AUTO = "auto"
 
 
@@ -63,8 +66,9 @@ class DocumentReport:
     """What one document in a file was taken for."""
 
     index: int
-    kind: str  # a KINDS name, "configmap", or "unknown"
-    keys: tuple[tuple[str, str], ...] = ()  # for a ConfigMap: (data key, kind of its value)
+    kind: str  # a KINDS name, "configmap", "dra", "list" or "unknown"
+    # for a ConfigMap: (data key, kind of its value); for a List: (item index, its kind)
+    keys: tuple[tuple[str, str], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,9 +88,10 @@ class FileReport:
 def validate_text(text: str, file: str, kind: str = AUTO) -> FileReport:
     """Validate every YAML document in `text`, read from `file` (a name for messages only)."""
     docs, found = documents.load_documents(text, file)
+    kinds = _with_dra(docs)
     reports: list[DocumentReport] = []
     for index, doc in enumerate(docs):
-        report, doc_findings = _validate_document(doc, index, kind)
+        report, doc_findings = _validate_document(doc, index, kind, kinds)
         reports.append(report)
         found.extend(doc_findings)
     ordered = sorted(found, key=lambda f: (f.line or 0, f.column or 0, f.pointer))
@@ -109,6 +114,10 @@ def detect(data: Any) -> str:
         return "unknown"
     if data.get("kind") == "ConfigMap":
         return CONFIGMAP
+    if dra.is_dra(data):
+        return DRA
+    if str(data.get("kind", "")).endswith("List") and isinstance(data.get("items"), list):
+        return LIST
     if "kind" in data and "apiVersion" in data:
         return "unknown"
     for key, name in (
@@ -121,21 +130,47 @@ def detect(data: Any) -> str:
     return "device-plugin-config"
 
 
+def _with_dra(docs: list[documents.Document]) -> dict[str, Kind]:
+    """KINDS plus DRA objects, checked against the DeviceClasses this file defines too."""
+    objects = [d.data for d in docs]
+    objects += [i for d in docs if detect(d.data) == LIST for i in d.data["items"]]
+    classes = dra.catalogue(objects)
+    check: Check = lambda data: dra.check(data, classes)  # noqa: E731
+    return {**KINDS, DRA: Kind(DRA, "DRA object", None, check)}
+
+
 def _validate_document(
-    doc: documents.Document, index: int, kind: str
+    doc: documents.Document, index: int, kind: str, kinds: dict[str, Kind]
 ) -> tuple[DocumentReport, list[Finding]]:
-    chosen = detect(doc.data) if kind == AUTO else kind
+    detected = detect(doc.data)
+    chosen = detected if kind == AUTO or detected == LIST else kind
     if chosen == CONFIGMAP:
         return _validate_configmap(doc, index)
-    if chosen not in KINDS:
+    if chosen == LIST:
+        return _validate_list(doc, index, kinds)
+    if chosen not in kinds:
         return DocumentReport(index, "unknown"), [doc.place(_unrecognised(doc.data))]
-    return DocumentReport(index, chosen), _validate_as(doc, KINDS[chosen])
+    return DocumentReport(index, chosen), _validate_as(doc, kinds[chosen])
+
+
+def _validate_list(
+    doc: documents.Document, index: int, kinds: dict[str, Kind]
+) -> tuple[DocumentReport, list[Finding]]:
+    """A kubectl List (`kubectl get resourceclaims -o yaml`): each item on its own."""
+    found: list[Finding] = []
+    keys: list[tuple[str, str]] = []
+    for position, item in enumerate(doc.data["items"]):
+        item_kind = detect(item)
+        keys.append((str(position), item_kind if item_kind == DRA else "unknown"))
+        problems = kinds[DRA].check(item) if item_kind == DRA else [_unrecognised(item)]
+        found += [doc.place(f.under(("items", position))) for f in problems]
+    return DocumentReport(index, LIST, tuple(keys)), found
 
 
 def _validate_as(doc: documents.Document, kind: Kind) -> list[Finding]:
     if doc.data is None:
         return []
-    found = schema.check_structure(doc, kind.schema)
+    found = schema.check_structure(doc, kind.schema) if kind.schema else []
     if isinstance(doc.data, Mapping):
         found.extend(doc.place(f) for f in kind.check(doc.data))
     return found
@@ -150,7 +185,8 @@ def _unrecognised(data: Any) -> Finding:
         "document.unrecognised",
         f"{what} is not a config kubectl gpu can validate",
         "expected a device-plugin config (version/flags/sharing), a mig-parted config "
-        "(version/mig-configs) or a ConfigMap holding either; use --kind to force one",
+        "(version/mig-configs), a ConfigMap holding either, or a DRA ResourceClaim, "
+        "ResourceClaimTemplate or DeviceClass (alone or in a List); use --kind to force one",
     )
 
 

@@ -29,7 +29,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "validate": (
         "kubectl_gpu.cli.validate",
         "validate",
-        "Check device-plugin and MIG configs before they reach a node.",
+        "Check device-plugin, MIG and DRA configs before they reach a node.",
     ),
     "share": (
         "kubectl_gpu.cli.share",

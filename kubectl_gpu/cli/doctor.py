@@ -31,9 +31,11 @@ COLUMNS = (
 @global_options
 @pass_settings
 def doctor(settings: Settings, pod_name: str | None) -> None:
-    """Name the layer where a GPU pod fails (admission, scheduler, kubelet, runtime, driver),
-    with the evidence and the fix. Without POD, check the GPU health of every node. POD is
-    looked up in -n, else the kubeconfig context's namespace (as kubectl does).
+    """Name the layer where a GPU pod fails (admission, scheduler, dra, kubelet, runtime,
+    driver), with the evidence and the fix. For a pod with ResourceClaims the dra layer names
+    the selector clause no published device satisfies, or why the driver could not prepare it.
+    Without POD, check the GPU health of every node. POD is looked up in -n, else the
+    kubeconfig context's namespace (as kubectl does).
 
     Exits 1 when an error is found.
 

@@ -89,8 +89,11 @@ def map_(settings: Settings, **flags: Any) -> None:
     is the only source.
 
     From the cluster (without --checkpoint) the map is read from the GPUNodeReport each
-    node's agent publishes, plus DRA ResourceClaims and ResourceSlices; AGE is how long ago
-    the agent last saw the node's allocations or devices change. GPU nodes without a report
+    node's agent publishes, plus DRA ResourceClaims and ResourceSlices (at the
+    resource.k8s.io version the server serves); PLANE says which handed the GPU out
+    (device-plugin or dra), and -o wide adds a DRA allocation's sharing config, share ID and
+    its GPU's counters in use. AGE is how long ago the agent last saw the node's allocations
+    or devices change. GPU nodes without a report
     are listed on stderr with the reason, as are the problems the agents found.
 
     \b
@@ -242,6 +245,7 @@ def columns(output: str) -> list[Column]:
     shown: Callable[[str | None], str | None] = _full if output == "wide" else abbreviate
     return [
         Column("NODE", lambda r: r.node),
+        Column("PLANE", lambda r: r.plane),
         Column("GPU", lambda r: r.gpu_index),
         Column("MODEL", lambda r: r.gpu_model),
         Column("UUID", lambda r: shown(r.gpu_uuid)),
@@ -253,6 +257,9 @@ def columns(output: str) -> list[Column]:
         Column("REPLICA", lambda r: r.replica),
         Column("POD", _pod),
         Column("CONTAINER", lambda r: r.container),
+        Column("SHARING", lambda r: r.sharing, wide_only=True),
+        Column("SHARE", lambda r: _share(r, shown), wide_only=True),
+        Column("COUNTERS", lambda r: r.counters, wide_only=True),
         Column("SOURCE", lambda r: r.source, wide_only=True),
     ]
 
@@ -303,6 +310,13 @@ def abbreviate(text: str | None) -> str | None:
 
 def _full(text: str | None) -> str | None:
     return text
+
+
+def _share(row: Row, shown: Callable[[str | None], str | None]) -> str | None:
+    """A DRA share of a device and what it consumes: `a1b2c3d4 memory=10Gi`."""
+    if row.share_id is None:
+        return None
+    return " ".join(p for p in (shown(row.share_id), row.consumed) if p)
 
 
 def _instances(row: Row) -> str | None:

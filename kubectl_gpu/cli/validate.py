@@ -23,10 +23,11 @@ KIND_CHOICES = (
     "configmap",
     "mig-parted-hooks",
     "mig-manager-gpu-clients",
+    "dra",
 )
 
 
-@click.command(short_help="Check device-plugin and MIG configs before they reach a node.")
+@click.command(short_help="Check device-plugin, MIG and DRA configs before they reach a node.")
 @click.option(
     "-f",
     "--filename",
@@ -50,10 +51,12 @@ KIND_CHOICES = (
 def validate(
     settings: Settings, filenames: tuple[str, ...], recursive: bool, kind: str, strict: bool
 ) -> None:
-    """Check device-plugin and MIG configs, strictly, with file, line and fix.
+    """Check device-plugin, MIG and DRA configs, strictly, with file, line and fix.
 
     Recognises NVIDIA device-plugin configs (time-slicing, MPS, flags), mig-parted
-    configs (and their hooks and GPU-clients files), and ConfigMaps holding them.
+    configs (and their hooks and GPU-clients files), ConfigMaps holding them, and DRA
+    ResourceClaims, ResourceClaimTemplates and DeviceClasses (alone or in a kubectl List)
+    with the NVIDIA DRA driver's GpuConfig and MigDeviceConfig sharing rules.
     Catches what the upstream tools accept silently: unknown or misplaced keys,
     wrong case, quoted booleans, time-slicing next to MPS, replicas below 2.
 
@@ -64,6 +67,7 @@ def validate(
       kubectl gpu validate -f time-slicing.yaml
       kubectl get cm -n gpu-operator time-slicing-config -o yaml | kubectl gpu validate -f -
       kubectl gpu validate -f configs/ -R -o json
+      kubectl get resourceclaimtemplates -A -o yaml | kubectl gpu validate -f -
     """
     from kubectl_gpu import validation
 

@@ -1,7 +1,8 @@
 """`kubectl gpu doctor`: layer-by-layer verdicts on a GPU pod, and on the cluster's GPUs.
 
 Owns the order of investigation a GPU pod's failure calls for: API admission (the spec and
-quotas), then, while it has no node, scheduler placement; once it has one, kubelet allocation;
+quotas), then, while it has no node, scheduler placement; its ResourceClaims (the DRA layer);
+once it has a node, kubelet allocation;
 and, for every pod, runtime injection and the host driver as container statuses, events and
 log tails report them. Each layer
 lives in its own module and takes plain facts (facts.py) built by the workflow from API
@@ -13,8 +14,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from kubectl_gpu.doctor import admission, containerlogs, health, nodeside, scheduler
+from kubectl_gpu.doctor import admission, containerlogs, dra, health, nodeside, scheduler
 from kubectl_gpu.doctor.containerlogs import ContainerLog
+from kubectl_gpu.doctor.dra import DraCase
 from kubectl_gpu.doctor.facts import Event, Node, Pod, Quota
 from kubectl_gpu.doctor.model import Diagnosis, has_errors, ordered
 from kubectl_gpu.doctor.nodeside import PluginOnNode
@@ -23,6 +25,7 @@ from kubectl_gpu.sharing.rollout.status import NodeStatus
 __all__ = [
     "ContainerLog",
     "Diagnosis",
+    "DraCase",
     "PluginOnNode",
     "PodCase",
     "diagnose_pod",
@@ -35,7 +38,7 @@ __all__ = [
 @dataclasses.dataclass(frozen=True)
 class PodCase:
     """Everything gathered about one pod: it, its events, the nodes, quotas, its node's plugin,
-    and the tails of its container logs."""
+    the tails of its container logs, and its DRA side (None: it uses no claim)."""
 
     pod: Pod
     events: Sequence[Event]
@@ -45,6 +48,7 @@ class PodCase:
     logs: Sequence[ContainerLog] = ()
     survey: Sequence[NodeStatus] = ()  # the device plugin per GPU node, when it was found
     stuck: Mapping[str, Sequence[str]] = dataclasses.field(default_factory=dict)  # by node
+    dra: DraCase | None = None
 
 
 def diagnose_pod(case: PodCase) -> tuple[Diagnosis, ...]:
@@ -57,6 +61,8 @@ def diagnose_pod(case: PodCase) -> tuple[Diagnosis, ...]:
         node = next((n for n in case.nodes if n.name == pod.node), None)
         stuck = case.stuck.get(pod.node, ())
         found += nodeside.kubelet(pod, node, case.plugin, case.events, stuck)
+    if case.dra is not None:
+        found += dra.check(pod, case.nodes, case.events, case.dra)
     found += nodeside.runtime(pod, case.events)
     found += _unreported(found, containerlogs.check(pod, case.logs))
     if not any(d.severity in ("error", "warning") for d in found):

@@ -1,7 +1,7 @@
 """The verdicts `kubectl gpu doctor` returns: one `Diagnosis` per problem found.
 
 Owns `Diagnosis` (layer, severity, object, message, evidence, fix), the order of the layers a
-GPU pod passes through (admission → scheduler → kubelet → runtime → driver) and of severities.
+GPU pod passes through (admission → scheduler → dra → kubelet → runtime → driver) and of severities.
 Distinct from kubectl_gpu.findings, which locates problems in files; a diagnosis names an object
 in the cluster and the layer that failed. Pure: standard library only.
 """
@@ -12,9 +12,9 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any, Literal
 
-Layer = Literal["admission", "scheduler", "kubelet", "runtime", "driver"]
+Layer = Literal["admission", "scheduler", "dra", "kubelet", "runtime", "driver"]
 Severity = Literal["error", "warning", "info"]
-LAYERS: tuple[Layer, ...] = ("admission", "scheduler", "kubelet", "runtime", "driver")
+LAYERS: tuple[Layer, ...] = ("admission", "scheduler", "dra", "kubelet", "runtime", "driver")
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 
 

@@ -26,6 +26,7 @@ NO_REPORT_TYPE = (
 )
 NO_NODE = "no such node"
 NVIDIA_PREFIX = "nvidia.com/"
+_DRA = "dra"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +51,7 @@ class MapRow:
         at a tenth of its cost (100,000 rows: DESIGN.md budget).
         """
         found: dict[str, object] = {name: getattr(self.row, name) for name in _ROW_FIELDS}
+        found["plane"] = self.row.plane
         found["observed_at"] = self.observed_at
         found["mig_placement"] = dataclasses.asdict(self.placement) if self.placement else None
         return found
@@ -117,6 +119,7 @@ def make(
     they are not known to have GPUs.
     """
     rows: list[MapRow] = []
+    local_dra: list[MapRow] = []
     problems: list[tuple[str, Finding]] = []
     ordered = tuple(sorted(reports, key=lambda r: r.node))
     for node_report in ordered:
@@ -124,9 +127,12 @@ def make(
         held = dataclasses.replace(node_report.sources(), registered=None, allocatable=None)
         node_map = join.make(held, (), node_report.inventory())
         observed, age = node_report.generated_at, _age(node_report.generated_at, now)
-        rows += _placed(node_map.rows, node_report, observed, age)
+        placed = _placed(node_map.rows, node_report, observed, age)
+        local_dra += [m for m in placed if m.row.source == _DRA]
+        rows += [m for m in placed if m.row.source != _DRA]
         problems += [(node_report.node, f) for f in node_report.findings]
-    rows += [MapRow(r, None, None) for r in _located(dra_rows, reports)]
+    api_rows = _located(dra_rows, reports)
+    rows += _joined_dra(local_dra, api_rows)
     rows.sort(key=lambda r: r.row.node or "")  # stable: each node's own order stays
     missing = _missing(nodes, {r.node for r in reports}, reasons or {})
     return ClusterMap(tuple(rows), missing, tuple(problems), ordered, now)
@@ -137,6 +143,41 @@ def _placed(
 ) -> list[MapRow]:
     placements = {m.uuid: m.placement for g in node_report.gpus for m in g.mig_devices}
     return [MapRow(r, observed, age, placements.get(r.mig_uuid or "")) for r in rows]
+
+
+def _joined_dra(local: Sequence[MapRow], api_rows: Sequence[Row]) -> list[MapRow]:
+    """The agents' DRA allocations (PodResources `dynamic_resources`: which container holds
+    which device, seen on the node) joined with the API's claims (which physical GPU, share
+    and config). An API row wins; a container only the node knows is filled in; a node-local
+    allocation the API did not show (claims not readable, say) is kept, resolved to its GPU
+    where another row names the same device."""
+    held = {_holder(m.row)[:4] for m in local}  # a set: linear in rows (DESIGN.md budget)
+    found: list[MapRow] = []
+    for row in api_rows:
+        if row.container is None and _holder(row)[:4] in held:
+            continue  # the node names the container(s): their rows below stand for it
+        found.append(MapRow(row, None, None))
+    shown = {_holder(m.row) for m in found}
+    by_device = {(r.node, r.device_id): r for r in api_rows}
+    for mine in local:
+        if _holder(mine.row) in shown:
+            continue
+        api = by_device.get((mine.row.node, mine.row.device_id))
+        row = mine.row
+        if api is not None:
+            row = dataclasses.replace(
+                api,
+                namespace=row.namespace,
+                pod=row.pod,
+                pod_uid=row.pod_uid or api.pod_uid,
+                container=row.container,
+            )
+        found.append(dataclasses.replace(mine, row=row))
+    return found
+
+
+def _holder(row: Row) -> tuple[str | None, ...]:
+    return (row.node, row.device_id, row.namespace, row.pod, row.container)
 
 
 def _age(generated_at: str, now: dt.datetime | None) -> float | None:

@@ -1,11 +1,12 @@
 """DRA allocations from the API alone: ResourceClaims × ResourceSlices × Pods → map rows.
 
-Owns reading the `resource.k8s.io/v1` objects the map needs into small frozen values (a claim's
-allocation results and the pods reserving it, a slice's devices with NVIDIA's `uuid`,
-`parentUUID`, `profile` and `productName` attributes, a pod's claims per container) and joining
-them: a claim result `(driver, pool, device)` names a ResourceSlice device, whose `uuid` (or, for
-a MIG device, `parentUUID`) is the physical GPU (reference/node-state.md §5). Only the driver
-`gpu.nvidia.com` is mapped. Must not read anything (the workflow lists the objects). Pure:
+Owns reading a pod's claims per container (direct, from a template, or made for an extended
+resource, KEP-5004) and joining them with the claims' allocations and the ResourceSlices'
+devices (read by `kubectl_gpu.dra`, any served version): a claim result `(driver, pool,
+device)` names a ResourceSlice device, whose `uuid` (or, for a MIG device, `parentUUID`) is the
+physical GPU (reference/node-state.md §5). Each row also carries the share of a consumable
+device, the sharing config in effect, and the partitionable GPU's counters in use. Only the
+driver `gpu.nvidia.com` is mapped. Must not read anything (the workflow lists the objects). Pure:
 standard library only.
 """
 
@@ -15,50 +16,27 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from kubectl_gpu.dra import allocation, quantity, slices
+from kubectl_gpu.dra.allocation import Claim, Result, claim_of
+from kubectl_gpu.dra.slices import CounterSet, SliceDevice
+from kubectl_gpu.dra.slices import devices as slice_devices
 from kubectl_gpu.gpumap.allocations import Source
 from kubectl_gpu.gpumap.join import Row
 
+__all__ = [
+    "Claim",
+    "CounterSet",
+    "PodClaims",
+    "Result",
+    "SliceDevice",
+    "claim_of",
+    "pod_claims",
+    "rows",
+    "slice_devices",
+]
+
 DRIVER = "gpu.nvidia.com"  # NVIDIA's DRA driver (kubernetes-sigs/dra-driver-nvidia-gpu)
 CLAIM_RESOURCE_PREFIX = "claim:"  # as pod status names a DRA resource: claim:<claim>/<request>
-
-
-@dataclasses.dataclass(frozen=True)
-class Result:
-    """One allocated device of a claim: `<driver>/<pool>/<device>` for request `request`."""
-
-    request: str
-    driver: str
-    pool: str
-    device: str
-
-    @property
-    def device_id(self) -> str:
-        """The device's identity, as pod status `resourceID` spells it."""
-        return f"{self.driver}/{self.pool}/{self.device}"
-
-
-@dataclasses.dataclass(frozen=True)
-class Claim:
-    """A ResourceClaim's allocation and the pods (namespace-local names, UIDs) reserving it."""
-
-    namespace: str
-    name: str
-    results: tuple[Result, ...]
-    reserved_by: tuple[tuple[str, str], ...]  # (pod name, pod UID)
-
-
-@dataclasses.dataclass(frozen=True)
-class SliceDevice:
-    """A device a ResourceSlice publishes, with the attributes the map uses."""
-
-    driver: str
-    pool: str
-    name: str
-    node: str | None
-    uuid: str | None
-    parent_uuid: str | None
-    profile: str | None
-    model: str | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,50 +51,6 @@ class PodClaims:
 
 
 # --- from API objects ---------------------------------------------------------------------------
-
-
-def claim_of(obj: Mapping[str, Any]) -> Claim | None:
-    """A claim with an allocation, or None when it has none yet."""
-    meta, status = _map(obj, "metadata"), _map(obj, "status")
-    allocation = _map(_map(status, "allocation"), "devices")
-    results = tuple(
-        Result(str(r.get("request", "")), str(r["driver"]), str(r["pool"]), str(r["device"]))
-        for r in _items(allocation, "results")
-        if isinstance(r, Mapping) and {"driver", "pool", "device"} <= r.keys()
-    )
-    if not results:
-        return None
-    reserved = tuple(
-        (str(r.get("name", "")), str(r.get("uid", "")))
-        for r in _items(status, "reservedFor")
-        if isinstance(r, Mapping) and r.get("resource") == "pods"
-    )
-    return Claim(str(meta.get("namespace", "")), str(meta.get("name", "")), results, reserved)
-
-
-def slice_devices(obj: Mapping[str, Any]) -> list[SliceDevice]:
-    """The devices of one ResourceSlice (the pool is named after the node by NVIDIA's driver)."""
-    spec = _map(obj, "spec")
-    driver, pool = str(spec.get("driver", "")), str(_map(spec, "pool").get("name", ""))
-    node = spec.get("nodeName")
-    found = []
-    for device in _items(spec, "devices"):
-        if not isinstance(device, Mapping) or "name" not in device:
-            continue
-        attributes = _map(device, "attributes")
-        found.append(
-            SliceDevice(
-                driver=driver,
-                pool=pool,
-                name=str(device["name"]),
-                node=node if isinstance(node, str) else None,
-                uuid=_attribute(attributes, driver, "uuid"),
-                parent_uuid=_attribute(attributes, driver, "parentUUID"),
-                profile=_attribute(attributes, driver, "profile"),
-                model=_attribute(attributes, driver, "productName"),
-            )
-        )
-    return found
 
 
 def pod_claims(obj: Mapping[str, Any]) -> PodClaims:
@@ -154,17 +88,6 @@ def _extended_resource_uses(status: Mapping[str, Any]) -> list[tuple[str, str, s
     ]
 
 
-def _attribute(attributes: Mapping[str, Any], driver: str, name: str) -> str | None:
-    """An attribute value; unqualified names are in the driver's domain (`gpu.nvidia.com/uuid`)."""
-    value = attributes.get(name) or attributes.get(f"{driver}/{name}")
-    if not isinstance(value, Mapping):
-        return None
-    for kind in ("string", "version", "int", "bool"):
-        if kind in value:
-            return str(value[kind])
-    return None
-
-
 def _map(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     value = obj.get(key)
     return value if isinstance(value, Mapping) else {}
@@ -179,12 +102,23 @@ def _items(obj: Mapping[str, Any], key: str) -> list[Any]:
 
 
 def rows(
-    claims: Iterable[Claim], devices: Iterable[SliceDevice], pods: Sequence[PodClaims]
+    claims: Iterable[Claim],
+    devices: Iterable[SliceDevice],
+    pods: Sequence[PodClaims],
+    counter_sets: Iterable[CounterSet] = (),
 ) -> list[Row]:
     """One row per allocated NVIDIA device and container using it (container None when no
     container of a reserving pod names the claim; pod None when no pod reserves it yet)."""
+    claims = list(claims)
     by_id = {(d.driver, d.pool, d.name): d for d in devices}
     by_pod = {(p.namespace, p.name): p for p in pods}
+    used = [
+        by_id[(r.driver, r.pool, r.device)]
+        for c in claims
+        for r in c.results
+        if (r.driver, r.pool, r.device) in by_id
+    ]
+    usage = slices.usage(counter_sets, used)
     found: list[Row] = []
     for claim in claims:
         holders = [by_pod.get((claim.namespace, name)) for name, _ in claim.reserved_by]
@@ -192,14 +126,14 @@ def rows(
             if result.driver != DRIVER:
                 continue
             device = by_id.get((result.driver, result.pool, result.device))
-            found += _result_rows(claim, result, device, holders)
+            base = _row(claim, result, device, _counters(device, usage))
+            found += _result_rows(claim, result, base, holders)
     return found
 
 
 def _result_rows(
-    claim: Claim, result: Result, device: SliceDevice | None, holders: list[PodClaims | None]
+    claim: Claim, result: Result, base: Row, holders: list[PodClaims | None]
 ) -> list[Row]:
-    base = _row(claim, result, device)
     if not claim.reserved_by:
         return [base]
     made = []
@@ -219,8 +153,22 @@ def _containers(pod: PodClaims, claim: str, request: str) -> list[str]:
     return list(dict.fromkeys(wanted))
 
 
-def _row(claim: Claim, result: Result, device: SliceDevice | None) -> Row:
-    is_mig = device is not None and device.parent_uuid is not None
+def _counters(device: SliceDevice | None, usage: Mapping[Any, list[Any]]) -> str | None:
+    """`memory 20Gi/80Gi, multiprocessors 28/98` for the counter sets the device draws from."""
+    if device is None:
+        return None
+    parts = [
+        f"{counter} {quantity.format_binary(used)}/{quantity.format_binary(total)}"
+        for set_name, _ in device.consumes
+        for counter, used, total in usage.get((device.driver, device.pool, set_name), [])
+    ]
+    return ", ".join(parts) or None
+
+
+def _row(claim: Claim, result: Result, device: SliceDevice | None, counters: str | None) -> Row:
+    is_mig = device is not None and (device.parent_uuid is not None or device.type == "mig")
+    kind = allocation.device_kind_of(device.type if device else None, is_mig)
+    config = allocation.config_in_effect(claim.configs, result, kind)
     return Row(
         node=device.node if device else None,
         gpu_index=None,
@@ -238,4 +186,8 @@ def _row(claim: Claim, result: Result, device: SliceDevice | None) -> Row:
         pod_uid=None,
         container=None,
         source=Source.DRA.value,
+        share_id=result.share_id,
+        consumed=", ".join(f"{k}={v}" for k, v in result.consumed) or None,
+        sharing=allocation.describe(config),
+        counters=counters,
     )

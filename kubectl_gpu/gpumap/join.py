@@ -72,10 +72,21 @@ class Row:
     pod_uid: str | None
     container: str | None
     source: str
+    # DRA only: the share of a device several claims hold (consumable capacity), the sharing
+    # config in effect, and what the allocated partitions take of the physical GPU's counters.
+    share_id: str | None = None
+    consumed: str | None = None  # consumedCapacity of that share: `memory=10Gi`
+    sharing: str | None = None
+    counters: str | None = None
+
+    @property
+    def plane(self) -> str:
+        """Which plane handed the device out: `dra` or `device-plugin`."""
+        return "dra" if self.source == "dra" else "device-plugin"
 
     def to_dict(self) -> dict[str, object]:
         """The row as a plain dict, keys in schema order."""
-        return dataclasses.asdict(self)
+        return {**dataclasses.asdict(self), "plane": self.plane}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,7 +23,7 @@ from kubectl_gpu.mig import actuators, stuck
 from kubectl_gpu.sharing import deployment as deployments
 from kubectl_gpu.sharing.rollout.status import NodeStatus as PluginNodeStatus
 from kubectl_gpu.sharing.rollout.status import PluginPod
-from kubectl_gpu.workflows import sharestate
+from kubectl_gpu.workflows import doctor_dra, sharestate
 
 log = logging.getLogger(__name__)
 Json = dict[str, Any]
@@ -83,6 +83,7 @@ def pod(api: cluster.Api, namespace: str, name: str) -> Result:
         logs=_logs(api, subject),
         survey=() if subject.node else _survey(api),
         stuck=_stuck(api, [n for n in case_nodes if n.name == subject.node] or case_nodes),
+        dra=doctor_dra.gather(api, raw),
     )
     return Result("Pod", namespace, name, doctor.diagnose_pod(case))
 

@@ -2,7 +2,8 @@
 
 Owns the reads of `kubectl gpu map` and their cost, which must stay flat as the cluster grows
 (DESIGN.md budget): ONE paginated LIST of GPUNodeReports, one LIST of nodes (only to name GPU
-nodes without a report; `-l` is passed to the server), and, only when the cluster has DRA
+nodes without a report; `-l` is passed to the server), one GET of the `resource.k8s.io` group
+(which version the server serves: v1, v1beta2 or v1beta1) and, only when the cluster has DRA
 ResourceClaims, the claims, NVIDIA's ResourceSlices and the pods of the claims' namespaces.
 No per-node requests. Raw JSON becomes small frozen values once, here. Must not decide (the
 domain joins) or render (the CLI does).
@@ -17,6 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from kubectl_gpu import cluster
+from kubectl_gpu.dra import slices as draslices
 from kubectl_gpu.errors import ClusterError
 from kubectl_gpu.gpumap import clustermap, dra, report
 from kubectl_gpu.gpumap.clustermap import ClusterMap, NodeFacts
@@ -25,6 +27,8 @@ from kubectl_gpu.gpumap.report import NodeReport
 
 log = logging.getLogger(__name__)
 
+DRA_GROUP = "resource.k8s.io"
+DRA_VERSIONS = ("v1", "v1beta2", "v1beta1")  # newest first; the object shapes differ little
 MAX_NAMESPACE_LISTS = 20  # beyond this many claim namespaces, one cluster-wide pod LIST is cheaper
 
 
@@ -84,18 +88,36 @@ def _reports(api: cluster.Api) -> tuple[list[NodeReport], dict[str, str]]:
     return found, reasons
 
 
+def dra_version(api: cluster.Api) -> str | None:
+    """The `resource.k8s.io` version to read: v1 (Kubernetes 1.34+), else v1beta2 (1.33),
+    else v1beta1 (1.32); None when the server serves no DRA at all."""
+    try:
+        served = cluster.served_versions(api, DRA_GROUP)
+    except ClusterError as e:
+        if e.status != 403:
+            raise
+        log.debug("discovery of %s refused, assuming v1: %s", DRA_GROUP, e)
+        return DRA_VERSIONS[0]  # a later LIST says 404 or 403 in its own words
+    return next((v for v in DRA_VERSIONS if v in served), None)
+
+
 def _dra_rows(api: cluster.Api, namespace: str | None) -> list[Row]:
     """DRA allocations, read only when the cluster has ResourceClaims for NVIDIA's driver."""
-    claims = [c for c in map(dra.claim_of, _list_or_none(api, "resourceclaims", namespace)) if c]
+    version = dra_version(api)
+    if version is None:
+        return []
+    listed = _list_or_none(api, "resourceclaims", namespace, version=version)
+    claims = [c for c in map(dra.claim_of, listed) if c]
     claims = [c for c in claims if any(r.driver == dra.DRIVER for r in c.results)]
     if not claims:
         return []
     selector = f"spec.driver={dra.DRIVER}"
-    slices = _list_or_none(api, "resourceslices", None, field_selector=selector)
+    slices = list(_list_or_none(api, "resourceslices", None, selector, version=version))
     devices = [d for s in slices for d in dra.slice_devices(s)]
+    counter_sets = [c for s in slices for c in draslices.counter_sets(s)]
     namespaces = sorted({c.namespace for c in claims if c.reserved_by})
     pods = [dra.pod_claims(p) for p in _pods(api, namespaces)]
-    return dra.rows(claims, devices, pods)
+    return dra.rows(claims, devices, pods, counter_sets)
 
 
 def _pods(api: cluster.Api, namespaces: list[str]) -> Iterator[dict[str, Any]]:
@@ -107,13 +129,21 @@ def _pods(api: cluster.Api, namespaces: list[str]) -> Iterator[dict[str, Any]]:
 
 
 def _list_or_none(
-    api: cluster.Api, resource: str, namespace: str | None, field_selector: str = ""
+    api: cluster.Api,
+    resource: str,
+    namespace: str | None,
+    field_selector: str = "",
+    version: str = "",
 ) -> Iterator[dict[str, Any]]:
-    """A LIST, or nothing when the server does not serve the resource (no DRA: 404)."""
+    """A LIST, or nothing when the server does not serve the resource (no DRA: 404) or the
+    user may not read it (403: the map shows the device-plugin plane and says what is missing)."""
     try:
-        url = cluster.path(resource, namespace=namespace)
+        url = cluster.path(resource, namespace=namespace, version=version)
         yield from api.list(url, field_selector=field_selector)
     except ClusterError as e:
+        if e.status == 403:
+            log.warning("DRA allocations left out of the map: %s", e.message)
+            return
         if e.status != 404:
             raise
         log.debug("%s not served: %s", resource, e)

@@ -25,12 +25,15 @@ FAST = Timing(poll=0.05, first_poll=0.01)
 
 @pytest.fixture(autouse=True)
 def _agent_logging_stays_in_its_test() -> Iterator[None]:
-    """agent.main quiets `kubectl_gpu.kubelet` for its process; in the test process that would
-    silence a later `kubectl gpu -v` (the offline map's checksum note)."""
-    quiet = logging.getLogger("kubectl_gpu.kubelet")
-    level = quiet.level
+    """`kubectl_gpu.agent.main` configures logging for its own process (basicConfig, a quieter
+    checkpoint reader); in-process it would leak into later CLI tests (`-v 1` then hides the
+    checkpoint reader's notes). Restore what it changes."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    kubelet_level = logging.getLogger("kubectl_gpu.kubelet").level
     yield
-    quiet.setLevel(level)
+    root.handlers[:], root.level = handlers, level
+    logging.getLogger("kubectl_gpu.kubelet").setLevel(kubelet_level)
 
 
 def mig_doc(**configs: dict[str, int] | None) -> dict[str, Any]:

@@ -127,11 +127,14 @@ def test_the_map_reads_reports_with_one_paginated_list_and_no_request_per_node(
     assert set(paths) == {
         "/apis/kubectl-gpu.io/v1/gpunodereports",
         "/api/v1/nodes",
+        "/apis/resource.k8s.io",  # one discovery GET: which DRA version the server serves
         "/apis/resource.k8s.io/v1/resourceclaims",
     }
-    assert all("limit=" in r.query for r in gets)  # every read is a paginated LIST
+    lists = [r for r in gets if r.path != "/apis/resource.k8s.io"]
+    assert all("limit=" in r.query for r in lists)  # every other read is a paginated LIST
     assert (
-        paths.count("/api/v1/nodes") == 1
+        paths.count("/apis/resource.k8s.io") == 1
+        and paths.count("/api/v1/nodes") == 1
         and paths.count("/apis/resource.k8s.io/v1/resourceclaims") == 1
     )
     assert not [r for r in fake_apiserver.requests if r.method != "GET"]

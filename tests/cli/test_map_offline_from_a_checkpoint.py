@@ -25,7 +25,9 @@ TIME_SLICED = DATA / "checkpoints" / "time-sliced-4x.json"
 SLICED_GPU = "GPU-4f2c7e1a-9b3d-4c8e-a1f0-6d5b2e8c9a17"
 MIG_A = "MIG-6e1b7c2a-4d3f-5a8e-9b0c-1f2d3e4a5b6c"
 LEGACY_PARENT = "GPU-8a1d5c3e-2f7b-4d9a-b6e4-0c3f9a2d7e15"
-TABLE_HEADER = "NODE GPU MODEL UUID MIG PROFILE DEVICE-ID RESOURCE REPLICA POD CONTAINER".split()
+TABLE_HEADER = (
+    "NODE PLANE GPU MODEL UUID MIG PROFILE DEVICE-ID RESOURCE REPLICA POD CONTAINER".split()
+)
 SCHEMA = json.loads((ROOT / "schemas" / "map-rows.v1.json").read_text())
 
 

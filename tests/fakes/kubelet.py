@@ -84,6 +84,16 @@ class AllocateResponse:
 
 
 @dataclass(frozen=True)
+class Claim:
+    """A DRA ResourceClaim prepared for a container: PodResources `dynamic_resources` names it
+    and each device as (driver, pool, device). Never in the device-plugin checkpoint."""
+
+    name: str
+    namespace: str
+    devices: tuple[tuple[str, str, str], ...]
+
+
+@dataclass(frozen=True)
 class Container:
     """A container and what kubelet allocated to it. ``alloc_resp``, if given, is stored for each
     of its resources; by default each gets NVIDIA's envvar strategy (``nvidia_envvar_response``)."""
@@ -93,6 +103,7 @@ class Container:
     cpu_ids: tuple[int, ...] = ()
     memory: tuple[Memory, ...] = ()
     alloc_resp: AllocateResponse | None = None
+    claims: tuple[Claim, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -322,6 +333,17 @@ def _memory(blocks: Sequence[Memory]) -> list[api_pb2.ContainerMemory]:
     ]
 
 
+def _dynamic(claim: Claim) -> api_pb2.DynamicResource:
+    return api_pb2.DynamicResource(
+        claim_name=claim.name,
+        claim_namespace=claim.namespace,
+        claim_resources=[
+            api_pb2.ClaimResource(driver_name=d, pool_name=p, device_name=n)
+            for d, p, n in claim.devices
+        ],
+    )
+
+
 def pod_message(pod: Pod) -> api_pb2.PodResources:
     """One pod as List and Get return it."""
     containers = [
@@ -330,6 +352,7 @@ def pod_message(pod: Pod) -> api_pb2.PodResources:
             devices=[d for group in c.devices for d in container_devices(group)],
             cpu_ids=c.cpu_ids,
             memory=_memory(c.memory),
+            dynamic_resources=[_dynamic(claim) for claim in c.claims],
         )
         for c in pod.containers
     ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 OBJECT_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -184,6 +184,18 @@ class Registry:
         with self._lock:
             for rtype in types:
                 self._types[(rtype.group, rtype.version, rtype.plural)] = rtype
+
+    def serve_versions(self, group: str, versions: Iterable[str]) -> None:
+        """Serve a built-in group at exactly `versions` (an older or newer server), e.g.
+        resource.k8s.io at v1beta1 only, as Kubernetes 1.32 does."""
+        with self._lock:
+            kinds = {t.plural: t for t in self._types.values() if t.group == group and not t.crd}
+            for key in [k for k in self._types if k[0] == group and not self._types[k].crd]:
+                del self._types[key]
+            for version in versions:
+                for rtype in kinds.values():
+                    copy = replace(rtype, version=version)
+                    self._types[(group, version, rtype.plural)] = copy
 
     def remove_crd(self, crd_name: str) -> list[ResourceType]:
         with self._lock:

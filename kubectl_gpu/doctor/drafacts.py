@@ -1,0 +1,236 @@
+"""What `doctor` knows about a pod's DRA side, read from raw API objects: its claims (with
+their requests, selectors and configs), the DeviceClasses, the published devices as CEL sees
+them, which nodes each driver publishes for, and the NVIDIA driver's feature gates.
+
+Lenient readers, like facts.py: a malformed object gives fewer facts, never an exception.
+Must not decide anything. Pure: standard library and kubectl_gpu.dra.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kubectl_gpu.dra import objects
+
+_GATE = re.compile(r"^\s*(\w+)\s*=\s*(true|false)\s*$", re.IGNORECASE)
+
+
+@dataclasses.dataclass(frozen=True)
+class Wanted:
+    """One exact request or firstAvailable alternative: its class, selectors and count."""
+
+    name: str  # request, or request/alternative
+    device_class: str
+    selectors: tuple[str, ...]
+    count: int
+
+
+@dataclasses.dataclass(frozen=True)
+class ClaimFacts:
+    """A claim the pod uses: allocated or not, what it asks for, and its opaque configs."""
+
+    name: str
+    allocated: bool
+    requests: tuple[tuple[Wanted, ...], ...]  # per request: its alternatives (one if exact)
+    configs: tuple[tuple[str, Any], ...]  # (driver, parameters)
+    node: str | None = None  # where it was allocated
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassFacts:
+    name: str
+    selectors: tuple[str, ...]
+    configs: tuple[tuple[str, Any], ...]
+    extended_resource: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Device:
+    """A published device: where, and the plain view CEL selectors are evaluated on."""
+
+    node: str | None
+    driver: str
+    name: str
+    view: Mapping[str, Any]
+    pool: str = ""
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """(driver, pool, device), as an allocation result names it."""
+        return (self.driver, self.pool, self.name)
+
+
+def claim_from_dict(obj: Mapping[str, Any]) -> ClaimFacts:
+    status = _map(obj, "status")
+    allocation = _map(status, "allocation")
+    flat = objects.is_flat(objects.version_of(obj))
+    requests = []
+    devices = _map(_map(obj, "spec"), "devices")
+    for request in _items(devices, "requests"):
+        name = str(request.get("name", ""))
+        alternatives = _items(request, "firstAvailable")
+        if alternatives:
+            requests.append(tuple(_wanted(f"{name}/{a.get('name')}", a) for a in alternatives))
+        else:
+            exact = request if flat else _map(request, "exactly")
+            requests.append((_wanted(name, exact),))
+    configs = tuple(_opaque(c) for c in _items(devices, "config"))
+    return ClaimFacts(
+        name=str(_map(obj, "metadata").get("name", "")),
+        allocated=bool(allocation),
+        requests=tuple(requests),
+        configs=configs,
+        node=_allocated_node(allocation),
+    )
+
+
+def class_from_dict(obj: Mapping[str, Any]) -> ClassFacts:
+    spec = _map(obj, "spec")
+    extended = spec.get("extendedResourceName")
+    return ClassFacts(
+        name=str(_map(obj, "metadata").get("name", "")),
+        selectors=_selectors(spec),
+        configs=tuple(_opaque(c) for c in _items(spec, "config")),
+        extended_resource=extended if isinstance(extended, str) else None,
+    )
+
+
+def devices_from_slice(obj: Mapping[str, Any]) -> list[Device]:
+    spec = _map(obj, "spec")
+    driver = str(spec.get("driver", ""))
+    pool = str(_map(spec, "pool").get("name", ""))
+    node = spec.get("nodeName")
+    found = []
+    for raw in _items(spec, "devices"):
+        fields = _map(raw, "basic") or raw
+        view = {
+            "driver": driver,
+            "attributes": _by_domain(_map(fields, "attributes"), driver, _attribute_value),
+            "capacity": _by_domain(_map(fields, "capacity"), driver, _capacity_value),
+            "allowMultipleAllocations": fields.get("allowMultipleAllocations") is True,
+        }
+        where = node if isinstance(node, str) else None
+        found.append(Device(where, driver, str(raw.get("name")), view, pool))
+    return found
+
+
+def holders(claims: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], str]:
+    """(driver, pool, device) -> `namespace/claim` for every allocated device (a device several
+    claims share, with a shareID, is left out: it is not used up)."""
+    found = {}
+    for claim in claims:
+        meta = _map(claim, "metadata")
+        owner = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+        devices = _map(_map(_map(claim, "status"), "allocation"), "devices")
+        for result in _items(devices, "results"):
+            if not result.get("shareID"):
+                key = (
+                    str(result.get("driver")),
+                    str(result.get("pool")),
+                    str(result.get("device")),
+                )
+                found[key] = owner
+    return found
+
+
+def feature_gates(daemonsets: Iterable[Mapping[str, Any]]) -> dict[str, bool] | None:
+    """The NVIDIA DRA driver's feature gates from its kubelet-plugin DaemonSet (the chart
+    passes `--feature-gates=…` or the FEATURE_GATES variable); None when it is not found."""
+    for daemonset in daemonsets:
+        containers = _items(_map(_map(_map(daemonset, "spec"), "template"), "spec"), "containers")
+        if not any("dra-driver" in str(c.get("image", "")) for c in containers):
+            continue
+        gates: dict[str, bool] = {}
+        for container in containers:
+            for text in _gate_texts(container):
+                for item in text.split(","):
+                    match = _GATE.match(item)
+                    if match:
+                        gates[match.group(1)] = match.group(2).lower() == "true"
+        return gates
+    return None
+
+
+def _gate_texts(container: Mapping[str, Any]) -> list[str]:
+    texts = [
+        str(a).split("=", 1)[1]
+        for a in container.get("args") or []
+        if str(a).startswith("--feature-gates=")
+    ]
+    texts += [
+        str(e.get("value", ""))
+        for e in _items(container, "env")
+        if e.get("name") == "FEATURE_GATES"
+    ]
+    return texts
+
+
+def _wanted(name: str, exact: Mapping[str, Any]) -> Wanted:
+    count = exact.get("count", 1)
+    mode = exact.get("allocationMode", "ExactCount")
+    return Wanted(
+        name=name,
+        device_class=str(exact.get("deviceClassName", "")),
+        selectors=_selectors(exact),
+        count=count if isinstance(count, int) and mode == "ExactCount" else 1,
+    )
+
+
+def _selectors(obj: Mapping[str, Any]) -> tuple[str, ...]:
+    found = []
+    for selector in _items(obj, "selectors"):
+        expression = _map(selector, "cel").get("expression")
+        if isinstance(expression, str):
+            found.append(expression)
+    return tuple(found)
+
+
+def _opaque(config: Mapping[str, Any]) -> tuple[str, Any]:
+    opaque = _map(config, "opaque")
+    return str(opaque.get("driver", "")), opaque.get("parameters")
+
+
+def _allocated_node(allocation: Mapping[str, Any]) -> str | None:
+    for term in _items(_map(allocation, "nodeSelector"), "nodeSelectorTerms"):
+        for field in _items(term, "matchFields"):
+            values = field.get("values")
+            if field.get("key") == "metadata.name" and isinstance(values, list) and values:
+                return str(values[0])
+    return None
+
+
+def _by_domain(values: Mapping[str, Any], driver: str, read: Any) -> dict[str, dict[str, Any]]:
+    """`uuid` and `gpu.nvidia.com/uuid` both become {"gpu.nvidia.com": {"uuid": …}}."""
+    found: dict[str, dict[str, Any]] = {}
+    for key, raw in values.items():
+        domain, _, name = str(key).rpartition("/")
+        value = read(raw)
+        if value is not None:
+            found.setdefault(domain or driver, {})[name] = value
+    return found
+
+
+def _attribute_value(raw: Any) -> Any:
+    if not isinstance(raw, Mapping):
+        return None
+    for kind in ("string", "int", "bool", "version"):
+        if kind in raw:
+            return raw[kind]
+    return None
+
+
+def _capacity_value(raw: Any) -> Any:
+    return str(raw.get("value")) if isinstance(raw, Mapping) and "value" in raw else None
+
+
+def _map(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = obj.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _items(obj: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+    value = obj.get(key)
+    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []

@@ -1,0 +1,242 @@
+"""`kubectl gpu map -A` on a cluster where some nodes are served by the NVIDIA device plugin
+and others by the NVIDIA DRA driver (simulated: tests/fakes/cluster/dradriver.py and the
+scheduler step in drascheduler.py): one table and one JSON shape, a PLANE column, every DRA
+allocation resolved to its physical GPU (and MIG parent), including a claim made for an
+`nvidia.com/gpu` limit (KEP-5004), two claims sharing one GPU, a MIG partition chosen as a
+firstAvailable alternative with its GPU's counters, and the sharing config in effect; against
+servers serving resource.k8s.io at v1, v1beta2 or v1beta1 only."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from kubectl_gpu import cluster
+from tests.conftest import ROOT, CliResult
+from tests.fakes.apiserver import samples
+from tests.fakes.apiserver.server import FakeApiServer
+from tests.fakes.cluster import dradriver, drascheduler
+from tests.fakes.cluster.dradriver import DraGpu, MigSlot
+from tests.gpumap import reportbuilders as b
+
+Run = Callable[..., CliResult]
+Obj = dict[str, Any]
+NS = "ml"
+WHOLE = [b.uuid("GPU", 900 + i) for i in range(3)]
+PARTITIONED = b.uuid("GPU", 950)
+MIGS = [b.uuid("MIG", 951), b.uuid("MIG", 952)]
+SCHEMA = json.loads((ROOT / "schemas" / "map-rows.v1.json").read_text("utf-8"))
+TIME_SLICING = {
+    "apiVersion": "resource.nvidia.com/v1beta1",
+    "kind": "GpuConfig",
+    "sharing": {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Long"}},
+}
+
+
+def dra_nodes() -> dict[str, list[DraGpu]]:
+    return {
+        "dra-1": [
+            DraGpu(0, WHOLE[0]),
+            DraGpu(1, WHOLE[1]),
+            DraGpu(2, WHOLE[2], shareable=True),
+        ],
+        "dra-2": [
+            DraGpu(
+                0,
+                PARTITIONED,
+                migs=(MigSlot("3g.40gb", MIGS[0], 40, 42), MigSlot("1g.10gb", MIGS[1], 10, 14)),
+            )
+        ],
+    }
+
+
+def claim(name: str, requests: list[Obj], version: str, config: list[Obj] | None = None) -> Obj:
+    devices: Obj = {"requests": requests}
+    if config:
+        devices["config"] = config
+    return {
+        "apiVersion": f"resource.k8s.io/{version}",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"devices": devices},
+    }
+
+
+def exact(name: str, cls: str, version: str, **fields: Any) -> Obj:
+    body = {"deviceClassName": cls, **fields}
+    return {"name": name, **body} if version == "v1beta1" else {"name": name, "exactly": body}
+
+
+def claim_pod(server: FakeApiServer, name: str, node: str, claim_name: str) -> None:
+    pod = samples.pod(name, NS, node_name=node)
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim_name}]
+    pod["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
+    server.store.create(pod)
+
+
+def build(server: FakeApiServer, kubeconfig: Path, version: str) -> None:
+    """A device-plugin node with an agent report, and two DRA nodes with claims allocated."""
+    server.store.registry.serve_versions("resource.k8s.io", [version])
+    api = cluster.connect(str(kubeconfig))
+    b.install(server, api)
+    b.add_node(server, "dp-1")
+    gpus = b.gpus(1, node=7)
+    b.publish_node(api, "dp-1", gpus, [b.held("legacy", [gpus[0].uuid])])
+    for node in dra_nodes():
+        b.add_node(server, node, gpu=False)
+    server.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    dradriver.install(server.store, dra_nodes(), version)
+    store = server.store
+    config = [{"requests": ["gpu"], "opaque": {"driver": "gpu.nvidia.com",
+                                               "parameters": TIME_SLICING}}]  # fmt: skip
+    store.create(claim("train", [exact("gpu", "gpu.nvidia.com", version)], version, config))
+    claim_pod(server, "train", "dra-1", "train")
+    drascheduler.allocate(store)
+    if version == "v1":  # extended resources served by DRA are v1 only (Kubernetes 1.34+)
+        store.create(samples.pod("legacy-style", NS, node_name="dra-1", gpus=1))
+        drascheduler.serve_extended_resource(store, NS, "legacy-style", version)
+    capacity = {"capacity": {"requests": {"memory": "10Gi"}}}
+    for name in ("share-a", "share-b") if version != "v1beta1" else ():  # consumable capacity
+        store.create(claim(name, [exact("gpu", "gpu.nvidia.com", version, **capacity)], version))
+        claim_pod(server, name, "dra-1", name)
+        drascheduler.allocate(store)
+    alternatives = [
+        {"name": "whole", "deviceClassName": "gpu.nvidia.com"},
+        {"name": "slice", "deviceClassName": "mig.nvidia.com"},
+    ]
+    store.create(claim("infer", [{"name": "gpu", "firstAvailable": alternatives}], version))
+    claim_pod(server, "infer", "dra-2", "infer")
+    drascheduler.allocate(store)
+
+
+def rows_by_pod(result: CliResult) -> dict[str, Obj]:
+    assert result.exit_code == 0, result.stderr
+    jsonschema.validate(result.json, SCHEMA)
+    return {r["pod"]: r for r in result.json["items"]}
+
+
+@pytest.mark.parametrize("version", ["v1", "v1beta2", "v1beta1"])
+def test_one_map_shows_both_planes_each_allocation_on_its_physical_gpu(
+    run_cli: Run, fake_apiserver: FakeApiServer, kubeconfig: Path, version: str
+) -> None:
+    build(fake_apiserver, kubeconfig, version)
+
+    rows = rows_by_pod(run_cli("--kubeconfig", str(kubeconfig), "map", "-A", "-o", "json"))
+
+    assert rows["legacy"]["plane"] == "device-plugin" and rows["legacy"]["node"] == "dp-1"
+    train = rows["train"]
+    assert (train["plane"], train["node"], train["gpu_uuid"]) == ("dra", "dra-1", WHOLE[0])
+    assert train["container"] == "main" and train["sharing"] == "TimeSlicing (Long)"
+    if version != "v1beta1":
+        assert {rows[p]["gpu_uuid"] for p in ("share-a", "share-b")} == {WHOLE[2]}
+    infer = rows["infer"]
+    assert (infer["gpu_uuid"], infer["mig_uuid"], infer["mig_profile"]) == (
+        PARTITIONED,
+        MIGS[0],
+        "3g.40gb",
+    )
+    assert infer["resource"] == "claim:infer/gpu/slice"  # the alternative the scheduler chose
+    assert infer["counters"] == "memory 40Gi/80Gi, multiprocessors 42/98"
+    reads = {r.path for r in fake_apiserver.requests}
+    assert f"/apis/resource.k8s.io/{version}/resourceclaims" in reads
+
+
+def test_two_claims_sharing_one_gpu_show_their_share_ids(
+    run_cli: Run, fake_apiserver: FakeApiServer, kubeconfig: Path
+) -> None:
+    build(fake_apiserver, kubeconfig, "v1")
+
+    rows = rows_by_pod(run_cli("--kubeconfig", str(kubeconfig), "map", "-A", "-o", "json"))
+
+    a, b_ = rows["share-a"], rows["share-b"]
+    assert a["gpu_uuid"] == b_["gpu_uuid"] == WHOLE[2]
+    assert a["share_id"] and b_["share_id"] and a["share_id"] != b_["share_id"]
+    assert a["consumed"] == b_["consumed"] == "memory=10Gi"
+    wide = run_cli("--kubeconfig", str(kubeconfig), "map", "-A", "-o", "wide")
+    assert f"{a['share_id']} memory=10Gi" in wide.stdout  # wide: IDs in full
+
+
+def test_an_extended_resource_served_by_dra_names_its_container_and_gpu(
+    run_cli: Run, fake_apiserver: FakeApiServer, kubeconfig: Path
+) -> None:
+    build(fake_apiserver, kubeconfig, "v1")
+
+    rows = rows_by_pod(run_cli("--kubeconfig", str(kubeconfig), "map", "-A", "-o", "json"))
+
+    row = rows["legacy-style"]
+    assert (row["plane"], row["gpu_uuid"], row["container"]) == ("dra", WHOLE[1], "main")
+    assert row["resource"] == "claim:legacy-style-extended-resources-sim/container-0-request-0"
+
+
+def test_the_table_has_a_plane_column_and_wide_shows_sharing(
+    run_cli: Run, fake_apiserver: FakeApiServer, kubeconfig: Path
+) -> None:
+    build(fake_apiserver, kubeconfig, "v1")
+
+    table = run_cli("--kubeconfig", str(kubeconfig), "map", "-A")
+    wide = run_cli("--kubeconfig", str(kubeconfig), "map", "-A", "-o", "wide")
+
+    assert table.exit_code == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert lines[0].split()[:2] == ["NODE", "PLANE"]
+    planes = {line.split()[0]: line.split()[1] for line in lines[1:]}
+    assert planes == {"dp-1": "device-plugin", "dra-1": "dra", "dra-2": "dra"}
+    assert "SHARING" in wide.stdout.splitlines()[0]
+    assert "TimeSlicing (Long)" in wide.stdout
+
+
+def test_a_server_without_dra_maps_the_device_plugin_nodes_alone(
+    run_cli: Run, fake_apiserver: FakeApiServer, kubeconfig: Path
+) -> None:
+    fake_apiserver.store.registry.serve_versions("resource.k8s.io", [])
+    api = cluster.connect(str(kubeconfig))
+    b.install(fake_apiserver, api)
+    b.add_node(fake_apiserver, "dp-1")
+    gpus = b.gpus(1, node=7)
+    b.publish_node(api, "dp-1", gpus, [b.held("legacy", [gpus[0].uuid])])
+
+    rows = rows_by_pod(run_cli("--kubeconfig", str(kubeconfig), "map", "-A", "-o", "json"))
+
+    assert list(rows) == ["legacy"]
+    assert not [r for r in fake_apiserver.requests if "resourceclaims" in r.path]
+
+
+@pytest.mark.parametrize("version", ["v1", "v1beta1"])
+def test_real_kubectl_reads_the_simulated_driver_at_the_served_version(
+    fake_apiserver: FakeApiServer, kubeconfig: Path, kubectl: Any, version: str
+) -> None:
+    build(fake_apiserver, kubeconfig, version)
+
+    slices = kubectl("get", "resourceslices", "-o", "json")
+    claims = kubectl("get", "resourceclaims", "-n", NS, "-o", "json")
+
+    assert slices.returncode == 0, slices.stderr
+    items = json.loads(slices.stdout)["items"]
+    assert {s["spec"]["nodeName"] for s in items} == {"dra-1", "dra-2"}
+    devices = items[0]["spec"]["devices"]
+    assert ("basic" in devices[0]) == (version == "v1beta1")
+    assert claims.returncode == 0, claims.stderr
+    allocated = {
+        c["metadata"]["name"]: c["status"]["allocation"]["devices"]["results"][0]["device"]
+        for c in json.loads(claims.stdout)["items"]
+    }
+    assert allocated["train"] == "gpu-0"
+    assert allocated["infer"] == "gpu-0-mig-3g40gb-0"
+
+
+def test_a_user_who_may_not_read_claims_gets_the_device_plugin_plane_and_a_warning(
+    run_cli: Run, fake_apiserver: FakeApiServer, kubeconfig: Path
+) -> None:
+    build(fake_apiserver, kubeconfig, "v1")
+    fake_apiserver.deny("list", "resourceclaims", "resource.k8s.io")
+
+    result = run_cli("--kubeconfig", str(kubeconfig), "map", "-A", "-o", "json")
+
+    assert list(rows_by_pod(result)) == ["legacy"]
+    assert "DRA allocations left out of the map" in result.stderr
+    assert "forbidden" in result.stderr.lower()
