@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from tests.fakes.apiserver.podlogs import LogStore
 from tests.fakes.cluster.loop import Change, ControlLoop
@@ -173,18 +173,25 @@ class AgentRuntime:
             text=True,
             start_new_session=True,
         )
-        assert run.process.stdout is not None
         run.reader = threading.Thread(
-            target=self._read, args=(run, run.process.stdout), name=f"agent-{run.node}", daemon=True
+            target=self._read, args=(run, run.process), name=f"agent-{run.node}", daemon=True
         )
         run.reader.start()
 
-    def _read(self, run: _Run, output: IO[str]) -> None:
+    def _read(self, run: _Run, process: subprocess.Popen[str]) -> None:
         """The container's log; at its end the process is gone, so the kubelet must look."""
+        output = process.stdout
+        assert output is not None
         for line in output:
             if self.logs is not None:
                 self.logs.append(run.namespace, run.pod, run.container, line.rstrip("\n"))
         output.close()
+        # The pipe closes while the process exits, a moment before it can be waited for: wait,
+        # so that the kubelet's look at it sees it ended.
+        try:
+            process.wait(_STOP_GRACE)
+        except subprocess.TimeoutExpired:
+            pass
         self.loop.enqueue("kubelet", ("node", run.node))
 
 
