@@ -44,6 +44,7 @@ _RESOURCES: dict[str, tuple[str, str, bool]] = {
         False,
     ),
     "gpunodereports": ("/apis/kubectl-gpu.io/v1", "gpunodereports", False),
+    "runtimeclasses": ("/apis/node.k8s.io/v1", "runtimeclasses", False),
     "resourceclaims": ("/apis/resource.k8s.io/v1", "resourceclaims", True),
     "resourceslices": ("/apis/resource.k8s.io/v1", "resourceslices", False),
     "deviceclasses": ("/apis/resource.k8s.io/v1", "deviceclasses", False),

@@ -34,6 +34,8 @@ MANAGED_BY_VALUE = "kubectl-gpu"
 # sharing-config.md §2.3). A resource's physical count is labelled `<resource>.count`.
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 COUNT_LABEL_SUFFIX = ".count"
+GPU_COUNT_LABEL = "nvidia.com/gpu.count"  # GFD, on every node where it found GPUs
+GPU_RESOURCE = "nvidia.com/gpu"
 MIG_STRATEGY_LABEL = "nvidia.com/mig.strategy"
 MPS_CAPABLE_LABEL = "nvidia.com/mps.capable"
 MIG_CAPABLE_LABEL = "nvidia.com/mig.capable"

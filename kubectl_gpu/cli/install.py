@@ -19,7 +19,7 @@ import click
 from kubectl_gpu.cli import render
 from kubectl_gpu.cli.render import Column
 from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
-from kubectl_gpu.errors import GpuError
+from kubectl_gpu.errors import GpuError, UsageError
 
 F = Callable[..., Any]
 OUTCOME_COLUMNS = (
@@ -53,42 +53,68 @@ def _dry_run_option(f: F) -> F:
 @click.option(
     "--mode",
     type=click.Choice(["bundle", "operator"]),
-    default="bundle",
-    show_default=True,
     help="bundle: also NVIDIA's device plugin, configured per node; operator: only the agent, "
-    "beside the GPU Operator's device plugin and MIG manager.",
+    "beside the device plugin that runs (the GPU Operator's, or a Helm/static one). "
+    "Default: operator where a device plugin runs, else bundle.",
+)
+@click.option(
+    "--replace-plugin",
+    is_flag=True,
+    help="With --mode bundle: delete the NVIDIA Helm chart's or static device plugin found, "
+    "so that the bundle's runs instead (never the GPU Operator's).",
 )
 @click.option("--device-plugin-version", metavar="V", help="NVIDIA device plugin release (bundle).")
-@click.option("--agent-image", metavar="IMAGE", help="The node agent's image.")
+@click.option("--image", "--agent-image", "agent_image", metavar="IMAGE",
+              help="The node agent's image (default: the one this release publishes).")  # fmt: skip
+@click.option(
+    "--image-pull-policy",
+    type=click.Choice(["Always", "IfNotPresent", "Never"]),
+    help="For every container of ours (default IfNotPresent).",
+)
+@click.option(
+    "--runtime-class",
+    metavar="NAME",
+    help="RuntimeClass of our pods (default: the NVIDIA runtime's, found in the cluster; "
+    "'' for none, where nvidia is the nodes' default runtime).",
+)
 @click.option(
     "--operator-namespace",
     metavar="NS",
-    help="The GPU Operator's namespace (operator mode; default gpu-operator).",
+    help="Where the device plugin runs, for operator mode (default: where it was found).",
 )
 @_dry_run_option
 @global_options
 @pass_settings
 def install(settings: Settings, dry_run: str, **flags: Any) -> None:
-    """Install the node agent and device plugin bundle; running it again changes nothing.
+    """Install the node agent (and, in bundle mode, NVIDIA's device plugin); running it again
+    changes nothing.
 
-    Creates our namespace (-n, default kubectl-gpu), the GPUNodeReport CRD, the agent's
-    least-privilege RBAC and admission policy, our config ConfigMaps and the DaemonSets. Existing
-    objects are updated only where they differ; ConfigMap contents written by `kubectl gpu share`
-    or `mig apply` are kept.
+    First checks the cluster and stops before writing anything when a problem is found: a
+    device plugin already running (never a second one: beside the GPU Operator the agent only;
+    beside a Helm or static plugin, --mode operator or --mode bundle --replace-plugin), a
+    missing namespace or RuntimeClass, Kubernetes older than 1.30, GPU nodes our DaemonSets
+    would not select. Then creates our namespace (-n, default kubectl-gpu, Pod Security level
+    privileged), the GPUNodeReport CRD, the agent's RBAC and admission policy, our config
+    ConfigMaps and the DaemonSets, and removes what an install in another mode left. ConfigMap
+    contents written by `kubectl gpu share` or `mig apply` are kept.
 
     \b
     Examples:
       kubectl gpu install
       kubectl gpu install --mode operator
-      kubectl gpu install --dry-run=client -o yaml > kubectl-gpu.yaml
+      kubectl gpu install --mode bundle --replace-plugin
+      kubectl gpu install --dry-run=client -o yaml --runtime-class nvidia > kubectl-gpu.yaml
     """
-    from kubectl_gpu import bundle
+    from kubectl_gpu import bundle, preflight
 
-    objects = bundle.render(_options(settings, flags))
+    request = _request(settings, flags)
     if dry_run == "client" and render.is_data(settings.output):
+        # No cluster is read: the flags and the defaults decide (nothing is detected).
+        nothing = preflight.Facts(preflight.MIN_VERSION, frozenset(), {})
+        objects = bundle.render(preflight.decide(request, nothing).options)
         render.emit_table([], (), settings.output, document=_as_list(objects))
         return
-    _apply(settings, objects, dry_run)
+    _install(settings, request, dry_run)
 
 
 @click.command(short_help="Remove everything `kubectl gpu install` created.")
@@ -147,6 +173,13 @@ def _part_name(part: Any) -> str:
 
 
 def _summarise(found: Any) -> None:
+    if found.gpu_nodes_not_selected:
+        click.echo("GPU nodes our DaemonSets do not select: "
+                   f"{', '.join(found.gpu_nodes_not_selected)} (label them "
+                   "nvidia.com/gpu.present=true, or run NFD or GFD)", err=True)  # fmt: skip
+    if not found.gpu_nodes:
+        click.echo("our DaemonSets' node affinity matches no node: no node has NFD's, GFD's or "
+                   "the nvidia.com/gpu.present label", err=True)  # fmt: skip
     if found.nodes_without_report:
         click.echo(f"GPU nodes without an agent report: {', '.join(found.nodes_without_report)}",
                    err=True)  # fmt: skip
@@ -168,19 +201,40 @@ def _summarise(found: Any) -> None:
     )
 
 
-def _options(settings: Settings, flags: dict[str, Any]) -> Any:
-    from kubectl_gpu import bundle
+def _request(settings: Settings, flags: dict[str, Any]) -> Any:
+    from kubectl_gpu import bundle, preflight
 
-    given = {k: v for k, v in flags.items() if v is not None}
-    return bundle.check(bundle.Options(namespace=settings.namespace or _DEFAULT_NAMESPACE, **given))
+    given = {k: flags[k] for k in ("device_plugin_version", "agent_image", "image_pull_policy")
+             if flags.get(k) is not None}  # fmt: skip
+    for key in ("mode", "operator_namespace", "runtime_class"):
+        if flags.get(key):
+            given[key] = flags[key]
+    options = bundle.check(bundle.Options(namespace=settings.namespace or _DEFAULT_NAMESPACE,
+                                          **given))  # fmt: skip
+    if flags.get("replace_plugin") and flags.get("mode") != "bundle":
+        raise UsageError("--replace-plugin goes with --mode bundle",
+                         hint="kubectl gpu install --mode bundle --replace-plugin")  # fmt: skip
+    return preflight.Request(
+        options,
+        mode=flags.get("mode"),
+        runtime_class=flags.get("runtime_class"),
+        operator_namespace=flags.get("operator_namespace"),
+        replace_plugin=bool(flags.get("replace_plugin")),
+    )
 
 
-def _apply(settings: Settings, objects: list[Any], dry_run: str) -> None:
-    from kubectl_gpu import cluster
+def _install(settings: Settings, request: Any, dry_run: str) -> None:
+    from kubectl_gpu import cluster, preflight
     from kubectl_gpu.workflows import install as workflow
 
     api = cluster.connect(settings.kubeconfig, settings.context)
-    _emit(workflow.apply(api, objects, dry_run), settings, dry_run)  # type: ignore[arg-type]
+    plan = preflight.decide(request, workflow.facts(api))
+    for note in plan.notes:
+        click.echo(note, err=True)
+    for warning in plan.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    workflow.check(plan)
+    _emit(workflow.install(api, plan, dry_run), settings, dry_run)  # type: ignore[arg-type]
 
 
 def _emit(outcomes: Sequence[Any], settings: Settings, dry_run: str) -> None:

@@ -146,6 +146,42 @@ def detect(
 _RANK: dict[Kind, int] = {"bundle": 0, "helm": 1, "static": 2, "gpu-operator": 3}
 
 
+@dataclasses.dataclass(frozen=True)
+class Found:
+    """One device plugin running in the cluster, before asking whether it can take a config."""
+
+    kind: Kind
+    namespace: str
+    name: str  # the DaemonSet's, or the ClusterPolicy's for the GPU Operator
+
+    def describe(self) -> str:
+        what = "ClusterPolicy" if self.kind == "gpu-operator" else "DaemonSet"
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{TITLES[self.kind]} ({what} {where})"
+
+
+def running_plugins(
+    cluster_policies: Sequence[Mapping[str, Any]], daemonsets: Sequence[Mapping[str, Any]]
+) -> tuple[Found, ...]:
+    """Every device plugin deployment present, whether or not it reads a sharing config: the
+    GPU Operator (a ClusterPolicy with the plugin enabled, where its DaemonSet runs) first."""
+    found: list[Found] = []
+    for policy in cluster_policies:
+        if _plugin_enabled(policy):
+            operands = (
+                d for d in daemonsets if _template_labels(d).get(keys.APP_LABEL) == OPERATOR_APP
+            )
+            operand = next(operands, None)
+            namespace = str(_meta(operand).get("namespace", "")) if operand else ""
+            found.append(Found("gpu-operator", namespace, str(_meta(policy).get("name", ""))))
+    for daemonset in daemonsets:
+        kind = _kind_of(daemonset)
+        if kind is not None and "feature-discovery" not in str(_meta(daemonset).get("name")):
+            meta = _meta(daemonset)
+            found.append(Found(kind, str(meta.get("namespace", "")), str(meta.get("name", ""))))
+    return tuple(found)
+
+
 def plugin_container(pod_spec: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The container that runs the device plugin itself (not GFD, MPS or config-manager)."""
     containers = [c for c in pod_spec.get("containers") or [] if isinstance(c, Mapping)]

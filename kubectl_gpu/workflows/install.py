@@ -1,6 +1,10 @@
 """Applying and removing the bundle: idempotent, object by object, like `kubectl apply`.
 
-Owns `apply` (read each object; create it when missing; when the fields we own differ, replace
+Owns `install` (read the cluster's facts, let `preflight.decide` choose the options and stop
+on any problem before the first write, delete a plugin `--replace-plugin` replaces, apply,
+then remove what an earlier install of another mode left that this one does not have; if a
+write fails half-way, delete what this run created), `apply` (read each object; create it
+when missing; when the fields we own differ, replace
 it keeping everything the server or others added; otherwise leave it alone; say which per
 object: created / configured / unchanged), `uninstall` (delete in reverse order, then take our
 `kubectl-gpu.io/` labels and annotations off the nodes) and the rule of what we own: the
@@ -17,8 +21,9 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from kubectl_gpu import bundle, cluster, keys
-from kubectl_gpu.errors import ClusterError
+from kubectl_gpu import bundle, cluster, keys, preflight
+from kubectl_gpu.errors import ClusterError, GpuError
+from kubectl_gpu.sharing.deployment import Found
 
 log = logging.getLogger(__name__)
 Json = dict[str, Any]
@@ -38,6 +43,7 @@ RESOURCES: dict[str, str] = {
     "ConfigMap": "configmaps",
     "DaemonSet": "daemonsets",
     "Node": "nodes",
+    "RuntimeClass": "runtimeclasses",
 }
 _USER_DATA_KINDS = ("ConfigMap",)  # data written later by `share` / `mig apply`: never reset
 
@@ -77,9 +83,85 @@ def read(api: cluster.Api, obj: Mapping[str, Any]) -> Json | None:
         raise
 
 
+def facts(api: cluster.Api) -> preflight.Facts:
+    """What pre-flight needs, read before anything is written."""
+    version = api.get("/version")
+    minor = "".join(c for c in str(version.get("minor", "0")) if c.isdigit()) or "0"
+    classes = {str(r["metadata"]["name"]): str(r.get("handler", ""))
+               for r in _list(api, "runtimeclasses")}  # fmt: skip
+    return preflight.Facts(
+        (int(str(version.get("major", "1")) or 1), int(minor)),
+        frozenset(str(n["metadata"]["name"]) for n in api.list(cluster.path("namespaces"))),
+        classes,
+        _list(api, "clusterpolicies"),
+        _list(api, "daemonsets"),
+        list(api.list(cluster.path("nodes"))),
+    )
+
+
+def _list(api: cluster.Api, resource: str) -> list[Json]:
+    try:
+        return list(api.list(cluster.path(resource)))
+    except ClusterError as e:
+        if e.status == 404:  # the CRD (ClusterPolicy) or API group is not served
+            return []
+        raise
+
+
+def check(plan: preflight.Plan) -> preflight.Plan:
+    """`plan`, or one GpuError listing every problem (nothing has been written yet)."""
+    if plan.problems:
+        lines = "\n".join(f"  - {p}" for p in plan.problems)
+        raise GpuError(
+            f"pre-flight found {len(plan.problems)} problem(s); nothing was written:\n{lines}",
+            hint="fix them, or choose with the flags each one names",
+        )
+    return plan
+
+
+def install(api: cluster.Api, plan: preflight.Plan, dry_run: DryRun = "none") -> list[Outcome]:
+    """Replace what `plan` replaces, apply the bundle, then drop what an earlier mode left."""
+    live = read(api, {"kind": "Namespace", "metadata": {"name": plan.options.namespace}})
+    before = bundle.recorded(live)
+    objects = bundle.render(plan.options)
+    outcomes = [_replace(api, found, dry_run) for found in plan.replaces]
+    outcomes += apply(api, objects, dry_run)
+    if before is not None:
+        wanted = {bundle.identity(o) for o in objects}
+        stale = [o for o in bundle.render(before[1]) if bundle.identity(o) not in wanted]
+        outcomes += uninstall(api, stale, dry_run, clean_nodes=False)
+    return outcomes
+
+
+def _replace(api: cluster.Api, found: Found, dry_run: DryRun) -> Outcome:
+    obj = {"kind": "DaemonSet", "metadata": {"name": found.name, "namespace": found.namespace}}
+    if dry_run != "client":
+        _delete(api, obj, dry_run == "server")
+    log.warning("deleted %s: replaced by the bundle's device plugin", found.describe())
+    return Outcome("DaemonSet", found.namespace, found.name, "deleted")
+
+
 def apply(api: cluster.Api, objects: Iterable[Json], dry_run: DryRun = "none") -> list[Outcome]:
-    """Bring each object to its manifest; `client`: only read and say what would change."""
-    outcomes = []
+    """Bring each object to its manifest; `client`: only read and say what would change.
+    When a write fails, the objects this call created are deleted again (newest first)."""
+    outcomes: list[Outcome] = []
+    try:
+        _apply_each(api, objects, dry_run, outcomes)
+    except GpuError as e:
+        created = [o for o in outcomes if o.action == "created"]
+        if dry_run == "none":
+            for o in reversed(created):
+                _delete(api, {"kind": o.kind, "metadata": {"name": o.name,
+                              "namespace": o.namespace}}, False)  # fmt: skip
+        e.message = (f"{e.message}; install stopped there and removed the {len(created)} "
+                     "object(s) it had created")  # fmt: skip
+        raise
+    return outcomes
+
+
+def _apply_each(
+    api: cluster.Api, objects: Iterable[Json], dry_run: DryRun, outcomes: list[Outcome]
+) -> None:
     unborn: set[str] = set()  # namespaces a server dry run "created" but did not keep
     for obj in objects:
         kind, namespace, name = bundle.identity(obj)
@@ -103,7 +185,6 @@ def apply(api: cluster.Api, objects: Iterable[Json], dry_run: DryRun = "none") -
                 api.replace(url_of(obj), merged(live, obj), dry_run=dry_run == "server")
         log.info("%s/%s %s", kind.lower(), name, action)
         outcomes.append(Outcome(kind, namespace, name, action))
-    return outcomes
 
 
 def owned(obj: Mapping[str, Any]) -> Json:
@@ -150,7 +231,9 @@ def merged(live: Mapping[str, Any], desired: Mapping[str, Any]) -> Json:
     return result
 
 
-def uninstall(api: cluster.Api, objects: list[Json], dry_run: DryRun = "none") -> list[Outcome]:
+def uninstall(
+    api: cluster.Api, objects: list[Json], dry_run: DryRun = "none", *, clean_nodes: bool = True
+) -> list[Outcome]:
     """Delete every object, last applied first; then our keys on the nodes."""
     outcomes = []
     for obj in reversed(objects):
@@ -161,6 +244,8 @@ def uninstall(api: cluster.Api, objects: list[Json], dry_run: DryRun = "none") -
         if dry_run != "client":
             _delete(api, obj, dry_run == "server")
         outcomes.append(Outcome(kind, namespace, name, "deleted"))
+    if not clean_nodes:
+        return outcomes
     plugin_gone = any(_is_our_plugin(obj) for obj in objects)
     return outcomes + _clean_nodes(api, dry_run, plugin_gone)
 

@@ -38,14 +38,17 @@ class Status:
     namespace: str
     installed_version: str  # "" when not installed
     parts: tuple[Part, ...]
-    gpu_nodes: tuple[str, ...]
+    gpu_nodes: tuple[str, ...]  # the nodes our DaemonSets select
     nodes_without_report: tuple[str, ...]
     nodes_without_gpus: tuple[tuple[str, str], ...] = ()  # (node, why its agent sees none)
+    gpu_nodes_not_selected: tuple[str, ...] = ()  # advertise GPUs, lack the labels we select
 
     @property
     def healthy(self) -> bool:
+        placed = bool(self.gpu_nodes) and not self.gpu_nodes_not_selected
         return (
-            all(p.state == "ok" for p in self.parts)
+            placed
+            and all(p.state == "ok" for p in self.parts)
             and not self.nodes_without_report
             and not self.nodes_without_gpus
         )
@@ -63,6 +66,7 @@ class Status:
             "nodesWithoutGpus": [
                 {"node": node, "reason": reason} for node, reason in self.nodes_without_gpus
             ],
+            "gpuNodesNotSelected": list(self.gpu_nodes_not_selected),
         }
 
 
@@ -71,10 +75,10 @@ def status(api: cluster.Api, namespace: str) -> Status:
     live_namespace = install.read(api, {"kind": "Namespace", "metadata": {"name": namespace}})
     found = bundle.recorded(live_namespace)
     version, options = found if found else ("", bundle.Options(namespace=namespace))
-    gpu_nodes = tuple(
-        sorted(str(n["metadata"]["name"]) for n in api.list(cluster.path("nodes")) if
-               bundle.is_gpu_node(n))
-    )  # fmt: skip
+    nodes = list(api.list(cluster.path("nodes")))
+    gpu_nodes = tuple(sorted(_name(n) for n in nodes if bundle.is_gpu_node(n)))
+    unselected = tuple(sorted(_name(n) for n in nodes
+                              if bundle.has_gpus(n) and not bundle.is_gpu_node(n)))  # fmt: skip
     parts = tuple(_part(api, obj, version, gpu_nodes) for obj in bundle.render(options))
     reported = _reports(api)
     return Status(
@@ -85,7 +89,12 @@ def status(api: cluster.Api, namespace: str) -> Status:
         gpu_nodes,
         tuple(n for n in gpu_nodes if n not in reported),
         tuple(sorted((n, why) for n, why in reported.items() if why and n in gpu_nodes)),
+        unselected,
     )
+
+
+def _name(node: Json) -> str:
+    return str(node["metadata"]["name"])
 
 
 def _part(api: cluster.Api, obj: Json, version: str, gpu_nodes: tuple[str, ...]) -> Part:

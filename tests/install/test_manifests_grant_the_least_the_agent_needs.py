@@ -75,15 +75,14 @@ def test_the_agent_pod_gets_its_node_name_and_kubelet_directories() -> None:
         assert volumes[mounts[path]["name"]]["hostPath"] == {"path": path, "type": "Directory"}
 
 
-def test_the_agent_runs_with_only_sys_admin_and_bounded_resources() -> None:
+def test_the_agent_is_privileged_like_nvidias_mig_manager_and_nothing_more() -> None:
     spec = agent_pod(BUNDLE)
     [container] = spec["containers"]
     security = container["securityContext"]
-    assert security["capabilities"] == {"drop": ["ALL"], "add": ["SYS_ADMIN"]}
-    assert not security.get("privileged") and security["allowPrivilegeEscalation"] is False
-    assert not spec.get("hostPID") and not spec.get("hostNetwork")
+    assert security["privileged"] is True and security["readOnlyRootFilesystem"] is True
+    assert not spec.get("hostPID") and not spec.get("hostNetwork") and not spec.get("hostIPC")
     assert set(container["resources"]) == {"requests", "limits"}
-    for probe in ("livenessProbe", "readinessProbe"):
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
         command = container[probe]["exec"]["command"]
         assert command[:2] == ["kubectl-gpu-agent", "--check-health"]
         assert command[command.index("--heartbeat") + 1] in container["args"]
@@ -98,9 +97,9 @@ def test_daemonsets_run_only_on_gpu_nodes_tolerating_gpu_taints(name: str) -> No
         "tolerations"
     ]
     terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-    wanted = {(e["key"], e["values"][0]) for t in terms["nodeSelectorTerms"]
-              for e in t["matchExpressions"]}  # fmt: skip
-    assert wanted == set(bundle.GPU_NODE_LABELS)
+    wanted = {(e["key"], e["operator"], tuple(e.get("values", ()))) for t in
+              terms["nodeSelectorTerms"] for e in t["matchExpressions"][:1]}  # fmt: skip
+    assert wanted == set(bundle.GPU_NODE_TERMS)
     assert ds["spec"]["updateStrategy"]["type"] == "RollingUpdate"
     for container in spec["containers"] + spec.get("initContainers", []):
         assert set(container["resources"]) == {"requests", "limits"}, container["name"]

@@ -104,6 +104,7 @@ BUILTINS: tuple[ResourceType, ...] = (
     _t("coordination.k8s.io", "leases", "Lease", True),
     _t("policy", "poddisruptionbudgets", "PodDisruptionBudget", True, short_names=("pdb",),
        has_status=True, generation=True),
+    _t("node.k8s.io", "runtimeclasses", "RuntimeClass", False),
     _t("rbac.authorization.k8s.io", "roles", "Role", True),
     _t("rbac.authorization.k8s.io", "rolebindings", "RoleBinding", True),
     _t("rbac.authorization.k8s.io", "clusterroles", "ClusterRole", False),
