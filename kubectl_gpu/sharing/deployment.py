@@ -155,9 +155,9 @@ class Found:
     name: str  # the DaemonSet's, or the ClusterPolicy's for the GPU Operator
 
     def describe(self) -> str:
-        what = "ClusterPolicy" if self.kind == "gpu-operator" else "DaemonSet"
-        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
-        return f"{TITLES[self.kind]} ({what} {where})"
+        if self.kind == "gpu-operator":
+            return f"{TITLES[self.kind]} (ClusterPolicy {self.name})"
+        return f"{TITLES[self.kind]} (DaemonSet {self.namespace}/{self.name})"
 
 
 def running_plugins(

@@ -166,7 +166,9 @@ def test_status_names_gpu_nodes_our_daemonsets_do_not_select(
     cluster.settle(10)
     # Someone relabels gpu-b by hand; its GPUs are still advertised.
     cluster.store.patch("nodes", "gpu-b", {"metadata": {"labels": {NFD: None, PRESENT: None}}})
-    cluster.store.patch("nodes", "gpu-b", {"status": {"capacity": {"nvidia.com/gpu": "1"}}})
+    cluster.store.patch(
+        "nodes", "gpu-b", {"status": {"capacity": {"nvidia.com/gpu": "1"}}}, status=True
+    )
 
     status = run_cli(*base, "status", "-o", "json")
 

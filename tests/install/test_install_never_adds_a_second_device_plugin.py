@@ -1,0 +1,237 @@
+"""`kubectl gpu install` beside what already runs: the GPU Operator, NVIDIA's Helm chart, the
+static manifest, another bundle. Never a second device plugin; every problem found before the
+first write, in one report; install -> uninstall -> install in both modes leaves nothing; a
+mode switch leaves nothing of the other mode; a failed write leaves nothing half-installed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from kubectl_gpu import bundle
+from kubectl_gpu.workflows import install
+from tests.conftest import CliResult
+from tests.fakes.apiserver import ApiError, discovery
+from tests.fakes.cluster import NodeSpec, SimCluster
+from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+
+Run = Callable[..., CliResult]
+NODES = [NodeSpec("gpu-a", "A100-SXM4-40GB", 1), NodeSpec("gpu-b", "L4", 1), NodeSpec("cpu-1")]
+HELM_DS = ("nvidia-device-plugin", "nvdp-nvidia-device-plugin")
+STATIC_DS = ("kube-system", "nvidia-device-plugin-daemonset")
+
+
+def gpu(run_cli: Run, cluster: SimCluster, *args: str) -> CliResult:
+    return run_cli("--kubeconfig", str(cluster.kubeconfig), *args)
+
+
+def plugin_daemonsets(cluster: SimCluster) -> list[tuple[str, str]]:
+    """Every DaemonSet that runs NVIDIA's device plugin, GFD aside."""
+    found = []
+    for ds in cluster.store.list("daemonsets"):
+        containers = ds["spec"]["template"]["spec"]["containers"]
+        names = {c["name"] for c in containers}
+        if names & {"nvidia-device-plugin-ctr", "nvidia-device-plugin"}:
+            if "feature-discovery" not in ds["metadata"]["name"]:
+                found.append((ds["metadata"]["namespace"], ds["metadata"]["name"]))
+    return sorted(found)
+
+
+def everything(cluster: SimCluster) -> dict[tuple[str, str, str], str]:
+    """Every object in the store but pods, events and nodes: (resource, ns, name) -> rv."""
+    kept = {}
+    for resource in install.RESOURCES.values():
+        if resource in ("nodes",):
+            continue
+        for obj in cluster.store.list(resource):
+            meta = obj["metadata"]
+            kept[(resource, meta.get("namespace", ""), meta["name"])] = meta["resourceVersion"]
+    return kept
+
+
+def node_keys(cluster: SimCluster) -> dict[str, dict[str, Any]]:
+    found = {}
+    for node in cluster.store.list("nodes"):
+        meta = node["metadata"]
+        found[meta["name"]] = {**meta.get("labels", {}), **meta.get("annotations", {})}
+    return found
+
+
+def test_beside_the_gpu_operator_install_adds_the_agent_only_and_says_so(
+    run_cli: Run, sim_cluster: MakeSimCluster
+) -> None:
+    cluster = sim_cluster(NODES, "gpu-operator")
+    before = plugin_daemonsets(cluster)
+
+    result = gpu(run_cli, cluster, "install")
+
+    assert result.exit_code == 0, result.stderr
+    assert "found the GPU Operator (ClusterPolicy cluster-policy): installing the agent only " \
+        "(operator mode)" in result.stderr  # fmt: skip
+    cluster.settle(10)
+    assert (
+        plugin_daemonsets(cluster) == before == [("gpu-operator", "nvidia-device-plugin-daemonset")]
+    )
+    assert cluster.store.get("roles", "kubectl-gpu-agent-plugin-restart", "gpu-operator")
+    status = gpu(run_cli, cluster, "status", "-o", "json")
+    assert status.json["mode"] == "operator"
+
+
+def test_bundle_mode_beside_the_gpu_operator_is_refused(
+    run_cli: Run, sim_cluster: MakeSimCluster
+) -> None:
+    cluster = sim_cluster(NODES, "gpu-operator")
+    before = everything(cluster)
+    result = gpu(run_cli, cluster, "install", "--mode", "bundle", "--replace-plugin")
+    assert result.exit_code == 1
+    assert "a second one would advertise the same GPUs twice" in result.stderr
+    assert everything(cluster) == before
+
+
+@pytest.mark.parametrize(("layout", "where"), [("helm", HELM_DS), ("static", STATIC_DS)])
+def test_beside_a_helm_or_static_plugin_bundle_mode_is_refused_before_any_write(
+    run_cli: Run, sim_cluster: MakeSimCluster, layout: str, where: tuple[str, str]
+) -> None:
+    cluster = sim_cluster(NODES, layout)
+    before = everything(cluster)
+
+    result = gpu(run_cli, cluster, "install")
+
+    assert result.exit_code == 1
+    assert f"DaemonSet {where[0]}/{where[1]}" in result.stderr
+    assert "--mode operator --operator-namespace " + where[0] in result.stderr
+    assert "--mode bundle --replace-plugin" in result.stderr
+    assert everything(cluster) == before
+
+
+@pytest.mark.parametrize(("layout", "where"), [("helm", HELM_DS), ("static", STATIC_DS)])
+def test_agent_only_beside_a_helm_or_static_plugin(
+    run_cli: Run, sim_cluster: MakeSimCluster, layout: str, where: tuple[str, str]
+) -> None:
+    cluster = sim_cluster(NODES, layout)
+    result = gpu(run_cli, cluster, "install", "--mode", "operator")
+    assert result.exit_code == 0, result.stderr
+    assert "installing the agent only, beside it" in result.stderr
+    cluster.settle(10)
+    assert plugin_daemonsets(cluster) == [where]
+    assert cluster.store.get("roles", "kubectl-gpu-agent-plugin-restart", where[0])
+
+
+@pytest.mark.parametrize(("layout", "where"), [("helm", HELM_DS), ("static", STATIC_DS)])
+def test_replace_plugin_deletes_exactly_the_plugin_it_names(
+    run_cli: Run, sim_cluster: MakeSimCluster, layout: str, where: tuple[str, str]
+) -> None:
+    cluster = sim_cluster(NODES, layout)
+
+    result = gpu(run_cli, cluster, "install", "--mode", "bundle", "--replace-plugin")
+
+    assert result.exit_code == 0, result.stderr
+    assert "--replace-plugin: deleting the " in result.stderr
+    assert f"DaemonSet {where[0]}/{where[1]}" in result.stderr
+    assert f"daemonset/{where[1]} -n {where[0]} deleted" in result.stdout
+    cluster.settle(10)
+    assert plugin_daemonsets(cluster) == [("kubectl-gpu", bundle.DEVICE_PLUGIN)]
+    assert cluster.capacity("gpu-a") == 1 and cluster.capacity("gpu-b") == 1
+
+
+def test_another_bundle_in_another_namespace_is_refused(
+    run_cli: Run, sim_cluster: MakeSimCluster
+) -> None:
+    cluster = sim_cluster(NODES)
+    assert gpu(run_cli, cluster, "install", "-n", "gpu-tools").exit_code == 0
+    result = gpu(run_cli, cluster, "install")
+    assert result.exit_code == 1
+    assert "kubectl-gpu is already installed in namespace gpu-tools" in result.stderr
+
+
+def test_every_problem_is_reported_at_once_before_anything_is_written(
+    run_cli: Run, sim_cluster: MakeSimCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cluster = sim_cluster(NODES)
+    monkeypatch.setitem(discovery.SERVER_VERSION, "minor", "29")
+    before = everything(cluster)
+
+    result = gpu(run_cli, cluster, "install", "--mode", "operator",
+                 "--operator-namespace", "nvidia-gpu", "--runtime-class", "nvidia")  # fmt: skip
+
+    assert result.exit_code == 1
+    assert "pre-flight found 3 problem(s); nothing was written" in result.stderr
+    assert "Kubernetes 1.29 is too old" in result.stderr
+    assert "namespace nvidia-gpu does not exist" in result.stderr
+    assert "RuntimeClass nvidia does not exist" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert everything(cluster) == before
+
+
+def test_gpu_nodes_our_pods_would_not_reach_stop_the_install(
+    run_cli: Run, sim_cluster: MakeSimCluster
+) -> None:
+    cluster = sim_cluster(NODES, controllers=("daemonsets",))
+    labels = {"feature.node.kubernetes.io/pci-10de.present": None, "nvidia.com/gpu.present": None}
+    cluster.store.patch("nodes", "gpu-b", {"metadata": {"labels": labels}})
+    cluster.store.patch(
+        "nodes", "gpu-b", {"status": {"capacity": {"nvidia.com/gpu": "1"}}}, status=True
+    )
+    result = gpu(run_cli, cluster, "install")
+    assert result.exit_code == 1
+    assert "nodes with GPUs that our DaemonSets would not run on: gpu-b" in result.stderr
+    assert "kubectl label node gpu-b nvidia.com/gpu.present=true" in result.stderr
+
+
+@pytest.mark.parametrize(("layout", "mode"), [(None, "bundle"), ("gpu-operator", "operator")])
+def test_install_uninstall_install_leaves_no_object_or_label_behind(
+    run_cli: Run, sim_cluster: MakeSimCluster, layout: str | None, mode: str
+) -> None:
+    cluster = sim_cluster(NODES, layout)
+    before, labels = everything(cluster), node_keys(cluster)
+    for _ in range(2):
+        assert gpu(run_cli, cluster, "install", "--mode", mode).exit_code == 0
+        cluster.settle(10)
+        cluster.store.patch("nodes", "gpu-a", {"metadata": {"labels": {
+            "kubectl-gpu.io/mig.state": "success"}}})  # fmt: skip
+        result = gpu(run_cli, cluster, "uninstall")
+        assert result.exit_code == 0, result.stderr
+        cluster.settle(10)
+        left = {k: v for k, v in everything(cluster).items() if k not in before}
+        assert left == {}
+        assert node_keys(cluster) == labels
+
+
+def test_switching_modes_leaves_nothing_of_the_other_mode(
+    run_cli: Run, sim_cluster: MakeSimCluster
+) -> None:
+    cluster = sim_cluster(NODES, "helm")
+    cluster.store.create({"apiVersion": "v1", "kind": "Namespace",
+                          "metadata": {"name": "gpu-operator"}})  # fmt: skip
+    assert gpu(run_cli, cluster, "install", "--mode", "operator").exit_code == 0
+    assert cluster.store.get("roles", "kubectl-gpu-agent-plugin-restart", HELM_DS[0])
+
+    result = gpu(run_cli, cluster, "install", "--mode", "bundle", "--replace-plugin")
+
+    assert result.exit_code == 0, result.stderr
+    assert f"role/kubectl-gpu-agent-plugin-restart -n {HELM_DS[0]} deleted" in result.stdout
+    assert f"rolebinding/kubectl-gpu-agent-plugin-restart -n {HELM_DS[0]} deleted" in result.stdout
+    for resource in ("roles", "rolebindings"):
+        with pytest.raises(ApiError):
+            cluster.store.get(resource, "kubectl-gpu-agent-plugin-restart", HELM_DS[0])
+        assert cluster.store.get(resource, "kubectl-gpu-agent-plugin-restart", "kubectl-gpu")
+
+
+def test_a_write_that_fails_half_way_leaves_nothing_half_installed(
+    run_cli: Run, sim_cluster: MakeSimCluster
+) -> None:
+    cluster = sim_cluster(NODES)
+    # An admin who may not create admission policies: refused after the namespace, the CRD
+    # and the RBAC objects were created.
+    before = everything(cluster)
+    cluster.server.deny("create", "validatingadmissionpolicies", "admissionregistration.k8s.io")
+
+    result = gpu(run_cli, cluster, "install")
+
+    assert result.exit_code == 1
+    assert "install stopped there and removed the" in result.stderr
+    cluster.settle(10)
+    assert everything(cluster) == before
