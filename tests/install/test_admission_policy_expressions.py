@@ -18,17 +18,21 @@ NODE_CLAIM = "authentication.kubernetes.io/node-name"
 Obj = dict[str, Any]
 
 
-def rendered(kind: str) -> Obj:
-    return next(o for o in bundle.render(bundle.Options()) if o["kind"] == kind)
+def rendered(kind: str, name: str = "kubectl-gpu-agent-own-node") -> Obj:
+    objects = bundle.render(bundle.Options())
+    return next(o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name)
 
 
 POLICY = rendered("ValidatingAdmissionPolicy")
 BINDING = rendered("ValidatingAdmissionPolicyBinding")
+PLUGIN_PODS = rendered("ValidatingAdmissionPolicy", "kubectl-gpu-agent-plugin-pods")
+POLICIES = ("kubectl-gpu-agent-own-node", "kubectl-gpu-agent-plugin-pods")
 
 
+@pytest.mark.parametrize("name", POLICIES)
 @pytest.mark.parametrize("kind", ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"])
-def test_the_objects_are_valid_admissionregistration_v1(kind: str) -> None:
-    obj = rendered(kind)
+def test_the_objects_are_valid_admissionregistration_v1(kind: str, name: str) -> None:
+    obj = rendered(kind, name)
     api = client.ApiClient()
     # client-side validation rejects missing required fields and bad enum values; the round
     # trip drops any field v1 does not define, so equality means every field is known.
@@ -36,10 +40,15 @@ def test_the_objects_are_valid_admissionregistration_v1(kind: str) -> None:
     assert api.sanitize_for_serialization(model) == obj
 
 
-def test_the_binding_denies_through_this_policy() -> None:
-    assert BINDING["spec"]["policyName"] == POLICY["metadata"]["name"]
-    assert BINDING["spec"]["validationActions"] == ["Deny"]
-    assert POLICY["spec"]["failurePolicy"] == "Fail"
+@pytest.mark.parametrize("name", POLICIES)
+def test_the_binding_denies_through_this_policy(name: str) -> None:
+    policy, binding = (
+        rendered("ValidatingAdmissionPolicy", name),
+        rendered("ValidatingAdmissionPolicyBinding", name),
+    )
+    assert binding["spec"]["policyName"] == policy["metadata"]["name"]
+    assert binding["spec"]["validationActions"] == ["Deny"]
+    assert policy["spec"]["failurePolicy"] == "Fail"
 
 
 def test_the_label_allow_list_is_the_keys_the_agent_drives() -> None:
@@ -68,14 +77,14 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def admit(request: Obj, obj: Obj | None, old: Obj | None) -> str | None:
+def admit(request: Obj, obj: Obj | None, old: Obj | None, policy: Obj = POLICY) -> str | None:
     """None when the policy lets the request through, else the message it denies with."""
     activation: Obj = {
         "request": celpy.json_to_cel(request),
         "object": celpy.json_to_cel(obj),
         "oldObject": celpy.json_to_cel(old),
     }
-    spec = POLICY["spec"]
+    spec = policy["spec"]
     if not all(evaluate(c["expression"], activation) for c in spec["matchConditions"]):
         return None
     variables: Obj = {}
@@ -185,3 +194,120 @@ def test_the_agent_writes_only_its_own_nodes_report_with_any_labels() -> None:
 
 def test_deleting_a_node_is_judged_by_the_old_object() -> None:
     assert admit(request("DELETE"), None, node("gpu-b", GFD)) is not None
+
+
+# ---- a Node's spec and finalizers -------------------------------------------------------------
+
+
+def with_spec(obj: Obj, **spec: Any) -> Obj:
+    return {**obj, "spec": spec}
+
+
+@pytest.mark.parametrize(
+    ("old_spec", "new_spec"),
+    [
+        ({}, {"unschedulable": True}),  # cordon
+        ({"taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]}, {}),  # untaint
+        ({}, {"taints": [{"key": "evict", "effect": "NoExecute"}]}),  # taint
+        ({"podCIDR": "10.0.0.0/24"}, {"podCIDR": "10.9.0.0/24"}),
+    ],
+    ids=["cordon", "remove-taint", "add-taint", "pod-cidr"],
+)
+def test_the_agent_may_not_change_its_nodes_spec(old_spec: Obj, new_spec: Obj) -> None:
+    old = with_spec(node("gpu-a", dict(GFD)), **old_spec)
+    new = with_spec(node("gpu-a", {**GFD, keys.MIG_STATE_LABEL: "success"}), **new_spec)
+    denied = admit(request("UPDATE"), new, old)
+    assert denied is not None and "spec" in denied
+
+
+def test_a_label_patch_that_keeps_the_spec_is_admitted() -> None:
+    spec = {"taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}], "podCIDR": "10.0.0.0/24"}
+    old = with_spec(node("gpu-a", dict(GFD)), **spec)
+    new = with_spec(node("gpu-a", {**GFD, keys.MIG_STATE_LABEL: "success"}), **spec)
+    assert admit(request("UPDATE"), new, old) is None
+
+
+@pytest.mark.parametrize("resource", ["nodes", "gpunodereports"])
+def test_the_agent_may_not_add_or_remove_finalizers(resource: str) -> None:
+    old = node("gpu-a", dict(GFD))
+    held = {**old, "metadata": {**old["metadata"], "finalizers": ["example.com/hold"]}}
+    added = admit(request("UPDATE", resource), held, old)
+    removed = admit(request("UPDATE", resource), old, held)
+    assert added is not None and "finalizers" in added
+    assert removed is not None and "finalizers" in removed
+
+
+# ---- deleting device plugin pods --------------------------------------------------------------
+
+
+def pod(labels: Obj, container: str, node_name: str = "gpu-a") -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "gpu-operator", "labels": labels},
+        "spec": {"nodeName": node_name, "containers": [{"name": container, "image": "x"}]},
+    }
+
+
+PLUGIN_PODS_BY_LAYOUT = {
+    "gpu-operator": pod({"app": "nvidia-device-plugin-daemonset"}, "nvidia-device-plugin"),
+    "helm": pod({"app.kubernetes.io/name": "nvidia-device-plugin"}, "nvidia-device-plugin-ctr"),
+    "bundle": pod({"app.kubernetes.io/name": bundle.DEVICE_PLUGIN}, "nvidia-device-plugin-ctr"),
+    "static": pod({"name": "nvidia-device-plugin-ds"}, "nvidia-device-plugin-ctr"),
+}
+
+
+def delete_pod(old: Obj, *, on_node: str | None = "gpu-a", user: str = SA) -> str | None:
+    req = request("DELETE", "pods", on_node=on_node, user=user)
+    req["resource"]["group"] = ""
+    return admit(req, None, old, PLUGIN_PODS)
+
+
+@pytest.mark.parametrize("layout", sorted(PLUGIN_PODS_BY_LAYOUT))
+def test_the_agent_may_delete_the_device_plugin_pod_on_its_node(layout: str) -> None:
+    assert delete_pod(PLUGIN_PODS_BY_LAYOUT[layout]) is None
+
+
+@pytest.mark.parametrize("layout", sorted(PLUGIN_PODS_BY_LAYOUT))
+def test_the_plugin_pod_on_another_node_is_refused(layout: str) -> None:
+    theirs = {**PLUGIN_PODS_BY_LAYOUT[layout]}
+    theirs["spec"] = {**theirs["spec"], "nodeName": "gpu-b"}
+    denied = delete_pod(theirs)
+    assert denied is not None and "only on the node it runs on" in denied
+    assert delete_pod(PLUGIN_PODS_BY_LAYOUT[layout], on_node=None) is not None
+
+
+@pytest.mark.parametrize(
+    "victim",
+    [
+        pod({"app": "nvidia-driver-daemonset"}, "nvidia-driver-ctr"),  # the operator's driver
+        pod({"app": "nvidia-container-toolkit-daemonset"}, "nvidia-container-toolkit-ctr"),
+        # NVIDIA's Helm chart's GFD pods carry the plugin's labels (sharing-config.md §0.10)
+        pod({"app.kubernetes.io/name": "nvidia-device-plugin"}, "gpu-feature-discovery-ctr"),
+        pod({}, "nvidia-device-plugin-ctr"),  # the container name alone is not enough
+    ],
+    ids=["driver", "toolkit", "helm-gfd", "unlabelled"],
+)
+def test_other_pods_in_the_plugin_namespace_are_refused(victim: Obj) -> None:
+    denied = delete_pod(victim)
+    assert denied is not None and "only NVIDIA device plugin pods" in denied
+
+
+def test_the_pod_policy_matches_only_the_agents_deletes() -> None:
+    rules = PLUGIN_PODS["spec"]["matchConstraints"]["resourceRules"]
+    assert rules == [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["DELETE"],
+                      "resources": ["pods"]}]  # fmt: skip
+    driver = pod({"app": "nvidia-driver-daemonset"}, "nvidia-driver-ctr")
+    assert delete_pod(driver, user="kubernetes-admin", on_node=None) is None
+
+
+@pytest.mark.parametrize("layout", ["gpu-operator", "helm", "static"])
+def test_the_allowed_labels_are_those_of_nvidias_plugin_pods(layout: str) -> None:
+    from tests.fakes.cluster.layouts import LAYOUTS
+
+    found = LAYOUTS[layout]()
+    [variable] = [v for v in PLUGIN_PODS["spec"]["variables"] if v["name"] == "pluginLabels"]
+    pairs = {"=".join(pair) for pair in evaluate(variable["expression"], {})}
+    assert set(found.plugin_selector.split(",")) & pairs
+    [containers] = [v for v in PLUGIN_PODS["spec"]["variables"] if v["name"] == "pluginContainers"]
+    assert found.plugin_container in evaluate(containers["expression"], {})

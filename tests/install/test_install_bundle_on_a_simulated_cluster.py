@@ -201,7 +201,7 @@ def test_status_names_what_is_missing_and_nodes_without_a_report(
                line.startswith("RoleBinding"))  # fmt: skip
     assert "missing" in row
     assert "GPU nodes without an agent report: gpu-c" in result.stderr
-    assert "1 of 18 parts not ready" in result.stderr
+    assert "1 of 20 parts not ready" in result.stderr
 
 
 def test_status_before_any_install_says_everything_is_missing(
