@@ -36,6 +36,26 @@ class RebootRequiredError(DeviceError):
     """A MIG mode change waits for a GPU reset that this node cannot do; only a reboot helps."""
 
 
+class NvmlUnavailableError(DeviceError):
+    """NVML cannot reach the driver from this container ("Unknown Error" after a
+    `systemctl daemon-reload`, the driver unloaded or upgraded, a GPU fallen off the bus):
+    only a new container helps, so the agent reports itself unhealthy."""
+
+
+# Codes that mean the container has lost the driver, not that one request was refused.
+_UNAVAILABLE = tuple(
+    getattr(pynvml, name)
+    for name in (
+        "NVML_ERROR_UNKNOWN",
+        "NVML_ERROR_DRIVER_NOT_LOADED",
+        "NVML_ERROR_LIB_RM_VERSION_MISMATCH",
+        "NVML_ERROR_GPU_IS_LOST",
+        "NVML_ERROR_LIBRARY_NOT_FOUND",
+    )
+    if hasattr(pynvml, name)
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class _Profile:
     id: int
@@ -53,7 +73,8 @@ def symbol(error: pynvml.NVMLError) -> str:
 
 
 def _error(where: str, e: pynvml.NVMLError) -> DeviceError:
-    return DeviceError(f"{where}: {symbol(e)} ({e})")
+    kind = NvmlUnavailableError if e.value in _UNAVAILABLE else DeviceError
+    return kind(f"{where}: {symbol(e)} ({e})")
 
 
 def _optional(read: Callable[[], int]) -> int | None:
@@ -74,7 +95,7 @@ def session(reset: Reset | None = None) -> Iterator[Session]:
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as e:
-        raise _error("cannot initialise NVML", e) from e
+        raise NvmlUnavailableError(f"cannot initialise NVML: {symbol(e)} ({e})") from e
     try:
         yield Session(reset)
     finally:
@@ -306,10 +327,16 @@ class Session:
             )
 
     def _reset_gpu(self, index: int, handle: Any) -> None:
+        """NVML is shut down around the reset: a process holding NVML open keeps the GPU
+        "in use" and `nvidia-smi -r` refuses (handles are looked up afresh afterwards)."""
         if self._reset is None:
             raise RebootRequiredError(f"GPU {index}: MIG mode change waits for a GPU reset")
         bus = _text(pynvml.nvmlDeviceGetPciInfo_v3(handle).busId)
-        self._reset(index, bus)
+        pynvml.nvmlShutdown()
+        try:
+            self._reset(index, bus)
+        finally:
+            pynvml.nvmlInit()
 
     def _create_gi(self, step: plan.CreateGpuInstance, handle: Any) -> None:
         profile = self._gi_profiles(step.gpu, handle)[step.profile]

@@ -2,9 +2,11 @@
 
 Owns the entry point and its options: `--node-name` (default $NODE_NAME, from the downward
 API), `--kubelet-root`, `--namespace`, `--interval`, `--timeout`, `--once`, `--heartbeat`
-(touched after every pass) and `--check-health --max-age S` (the pod's probes); the loop calls
-`reconcile.reconcile` and then `reporting.publish` every interval and never stops on an error
-it can report. Must not hold
+(touched after every pass), `--check-health --max-age S` (the pod's probes) and `--version`;
+the loop calls `reconcile.reconcile` and then `reporting.publish` every interval and never
+stops on an error it can report. NVML that has lost the driver marks the agent unhealthy;
+SIGTERM (agent/lifecycle.py) ends it at a safe point, noting on the Node where a MIG change
+stopped so that the next agent resumes it. Must not hold
 rules (mig.plan and mig.apply decide) nor import pynvml/kubernetes itself (the adapters do).
 """
 
@@ -19,8 +21,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from kubectl_gpu import cluster, errors, keys, kubelet, nvml
-from kubectl_gpu.agent import reconcile, reporting
+from kubectl_gpu import __version__, cluster, errors, keys, kubelet, nvml
+from kubectl_gpu.agent import lifecycle, nodestate, reconcile, reporting
+from kubectl_gpu.agent.lifecycle import Shutdown, Stopped, beat, check_health
+from kubectl_gpu.mig.apply import State
+
+__all__ = ["beat", "check_health", "main", "smi_reset"]
 
 log = logging.getLogger("kubectl_gpu.agent")
 _SMI_TIMEOUT = 120.0
@@ -48,29 +54,8 @@ def _parser() -> argparse.ArgumentParser:
         help="exit 0 if a pass finished within --max-age seconds, else 1 (liveness/readiness)",
     )
     parser.add_argument("--max-age", type=float, default=120.0, help="seconds, for --check-health")
+    parser.add_argument("--version", action="version", version=f"kubectl-gpu-agent {__version__}")
     return parser
-
-
-def beat(heartbeat: Path) -> None:
-    """Record that a pass finished: the probes read the file's age, not its content."""
-    try:
-        heartbeat.parent.mkdir(parents=True, exist_ok=True)
-        heartbeat.touch()
-    except OSError as e:  # the probe will then report the agent unhealthy, which is true enough
-        log.warning("cannot touch the heartbeat file %s: %s", heartbeat, e)
-
-
-def check_health(heartbeat: Path, max_age: float) -> int:
-    """0 when the last pass finished at most `max_age` seconds ago, else 1 (with the reason)."""
-    try:
-        age = time.time() - heartbeat.stat().st_mtime
-    except OSError:
-        log.error("unhealthy: no pass has finished yet (%s does not exist)", heartbeat)
-        return 1
-    if age > max_age:
-        log.error("unhealthy: the last pass finished %.0fs ago (limit %gs)", age, max_age)
-        return 1
-    return 0
 
 
 def smi_reset(index: int, bus_id: str) -> None:
@@ -105,15 +90,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.node_name:
         log.error("no node name: pass --node-name or set NODE_NAME")
         return int(errors.ExitCode.USAGE)
-    options = reconcile.Options(
-        node=args.node_name,
-        namespace=args.namespace,
-        kubelet_socket=kubelet.socket_path(args.kubelet_root),
-        timeout=args.timeout,
-        reset=smi_reset,
-    )
-    sources = reporting.Sources(args.node_name, args.kubelet_root)
-    return _loop(cluster.connect(args.kubeconfig), options, sources, args)
+    api = cluster.connect(args.kubeconfig)
+    with Shutdown().installed() as shutdown:
+        options = reconcile.Options(
+            node=args.node_name,
+            namespace=args.namespace,
+            kubelet_socket=kubelet.socket_path(args.kubelet_root),
+            timeout=args.timeout,
+            reset=lambda index, bus: _reset(shutdown, index, bus),
+        )
+        sources = reporting.Sources(args.node_name, args.kubelet_root)
+        try:
+            return _loop(api, options, sources, args)
+        except Stopped:
+            _record_stop(api, args.node_name)
+            return 0
+
+
+def _reset(shutdown: Shutdown, index: int, bus: str) -> None:
+    with shutdown.critical():  # a reset cut short could leave the GPU unusable until reboot
+        smi_reset(index, bus)
 
 
 def _loop(
@@ -123,12 +119,16 @@ def _loop(
     args: argparse.Namespace,
 ) -> int:
     """Reconcile MIG, then publish the node's GPU report; a failure of one never skips the
-    other, and every pass ends with a heartbeat (the loop is alive even when it reports)."""
+    other, and every pass ends with a heartbeat (the loop is alive even when it reports),
+    unless NVML has lost the driver: then the probes fail until the container is replaced."""
     digest: str | None = None
     while True:
-        status = 0
+        status, lost = 0, ""
         try:
             reconcile.reconcile(api, options)
+        except nvml.NvmlUnavailableError as e:
+            log.error("NVML has lost the driver: %s", e.message)
+            status, lost = int(e.exit_code), e.message
         except errors.GpuError as e:
             log.error("reconcile failed: %s", e.message)
             status = int(e.exit_code)
@@ -137,10 +137,27 @@ def _loop(
         except errors.GpuError as e:
             log.error("publishing the GPU report failed: %s", e.message)
             status = status or int(e.exit_code)
-        beat(args.heartbeat)
+        if lost:
+            lifecycle.mark_unhealthy(args.heartbeat, f"NVML: {lost}")
+        else:
+            beat(args.heartbeat)
         if args.once:
             return status
         time.sleep(args.interval)
+
+
+def _record_stop(api: cluster.Api, node: str) -> None:
+    """Say on the Node where a MIG change stopped; the next agent resumes from that phase."""
+    try:
+        state = nodestate.NodeState.read(api, node)
+        record = state.record()
+        if record.state is State.PENDING:
+            phase = record.phase.value if record.phase else "its start"
+            reason = f"the agent was stopped (SIGTERM) during {phase}; the next agent resumes it"
+            state.write({}, {keys.MIG_REASON_ANNOTATION: reason})
+            log.warning("%s", reason)
+    except errors.GpuError as e:
+        log.error("could not record where the agent stopped: %s", e.message)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,15 @@
 """Taking the device plugin off this node during a MIG change, and always bringing it back.
 
-Owns the two ways (reference/mig.md §3.2, §6): under the GPU Operator, the operator's own
-convention, `nvidia.com/gpu.deploy.device-plugin=paused-for-mig-change` (its DaemonSet selects
-`"true"`), with the previous value kept in an annotation of ours so that a restarted agent
-restores exactly it; under the Helm chart or a static manifest, nothing to pause, and the
-plugin pod is deleted after the change so that its DaemonSet starts one that enumerates the
-new MIG devices. Every wait ends at a deadline with a `GpuError`. Writes only this Node's
-labels/annotations and the plugin pod. Must not decide when to pause (reconcile.py does).
+Owns the two ways (reference/mig.md §3.2, §6): under the GPU Operator and our own bundle, the
+operator's convention, `nvidia.com/gpu.deploy.device-plugin=paused-for-mig-change` (the
+operator's DaemonSet selects `"true"`, the bundle's excludes the paused value), with the
+previous value kept in an annotation of ours so that a restarted agent restores exactly it;
+under the Helm chart or a static manifest, whose DaemonSets we do not own, the plugin pod is
+deleted before the change (it holds the GPUs open, so an A100/A30 reset would fail "in use";
+its DaemonSet starts a new one at once, so this narrows the window but cannot close it) and
+again after it, so that the new pod enumerates the new MIG devices. Every wait ends at a
+deadline with a `GpuError`. Writes only this Node's labels/annotations and the plugin pod.
+Must not decide when to pause (reconcile.py does).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ class PluginPause:
 
     @property
     def by_label(self) -> bool:
-        return self.deployment is not None and self.deployment.kind == "gpu-operator"
+        return self.deployment is not None and self.deployment.kind in ("gpu-operator", "bundle")
 
     def paused(self, meta: dict[str, object]) -> bool:
         """Whether an earlier pass left the plugin paused (e.g. the agent crashed)."""
@@ -47,6 +50,7 @@ class PluginPause:
         """Take the plugin off the node and wait for its pod to go."""
         self.touched = True
         if not self.by_label:
+            self._restart()  # off the GPUs now; restored (and waited for) after the change
             return
         labels = _dict(self._meta().get("labels"))
         before = str(labels.get(keys.DEPLOY_DEVICE_PLUGIN_LABEL, "true"))

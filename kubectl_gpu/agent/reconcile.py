@@ -123,6 +123,8 @@ def _change(
         pause.restore(run.options.timeout)
         run.node.report(State.PENDING, phase=Phase.VERIFYING)
         _await_allocatable(run, state, pause)
+    except nvml.NvmlUnavailableError:
+        raise  # the container lost the driver: a new agent resumes from the recorded phase
     except nvml.RebootRequiredError as e:
         _finish(run, pause, State.REBOOT_REQUIRED, f"{e.message}; reboot the node")
         return

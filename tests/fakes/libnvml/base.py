@@ -48,6 +48,10 @@ class SymbolCore:
         self.init_count = 0
         self.privileged = True  # False simulates a non-root caller (NO_PERMISSION on changes)
         self.calls: list[str] = []  # every symbol pynvml called, in order
+        # Set by `lose_driver`: every symbol but nvmlErrorString/nvmlShutdown answers this code.
+        self.lost: int | None = None
+        # Set by `on_return`: run after a symbol returns (e.g. a signal arriving during the call).
+        self.after_return: dict[str, Any] = {}
         self.lock = threading.RLock()
         indexes = [gpu.index for gpu in self.gpus]
         if indexes != list(range(len(indexes))):

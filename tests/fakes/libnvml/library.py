@@ -69,6 +69,16 @@ class FakeLibNvml(InventorySymbols, GpuInstanceSymbols, ComputeInstanceSymbols):
         with self.lock:
             return self.gpus[index].reset()
 
+    def on_return(self, symbol: str, action: Callable[[], None]) -> None:
+        """Run `action` (outside the library's lock) each time `symbol` returns."""
+        self.after_return[symbol] = action
+
+    def lose_driver(self, code: int = codes.UNKNOWN) -> None:
+        """What a container sees after `systemctl daemon-reload` (NVML_ERROR_UNKNOWN,
+        "Unknown Error") or a driver unload (NVML_ERROR_DRIVER_NOT_LOADED): every call fails."""
+        with self.lock:
+            self.lost = code
+
     def reboot(self) -> None:
         """The node reboots: processes end, every GPU comes back as after a reset."""
         with self.lock:
@@ -92,6 +102,9 @@ def _gpu(spec: str | Gpu | dict[str, Any], index: int) -> Gpu:
     return Gpu.from_readings({"index": index, **spec})
 
 
+_STILL_ANSWER = ("nvmlErrorString", "nvmlShutdown")
+
+
 class CSymbol:
     """One exported C function: call it like pynvml calls a ctypes function pointer."""
 
@@ -105,10 +118,19 @@ class CSymbol:
 
     def __call__(self, *args: Any) -> Any:
         with self._lib.lock:
-            self._lib.calls.append(self.__name__)
-            if self._needs_init and not self._lib.initialized:
-                return codes.UNINITIALIZED
-            return self._function(*args)
+            result = self._call(*args)
+        action = self._lib.after_return.get(self.__name__)
+        if action is not None:
+            action()
+        return result
+
+    def _call(self, *args: Any) -> Any:
+        self._lib.calls.append(self.__name__)
+        if self._lib.lost is not None and self.__name__ not in _STILL_ANSWER:
+            return self._lib.lost
+        if self._needs_init and not self._lib.initialized:
+            return codes.UNINITIALIZED
+        return self._function(*args)
 
     def __repr__(self) -> str:
         return f"<fake NVML symbol {self.__name__}>"
