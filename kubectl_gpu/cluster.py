@@ -146,19 +146,26 @@ class Api:
         query: Mapping[str, str] | None,
         body: Any,
     ) -> bytes:
+        params = list(query.items()) if query else None
         try:
-            request = self.client.param_serialize(
-                method,
-                url,
-                query_params=list(query.items()) if query else None,
-                header_params=headers,
-                body=body,
-                auth_settings=["BearerToken"],
-            )
-            response = self.client.call_api(*request, _request_timeout=self.timeout)
-            response.read()
-        except ApiException as e:  # the REST layer's own transport failures (TLS, proxy)
-            raise _unreachable(self, e) from e
+            if hasattr(self.client, "param_serialize"):  # kubernetes >= 37
+                request = self.client.param_serialize(
+                    method, url, query_params=params, header_params=headers, body=body,
+                    auth_settings=["BearerToken"],
+                )  # fmt: skip
+                response = self.client.call_api(*request, _request_timeout=self.timeout)
+                response.read()
+            else:  # kubernetes 30-36 (what the krew archive vendors): raw urllib3 response
+                response = self.client.call_api(
+                    url, method, query_params=params, header_params=headers, body=body,
+                    auth_settings=["BearerToken"], _preload_content=False,
+                    _return_http_data_only=True,
+                    _request_timeout=self.timeout,
+                )  # fmt: skip
+        except ApiException as e:
+            if e.status:  # kubernetes < 37 raises for every status outside 2xx
+                raise _from_status(e.status, e.reason, e.body, method, url) from e
+            raise _unreachable(self, e) from e  # the REST layer's own failures (TLS, proxy)
         except HTTPError as e:
             raise _unreachable(self, e) from e
         if not 200 <= response.status <= 299:

@@ -1,20 +1,23 @@
 """Build the krew release: a reproducible `kubectl-gpu_vX.Y.Z.tar.gz` and its `plugin.yaml` entry.
 
 The archive holds `kubectl-gpu` (a zipapp: python3 shebang, executable bit, the package with its
-schemas and manifests, and the pure-Python dependencies the offline commands need) and
+schemas and manifests, and the pure-Python dependencies of every command: click, PyYAML,
+tabulate, jsonschema, protobuf, and the `kubernetes` client with everything it requires) and
 `LICENSE`. The same bytes come out of every run: entries sorted, every timestamp
 SOURCE_DATE_EPOCH (default 1980-01-01), uid/gid 0, fixed modes, gzip mtime 0 and no file name.
 Then the sha256, uri and version in plugin.yaml are rewritten in place (comments kept).
 
 Dependencies (`--vendor`):
   pypi  (make release; needs the network) pip fetches click, PyYAML, tabulate at the versions in
-        this environment, and jsonschema 4.17.3 with attrs and pyrsistent: the last jsonschema
-        without the compiled rpds-py. Compiled accelerators (*.so) are dropped; each package
-        has a pure-Python fallback.
-  venv  (tests; offline) copies the pure-Python distributions installed here (click, PyYAML,
-        tabulate); jsonschema is left out, so `validate` names it as missing.
+        this environment and the exact pins in PINNED: jsonschema 4.17.3 with attrs and
+        pyrsistent (the last jsonschema without the compiled rpds-py), and kubernetes 35.0.0
+        with its whole requirement closure (the last client without pydantic, whose core is
+        compiled). Compiled accelerators (*.so) are dropped; each package left has a
+        pure-Python fallback (PyYAML, charset-normalizer, protobuf's python backend).
+  venv  (tests; offline) copies click, PyYAML and tabulate as installed here; jsonschema and
+        kubernetes are left out, so commands that need them name the package.
   none  the package alone.
-A cluster command whose library is missing (kubernetes) stops with the package to install.
+A command whose library is missing stops with the package to install.
 Usage: python scripts/release.py [--vendor pypi|venv|none] [--dist DIR] [--manifest PATH]
 """
 
@@ -41,7 +44,16 @@ REPO = "https://github.com/kubectl-gpu/kubectl-gpu"
 SHEBANG = b"#!/usr/bin/env python3\n"
 EPOCH = int(os.environ.get("SOURCE_DATE_EPOCH", "315532800"))  # zip cannot go before 1980
 PURE = ("click", "PyYAML", "tabulate")  # whole dependency closure is pure Python
-OLD_JSONSCHEMA = ("jsonschema==4.17.3", "attrs==24.2.0", "pyrsistent==0.20.0")
+# Exact pins, so that every build vendors the same bytes; each closure resolved once with
+# `pip install --report` for --python-version 3.10 (a test checks the closure is complete).
+PINNED = (
+    "jsonschema==4.17.3", "attrs==24.2.0", "pyrsistent==0.20.0",
+    "protobuf==7.36.2",
+    "kubernetes==35.0.0", "certifi==2026.10.18", "charset-normalizer==3.5.2",
+    "durationpy==0.11", "idna==3.20", "oauthlib==4.0.1", "python-dateutil==3.0.0",
+    "requests==2.34.2", "requests-oauthlib==2.0.0", "six==1.17.0", "tzdata==2026.6",
+    "urllib3==2.8.0", "websocket-client==1.9.2",
+)  # fmt: skip
 # import name -> distribution whose absence it means (for the zipapp's message)
 MODULE_DISTRIBUTIONS = {
     "kubernetes": "kubernetes",
@@ -111,7 +123,7 @@ def vendor_from_venv(stage: Path) -> None:
 
 
 def vendor_from_pypi(stage: Path) -> None:
-    pins = [f"{name}=={metadata.version(name)}" for name in PURE] + list(OLD_JSONSCHEMA)
+    pins = [f"{name}=={metadata.version(name)}" for name in PURE] + list(PINNED)
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(
             [sys.executable, "-m", "pip", "install", "-q", "--target", tmp, "--no-deps",
