@@ -26,8 +26,9 @@ COPY --from=build /opt/kubectl-gpu /opt/kubectl-gpu
 COPY LICENSE /usr/share/doc/kubectl-gpu/LICENSE
 # Bytecode was compiled at build time: the DaemonSet runs with a read-only root filesystem.
 ENV PATH=/opt/kubectl-gpu/bin:$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
-# Non-root by default. The agent's DaemonSet runs it as root (runAsUser: 0) with CAP_SYS_ADMIN
-# only, because NVML allows MIG changes to nothing less; read-only uses need neither.
+# Non-root by default. The agent's DaemonSet runs it as root (runAsUser: 0) and privileged, as
+# NVIDIA's MIG manager runs (MIG changes need the /dev/nvidia-caps nodes, docs/rbac.md);
+# read-only uses need neither. Pushed by .github/workflows/release.yaml for amd64 and arm64.
 RUN useradd --system --uid 65532 --no-create-home --shell /usr/sbin/nologin kubectl-gpu
 USER 65532:65532
 ENTRYPOINT ["kubectl-gpu-agent"]
