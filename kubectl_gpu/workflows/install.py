@@ -277,14 +277,18 @@ def _clean_nodes(api: cluster.Api, dry_run: DryRun, plugin_gone: bool) -> list[O
     """Remove the agent's `kubectl-gpu.io/` labels and annotations: nothing reads them now.
     With our device plugin gone, so is its ConfigMap: the per-node config labels `share`
     set (`nvidia.com/device-plugin.config=kubectl-gpu-…`) would name keys that no longer exist.
-    Beside another plugin they stay: that plugin's ConfigMap still holds the keys."""
+    Beside another plugin they stay: that plugin's ConfigMap still holds the keys. A device
+    plugin an agent left paused (it was stopped mid-change) gets its recorded label back."""
     outcomes = []
     for node in api.list(cluster.path("nodes")):
         meta = node.get("metadata") or {}
-        patch = {
+        patch: dict[str, dict[str, str | None]] = {
             field: {k: None for k, v in (meta.get(field) or {}).items() if _ours(k, v, plugin_gone)}
             for field in ("labels", "annotations")
         }
+        paused = (meta.get("annotations") or {}).get(keys.MIG_PAUSED_PLUGIN_ANNOTATION)
+        if paused is not None:
+            patch["labels"][keys.DEPLOY_DEVICE_PLUGIN_LABEL] = paused or "true"
         patch = {field: keys_ for field, keys_ in patch.items() if keys_}
         if not patch:
             continue

@@ -235,3 +235,20 @@ def test_a_write_that_fails_half_way_leaves_nothing_half_installed(
     assert "install stopped there and removed the" in result.stderr
     cluster.settle(10)
     assert everything(cluster) == before
+
+
+def test_uninstall_brings_back_a_plugin_an_agent_left_paused(
+    run_cli: Run, sim_cluster: MakeSimCluster
+) -> None:
+    cluster = sim_cluster(NODES, "gpu-operator")
+    assert gpu(run_cli, cluster, "install").exit_code == 0
+    # An agent stopped in the middle of a MIG change: the operator's plugin is still paused.
+    paused = {"labels": {"nvidia.com/gpu.deploy.device-plugin": "paused-for-mig-change"},
+              "annotations": {"kubectl-gpu.io/mig.paused-plugin": "true"}}  # fmt: skip
+    cluster.store.patch("nodes", "gpu-a", {"metadata": paused})
+
+    assert gpu(run_cli, cluster, "uninstall").exit_code == 0
+
+    meta = cluster.store.get("nodes", "gpu-a")["metadata"]
+    assert meta["labels"]["nvidia.com/gpu.deploy.device-plugin"] == "true"
+    assert "kubectl-gpu.io/mig.paused-plugin" not in meta.get("annotations", {})
