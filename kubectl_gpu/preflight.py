@@ -46,6 +46,7 @@ class Facts:
     cluster_policies: Sequence[Json] = ()
     daemonsets: Sequence[Json] = ()
     nodes: Sequence[Json] = ()
+    installed: bundle.Options | None = None  # what our namespace records, when installed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,7 +71,12 @@ class _Draft:
 
 
 def decide(request: Request, facts: Facts) -> Plan:
-    """The options to install with, what to say, and what stops the install."""
+    """The options to install with, what to say, and what stops the install. Running install
+    again without --mode keeps the mode (and plugin namespace) it was installed with."""
+    before = facts.installed
+    if before is not None and request.mode is None:
+        namespace = request.operator_namespace or before.operator_namespace
+        request = dataclasses.replace(request, mode=before.mode, operator_namespace=namespace)
     draft = _Draft(request.options)
     if facts.version < MIN_VERSION:
         draft.problems.append(

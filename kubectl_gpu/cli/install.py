@@ -228,7 +228,7 @@ def _install(settings: Settings, request: Any, dry_run: str) -> None:
     from kubectl_gpu.workflows import install as workflow
 
     api = cluster.connect(settings.kubeconfig, settings.context)
-    plan = preflight.decide(request, workflow.facts(api))
+    plan = preflight.decide(request, workflow.facts(api, request.options.namespace))
     for note in plan.notes:
         click.echo(note, err=True)
     for warning in plan.warnings:

@@ -83,7 +83,7 @@ def read(api: cluster.Api, obj: Mapping[str, Any]) -> Json | None:
         raise
 
 
-def facts(api: cluster.Api) -> preflight.Facts:
+def facts(api: cluster.Api, namespace: str) -> preflight.Facts:
     """What pre-flight needs, read before anything is written."""
     version = api.get("/version")
     minor = "".join(c for c in str(version.get("minor", "0")) if c.isdigit()) or "0"
@@ -96,7 +96,13 @@ def facts(api: cluster.Api) -> preflight.Facts:
         _list(api, "clusterpolicies"),
         _list(api, "daemonsets"),
         list(api.list(cluster.path("nodes"))),
+        _installed(api, namespace),
     )
+
+
+def _installed(api: cluster.Api, namespace: str) -> bundle.Options | None:
+    found = bundle.recorded(read(api, {"kind": "Namespace", "metadata": {"name": namespace}}))
+    return found[1] if found else None
 
 
 def _list(api: cluster.Api, resource: str) -> list[Json]:

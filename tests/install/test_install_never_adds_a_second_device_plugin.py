@@ -252,3 +252,15 @@ def test_uninstall_brings_back_a_plugin_an_agent_left_paused(
     meta = cluster.store.get("nodes", "gpu-a")["metadata"]
     assert meta["labels"]["nvidia.com/gpu.deploy.device-plugin"] == "true"
     assert "kubectl-gpu.io/mig.paused-plugin" not in meta.get("annotations", {})
+
+
+def test_installing_again_without_flags_keeps_the_mode_it_was_installed_with(
+    run_cli: Run, sim_cluster: MakeSimCluster
+) -> None:
+    cluster = sim_cluster(NODES, "helm")
+    assert gpu(run_cli, cluster, "install", "--mode", "operator").exit_code == 0
+
+    again = gpu(run_cli, cluster, "install", "-o", "json")
+
+    assert again.exit_code == 0, again.stderr
+    assert {o["action"] for o in again.json["objects"]} == {"unchanged"}
