@@ -263,4 +263,4 @@ def test_installing_again_without_flags_keeps_the_mode_it_was_installed_with(
     again = gpu(run_cli, cluster, "install", "-o", "json")
 
     assert again.exit_code == 0, again.stderr
-    assert {o["action"] for o in again.json["objects"]} == {"unchanged"}
+    assert {o["action"] for o in again.json["items"]} == {"unchanged"}
