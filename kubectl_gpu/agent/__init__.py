@@ -83,8 +83,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     # The checkpoint reader's notes (e.g. the unverified checksum) are for people reading a
-    # copy once; the agent reads the file every pass and keeps only its warnings.
-    logging.getLogger("kubectl_gpu.kubelet").setLevel(logging.WARNING)
+    # copy once; the agent reads the file every pass and keeps only its warnings. Put back on
+    # return, so that a caller in the same process (a test) keeps its own logging.
+    quiet = logging.getLogger("kubectl_gpu.kubelet")
+    level = quiet.level
+    quiet.setLevel(logging.WARNING)
+    try:
+        return _run(args)
+    finally:
+        quiet.setLevel(level)
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.check_health:
         return check_health(args.heartbeat, args.max_age)
     if not args.node_name:
