@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 
 MAX_NODES = 200_000  # after alias expansion; a ConfigMap holds at most 1 MiB of text
 MAX_DEPTH = 64
+# Longer than any number a config field takes (int64 has 19 digits); Python refuses to read
+# ints over 4,300 digits and reading a long one costs time quadratic in its length.
+MAX_NUMBER_CHARS = 32
 C_LOADER_MAX_INDICATORS = 10_000
 _YAML11_BOOLEANS = {"y", "yes", "n", "no", "on", "off"}
 
@@ -56,6 +59,12 @@ class Document:
         """Fill in file, line and column of a finding made about this document."""
         line, column = self.locate(finding.path, at_key=finding.at_key)
         return finding.located(self.file, line, column)
+
+
+# Findings about a scalar the loader keeps as text: the schema's "expected an integer, found
+# the string …" at the same place says nothing more (validation drops it).
+VALUE_CODES = frozenset({"yaml.bad-scalar", "yaml.number-too-large", "yaml.sexagesimal-number"})
+NON_DECIMAL = "yaml.non-decimal-number"
 
 
 class _TooComplex(Exception):
@@ -210,7 +219,80 @@ class _Converter:
             return node.value  # keep JSON-compatible: the schemas never want dates
         if tag == "bool" and node.value.lower() in _YAML11_BOOLEANS:
             self._found.append(_ambiguous_boolean(node.value, path))
-        return self._constructor.construct_object(node)
+        if tag in ("int", "float"):
+            problem = _number_problem(node.value, tag, path)
+            if problem is not None:
+                self._found.append(problem)
+                if problem.severity is findings.Severity.ERROR:
+                    return node.value  # kept as text: no field takes it as a number
+        try:
+            return self._constructor.construct_object(node)
+        except (ValueError, KeyError, TypeError, ArithmeticError, self._yaml.YAMLError):
+            self._found.append(_bad_scalar(node, path))
+            return node.value
+
+
+def _bad_scalar(node: yaml.Node, path: Path) -> Finding:
+    """A tagged scalar whose text is not of its type (`!!int x`, `!!bool maybe`, `!foo 1`)."""
+    value = _shown(node.value)
+    tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+    return findings.error(
+        path,
+        "yaml.bad-scalar",
+        f"'{value}' is not a valid {tag} value",
+        "remove the tag, or write a value of that type (e.g. !!int 4, !!bool true)",
+    )
+
+
+def _number_problem(text: str, tag: str, path: Path) -> Finding | None:
+    """A number the YAML parsers read differently, or one too long to be any field's value."""
+    shown = _shown(text)
+    if len(text) > MAX_NUMBER_CHARS:
+        return findings.error(
+            path,
+            "yaml.number-too-large",
+            f"the number '{shown}' has {len(text)} characters: larger than any field takes "
+            "(counts, replicas and indices are at most 19 digits)",
+            "write a smaller number",
+        )
+    if ":" in text:
+        return findings.error(
+            path,
+            "yaml.sexagesimal-number",
+            f"'{text}' is a base-60 number to YAML 1.1 parsers in Python, but a string to "
+            "the Go parsers NVIDIA's tools use: they disagree on what it means",
+            "write the number in decimal, or quote it if it is text",
+        )
+    digits = text.lstrip("+-").lower()
+    base = {"0x": 16, "0o": 8, "0b": 2}.get(digits[:2], 8 if digits[:1] == "0" else 10)
+    if tag == "int" and base != 10 and digits != "0":
+        value = _int(text)
+        return findings.warning(
+            path,
+            NON_DECIMAL,
+            f"'{text}' is read as {value} (base {base}); a reader can easily take it for "
+            "something else",
+            f"write {value}",
+        )
+    return None
+
+
+def _int(text: str) -> int | str:
+    import yaml
+
+    try:
+        value: int = yaml.constructor.SafeConstructor().construct_yaml_int(
+            yaml.ScalarNode("tag:yaml.org,2002:int", text)
+        )
+    except ValueError:
+        return text
+    return value
+
+
+def _shown(text: str) -> str:
+    from kubectl_gpu.errors import shortened
+
+    return shortened(text, 40)
 
 
 def _ambiguous_boolean(word: str, path: Path) -> Finding:

@@ -8,6 +8,7 @@ failed, on which object, and (in `hint`) what to do about it.
 from __future__ import annotations
 
 import enum
+import re
 
 
 class ExitCode(enum.IntEnum):
@@ -16,6 +17,37 @@ class ExitCode(enum.IntEnum):
     OK = 0
     ERROR = 1  # includes "validation found problems"
     USAGE = 2  # bad flags or arguments (click's UsageError uses 2 as well)
+    # A bug in kubectl-gpu, not a problem with the input: CI can tell the two apart.
+    # 70 is EX_SOFTWARE ("internal software error") from BSD's sysexits.h.
+    INTERNAL = 70
+
+
+REPORT_BUGS = "https://github.com/kubectl-gpu/kubectl-gpu/issues"  # plugin.yaml's homepage
+# C0 and C1 controls, DEL, and the Unicode line/paragraph separators: anything that could
+# move the cursor, clear the screen or start a new line in a user's terminal or a log.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def printable(text: object) -> str:
+    """`text` safe to print on one terminal line: control characters escaped as `\\xNN`.
+
+    Keys, file names and values come from users' files and the cluster; a raw ESC or
+    newline in one could rewrite the terminal or forge a line of output.
+    """
+    return _CONTROL.sub(_escape, str(text))
+
+
+def shortened(text: object, limit: int = 60) -> str:
+    """A value quoted in a message: printable, and cut to `limit` characters with `…`."""
+    text = str(text)
+    return printable(text if len(text) <= limit else f"{text[:limit]}…")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return {9: "\\t", 10: "\\n", 13: "\\r"}.get(code) or (
+        f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    )
 
 
 class GpuError(Exception):
@@ -33,6 +65,12 @@ class UsageError(GpuError):
     """The command line asks for something impossible (exit 2)."""
 
     exit_code = ExitCode.USAGE
+
+
+class InternalError(GpuError):
+    """A bug in kubectl-gpu, caught at a boundary that must go on (exit 70)."""
+
+    exit_code = ExitCode.INTERNAL
 
 
 class InputError(GpuError):

@@ -18,6 +18,7 @@ from typing import Any
 
 from kubectl_gpu import findings
 from kubectl_gpu.documents import Document
+from kubectl_gpu.errors import shortened
 from kubectl_gpu.findings import Finding, Path
 
 
@@ -176,7 +177,7 @@ def _type_hint(value: Any, expected: list[str]) -> str:
         text = value.strip().lower()
         if "boolean" in expected and text in ("true", "false"):
             return f"remove the quotes: write {text}"
-        if "integer" in expected and text.lstrip("-").isdigit():
+        if "integer" in expected and text.lstrip("-").isdigit() and len(text) < 20:
             return f"remove the quotes: write {text}"
     if isinstance(value, float) and "integer" in expected:
         return "use a whole number"
@@ -273,23 +274,28 @@ def _describe(value: Any) -> str:
     if isinstance(value, bool):
         return f"the boolean {str(value).lower()}"
     if isinstance(value, str):
-        return f"the string '{value}'"
+        return f"the string '{shortened(value)}'"
     if isinstance(value, (int, float)):
-        return f"the number {value}"
+        return f"the number {shortened(value)}"
     if isinstance(value, list):
         return "a list"
     return "a mapping"
 
 
 def _plain(value: Any) -> str:
+    """A value quoted in a message, cut short: a file may hold a megabyte in one value."""
     if isinstance(value, str):
-        return value
+        return shortened(value)
     if isinstance(value, bool) or value is None:
         return json.dumps(value)
+    if isinstance(value, (int, float)):
+        return shortened(value)
+    if isinstance(value, (list, dict)) and len(value) > 8:
+        return "a list" if isinstance(value, list) else "a mapping"
     try:
-        return json.dumps(value, sort_keys=True)
+        return shortened(json.dumps(value, sort_keys=True))
     except (TypeError, ValueError):
-        return str(value)
+        return shortened(value)
 
 
 def _field(path: Path) -> str:

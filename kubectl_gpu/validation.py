@@ -94,8 +94,33 @@ def validate_text(text: str, file: str, kind: str = AUTO) -> FileReport:
         report, doc_findings = _validate_document(doc, index, kind, kinds)
         reports.append(report)
         found.extend(doc_findings)
+    found = _without_echoes(found)
     ordered = sorted(found, key=lambda f: (f.line or 0, f.column or 0, f.pointer))
     return FileReport(file, tuple(reports), tuple(ordered))
+
+
+def _without_echoes(found: list[Finding]) -> list[Finding]:
+    """One finding per value where the YAML loader and the schema both speak about it.
+
+    A value the loader rejected (kept as text) needs no "expected an integer, found the
+    string"; a hex number where a string belongs (an unquoted device-filter) needs no note
+    on its base.
+    """
+    spot = _spot
+    rejected = {spot(f) for f in found if f.code in documents.VALUE_CODES}
+    mistyped = {spot(f) for f in found if f.code == "schema.wrong-type"}
+    if not rejected and not mistyped:
+        return found
+    return [
+        f
+        for f in found
+        if not (f.code == "schema.wrong-type" and spot(f) in rejected)
+        and not (f.code == documents.NON_DECIMAL and spot(f) in mistyped)
+    ]
+
+
+def _spot(f: Finding) -> tuple[int | None, int | None, str]:
+    return (f.line, f.column, f.pointer)
 
 
 def unreadable(file: str, problem: str) -> FileReport:
@@ -193,6 +218,16 @@ def _unrecognised(data: Any) -> Finding:
 def _validate_configmap(
     doc: documents.Document, index: int
 ) -> tuple[DocumentReport, list[Finding]]:
+    if not isinstance(doc.data, dict):
+        what = "empty" if doc.data is None else f"a {type(doc.data).__name__}, not a mapping"
+        problem = findings.error(
+            (),
+            "configmap.not-a-mapping",
+            f"--kind configmap: the document is {what}",
+            "give a ConfigMap (apiVersion: v1, kind: ConfigMap, data: {...}), e.g. from "
+            "kubectl get configmap NAME -o yaml",
+        )
+        return DocumentReport(index, CONFIGMAP), [doc.place(problem)]
     found = schema.check_structure(doc, "configmap.v1")
     data = doc.data.get("data")
     if not isinstance(data, dict):

@@ -2,11 +2,13 @@
 
 Owns the entry point and its options: `--node-name` (default $NODE_NAME, from the downward
 API), `--kubelet-root`, `--namespace`, `--interval`, `--timeout`, `--once`, `--heartbeat`
-(touched after every pass), `--check-health --max-age S` (the pod's probes) and `--version`;
-the loop calls `reconcile.reconcile` and then `reporting.publish` every interval and never
-stops on an error it can report. NVML that has lost the driver marks the agent unhealthy;
-SIGTERM (agent/lifecycle.py) ends it at a safe point, noting on the Node where a MIG change
-stopped so that the next agent resumes it. Must not hold
+(touched after every pass), `--check-health --max-age S` (the pod's probes), `--version` and
+`--debug`; the loop calls `reconcile.reconcile` and then `reporting.publish` every interval and
+never stops on an error, not even a bug: an unexpected exception ends that pass (the reconcile
+pass reports it on the Node as `failed`) and is logged as one line; outside the loop it exits
+70 (ExitCode.INTERNAL). NVML that has lost the driver marks the agent unhealthy; SIGTERM
+(agent/lifecycle.py) ends it at a safe point, noting on the Node where a MIG change stopped so
+that the next agent resumes it. Must not hold
 rules (mig.plan and mig.apply decide) nor import pynvml/kubernetes itself (the adapters do).
 """
 
@@ -55,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--max-age", type=float, default=120.0, help="seconds, for --check-health")
     parser.add_argument("--version", action="version", version=f"kubectl-gpu-agent {__version__}")
+    parser.add_argument("--debug", action="store_true", help="log tracebacks of internal errors")
     return parser
 
 
@@ -79,7 +82,7 @@ def smi_reset(index: int, bus_id: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the agent; returns the exit status."""
+    """Run the agent; returns the exit status (ExitCode.INTERNAL, 70, for a bug)."""
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     # The checkpoint reader's notes (e.g. the unverified checksum) are for people reading a
@@ -90,8 +93,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     quiet.setLevel(logging.WARNING)
     try:
         return _run(args)
+    except Exception as e:  # noqa: BLE001 - the boundary: one line, a distinct exit status
+        _internal_error("kubectl-gpu-agent", e, args.debug)
+        return int(errors.ExitCode.INTERNAL)
     finally:
         quiet.setLevel(level)
+
+
+def _internal_error(where: str, e: BaseException, debug: bool) -> None:
+    log.error(
+        "internal error in %s (node %s): %s: %s; this is a bug in kubectl-gpu %s: please "
+        "report it with this line at %s%s",
+        where,
+        errors.printable(os.environ.get("NODE_NAME", "?")),
+        type(e).__name__,
+        errors.printable(e),
+        __version__,
+        errors.REPORT_BUGS,
+        "" if debug else " (--debug logs the traceback)",
+        exc_info=e if debug else None,
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -140,13 +161,19 @@ def _loop(
             log.error("NVML has lost the driver: %s", e.message)
             status, lost = int(e.exit_code), e.message
         except errors.GpuError as e:
-            log.error("reconcile failed: %s", e.message)
+            log.error("reconcile failed: %s", errors.printable(e.message))
             status = int(e.exit_code)
+        except Exception as e:  # noqa: BLE001 - a bug ends this pass, never the agent
+            _internal_error("the reconcile pass", e, args.debug)
+            status = int(errors.ExitCode.INTERNAL)
         try:
             digest = reporting.publish(api, sources, digest)
         except errors.GpuError as e:
-            log.error("publishing the GPU report failed: %s", e.message)
+            log.error("publishing the GPU report failed: %s", errors.printable(e.message))
             status = status or int(e.exit_code)
+        except Exception as e:  # noqa: BLE001 - as above
+            _internal_error("publishing the GPU report", e, args.debug)
+            status = status or int(errors.ExitCode.INTERNAL)
         if lost:
             lifecycle.mark_unhealthy(args.heartbeat, f"NVML: {lost}")
         else:

@@ -14,7 +14,7 @@ import datetime as dt
 import json
 from typing import Any
 
-from kubectl_gpu import cluster, documents, errors, keys
+from kubectl_gpu import cluster, documents, errors, findings, keys, validation
 from kubectl_gpu.mig import apply, stuck
 from kubectl_gpu.mig.actuators import operator_manages
 from kubectl_gpu.mig.apply import Phase, State
@@ -133,10 +133,23 @@ def request_of(node: NodeState, name: str) -> str:
     return f"{name}@?"
 
 
+class ConfigRejected(errors.GpuError):
+    """The desired config exists but `validate` rejects it; `request` is its request key."""
+
+    def __init__(self, message: str, request: str) -> None:
+        super().__init__(message)
+        self.request = request
+
+
 def read_config(
     api: cluster.Api, namespace: str, name: str
 ) -> tuple[str, tuple[MigDeviceSpec, ...]]:
-    """The request key and specs of config `name` in our ConfigMap; GpuError when unusable."""
+    """The request key and specs of config `name` in our ConfigMap; GpuError when unusable.
+
+    The text passes exactly the checks of `kubectl gpu validate` and `mig validate` (as a
+    mig-parted config) before anything is built from it; a rejected one raises
+    `ConfigRejected` naming the key, line and problem, and is never applied.
+    """
     where = f"ConfigMap {namespace}/{keys.MIG_CONFIGMAP}"
     try:
         configmap = api.get(cluster.path("configmaps", keys.MIG_CONFIGMAP, namespace))
@@ -147,15 +160,31 @@ def read_config(
     text = (configmap.get("data") or {}).get(name)
     if not isinstance(text, str):
         raise errors.GpuError(f"config {name} is not in {where}")
-    loaded, _ = documents.load_documents(text, f"{where}:{name}")
+    request = apply.request_key(name, text)
+    file = f"{where} key {name}"
+    report = validation.validate_text(text, file, "mig-config")
+    problems = [f for f in report.findings if f.severity is findings.Severity.ERROR]
+    if problems:
+        raise ConfigRejected(_rejection(name, problems), request)
+    loaded, _ = documents.load_documents(text, file)
     data = loaded[0].data if loaded else None
     try:
         if not isinstance(data, dict):
-            raise errors.ConfigError("not a mig-parted config")
+            raise errors.ConfigError("the key holds no mig-parted config (version, mig-configs)")
         specs = MigConfigFile.from_dict(data).select(name)
-    except (errors.GpuError, KeyError, TypeError, ValueError) as e:
-        raise errors.GpuError(f"config {name} in {where} is unusable: {e}") from e
-    return apply.request_key(name, text), specs
+    except errors.GpuError as e:
+        raise ConfigRejected(f"config {name} in {where} is unusable: {e.message}", request) from e
+    return request, specs
+
+
+def _rejection(name: str, problems: list[findings.Finding]) -> str:
+    first = problems[0]
+    line = f" line {first.line}" if first.line else ""
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return (
+        f"config {name} was not applied: {first.file}{line}, at {first.pointer}: "
+        f"{first.message}{more}; kubectl gpu validate lists every problem and its fix"
+    )
 
 
 def deployment(api: cluster.Api) -> Deployment | None:

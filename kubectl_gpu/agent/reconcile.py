@@ -29,6 +29,7 @@ from kubectl_gpu.mig.state import MigState
 from kubectl_gpu.workflows.waiting import Timing
 
 log = logging.getLogger(__name__)
+_REASON_MAX = 2048  # an annotation the CLI prints in one line
 _DESTRUCTIVE = (
     plan.SetMigMode,
     plan.ResetGpu,
@@ -59,11 +60,31 @@ class _Pass:
 
 
 def reconcile(api: cluster.Api, options: Options, timing: Timing | None = None) -> Start:
-    """One pass; returns where it started (tests and logs)."""
+    """One pass; returns where it started (tests and logs).
+
+    Fenced: an exception that is not a GpuError (a bug, or input no check foresaw) ends the
+    pass as `failed` with the reason on the Node, the plugin brought back, and is raised
+    again as `InternalError` for the loop to log; the next pass starts afresh.
+    """
     run = _Pass(api, options, timing or Timing(), nodestate.NodeState.read(api, options.node))
     run.node.note_pending(dt.datetime.now(dt.timezone.utc))
     deployment = nodestate.deployment(api)
     pause = PluginPause(api, options.node, deployment, run.timing)
+    try:
+        return _pass(run, pause)
+    except errors.GpuError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the pass fence
+        reason = f"internal error: {type(e).__name__}: {e} (a bug: please report it at " + (
+            f"{errors.REPORT_BUGS})"
+        )
+        log.exception("node %s: %s", options.node, reason)
+        _fenced(run, pause, errors.printable(reason)[:_REASON_MAX])
+        raise errors.InternalError(reason) from e
+
+
+def _pass(run: _Pass, pause: PluginPause) -> Start:
+    options = run.options
     with nvml.session(options.reset) as device:
         state = device.read_state()
         run.node.report_gpus(state)
@@ -72,9 +93,34 @@ def reconcile(api: cluster.Api, options: Options, timing: Timing | None = None) 
         said("node %s: %s (desired %s)", options.node, start.value, run.request or "none")
         if start is Start.RESTORE:
             pause.restore(options.timeout)
+        elif start is Start.ABANDON:
+            _abandon(run, pause, state)
         elif start in (Start.CONFIGURE, Start.VERIFY):
             _change(run, device, state, pause, start)
     return start
+
+
+def _fenced(run: _Pass, pause: PluginPause, reason: str) -> None:
+    """Record the failed pass: its request (so that it is not retried in a loop) and reason."""
+    name = run.node.desired
+    request = run.request or (nodestate.request_of(run.node, name) if name else None)
+    try:
+        run.node.report(State.FAILED, request=request, phase=None, reason=reason)
+        pause.restore(run.options.timeout)
+    except Exception as e:  # noqa: BLE001 - reporting is best effort; the loop logs the cause
+        log.warning("node %s: could not record the failure: %s", run.options.node, e)
+
+
+def _abandon(run: _Pass, pause: PluginPause, state: MigState) -> None:
+    record = run.node.record()
+    phase = record.phase.value if record.phase else "pending"
+    reason = (
+        f"the desired config label was removed while {record.request or 'a change'} was "
+        f"being applied ({phase}); the GPUs were left as they are: "
+        + "; ".join(f"GPU {i}: {text}" for i, text in apply.layouts(state.gpus).items())
+        + ". Set the label again to finish the change"
+    )
+    _finish(run, pause, State.FAILED, reason)
 
 
 def _decide(run: _Pass, state: MigState, pause: PluginPause) -> Start:
@@ -86,6 +132,9 @@ def _decide(run: _Pass, state: MigState, pause: PluginPause) -> Start:
     if name:
         try:
             run.request, run.specs = nodestate.read_config(run.api, run.options.namespace, name)
+        except nodestate.ConfigRejected as e:
+            _fail_once(run, e.request, e.message)
+            return Start.NOTHING
         except errors.GpuError as e:
             _fail_once(run, f"{name}@?", e.message)
             return Start.NOTHING
@@ -110,7 +159,8 @@ def _matches(run: _Pass, state: MigState) -> bool:
 def _fail_once(run: _Pass, request: str, reason: str) -> None:
     record = run.node.record()
     if record.request != request or record.state is not State.FAILED:
-        run.node.report(State.FAILED, request=request, reason=reason)
+        reason = errors.printable(reason)[:_REASON_MAX]
+        run.node.report(State.FAILED, request=request, phase=None, reason=reason)
 
 
 def _change(

@@ -16,7 +16,7 @@ import click
 
 from kubectl_gpu import __version__
 from kubectl_gpu.cli.settings import global_options
-from kubectl_gpu.errors import GpuError
+from kubectl_gpu.errors import REPORT_BUGS, ExitCode, GpuError, printable
 
 PROG = "kubectl gpu"
 
@@ -116,6 +116,11 @@ class RootGroup(click.Group):
         except click.Abort:
             click.echo("Aborted!", err=True)
             code = 1
+        except Exception as e:  # noqa: BLE001 - the boundary: a bug must not look like bad input
+            if "--debug" in argv:
+                raise
+            click.echo(internal_error(list(argv), e), err=True)
+            code = int(ExitCode.INTERNAL)
         if not standalone:
             return code
         sys.exit(code if isinstance(code, int) else 0)
@@ -123,9 +128,25 @@ class RootGroup(click.Group):
 
 def report(e: GpuError) -> None:
     """Print an error the way kubectl does: one line, then an optional hint."""
-    click.echo(f"{click.style('error', fg='red', bold=True)}: {e.message}", err=True)
+    label = click.style("error", fg="red", bold=True)
+    click.echo(f"{label}: {printable(e.message)}", err=True)
     if e.hint:
-        click.echo(f"hint: {e.hint}", err=True)
+        click.echo(f"hint: {printable(e.hint)}", err=True)
+
+
+def internal_error(argv: list[str], e: BaseException) -> str:
+    """The one line printed for a bug: the command and its input, what broke, where to report.
+
+    Exit status ExitCode.INTERNAL (70), never 1: a CI job can tell a bug from a bad file.
+    """
+    import shlex
+
+    command = shlex.join([*PROG.split(), *argv])
+    return printable(
+        f"error: internal error in `{command}`: {type(e).__name__}: {e}"
+        f" (kubectl-gpu {__version__}; this is a bug: please report it with this line and the"
+        f" input at {REPORT_BUGS}; add --debug for the traceback)"
+    )
 
 
 def report_usage(e: click.UsageError) -> None:
@@ -150,6 +171,10 @@ def cli() -> None:
     Examples:
       # Check a device-plugin or MIG config before it reaches a node
       kubectl gpu validate -f time-slicing.yaml
+
+    \b
+    Exit status: 0 success, 1 failed or invalid input, 2 usage error,
+    70 internal error (a bug in kubectl-gpu: please report it; --debug shows the traceback).
     """
 
 

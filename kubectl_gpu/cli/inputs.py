@@ -6,14 +6,15 @@ reads a config file. Must not parse or validate (that is `validation.py`).
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
 
 from kubectl_gpu.cli import render
-from kubectl_gpu.errors import ConfigError, InputError
+from kubectl_gpu.errors import ConfigError, InputError, printable
 
 MAX_INPUT_BYTES = 4 * 1024 * 1024  # a ConfigMap holds at most 1 MiB; leave room for comments
 STDIN = "-"
@@ -31,19 +32,24 @@ class UnreadableInput(InputError):
 
 
 def display_name(filename: str) -> str:
-    """How an input is named in messages."""
-    return "<stdin>" if filename == STDIN else filename
+    """How an input is named in messages (control characters escaped)."""
+    return "<stdin>" if filename == STDIN else printable(filename) or "''"
 
 
 def read_text(filename: str) -> tuple[str, str]:
-    """Return (display name, text) of a file or stdin, or raise `UnreadableInput`."""
+    """Return (display name, text) of a file or stdin, or raise `UnreadableInput`.
+
+    Only regular files are read: a FIFO or device would block or never end, and a
+    directory (or '', which names the current one) is not a config.
+    """
     name = display_name(filename)
+    if not filename:
+        raise UnreadableInput(name, "the file name is empty")
     try:
         if filename == STDIN:
             raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
         else:
-            with Path(filename).open("rb") as stream:
-                raw = stream.read(MAX_INPUT_BYTES + 1)
+            raw = _read_regular(name, filename)
     except FileNotFoundError as e:
         raise UnreadableInput(name, "the file does not exist") from e
     except OSError as e:
@@ -54,6 +60,26 @@ def read_text(filename: str) -> tuple[str, str]:
         return name, raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise UnreadableInput(name, f"the input is not UTF-8 text (byte {e.start})") from e
+
+
+def _read_regular(name: str, filename: str) -> bytes:
+    # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, for ever
+    fd = os.open(filename, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as stream:
+        kind = stat.S_IFMT(os.fstat(fd).st_mode)
+        if kind != stat.S_IFREG:
+            what = _KINDS.get(kind, "not a regular file")
+            raise UnreadableInput(name, f"{what}, not a file: give a file, or '-' for stdin")
+        return stream.read(MAX_INPUT_BYTES + 1)
+
+
+_KINDS = {
+    stat.S_IFDIR: "a directory",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
 
 
 def load_mig_config(filename: str) -> tuple[str, dict[str, Any]]:

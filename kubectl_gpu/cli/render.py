@@ -17,7 +17,7 @@ import click
 
 from kubectl_gpu.cli import settings
 from kubectl_gpu.cli.settings import JSONPATH
-from kubectl_gpu.errors import UsageError
+from kubectl_gpu.errors import UsageError, printable
 from kubectl_gpu.findings import Finding, Severity
 
 API_VERSION = "kubectl-gpu.io/v1"
@@ -122,13 +122,14 @@ def _plain(cell: str) -> bool:
 
 
 def _cell(value: Any) -> str:
+    """A table cell: control characters from cluster objects or files are escaped."""
     if value is None or value == "":
         return "<none>"
     if isinstance(value, Mapping):
-        return ",".join(f"{k}={v}" for k, v in value.items()) or "<none>"
+        return printable(",".join(f"{k}={v}" for k, v in value.items()) or "<none>")
     if isinstance(value, (list, tuple)):
-        return ",".join(map(str, value)) or "<none>"
-    return str(value)
+        return printable(",".join(map(str, value)) or "<none>")
+    return printable(value)
 
 
 def emit_validation(reports: Sequence[Any], output: str) -> None:
@@ -170,7 +171,8 @@ def validation_document(reports: Sequence[Any]) -> dict[str, Any]:
 def _emit_file_findings(report: Any) -> None:
     if not report.findings:
         kinds = ", ".join(sorted({d.kind for d in report.documents})) or "empty"
-        click.echo(f"{report.file}: {click.style('valid', fg='green')} ({kinds})")
+        valid = click.style("valid", fg="green")
+        click.echo(f"{printable(report.file)}: {valid} ({kinds})")
     for finding in report.findings:
         click.echo(format_finding(finding))
 
@@ -179,11 +181,12 @@ def format_finding(f: Finding) -> str:
     """One finding as `file:line:col: severity: message [code]`, then path and hint lines."""
     where = ":".join(str(p) for p in (f.file, f.line, f.column) if p not in (None, ""))
     severity = click.style(f.severity.value, fg=_COLOURS[f.severity], bold=True)
-    lines = [f"{where}: {severity}: {f.message} [{f.code}]"]
+    # file names, keys and values come from the input: escape what could rewrite the terminal
+    lines = [f"{printable(where)}: {severity}: {printable(f.message)} [{f.code}]"]
     if f.path:
-        lines.append(f"    at {f.pointer}")
+        lines.append(f"    at {printable(f.pointer)}")
     if f.hint:
-        lines.append(f"    hint: {f.hint}")
+        lines.append(f"    hint: {printable(f.hint)}")
     return "\n".join(lines)
 
 

@@ -90,7 +90,7 @@ def _read_inputs(names: tuple[str, ...], recursive: bool) -> Iterator[tuple[str,
             yield _read(inputs.STDIN)
             continue
         path = FsPath(name)
-        if path.is_dir():
+        if name and path.is_dir():
             files = sorted(
                 p
                 for p in (path.rglob("*") if recursive else path.iterdir())

@@ -48,6 +48,7 @@ class Start(str, enum.Enum):
     RESTORE = "restore"  # bring back a device plugin left paused; report nothing new
     CONFIGURE = "configure"  # validate, pause, change the GPUs, restore, verify
     VERIFY = "verify"  # the GPUs are done: restore the plugin and wait for allocatable
+    ABANDON = "abandon"  # the request was withdrawn mid-change: restore, report it, stop
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,7 +88,8 @@ def decide(record: Record, seen: Observed) -> Start:
     """Where to start, from the desired request, the recorded progress and the device."""
     at_rest = Start.RESTORE if seen.plugin_paused else Start.NOTHING
     if not seen.desired:
-        return at_rest
+        # a change that ran (or crashed) when its label was removed must not stay pending
+        return Start.ABANDON if record.state is State.PENDING else at_rest
     if record.request != seen.desired:
         return Start.VERIFY if seen.matches else Start.CONFIGURE
     if record.state is State.FAILED:

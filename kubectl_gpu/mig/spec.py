@@ -110,6 +110,9 @@ class MigConfigFile:
 
 def _spec_from_dict(spec: Mapping[str, Any]) -> MigDeviceSpec:
     raw_devices = spec["devices"]
+    if raw_devices != ALL and any(selection.whole(i) is None for i in raw_devices):
+        # `true` is 1 to Python: an unchecked [true] would select GPU 1
+        raise ValueError(f"devices must be 'all' or GPU indices, not {raw_devices!r:.60}")
     devices: Devices = ALL if raw_devices == ALL else tuple(int(i) for i in raw_devices)
     raw_filter = spec.get("device-filter") or ()
     device_filter = (raw_filter,) if isinstance(raw_filter, str) else tuple(raw_filter)

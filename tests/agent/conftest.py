@@ -53,7 +53,11 @@ def mig_doc(**configs: dict[str, int] | None) -> dict[str, Any]:
 
 def store_config(cluster: SimCluster, name: str, devices: dict[str, int] | None) -> None:
     """Put config `name` into our ConfigMap as the CLI does (one key per name)."""
-    text = json.dumps(mig_doc(**{name.replace("-", "_"): devices}), indent=2)
+    store_text(cluster, name, json.dumps(mig_doc(**{name.replace("-", "_"): devices}), indent=2))
+
+
+def store_text(cluster: SimCluster, name: str, text: str) -> None:
+    """Put `text` into our ConfigMap under key `name`, as anyone with write access could."""
     try:
         cluster.store.create(m.namespace(keys.NAMESPACE))
     except Exception:  # noqa: BLE001 (already there)

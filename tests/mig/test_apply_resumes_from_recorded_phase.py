@@ -43,10 +43,19 @@ def test_each_recorded_phase_resumes_where_it_should(
 
 
 def test_no_desired_config_only_brings_a_paused_plugin_back() -> None:
-    assert apply.decide(Record(REQ, State.PENDING), Observed("", False, False, True)) is (
+    assert apply.decide(Record(REQ, State.SUCCESS), Observed("", False, False, True)) is (
         Start.RESTORE
     )
     assert apply.decide(Record(), Observed("", False, False, False)) is Start.NOTHING
+
+
+@pytest.mark.parametrize("phase", [None, *Phase])
+@pytest.mark.parametrize("paused", [False, True])
+def test_a_change_withdrawn_mid_way_is_abandoned_not_left_pending(
+    phase: Phase | None, paused: bool
+) -> None:
+    record = Record(REQ, State.PENDING, phase)
+    assert apply.decide(record, Observed("", False, False, paused)) is Start.ABANDON
 
 
 def test_an_edit_of_the_same_config_name_is_a_new_request() -> None:
