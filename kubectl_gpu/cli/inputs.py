@@ -65,11 +65,12 @@ def read_text(filename: str) -> tuple[str, str]:
 def _read_regular(name: str, filename: str) -> bytes:
     # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, for ever
     fd = os.open(filename, os.O_RDONLY | os.O_NONBLOCK)
+    kind = stat.S_IFMT(os.fstat(fd).st_mode)
+    if kind != stat.S_IFREG:
+        os.close(fd)
+        what = _KINDS.get(kind, "not a regular file")
+        raise UnreadableInput(name, f"{what}, not a file: give a file, or '-' for stdin")
     with os.fdopen(fd, "rb") as stream:
-        kind = stat.S_IFMT(os.fstat(fd).st_mode)
-        if kind != stat.S_IFREG:
-            what = _KINDS.get(kind, "not a regular file")
-            raise UnreadableInput(name, f"{what}, not a file: give a file, or '-' for stdin")
         return stream.read(MAX_INPUT_BYTES + 1)
 
 
