@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from kubectl_gpu import findings
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
 MAX_NODES = 200_000  # after alias expansion; a ConfigMap holds at most 1 MiB of text
 MAX_DEPTH = 64
+MAX_DOCUMENTS = 10_000  # a file of configs or manifests holds tens; a million is an attack
 # Longer than any number a config field takes (int64 has 19 digits); Python refuses to read
 # ints over 4,300 digits and reading a long one costs time quadratic in its length.
 MAX_NUMBER_CHARS = 32
@@ -85,7 +87,10 @@ def load_documents(
     docs: list[Document] = []
     problems: list[Finding] = []
     try:
-        for root in yaml.compose_all(text, Loader=_loader_for(text)):
+        for index, root in enumerate(yaml.compose_all(text, Loader=_loader_for(text))):
+            if index == MAX_DOCUMENTS:
+                problems.append(_too_many_documents(root, file, line_base))
+                break
             doc, found = _document_from_node(root, file, line_base)
             doc = dataclasses.replace(doc, text=text)
             docs.append(doc)
@@ -110,20 +115,48 @@ def load_documents(
     return docs, problems
 
 
+def _too_many_documents(root: Any, file: str, line_base: int) -> Finding:
+    line = root.start_mark.line + 1 + line_base if root is not None else None
+    return findings.error(
+        (),
+        "yaml.too-many-documents",
+        f"the file holds more than {MAX_DOCUMENTS} YAML documents; the rest was not read",
+        "split the file",
+    ).located(file, line, None)
+
+
 def _loader_for(text: str) -> Any:
     """libyaml's parser (about 6x faster on NVIDIA's default MIG config) when it is safe.
 
     libyaml composes recursively in C and overflows the C stack (a crash, not an
-    exception) somewhere past 20,000 nesting levels. A document cannot nest deeper than
-    it has indicators that open a level, so below that count the C loader is safe; above
-    it, the pure-Python loader fails cleanly with RecursionError.
+    exception) somewhere past 20,000 nesting levels. Below `C_LOADER_MAX_INDICATORS` as a
+    bound on the nesting depth, the C loader is safe; above it, the pure-Python loader
+    fails cleanly with RecursionError.
     """
     import yaml
 
-    indicators = sum(text.count(c) for c in "[{-?:")
-    if indicators < C_LOADER_MAX_INDICATORS and hasattr(yaml, "CSafeLoader"):
+    if _nesting_bound(text) < C_LOADER_MAX_INDICATORS and hasattr(yaml, "CSafeLoader"):
         return yaml.CSafeLoader
     return yaml.SafeLoader
+
+
+def _nesting_bound(text: str) -> int:
+    """An upper bound on how deep the YAML in `text` can nest, in one linear pass.
+
+    A flow collection opens with `[` or `{`; a block collection nested in another starts
+    either indented further on a later line or after an indicator (`-`, `?`, `:`) on the
+    same line, except that a sequence may sit at its parent key's indentation (hence the
+    factor 2). So a 10,000-key ConfigMap, whose lines are short, still gets the fast parser.
+    """
+    flow = text.count("[") + text.count("{")
+    if flow >= C_LOADER_MAX_INDICATORS:
+        return flow
+    widest = 0
+    for line in text.split("\n"):  # other line breaks only make lines look longer: safe
+        body = line.lstrip(" ")
+        opened = len(line) - len(body) + body.count("-") + body.count("?") + body.count(":")
+        widest = max(widest, opened)
+    return flow + 2 * (widest + 1)
 
 
 def load_nested(outer: Document, path: Path, text: str) -> tuple[list[Document], list[Finding]]:
@@ -168,6 +201,7 @@ class _Converter:
         self._constructor = yaml.constructor.SafeConstructor()
         self._found = found
         self._budget = MAX_NODES
+        self._merged_sizes: dict[int, int] = {}
 
     def convert(self, node: yaml.Node, path: Path) -> Any:
         self._budget -= 1
@@ -181,7 +215,31 @@ class _Converter:
             return [self.convert(item, (*path, i)) for i, item in enumerate(node.value)]
         return self._scalar(node, path)
 
+    def _merged_size(self, node: yaml.Node) -> int:
+        """How many key/value pairs `node` holds once its merge keys (<<) are expanded.
+
+        Counted before PyYAML expands them: `<<: [*a, *a]` doubles a mapping in 20 bytes, so
+        30 levels of it would build a billion pairs before a single value is converted.
+        """
+        known = self._merged_sizes.get(id(node))
+        if known is not None:
+            return known
+        size = 0
+        for key, value in node.value:
+            if key.tag != "tag:yaml.org,2002:merge":
+                size += 1
+                continue
+            merged = value.value if isinstance(value, self._yaml.SequenceNode) else [value]
+            size += sum(
+                self._merged_size(m) for m in merged if isinstance(m, self._yaml.MappingNode)
+            )
+            size = min(size, MAX_NODES + 1)
+        self._merged_sizes[id(node)] = size
+        return size
+
     def _mapping(self, node: yaml.MappingNode, path: Path) -> dict[str, Any]:
+        if self._merged_size(node) > self._budget:
+            raise _TooComplex(f"the document expands to more than {MAX_NODES} values")
         self._constructor.flatten_mapping(node)  # YAML merge keys (<<), as Go's yaml does
         result: dict[str, Any] = {}
         first_line: dict[str, int] = {}
@@ -246,12 +304,11 @@ def _bad_scalar(node: yaml.Node, path: Path) -> Finding:
 
 def _number_problem(text: str, tag: str, path: Path) -> Finding | None:
     """A number the YAML parsers read differently, or one too long to be any field's value."""
-    shown = _shown(text)
     if len(text) > MAX_NUMBER_CHARS:
         return findings.error(
             path,
             "yaml.number-too-large",
-            f"the number '{shown}' has {len(text)} characters: larger than any field takes "
+            f"the number '{_shown(text)}' has {len(text)} characters: larger than any field takes "
             "(counts, replicas and indices are at most 19 digits)",
             "write a smaller number",
         )
@@ -326,14 +383,10 @@ def _walk(root: Any, path: Path, at_key: bool) -> Any:
     for depth, item in enumerate(path):
         last = depth == len(path) - 1
         if isinstance(node, yaml.MappingNode):
-            match = [
-                (k, v)
-                for k, v in node.value
-                if isinstance(k, yaml.ScalarNode) and k.value == str(item)
-            ]
-            if not match:
+            match = _keys_of(node).get(str(item))
+            if match is None:
                 return node
-            key_node, value_node = match[-1]
+            key_node, value_node = match
             node = key_node if (last and at_key) else value_node
         elif isinstance(node, yaml.SequenceNode) and isinstance(item, int):
             if not 0 <= item < len(node.value):
@@ -344,6 +397,23 @@ def _walk(root: Any, path: Path, at_key: bool) -> Any:
     return node
 
 
+# Each mapping node's keys, built on the first lookup: locating every finding of a 20,000-key
+# mapping by scanning its pairs would cost 20,000 x 20,000 comparisons.
+_KEY_INDEX: weakref.WeakKeyDictionary[Any, dict[str, tuple[Any, Any]]] = weakref.WeakKeyDictionary()
+
+
+def _keys_of(node: Any) -> dict[str, tuple[Any, Any]]:
+    import yaml
+
+    index = _KEY_INDEX.get(node)
+    if index is None or len(index) > len(node.value):  # flattened or edited since
+        index = {
+            k.value: (k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode)
+        }  # the last of duplicate keys wins, as in the loaded data
+        _KEY_INDEX[node] = index
+    return index
+
+
 def _nested_offsets(outer: Document, node: Any) -> tuple[int, int, bool]:
     if node is None:
         return outer.line_base, outer.column_base, False
@@ -352,10 +422,18 @@ def _nested_offsets(outer: Document, node: Any) -> tuple[int, int, bool]:
     if getattr(node, "style", None) not in ("|", ">") or not outer.exact:
         return base_line, 0, False
     # A block scalar's content starts on the next line, every line indented alike.
-    content = [ln for ln in outer.text.splitlines()[mark.line + 1 :] if ln.strip()]
-    indent = len(content[0]) - len(content[0].lstrip(" ")) if content else 0
+    lines = _lines(outer.text)
+    after = range(mark.line + 1, len(lines))
+    first = next((lines[i] for i in after if lines[i].strip()), "")
+    indent = len(first) - len(first.lstrip(" "))
     exact = getattr(node, "style", None) == "|"
     return base_line + 1, indent + outer.column_base, exact
+
+
+@functools.lru_cache(maxsize=4)
+def _lines(text: str) -> list[str]:
+    """The lines of a file, split once: each of its ConfigMap values needs them."""
+    return text.splitlines()
 
 
 def _shift_finding(
