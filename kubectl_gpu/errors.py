@@ -34,7 +34,10 @@ def printable(text: object) -> str:
     Keys, file names and values come from users' files and the cluster; a raw ESC or
     newline in one could rewrite the terminal or forge a line of output.
     """
-    return _CONTROL.sub(_escape, str(text))
+    text = str(text)
+    if text.isprintable():  # nearly always: no control character, skip the regex (table cells)
+        return text
+    return _CONTROL.sub(_escape, text)
 
 
 def shortened(text: object, limit: int = 60) -> str:

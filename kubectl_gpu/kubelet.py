@@ -95,6 +95,8 @@ def parse_checkpoint(data: bytes, name: str) -> CheckpointContents:
         document = json.loads(data)
     except ValueError as e:  # JSONDecodeError and UnicodeDecodeError both are
         return _unreadable(name, f"not JSON: {e}")
+    except RecursionError:  # kubelet's own file nests 4 levels deep
+        return _unreadable(name, "not kubelet's format: the JSON nests too deeply to read")
     problem = _shape_problem(document)
     if problem:
         return _unreadable(name, problem)

