@@ -20,6 +20,7 @@ class ExitCode(enum.IntEnum):
     # A bug in kubectl-gpu, not a problem with the input: CI can tell the two apart.
     # 70 is EX_SOFTWARE ("internal software error") from BSD's sysexits.h.
     INTERNAL = 70
+    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it
 
 
 REPORT_BUGS = "https://github.com/kubectl-gpu/kubectl-gpu/issues"  # plugin.yaml's homepage

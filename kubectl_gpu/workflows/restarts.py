@@ -44,13 +44,19 @@ def roll(
     nodes: Sequence[str],
     batch: tuple[int, float],
     timing: Timing,
+    done: list[Restart] | None = None,
 ) -> tuple[Restart, ...]:
-    """Restart the plugin on `nodes`; `batch` is (max unavailable, timeout per batch)."""
-    size, timeout = max(1, batch[0]), batch[1]
-    done: list[Restart] = []
+    """Restart the plugin on `nodes`; `batch` is (max unavailable, seconds for all batches).
+
+    Each restart is appended to `done` as it ends, so that a caller interrupted mid-way
+    (Ctrl-C, an API failure) can say which nodes were restarted.
+    """
+    size, overall = max(1, batch[0]), timing.deadline(batch[1])
+    done = [] if done is None else done
     for start in range(0, len(nodes), size):
         group = nodes[start : start + size]
-        done += _restart_group(api, deployment, group, timing.deadline(timeout))
+        left = max(0.0, overall.end - timing.clock())  # --timeout bounds the whole rollout
+        done += _restart_group(api, deployment, group, timing.deadline(left))
         if not all(r.ok for r in done):
             failed = ", ".join(r.node for r in done if not r.ok)
             done += [

@@ -175,7 +175,7 @@ def _run(
         plan = planner(snapshot)
         rendered = sharewrites.texts(plan)
         draft = _draft(action, plan, options, rendered, sharewrites.validate(plan, rendered))
-        body = sharewrites.configmap_body(snapshot, plan, rendered)
+        body = sharewrites.configmap_body(snapshot, plan, rendered, action == "rollback")
         if attempt == 1:
             _tell(snapshot, plan)
             _warn_overcommit(plan, sharestate.replicas_in_use(api))
@@ -208,7 +208,12 @@ def _run(
     draft = dataclasses.replace(draft, objects=tuple(written))
     if options.dry_run == "server":
         return draft
-    return _roll(api, draft, timing or Timing())
+    timing = timing or Timing()
+    done: list[restarts.Restart] = []
+    try:
+        return _roll(api, draft, timing, done)
+    except (errors.GpuError, KeyboardInterrupt) as e:
+        raise _interrupted(draft, done, e) from e
 
 
 def _write(
@@ -220,24 +225,62 @@ def _write(
     return written + sharewrites.write_rest(api, snapshot, plan, dry_run)
 
 
-def _roll(api: cluster.Api, draft: ShareResult, timing: Timing) -> ShareResult:
+def _roll(
+    api: cluster.Api, draft: ShareResult, timing: Timing, done: list[restarts.Restart]
+) -> ShareResult:
     plan, options = draft.plan, draft.options
+    overall = timing.deadline(options.timeout)  # --timeout bounds restarts and --wait together
     restarted: dict[str, restarts.Restart] = {}
     if options.restart and plan.restarts:
         batch = (options.max_unavailable, options.timeout)
         nodes = [n.node for n in plan.restarts]
-        restarted = {r.node: r for r in restarts.roll(api, plan.deployment, nodes, batch, timing)}
+        rolled = restarts.roll(api, plan.deployment, nodes, batch, timing, done)
+        restarted = {r.node: r for r in rolled}
     readings: dict[str, capacity.Reading] = {}
     drained = sharedrain.drained(draft.preview, options)
     if options.wait or drained:  # a drained node is given back only once its capacity shows
         alive = [n for n in plan.nodes if n.node not in restarted or restarted[n.node].ok]
-        readings = capacity.wait(api, alive, options.timeout, timing)
+        left = max(0.0, overall.end - timing.clock())
+        readings = capacity.wait(api, alive, left, timing)
     rows = []
     for row, planned in zip(draft.nodes, plan.nodes, strict=True):
         row = _after_restart(row, planned, restarted.get(planned.node))
         rows.append(_after_wait(row, planned, readings.get(planned.node), options.timeout))
     sharedrain.give_back(api, drained, {r.node: r.failed for r in rows})
     return dataclasses.replace(draft, nodes=tuple(rows))
+
+
+def _interrupted(
+    draft: ShareResult, done: list[restarts.Restart], cause: BaseException
+) -> errors.GpuError:
+    """What a rollout stopped mid-way left behind: what was written, which plugins restarted,
+    and how to finish or undo it (the ConfigMap's history makes `share rollback` undo it)."""
+    plan = draft.plan
+    what = "interrupted" if isinstance(cause, KeyboardInterrupt) else "failed"
+    reason = "" if isinstance(cause, KeyboardInterrupt) else f": {cause}"
+    written = [f"ConfigMap {plan.namespace}/{plan.configmap}"]
+    written += [
+        f"{o.get('kind', 'object')} {o['metadata'].get('name', '')}" for o in draft.objects[1:]
+    ]
+    ok = [r.node for r in done if r.ok]
+    waiting = [n.node for n in plan.restarts if n.node not in ok]
+    parts = [
+        f"the rollout was {what} after writing {', '.join(written)}{reason}",
+        f"the device plugin was restarted on: {', '.join(ok) or 'no node'}",
+    ]
+    if waiting:
+        parts.append(f"not restarted (they still run the previous config): {', '.join(waiting)}")
+    hint = (
+        "to finish, run the same command again (the config is written, only the restarts "
+        f"remain); to undo, run `{sharewrites.ROLLBACK}`; `kubectl gpu share show` shows what "
+        "each node reads now"
+    )
+    if isinstance(cause, errors.GpuError) and cause.hint:
+        hint = f"{cause.hint}; then, {hint}"
+    error = errors.GpuError("; ".join(parts), hint=hint)
+    if isinstance(cause, KeyboardInterrupt):
+        error.exit_code = errors.ExitCode.INTERRUPTED
+    return error
 
 
 def _after_restart(

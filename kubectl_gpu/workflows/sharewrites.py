@@ -12,15 +12,19 @@ without a request. Must not decide what to write (the plan does).
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Mapping
 from typing import Any
 
 from kubectl_gpu import cluster, errors, findings, keys, validation
 from kubectl_gpu.findings import Finding
 from kubectl_gpu.sharing import rollout
+from kubectl_gpu.sharing.rollout.record import MAX_HISTORY, MAX_RECORD_CHARS
 from kubectl_gpu.workflows.sharestate import Json, Snapshot
 
 ROLLBACK = "kubectl gpu share rollback"
+
+log = logging.getLogger(__name__)
 
 
 class Stale(Exception):
@@ -63,8 +67,14 @@ def validate(plan: rollout.Plan, rendered: Mapping[str, str]) -> tuple[Finding, 
     return tuple(found)
 
 
-def configmap_body(snapshot: Snapshot, plan: rollout.Plan, rendered: Mapping[str, str]) -> Json:
-    """The ConfigMap as it will be sent: data updated, the rollback record annotated."""
+def configmap_body(
+    snapshot: Snapshot, plan: rollout.Plan, rendered: Mapping[str, str], rolling_back: bool = False
+) -> Json:
+    """The ConfigMap as it will be sent: data updated, the rollback history annotated.
+
+    A change adds its record to the history (RecordTooLarge, before anything is written, when
+    the record cannot be kept); a rollback removes the record it restored.
+    """
     if snapshot.configmap is not None:
         body = copy.deepcopy(snapshot.configmap)
     else:
@@ -79,7 +89,25 @@ def configmap_body(snapshot: Snapshot, plan: rollout.Plan, rendered: Mapping[str
         }
     body["data"] = {**(body.get("data") or {}), **rendered}
     annotations = body["metadata"].setdefault("annotations", {}) or {}
-    annotations[keys.PREVIOUS_CONFIG_ANNOTATION] = plan.record.encode()
+    existing = snapshot.state.configmap.record
+    where = f"ConfigMap {plan.namespace}/{plan.configmap}"
+    if rolling_back:
+        history = rollout.pop(existing, where)
+    else:
+        history = rollout.push(existing, plan.record, where)
+    if history.dropped:
+        log.warning(
+            "%s: the rollback history keeps the last %d changes within %d characters; "
+            "%d older change(s) can no longer be rolled back",
+            where,
+            MAX_HISTORY,
+            MAX_RECORD_CHARS,
+            history.dropped,
+        )
+    if history.text is None:
+        annotations.pop(keys.PREVIOUS_CONFIG_ANNOTATION, None)
+    else:
+        annotations[keys.PREVIOUS_CONFIG_ANNOTATION] = history.text
     body["metadata"]["annotations"] = annotations
     return body
 

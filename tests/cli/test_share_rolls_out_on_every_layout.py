@@ -137,9 +137,11 @@ def test_rollback_restores_the_previous_config(run_cli: Run, cluster: SimCluster
         "nvidia.com/device-plugin.config"
         not in cluster.store.get("nodes", "gpu-a")["metadata"]["labels"]
     )
-    again = share(run_cli, cluster, "rollback", "--wait")  # undoing the undo redoes it
+    again = share(run_cli, cluster, "rollback", "--wait")  # one change further back
     assert again.exit_code == 0, again.stderr
-    assert cluster.allocatable("gpu-a") == 16
+    assert (cluster.allocatable("gpu-a"), cluster.allocatable("gpu-b")) == (8, 4)  # unshared
+    last = share(run_cli, cluster, "rollback")
+    assert last.exit_code == 1 and "nothing to roll back" in last.stderr
 
 
 def test_an_mps_change(run_cli: Run, cluster: SimCluster) -> None:

@@ -18,7 +18,15 @@ from kubectl_gpu.sharing.rollout.plan import (
     PolicyChange,
     Target,
 )
-from kubectl_gpu.sharing.rollout.record import Record, decode
+from kubectl_gpu.sharing.rollout.record import (
+    History,
+    Record,
+    RecordTooLarge,
+    decode,
+    depth,
+    pop,
+    push,
+)
 from kubectl_gpu.sharing.rollout.selection import EMPTY, Selection, select
 from kubectl_gpu.sharing.rollout.state import ClusterState, ConfigMapState, Doc, ShareRefused
 from kubectl_gpu.sharing.rollout.status import NodeStatus, PluginPod, survey
@@ -37,13 +45,18 @@ __all__ = [
     "Plan",
     "PluginPod",
     "PolicyChange",
+    "History",
     "Record",
+    "RecordTooLarge",
     "Selection",
     "ShareRefused",
     "ShareRequest",
     "Target",
     "check_request",
     "decode",
+    "depth",
+    "pop",
+    "push",
     "is_gpu_node",
     "make",
     "rollback",

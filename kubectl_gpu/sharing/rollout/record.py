@@ -1,10 +1,14 @@
-"""The rollback record: what a sharing change replaced, kept so that it can be restored.
+"""The rollback history: what each sharing change replaced, kept so that it can be restored.
 
 Owns `Record` (the previous text of every key written, the previous value of every node label
-changed, the ClusterPolicy's previous config and the resource verified) and its JSON form in
-the ConfigMap annotation `kubectl-gpu.io/previous-config`. Written with the ConfigMap in the
-same request, so a record never describes a change that did not happen. Must not decide what
-to restore (targets.py does). Pure: standard library and kubectl_gpu.errors only.
+changed, the ClusterPolicy's previous config and the resource verified) and the history's JSON
+form in the ConfigMap annotation `kubectl-gpu.io/previous-config`: the newest records first,
+at most `MAX_HISTORY` of them and `MAX_RECORD_CHARS` in all (older ones are dropped, and
+counted), so that `share rollback` can always read it. `share rollback` restores the newest and
+removes it: run again, it goes one change further back. A version 1 annotation (one record)
+is still read. Written with the ConfigMap in the same request, so a record never describes a
+change that did not happen. Must not decide what to restore (targets.py does). Pure: standard
+library and kubectl_gpu.errors only.
 """
 
 from __future__ import annotations
@@ -16,8 +20,15 @@ from typing import Any
 
 from kubectl_gpu import errors
 
-VERSION = 1
+VERSION = 1  # one record, as written before the history
+HISTORY_VERSION = 2
 MAX_RECORD_CHARS = 200_000  # annotations share a 256 KiB budget per object
+MAX_HISTORY = 10  # changes `share rollback` can undo, one at a time
+_ENVELOPE = 100  # characters of the history around its records
+
+
+class RecordTooLarge(errors.ConfigError):
+    """A change replaces more text than its record can keep: it must not be made."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,7 +42,11 @@ class Record:
     policy: tuple[str, str] | None = None  # the ClusterPolicy's previous (name, default)
 
     def encode(self) -> str:
-        """The annotation's value."""
+        """This record alone, as a version 1 annotation."""
+        return _dumps(self.body())
+
+    def body(self) -> dict[str, Any]:
+        """The record as JSON data."""
         body: dict[str, Any] = {
             "version": VERSION,
             "resource": self.resource,
@@ -42,20 +57,104 @@ class Record:
             body["clusterPolicyConfig"] = (
                 None if self.policy is None else {"name": self.policy[0], "default": self.policy[1]}
             )
-        return json.dumps(body, sort_keys=True, separators=(",", ":"))
+        return body
+
+
+@dataclasses.dataclass(frozen=True)
+class History:
+    """The annotation after a change: its text, and how many older records were dropped."""
+
+    text: str | None  # None: no record is left (remove the annotation)
+    dropped: int = 0
+
+
+def push(existing: str, record: Record, where: str) -> History:
+    """The history with `record` as its newest entry, within the annotation's limit.
+
+    RecordTooLarge when `record` alone cannot be kept: the change must not be made, or it
+    could never be rolled back. An unreadable older history is replaced (and counted).
+    """
+    newest = record.body()
+    size = len(_dumps(newest)) + _ENVELOPE
+    if size > MAX_RECORD_CHARS:
+        raise RecordTooLarge(
+            f"the change would replace {size - _ENVELOPE:,} characters of config on {where}, "
+            f"more than its rollback record can keep ({MAX_RECORD_CHARS:,} characters in the "
+            "annotation); nothing was written",
+            hint="make the key smaller (comments, unused resources), or save the ConfigMap "
+            "(kubectl get configmap -o yaml) and edit it by hand",
+        )
+    try:
+        older, dropped = _entries(existing, where)
+        damaged = 0
+    except errors.ConfigError:
+        older, dropped, damaged = [], 0, 1
+    kept = [newest]
+    for body in older[: MAX_HISTORY - 1]:
+        size += len(_dumps(body)) + 1
+        if size > MAX_RECORD_CHARS:
+            break
+        kept.append(body)
+    lost = len(older) - (len(kept) - 1) + damaged
+    return History(_history(kept, dropped + lost), lost)
+
+
+def pop(existing: str, where: str) -> History:
+    """The history after its newest record was rolled back."""
+    older, dropped = _entries(existing, where)
+    rest = older[1:]
+    return History(_history(rest, dropped) if rest else None)
 
 
 def decode(text: str, where: str) -> Record:
-    """Read an annotation written by `Record.encode`; ConfigError when it is not one."""
+    """The newest record of a history (or of a version 1 annotation); ConfigError when none."""
+    entries, _ = _entries(text, where)
+    if not entries:
+        raise _unreadable(where, ValueError("no record in the history"))
+    return _from_dict(entries[0])
+
+
+def depth(text: str) -> tuple[int, int]:
+    """How many changes the history can undo, and how many older ones were dropped."""
+    try:
+        entries, dropped = _entries(text, "")
+    except errors.ConfigError:
+        return 0, 0
+    return len(entries), dropped
+
+
+def _entries(text: str, where: str) -> tuple[list[dict[str, Any]], int]:
+    """The records of an annotation, newest first, and the dropped count; ConfigError naming
+    `where` when it cannot be read."""
+    if not text:
+        return [], 0
     try:
         body = json.loads(text) if len(text) <= MAX_RECORD_CHARS else None
-        return _from_dict(body)
-    except (ValueError, TypeError, KeyError) as e:
-        raise errors.ConfigError(
-            f"the rollback record on {where} cannot be read ({e})",
-            hint="restore the previous config by hand; `kubectl gpu share show` shows what "
-            "each node reads",
-        ) from e
+        if isinstance(body, dict) and body.get("version") == HISTORY_VERSION:
+            entries = list(body["history"])
+            for entry in entries:
+                _from_dict(entry)  # each one readable, or the history is not
+            return entries, int(body.get("dropped", 0))
+        _from_dict(body)
+        return [body], 0
+    except (ValueError, TypeError, KeyError, RecursionError) as e:
+        raise _unreadable(where, e) from e
+
+
+def _history(entries: list[dict[str, Any]], dropped: int) -> str:
+    return _dumps({"version": HISTORY_VERSION, "history": entries, "dropped": dropped})
+
+
+def _dumps(body: Any) -> str:
+    return json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+
+def _unreadable(where: str, e: BaseException) -> errors.ConfigError:
+    return errors.ConfigError(
+        f"the rollback record on {where} cannot be read ({e})",
+        hint="restore the previous config by hand; `kubectl gpu share show` shows what "
+        "each node reads",
+    )
 
 
 def _from_dict(body: Any) -> Record:

@@ -1,0 +1,125 @@
+"""A share rollout stopped mid-way (Ctrl-C, an API failure, its --timeout) says what it wrote and
+which plugins it restarted, and `share rollback` undoes it; --timeout bounds the whole rollout;
+a change whose rollback record cannot be kept is refused before anything is written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubectl_gpu import cluster, errors, keys
+from kubectl_gpu.sharing import rollout
+from kubectl_gpu.workflows import share
+from kubectl_gpu.workflows.waiting import Timing
+from tests.fakes.apiserver import FakeApiServer
+from tests.fakes.cluster import layouts
+from tests.workflows.sharebuilders import gpu_node
+from tests.workflows.test_share_workflow_on_a_static_api import NAMESPACE, FakeClock, pod
+from tests.workflows.test_share_workflow_on_a_static_api import api as api  # noqa: F401
+
+CONFIGMAP = "nvdp-nvidia-device-plugin-configs"
+
+
+def _text(fake_apiserver: FakeApiServer) -> dict[str, Any]:
+    return dict(fake_apiserver.store.get("configmaps", CONFIGMAP, NAMESPACE))
+
+
+class Interrupting(FakeClock):
+    """Ctrl-C during the first wait of the rollout."""
+
+    def sleep(self, seconds: float) -> None:
+        raise KeyboardInterrupt
+
+
+class Recreating(FakeClock):
+    """A DaemonSet that brings a deleted plugin pod back `delay` seconds later."""
+
+    def __init__(self, store: Any, delay: float) -> None:
+        super().__init__()
+        self.store, self.delay, self.gone_since = store, delay, dict[str, float]()
+
+    def sleep(self, seconds: float) -> None:
+        super().sleep(seconds)
+        names = {p["metadata"]["name"] for p in self.store.list("pods", NAMESPACE)}
+        for node in ("gpu-a", "gpu-b"):
+            if f"plugin-{node}" not in names:
+                since = self.gone_since.setdefault(node, self.now - seconds)
+                if self.now - since >= self.delay:
+                    plugin = "nvdp-nvidia-device-plugin"
+                    self.store.create(
+                        pod(f"plugin-{node}", node, plugin, "nvidia-device-plugin-ctr")
+                    )
+                    del self.gone_since[node]
+
+
+def test_ctrl_c_mid_rollout_says_what_was_written_and_rollback_undoes_it(
+    api: cluster.Api, fake_apiserver: FakeApiServer
+) -> None:
+    clock = Interrupting()
+
+    with pytest.raises(errors.GpuError) as stopped:
+        share.share(
+            api, rollout.ShareRequest(replicas=2), share.Options(), Timing(clock, clock.sleep)
+        )
+
+    e = stopped.value
+    assert e.exit_code == errors.ExitCode.INTERRUPTED
+    assert f"interrupted after writing ConfigMap {NAMESPACE}/{CONFIGMAP}" in e.message
+    assert "restarted on: no node" in e.message
+    assert "not restarted (they still run the previous config): gpu-a, gpu-b" in e.message
+    assert "kubectl gpu share rollback" in e.hint and "run the same command again" in e.hint
+    assert "replicas: 2" in _text(fake_apiserver)["data"]["any"]
+    shown = share.show(api, share.Options())
+    assert shown.configmap.record  # `share show` reads the state the interruption left
+
+    share.rollback(api, share.Options(restart=False))
+
+    assert _text(fake_apiserver)["data"]["any"] == "version: v1\n"
+
+
+def test_a_denied_pod_delete_says_what_was_written_and_restarted(
+    api: cluster.Api, fake_apiserver: FakeApiServer
+) -> None:
+    fake_apiserver.deny("delete", "pods")
+
+    with pytest.raises(errors.GpuError) as stopped:
+        share.share(api, rollout.ShareRequest(replicas=2), share.Options())
+
+    message = stopped.value.message
+    assert f"failed after writing ConfigMap {NAMESPACE}/{CONFIGMAP}" in message
+    assert "restarted on: no node" in message and "gpu-a, gpu-b" in message
+    assert "grant 'delete' on 'pods'" in stopped.value.hint
+
+
+def test_timeout_bounds_the_whole_rollout_not_each_batch(
+    api: cluster.Api, fake_apiserver: FakeApiServer
+) -> None:
+    clock = Recreating(fake_apiserver.store, delay=6)
+    options = share.Options(timeout=10, max_unavailable=1)
+
+    result = share.share(api, rollout.ShareRequest(replicas=2), options, Timing(clock, clock.sleep))
+
+    rows = {r.node: r for r in result.nodes}
+    assert rows["gpu-a"].result == "restarted"  # after 6 s
+    assert rows["gpu-b"].result == "failed"  # only about 4 s were left of the 10
+    assert "did not become Ready within 3." in rows["gpu-b"].message  # what was left
+    assert sum(clock.slept) <= 10.5
+
+
+def test_a_change_whose_record_cannot_be_kept_is_refused_up_front(
+    fake_apiserver: FakeApiServer, kubeconfig: Path
+) -> None:
+    huge = "version: v1\n# " + "x" * 211_000 + "\n"
+    for obj in layouts.helm({"any": huge}, "any").objects:
+        fake_apiserver.store.create(obj)
+    fake_apiserver.store.create(gpu_node("gpu-a", 1))
+    api = cluster.connect(str(kubeconfig))
+
+    with pytest.raises(rollout.RecordTooLarge, match="nothing was written"):
+        share.share(api, rollout.ShareRequest(replicas=2), share.Options())
+
+    written = _text(fake_apiserver)
+    assert written["data"]["any"] == huge
+    assert keys.PREVIOUS_CONFIG_ANNOTATION not in (written["metadata"].get("annotations") or {})
