@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
@@ -20,7 +21,7 @@ from urllib.parse import quote
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
-from urllib3.exceptions import HTTPError
+from urllib3.exceptions import HTTPError, ReadTimeoutError
 
 from kubectl_gpu.errors import ClusterError
 
@@ -98,6 +99,19 @@ class LogTail:
     previous: bool = False
 
 
+# The request policy, one for every command and the agent. A server that accepts no
+# connection within CONNECT_TIMEOUT, or sends nothing for READ_TIMEOUT while answering, is
+# given up on (before: about 61 s per command against a hung server). Reads (GET) are tried
+# once more after a refused or reset connection, a connect timeout or a 429/502/503/504 answer,
+# RETRY_PAUSE later (or the server's Retry-After, at most MAX_RETRY_PAUSE); a read timeout is
+# not retried (a hung server stays hung) and neither is a write (it may have been applied).
+CONNECT_TIMEOUT = 5.0
+READ_TIMEOUT = 20.0
+RETRY_PAUSE = 0.5
+MAX_RETRY_PAUSE = 2.0
+_RETRY_STATUSES = frozenset({429, 502, 503, 504})
+
+
 @dataclasses.dataclass
 class Api:
     """A connection to one API server, as one kubeconfig context describes it."""
@@ -105,8 +119,9 @@ class Api:
     client: Any  # kubernetes.client.ApiClient
     context: str
     server: str
-    timeout: float = 30.0
+    timeout: float = READ_TIMEOUT
     namespace: str = "default"  # the context's namespace, as kubectl defaults -n to it
+    connect_timeout: float = CONNECT_TIMEOUT
 
     def request(
         self,
@@ -146,31 +161,61 @@ class Api:
         query: Mapping[str, str] | None,
         body: Any,
     ) -> bytes:
-        params = list(query.items()) if query else None
-        try:
-            if hasattr(self.client, "param_serialize"):  # kubernetes >= 37
-                request = self.client.param_serialize(
-                    method, url, query_params=params, header_params=headers, body=body,
-                    auth_settings=["BearerToken"],
-                )  # fmt: skip
-                response = self.client.call_api(*request, _request_timeout=self.timeout)
-                response.read()
-            else:  # kubernetes 30-36 (what the krew archive vendors): raw urllib3 response
-                response = self.client.call_api(
-                    url, method, query_params=params, header_params=headers, body=body,
-                    auth_settings=["BearerToken"], _preload_content=False,
-                    _return_http_data_only=True,
-                    _request_timeout=self.timeout,
-                )  # fmt: skip
-        except ApiException as e:
-            if e.status:  # kubernetes < 37 raises for every status outside 2xx
-                raise _from_status(e.status, e.reason, e.body, method, url) from e
-            raise _unreachable(self, e) from e  # the REST layer's own failures (TLS, proxy)
-        except HTTPError as e:
-            raise _unreachable(self, e) from e
+        retry = method == "GET"
+        while True:
+            try:
+                response = self._call(method, url, headers, query, body)
+            except ApiException as e:
+                if e.status:  # kubernetes < 37 raises for every status outside 2xx
+                    if retry and e.status in _RETRY_STATUSES:
+                        retry = False
+                        time.sleep(RETRY_PAUSE)
+                        continue
+                    raise _from_status(e.status, e.reason, e.body, method, url) from e
+                if retry and _retriable(e):  # the REST layer's own failures (TLS, proxy)
+                    retry = False
+                    time.sleep(RETRY_PAUSE)
+                    continue
+                raise _unreachable(self, e) from e
+            except HTTPError as e:  # transport: refused, reset, timeout
+                if retry and _retriable(e):
+                    retry = False
+                    time.sleep(RETRY_PAUSE)
+                    continue
+                raise _unreachable(self, e) from e
+            if retry and response.status in _RETRY_STATUSES:
+                retry = False
+                time.sleep(_retry_after(response))
+                continue
+            break
         if not 200 <= response.status <= 299:
             raise _from_status(response.status, response.reason, response.data, method, url)
         return bytes(response.data or b"")
+
+    def _call(
+        self,
+        method: str,
+        url: str,
+        headers: dict[str, str],
+        query: Mapping[str, str] | None,
+        body: Any,
+    ) -> Any:
+        params = list(query.items()) if query else None
+        timeouts = (self.connect_timeout, self.timeout)
+        if hasattr(self.client, "param_serialize"):  # kubernetes >= 37
+            request = self.client.param_serialize(
+                method, url, query_params=params, header_params=headers, body=body,
+                auth_settings=["BearerToken"],
+            )  # fmt: skip
+            response = self.client.call_api(*request, _request_timeout=timeouts)
+            response.read()
+            return response
+        # kubernetes 30-36 (what the krew archive vendors): raw urllib3 response
+        return self.client.call_api(
+            url, method, query_params=params, header_params=headers, body=body,
+            auth_settings=["BearerToken"], _preload_content=False,
+            _return_http_data_only=True, _request_timeout=timeouts,
+        )  # fmt: skip
 
     def get(self, url: str) -> Json:
         """GET one object."""
@@ -252,7 +297,7 @@ def _dry(dry_run: bool) -> dict[str, str] | None:
 
 
 def connect(
-    kubeconfig: str | None = None, context: str | None = None, timeout: float = 30.0
+    kubeconfig: str | None = None, context: str | None = None, timeout: float = READ_TIMEOUT
 ) -> Api:
     """Connect as kubectl would: --kubeconfig, else $KUBECONFIG, else ~/.kube/config;
     inside a pod with none of those, the pod's service account."""
@@ -264,7 +309,7 @@ def connect(
             f"cannot load the cluster configuration: {e}",
             hint="pass --kubeconfig and --context, or check `kubectl config current-context`",
         ) from e
-    configuration.retries = 1  # fail fast; the caller decides whether to try again
+    configuration.retries = 0  # urllib3 retries nothing: `Api._send` holds the one policy
     api_client = client.ApiClient(configuration)
     name, namespace = loaded
     return Api(api_client, name, configuration.host, timeout, namespace)
@@ -306,6 +351,22 @@ def _in_cluster() -> bool:
     import os
 
     return "KUBERNETES_SERVICE_HOST" in os.environ
+
+
+def _retriable(e: Exception) -> bool:
+    """A failure to connect (refused, reset, connect timeout), not one while waiting to read."""
+    return not isinstance(e, ReadTimeoutError) and not isinstance(
+        getattr(e, "reason", None), ReadTimeoutError
+    )
+
+
+def _retry_after(response: Any) -> float:
+    """The server's Retry-After (seconds), bounded; RETRY_PAUSE without one."""
+    headers = getattr(response, "headers", None) or {}
+    try:
+        return min(MAX_RETRY_PAUSE, max(0.0, float(headers.get("Retry-After", RETRY_PAUSE))))
+    except (TypeError, ValueError):
+        return RETRY_PAUSE
 
 
 def _unreachable(api: Api, e: Exception) -> ClusterError:

@@ -1,0 +1,137 @@
+"""Every API request has a connect and a read timeout and one retry policy: a read (GET) is
+tried once more after a dropped connection or a 503, a write never is, and a server that hangs
+is given up on after the read timeout, not retried."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from kubectl_gpu import cluster, errors
+from tests.fakes.apiserver import write_kubeconfig
+
+NODE = cluster.path("nodes", "gpu-a")
+
+
+class RawServer:
+    """A TCP server that handles each connection with `behaviour` and counts connections."""
+
+    def __init__(self, behaviour: Callable[[socket.socket], None]) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.connections = 0
+        self.behaviour = behaviour
+        self.open: list[socket.socket] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            self.open.append(conn)
+            self.behaviour(conn)
+
+    def close(self) -> None:
+        self.listener.close()
+        for conn in self.open:
+            conn.close()
+
+
+def _hang(conn: socket.socket) -> None:
+    conn.recv(65536)  # read the request, never answer
+
+
+def _drop(conn: socket.socket) -> None:
+    conn.recv(65536)
+    conn.close()
+
+
+@pytest.fixture
+def raw(request: pytest.FixtureRequest) -> Iterator[RawServer]:
+    server = RawServer(request.param)
+    yield server
+    server.close()
+
+
+def _api(port: int, tmp_path: Path, timeout: float = 20.0) -> cluster.Api:
+    config = write_kubeconfig(f"http://127.0.0.1:{port}", tmp_path / "kubeconfig")
+    return cluster.connect(str(config), timeout=timeout)
+
+
+def test_requests_carry_a_connect_and_a_read_timeout(tmp_path: Path) -> None:
+    api = _api(9, tmp_path)
+    assert (api.connect_timeout, api.timeout) == (cluster.CONNECT_TIMEOUT, cluster.READ_TIMEOUT)
+    assert cluster.CONNECT_TIMEOUT + cluster.READ_TIMEOUT < 30  # a hung server: not 61 s
+
+
+@pytest.mark.parametrize("raw", [_hang], indirect=True)
+def test_a_hung_server_is_given_up_on_after_the_read_timeout(
+    raw: RawServer, tmp_path: Path
+) -> None:
+    api = _api(raw.port, tmp_path, timeout=0.3)
+
+    with pytest.raises(errors.ClusterError, match="cannot reach the API server"):
+        api.get(NODE)
+
+    assert raw.connections == 1  # a read timeout is not retried
+
+
+@pytest.mark.parametrize("raw", [_drop], indirect=True)
+def test_a_dropped_read_is_retried_once_a_dropped_write_never(
+    raw: RawServer, tmp_path: Path
+) -> None:
+    api = _api(raw.port, tmp_path)
+
+    with pytest.raises(errors.ClusterError, match="cannot reach the API server"):
+        api.get(NODE)
+    assert raw.connections == 2
+
+    with pytest.raises(errors.ClusterError):
+        api.patch(NODE, {"metadata": {"labels": {"a": "b"}}})
+    assert raw.connections == 3
+
+
+class _Busy(BaseHTTPRequestHandler):
+    calls: list[str] = []
+
+    def _answer(self) -> None:
+        _Busy.calls.append(self.command)
+        first = len(_Busy.calls) == 1
+        body = b'{"kind":"Node","metadata":{"name":"gpu-a"}}'
+        self.send_response(503 if first else 200)
+        self.send_header("Retry-After", "0")
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_PATCH = _answer
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_503_on_a_read_is_retried_once_on_a_write_not(tmp_path: Path) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Busy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        api = _api(server.server_address[1], tmp_path)
+        _Busy.calls = []
+        assert api.get(NODE)["metadata"]["name"] == "gpu-a"
+        assert _Busy.calls == ["GET", "GET"]
+
+        _Busy.calls = []
+        with pytest.raises(errors.ClusterError, match="503"):
+            api.patch(NODE, {})
+        assert _Busy.calls == ["PATCH"]
+    finally:
+        server.shutdown()
+        server.server_close()
