@@ -32,7 +32,12 @@ class Stale(Exception):
 
 
 def texts(plan: rollout.Plan) -> dict[str, str]:
-    """The text to write under each changed key (YAML of the planned config, or kept text)."""
+    """The text to write under each changed key (YAML of the planned config, or kept text).
+
+    Keys keep their order. Comments: the block of comments that opens a key is kept; PyYAML
+    has no model of the others (beside or between settings), so they are dropped, and a
+    warning says so (the previous text stays in the rollback history).
+    """
     import yaml
 
     rendered = {}
@@ -42,10 +47,28 @@ def texts(plan: rollout.Plan) -> dict[str, str]:
         elif change.doc is None:
             rendered[change.key] = ""
         else:
-            rendered[change.key] = yaml.safe_dump(
-                dict(change.doc), sort_keys=False, default_flow_style=False
-            )
+            header, dropped = _comments(change.before or "")
+            if dropped:
+                log.warning(
+                    "key %s: %d comment line(s) inside the config are not kept (only the "
+                    "comments above it are); `%s` restores the text as it was",
+                    change.key,
+                    dropped,
+                    ROLLBACK,
+                )
+            body = yaml.safe_dump(dict(change.doc), sort_keys=False, default_flow_style=False)
+            rendered[change.key] = header + body
     return rendered
+
+
+def _comments(text: str) -> tuple[str, int]:
+    """The comment lines that open `text` (kept), and how many other lines hold a comment."""
+    lines = text.splitlines(keepends=True)
+    opening = 0
+    while opening < len(lines) and lines[opening].lstrip().startswith("#"):
+        opening += 1
+    rest = sum(1 for line in lines[opening:] if "#" in line)  # may overcount a '#' in a value
+    return "".join(lines[:opening]), rest
 
 
 def validate(plan: rollout.Plan, rendered: Mapping[str, str]) -> tuple[Finding, ...]:

@@ -1,0 +1,43 @@
+"""`share` rewrites the keys it edits with PyYAML: key order and the comments that open a key
+are kept; comments inside it cannot be (PyYAML has no model of them), and a warning says so."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from kubectl_gpu import cluster
+from kubectl_gpu.sharing import rollout
+from kubectl_gpu.workflows import share
+from tests.fakes.apiserver import FakeApiServer
+from tests.fakes.cluster import layouts
+from tests.workflows.sharebuilders import gpu_node
+
+NAMESPACE, CONFIGMAP = "nvidia-device-plugin", "nvdp-nvidia-device-plugin-configs"
+EDITED = """# Owned by the platform team: ask #gpu-infra before changing.
+# Reviewed 2026-11-01.
+version: v1
+flags:
+  migStrategy: none  # no MIG on these nodes
+  failOnInitError: true
+"""
+
+
+def test_opening_comments_and_key_order_survive_an_edit(
+    fake_apiserver: FakeApiServer, kubeconfig: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    for obj in layouts.helm({"any": EDITED}, "any").objects:
+        fake_apiserver.store.create(obj)
+    fake_apiserver.store.create(gpu_node("gpu-a", 1))
+    api = cluster.connect(str(kubeconfig))
+
+    with caplog.at_level(logging.WARNING, logger="kubectl_gpu"):
+        share.share(api, rollout.ShareRequest(replicas=2), share.Options(restart=False))
+
+    text = fake_apiserver.store.get("configmaps", CONFIGMAP, NAMESPACE)["data"]["any"]
+    assert text.startswith("# Owned by the platform team: ask #gpu-infra before changing.\n")
+    assert text.index("version:") < text.index("flags:") < text.index("sharing:")
+    assert text.index("migStrategy") < text.index("failOnInitError")
+    assert "key any: 1 comment line(s) inside the config are not kept" in caplog.text
