@@ -3,8 +3,9 @@
 DESIGN.md: "every reader (YAML, checkpoint, reports, ConfigMaps): cost linear in input size;
 100,000 checkpoint entries <= 3 s, a 10,000-key ConfigMap <= 3 s, peak <= 400 MiB". Each case
 runs in a fresh process (`kubectl-gpu ...`, as a user runs it) on a synthetic input written to a
-temp directory; the table shows wall seconds, peak RSS (MiB, from the child's rusage) and the
-growth of time per 10x more entries (10 means linear; 100 would be quadratic). Inputs:
+temp directory; the table shows wall and CPU seconds, peak RSS (MiB, from the child's rusage)
+and the growth of CPU time per 10x more entries (10 means linear; 100 would be quadratic; less
+than 10 where start-up dominates or an input cap stops the reader). Inputs:
 
 - checkpoint: `map --checkpoint FILE` on kubelet's format, N allocations of time-sliced replicas
   over 8 GPUs (each pod one `GPU-<uuid>::<n>`); a tenth of the IDs registered (all of them would
@@ -14,6 +15,9 @@ growth of time per 10x more entries (10 means linear; 100 would be quadratic). I
 - unknown-keys: `validate -f FILE` on a device-plugin config with N unknown keys under flags
   (N findings, each located and with a did-you-mean);
 - documents: `validate -f FILE` on N YAML documents (the reader stops at 10,000 with a finding).
+
+Inputs over 4 MiB (`validate`) or 16 MiB (checkpoints) are refused at once: that row then
+measures the refusal.
 
 Run: .venv/bin/python -m benchmarks.input_scale [--sizes 1000 10000 100000]
 Never imported by tests; asserts nothing.
@@ -82,36 +86,37 @@ _MEASURE = """
 import resource, subprocess, sys, time
 start = time.perf_counter()
 subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-print(time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+used = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(time.perf_counter() - start, used.ru_utime + used.ru_stime, used.ru_maxrss)
 """
 
 
-def run(argv: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS in MiB of one command, as a fresh process."""
+def run(argv: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds and peak RSS in MiB of one command, as a fresh process."""
     measured = subprocess.run(
         [sys.executable, "-c", _MEASURE, *argv], capture_output=True, text=True, check=True
     )
-    wall, peak_kib = measured.stdout.split()
-    return float(wall), int(peak_kib) / 1024
+    wall, cpu, peak_kib = measured.stdout.split()
+    return float(wall), float(cpu), int(peak_kib) / 1024
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     args = parser.parse_args()
-    print(f"{'input':32} {'entries':>8} {'bytes':>10} {'seconds':>8} {'peak MiB':>9} {'x time':>7}")
+    head = f"{'input':32} {'entries':>8} {'bytes':>10} {'wall s':>7} {'CPU s':>6} {'peak MiB':>9}"
+    print(f"{head} {'x CPU':>6}")
     with tempfile.TemporaryDirectory() as tmp:
         for name, (make, command) in CASES.items():
             last: float | None = None
             for size in sorted(args.sizes):
                 path = Path(tmp) / f"{name.split()[0]}-{size}"
                 path.write_text(make(size))
-                wall, peak = run([str(BIN / "kubectl-gpu"), *command, str(path)])
-                growth = f"{wall / last:7.1f}" if last else "       "
-                print(
-                    f"{name:32} {size:8} {os.path.getsize(path):10} {wall:8.2f} {peak:9.0f} {growth}"
-                )
-                last = wall
+                wall, cpu, peak = run([str(BIN / "kubectl-gpu"), *command, str(path)])
+                growth = f"{cpu / last:6.1f}" if last else ""
+                row = f"{name:32} {size:8} {os.path.getsize(path):10} {wall:7.2f} {cpu:6.2f}"
+                print(f"{row} {peak:9.0f} {growth}")
+                last = cpu
 
 
 if __name__ == "__main__":

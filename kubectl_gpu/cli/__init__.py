@@ -117,13 +117,20 @@ class RootGroup(click.Group):
             click.echo("Aborted!", err=True)
             code = 1
         except Exception as e:  # noqa: BLE001 - the boundary: a bug must not look like bad input
-            if "--debug" in argv:
+            if "--debug" in argv or _missing_dependency(e):
                 raise
             click.echo(internal_error(list(argv), e), err=True)
             code = int(ExitCode.INTERNAL)
         if not standalone:
             return code
         sys.exit(code if isinstance(code, int) else 0)
+
+
+def _missing_dependency(e: Exception) -> bool:
+    """A third-party package that is not installed: the installation's problem, not a bug; the
+    krew zipapp's entry point names the package and the pip command (scripts/release.py)."""
+    name = getattr(e, "name", None) or ""
+    return isinstance(e, ModuleNotFoundError) and name.partition(".")[0] != "kubectl_gpu"
 
 
 def report(e: GpuError) -> None:
