@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from kubectl_gpu import cluster, errors
 from kubectl_gpu.sharing import rollout
@@ -44,27 +44,25 @@ def roll(
     nodes: Sequence[str],
     batch: tuple[int, float],
     timing: Timing,
-    done: list[Restart] | None = None,
-) -> tuple[Restart, ...]:
+) -> Iterator[Restart]:
     """Restart the plugin on `nodes`; `batch` is (max unavailable, seconds for all batches).
 
-    Each restart is appended to `done` as it ends, so that a caller interrupted mid-way
+    Yields each batch's restarts as the batch ends, so that a caller interrupted mid-way
     (Ctrl-C, an API failure) can say which nodes were restarted.
     """
     size, overall = max(1, batch[0]), timing.deadline(batch[1])
-    done = [] if done is None else done
     for start in range(0, len(nodes), size):
         group = nodes[start : start + size]
         left = max(0.0, overall.end - timing.clock())  # --timeout bounds the whole rollout
-        done += _restart_group(api, deployment, group, timing.deadline(left))
-        if not all(r.ok for r in done):
-            failed = ", ".join(r.node for r in done if not r.ok)
-            done += [
-                Restart(n, "", "skipped", message=f"not restarted: stopped after {failed} failed")
-                for n in nodes[start + size :]
-            ]
-            break
-    return tuple(done)
+        ended = _restart_group(api, deployment, group, timing.deadline(left))
+        yield from ended
+        if not all(r.ok for r in ended):
+            failed = ", ".join(r.node for r in ended if not r.ok)
+            for n in nodes[start + size :]:
+                yield Restart(
+                    n, "", "skipped", message=f"not restarted: stopped after {failed} failed"
+                )
+            return
 
 
 def _restart_group(

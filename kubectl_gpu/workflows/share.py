@@ -234,8 +234,9 @@ def _roll(
     if options.restart and plan.restarts:
         batch = (options.max_unavailable, options.timeout)
         nodes = [n.node for n in plan.restarts]
-        rolled = restarts.roll(api, plan.deployment, nodes, batch, timing, done)
-        restarted = {r.node: r for r in rolled}
+        for restart in restarts.roll(api, plan.deployment, nodes, batch, timing):
+            done.append(restart)
+        restarted = {r.node: r for r in done}
     readings: dict[str, capacity.Reading] = {}
     drained = sharedrain.drained(draft.preview, options)
     if options.wait or drained:  # a drained node is given back only once its capacity shows

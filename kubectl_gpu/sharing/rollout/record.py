@@ -135,7 +135,9 @@ def _entries(text: str, where: str) -> tuple[list[dict[str, Any]], int]:
             for entry in entries:
                 _from_dict(entry)  # each one readable, or the history is not
             return entries, int(body.get("dropped", 0))
-        _from_dict(body)
+        if not isinstance(body, dict):
+            raise ValueError(f"not a version {VERSION} record")
+        _from_dict(body)  # a version 1 record, or a ValueError
         return [body], 0
     except (ValueError, TypeError, KeyError, RecursionError) as e:
         raise _unreadable(where, e) from e
