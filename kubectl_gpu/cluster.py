@@ -135,7 +135,12 @@ class Api:
         """Send one request; return the decoded JSON body (None when there is none)."""
         headers = {"Accept": "application/json", "Content-Type": content_type}
         data = self._send(method, url, headers, query, body)
-        return json.loads(data) if data else None
+        try:
+            return json.loads(data) if data else None
+        except (ValueError, RecursionError) as e:  # e.g. a 5,000-digit number in an object
+            raise ClusterError(
+                f"{method} {url}: the API server's answer cannot be read: {e}"
+            ) from e
 
     def text(self, url: str, query: Mapping[str, str] | None = None) -> str:
         """GET a plain-text answer (a container log); undecodable bytes become U+FFFD."""

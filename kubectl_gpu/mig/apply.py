@@ -16,7 +16,7 @@ import enum
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 
-from kubectl_gpu import keys
+from kubectl_gpu import keys, numbers
 from kubectl_gpu.mig.state import GpuInstance, GpuState
 
 _HASH_CHARS = 12
@@ -147,7 +147,7 @@ def expected_resources(
     for name, want in wanted.items():
         want *= (replicas or {}).get(name, 1)
         have_text = str(allocatable.get(name, "0"))
-        have = int(have_text) if have_text.isdigit() else 0
+        have = numbers.whole(have_text) or 0
         if have != want:
             missing[name] = (want, have)
     return missing

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from kubectl_gpu import cluster
+from kubectl_gpu import cluster, numbers
 from kubectl_gpu.sharing import rollout
 from kubectl_gpu.workflows.waiting import Deadline, Timing
 
@@ -29,9 +29,14 @@ class Reading:
 
 
 def wait(
-    api: cluster.Api, nodes: Sequence[rollout.NodePlan], timeout: float, timing: Timing
-) -> dict[str, Reading]:
-    """Poll until every node matches its expectation or `timeout` seconds pass."""
+    api: cluster.Api,
+    nodes: Sequence[rollout.NodePlan],
+    timeout: float,
+    timing: Timing,
+    stop: Callable[[], str] | None = None,
+) -> tuple[dict[str, Reading], str]:
+    """Poll until every node matches its expectation or `timeout` seconds pass, or `stop`
+    gives a reason (returned with the readings: "" when none) to wait no longer."""
     deadline = timing.deadline(timeout)
     readings: dict[str, Reading] = {}
     pending = {n.node: n for n in nodes}
@@ -41,7 +46,10 @@ def wait(
             readings[name] = _read(api, planned, deadline)
         pending = {n: p for n, p in pending.items() if not readings[n].matched}
         if not pending or deadline.passed:
-            return readings
+            return readings, ""
+        reason = stop() if stop is not None else ""
+        if reason:
+            return readings, reason
         said = _progress(readings, pending, said)
         deadline.pause()
 
@@ -49,7 +57,7 @@ def wait(
 def _read(api: cluster.Api, planned: rollout.NodePlan, deadline: Deadline) -> Reading:
     node = api.get(cluster.path("nodes", planned.node))
     raw = ((node.get("status") or {}).get("allocatable") or {}).get(planned.resource, "0")
-    value = int(str(raw)) if str(raw).isdigit() else 0
+    value = numbers.whole(raw) or 0
     if planned.expected is not None:
         matched = value == planned.expected
     else:

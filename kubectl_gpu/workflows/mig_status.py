@@ -13,7 +13,7 @@ import datetime as dt
 import json
 from typing import Any
 
-from kubectl_gpu import cluster, keys
+from kubectl_gpu import cluster, keys, numbers
 from kubectl_gpu.mig import stuck
 from kubectl_gpu.mig.actuators import Actuator
 from kubectl_gpu.workflows import mig_targets
@@ -116,8 +116,8 @@ def _gpus(notes: dict[str, str]) -> tuple[GpuStatus, ...]:
             index = entry["index"]
             found[index] = GpuStatus(index, str(entry.get("name", "")), str(entry.get("pci", "")))
     for index_text, text in (layout if isinstance(layout, dict) else {}).items():
-        if str(index_text).isdigit():
-            index = int(index_text)
+        index = numbers.whole(index_text)
+        if index is not None:
             found[index] = dataclasses.replace(found.get(index, GpuStatus(index)), layout=str(text))
     return tuple(found[i] for i in sorted(found))
 

@@ -238,17 +238,45 @@ def _roll(
             done.append(restart)
         restarted = {r.node: r for r in done}
     readings: dict[str, capacity.Reading] = {}
+    replaced = ""
     drained = sharedrain.drained(draft.preview, options)
     if options.wait or drained:  # a drained node is given back only once its capacity shows
         alive = [n for n in plan.nodes if n.node not in restarted or restarted[n.node].ok]
         left = max(0.0, overall.end - timing.clock())
-        readings = capacity.wait(api, alive, left, timing)
+        readings, replaced = capacity.wait(api, alive, left, timing, _replaced(api, draft))
     rows = []
     for row, planned in zip(draft.nodes, plan.nodes, strict=True):
         row = _after_restart(row, planned, restarted.get(planned.node))
-        rows.append(_after_wait(row, planned, readings.get(planned.node), options.timeout))
+        row = _after_wait(row, planned, readings.get(planned.node), options.timeout)
+        if replaced and row.result == "timed-out":
+            row = dataclasses.replace(row, result="failed", message=replaced)
+        rows.append(row)
     sharedrain.give_back(api, drained, {r.node: r.failed for r in rows})
     return dataclasses.replace(draft, nodes=tuple(rows))
+
+
+def _replaced(api: cluster.Api, draft: ShareResult) -> Callable[[], str]:
+    """Whether another writer changed the ConfigMap after this change: waiting for this
+    change's capacity is then pointless (a concurrent `share` won)."""
+    plan = draft.plan
+    written = (
+        (draft.objects[0].get("metadata") or {}).get("resourceVersion") if draft.objects else None
+    )
+
+    def check() -> str:
+        if written is None:
+            return ""
+        url = cluster.path("configmaps", plan.configmap, plan.namespace)
+        now = (api.get(url).get("metadata") or {}).get("resourceVersion")
+        if now == written:
+            return ""
+        return (
+            f"ConfigMap {plan.namespace}/{plan.configmap} was changed by another writer after "
+            "this change; the nodes follow that newer change. `kubectl gpu share show` shows "
+            f"what each node reads; `{sharewrites.ROLLBACK}` undoes the newest change first"
+        )
+
+    return check
 
 
 def _interrupted(

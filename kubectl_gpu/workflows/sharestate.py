@@ -14,7 +14,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kubectl_gpu import cluster, documents, errors, findings, keys, validation
+from kubectl_gpu import cluster, documents, errors, findings, keys, numbers, validation
 from kubectl_gpu.sharing import deployment as deployments
 from kubectl_gpu.sharing import rollout
 from kubectl_gpu.sharing.deployment import Deployment, Overrides
@@ -172,11 +172,8 @@ def replicas_in_use(api: cluster.Api) -> dict[str, dict[str, int]]:
 def _requests(container: Mapping[str, Any]) -> dict[str, int]:
     resources = container.get("resources") or {}
     asked = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
-    return {
-        str(k): int(str(v))
-        for k, v in asked.items()
-        if str(k).startswith("nvidia.com/") and str(v).isdigit()
-    }
+    counts = {str(k): numbers.whole(v) for k, v in asked.items()}
+    return {k: v for k, v in counts.items() if k.startswith("nvidia.com/") and v is not None}
 
 
 def _cluster_policies(api: cluster.Api) -> list[Json]:

@@ -123,3 +123,32 @@ def test_a_change_whose_record_cannot_be_kept_is_refused_up_front(
     written = _text(fake_apiserver)
     assert written["data"]["any"] == huge
     assert keys.PREVIOUS_CONFIG_ANNOTATION not in (written["metadata"].get("annotations") or {})
+
+
+class OtherWriter(FakeClock):
+    """Another `share` writes the ConfigMap while this one waits for capacity."""
+
+    def __init__(self, store: Any) -> None:
+        super().__init__()
+        self.store = store
+
+    def sleep(self, seconds: float) -> None:
+        super().sleep(seconds)
+        if len(self.slept) == 1:
+            data = {"data": {"any": "version: v1\n"}}
+            self.store.patch("configmaps", CONFIGMAP, data, namespace=NAMESPACE)
+
+
+def test_a_concurrent_change_ends_the_wait_and_names_the_winner(
+    api: cluster.Api, fake_apiserver: FakeApiServer
+) -> None:
+    clock = OtherWriter(fake_apiserver.store)
+    options = share.Options(restart=False, wait=True, timeout=300)
+
+    result = share.share(api, rollout.ShareRequest(replicas=3), options, Timing(clock, clock.sleep))
+
+    assert {r.result for r in result.nodes} == {"failed"}
+    message = result.nodes[0].message
+    assert "was changed by another writer after this change" in message
+    assert "undoes the newest change first" in message
+    assert sum(clock.slept) < 5  # not the whole 300 s timeout

@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from kubectl_gpu import keys
+from kubectl_gpu import keys, numbers
 
 NVIDIA_PREFIX = "nvidia.com/"
 _MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
@@ -48,16 +48,14 @@ class GpuNode:
     def physical(self, resource: str) -> int | None:
         """GFD's count of physical devices behind `resource` (label `<resource>.count`)."""
         text = self.labels.get(resource + keys.COUNT_LABEL_SUFFIX)
-        return int(text) if text is not None and text.isdigit() else None
+        return None if text is None else numbers.whole(text)
 
     @property
     def compute_capability(self) -> tuple[int, int] | None:
         """(major, minor) from GFD's labels, when present."""
-        major = self.labels.get(keys.GPU_COMPUTE_MAJOR_LABEL, "")
-        minor = self.labels.get(keys.GPU_COMPUTE_MINOR_LABEL, "")
-        if major.isdigit() and minor.isdigit():
-            return int(major), int(minor)
-        return None
+        major = numbers.whole(self.labels.get(keys.GPU_COMPUTE_MAJOR_LABEL, ""))
+        minor = numbers.whole(self.labels.get(keys.GPU_COMPUTE_MINOR_LABEL, ""))
+        return None if major is None or minor is None else (major, minor)
 
     @property
     def mig_enabled(self) -> bool:
@@ -89,5 +87,4 @@ def _nvidia_quantities(values: object) -> dict[str, int]:
 
 def _quantity(value: object) -> int:
     """Extended resources are whole numbers ("4"); anything else reads as 0."""
-    text = str(value).strip()
-    return int(text) if text.isdigit() else 0
+    return numbers.whole(value) or 0

@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from kubectl_gpu import errors, keys
+from kubectl_gpu import errors, keys, numbers
 from kubectl_gpu.sharing import deployment as deployments
 from kubectl_gpu.sharing import model, names, strategies
 from kubectl_gpu.sharing.rollout import selection
@@ -277,9 +277,9 @@ def gpus_from_allocatable(node: GpuNode, resource: str, replicas: int) -> int | 
         node.allocatable.get(resource + names.SHARED_SUFFIX, 0),
     )
     candidates = [replicas]
-    labelled = node.labels.get(resource + ".replicas", "")
-    if labelled.isdigit() and int(labelled) > 0:
-        candidates.insert(0, int(labelled))  # GFD's view of the running config comes first
+    labelled = numbers.whole(node.labels.get(resource + ".replicas", ""))
+    if labelled:
+        candidates.insert(0, labelled)  # GFD's view of the running config comes first
     for each in candidates:
         if advertised > 0 and advertised % each == 0:
             return advertised // each
