@@ -75,9 +75,8 @@ def reconcile(api: cluster.Api, options: Options, timing: Timing | None = None) 
     except errors.GpuError:
         raise
     except Exception as e:  # noqa: BLE001 - the pass fence
-        reason = f"internal error: {type(e).__name__}: {e} (a bug: please report it at " + (
-            f"{errors.REPORT_BUGS})"
-        )
+        bug = f"{type(e).__name__}: {e}"
+        reason = f"internal error: {bug} (a bug: please report it at {errors.REPORT_BUGS})"
         log.exception("node %s: %s", options.node, reason)
         _fenced(run, pause, errors.printable(reason)[:_REASON_MAX])
         raise errors.InternalError(reason) from e
@@ -85,10 +84,11 @@ def reconcile(api: cluster.Api, options: Options, timing: Timing | None = None) 
 
 def _pass(run: _Pass, pause: PluginPause) -> Start:
     options = run.options
+    refused = _request(run)  # read and validated before the GPUs are opened
     with nvml.session(options.reset) as device:
         state = device.read_state()
         run.node.report_gpus(state)
-        start = _decide(run, state, pause)
+        start = Start.NOTHING if refused else _decide(run, state, pause)
         said = log.debug if start is Start.NOTHING else log.info  # at rest: quiet every pass
         said("node %s: %s (desired %s)", options.node, start.value, run.request or "none")
         if start is Start.RESTORE:
@@ -123,21 +123,27 @@ def _abandon(run: _Pass, pause: PluginPause, state: MigState) -> None:
     _finish(run, pause, State.FAILED, reason)
 
 
-def _decide(run: _Pass, state: MigState, pause: PluginPause) -> Start:
-    refusal = nodestate.operator_refusal(run.api, run.node)
+def _request(run: _Pass) -> bool:
+    """Read the desired config into `run`; True when it is refused (reported as failed)."""
     name = run.node.desired
-    if name and refusal:
+    if not name:
+        return False
+    refusal = nodestate.operator_refusal(run.api, run.node)
+    if refusal:
         _fail_once(run, nodestate.request_of(run.node, name), refusal)
-        return Start.NOTHING
-    if name:
-        try:
-            run.request, run.specs = nodestate.read_config(run.api, run.options.namespace, name)
-        except nodestate.ConfigRejected as e:
-            _fail_once(run, e.request, e.message)
-            return Start.NOTHING
-        except errors.GpuError as e:
-            _fail_once(run, f"{name}@?", e.message)
-            return Start.NOTHING
+        return True
+    try:
+        run.request, run.specs = nodestate.read_config(run.api, run.options.namespace, name)
+    except nodestate.ConfigRejected as e:
+        _fail_once(run, e.request, e.message)
+        return True
+    except errors.GpuError as e:
+        _fail_once(run, f"{name}@?", e.message)
+        return True
+    return False
+
+
+def _decide(run: _Pass, state: MigState, pause: PluginPause) -> Start:
     matches = bool(run.request) and _matches(run, state)
     seen = apply.Observed(
         run.request,

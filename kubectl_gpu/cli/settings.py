@@ -14,6 +14,8 @@ from typing import Any, TypeVar
 
 import click
 
+from kubectl_gpu import numbers
+
 F = TypeVar("F", bound=Callable[..., Any])
 _META = "kubectl_gpu.flags"
 OUTPUTS = ("table", "wide", "json", "yaml", "name")
@@ -39,10 +41,10 @@ class _Level(click.ParamType):  # type: ignore[type-arg]  # generic only in clic
     name = "level"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
-        text = str(value).lstrip("=")
-        if not text.isdigit():
+        level = numbers.whole(str(value).lstrip("="))
+        if level is None:
             self.fail(f"{value!r} is not a log level (0-9)", param, ctx)
-        return int(text)
+        return level
 
 
 class _Output(click.ParamType):  # type: ignore[type-arg]  # generic only in click>=8.2 stubs

@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from kubectl_gpu import keys
+from kubectl_gpu import keys, numbers
 from kubectl_gpu.errors import GpuError, UsageError
 from kubectl_gpu.mig import models
 from kubectl_gpu.mig.models import GpuModel, Product
@@ -139,8 +139,9 @@ def _known_gpu(index: int, model: GpuModel, product: Product) -> NodeGpu:
 
 
 def _count(node: str, text: str) -> int:
-    if text.isdigit() and 1 <= int(text) <= MAX_GPUS:
-        return int(text)
+    count = numbers.whole(text)
+    if count is not None and 1 <= count <= MAX_GPUS:
+        return count
     raise GpuError(
         f"node {node} has no usable {GPU_COUNT_LABEL} label ({text or 'missing'})",
         hint="GPU Feature Discovery sets it; or check the model offline with --gpu MODEL --count N",

@@ -59,7 +59,7 @@ def test_a_5000_digit_replica_suffix_is_an_unknown_id(run_cli: Run, tmp_path: Pa
     result = run_cli("map", "--checkpoint", path, "-o", "json")
 
     assert result.exit_code == 0 and result.exception is None
-    rows = {r["pod_uid"]: r for r in json.loads(result.stdout)}
+    rows = {r["pod_uid"]: r for r in json.loads(result.stdout)["items"]}
     assert rows["p1"]["gpu_uuid"] is None and rows["p1"]["replica"] is None
     assert rows["p2"]["gpu_uuid"] == GPU and rows["p2"]["replica"] == 1
     assert "is not a device ID form kubectl-gpu knows" in result.stderr
@@ -72,7 +72,7 @@ def test_20k_entries_map_with_every_row(run_cli: Run, tmp_path: Path) -> None:
     result = run_cli("map", "--checkpoint", path, "-o", "json")
 
     assert result.exit_code == 0
-    assert len(json.loads(result.stdout)) == 20_000
+    assert len(json.loads(result.stdout)["items"]) == 20_000
 
 
 def test_many_warnings_of_one_kind_are_counted_after_20(run_cli: Run, tmp_path: Path) -> None:
