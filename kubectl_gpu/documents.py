@@ -13,7 +13,7 @@ import dataclasses
 import functools
 from typing import TYPE_CHECKING, Any
 
-from kubectl_gpu import findings
+from kubectl_gpu import findings, scalars
 from kubectl_gpu.findings import Finding, Path
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 MAX_NODES = 200_000  # after alias expansion; a ConfigMap holds at most 1 MiB of text
 MAX_DEPTH = 64
 C_LOADER_MAX_INDICATORS = 10_000
-_YAML11_BOOLEANS = {"y", "yes", "n", "no", "on", "off"}
+_YAML11_BOOLEANS = {"yes", "no", "on", "off"}  # y and n: see scalars.py
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,6 +159,7 @@ class _Converter:
         self._constructor = yaml.constructor.SafeConstructor()
         self._found = found
         self._budget = MAX_NODES
+        self._merged: dict[int, int] = {}  # id(mapping node) -> how many pairs came from <<
 
     def convert(self, node: yaml.Node, path: Path) -> Any:
         self._budget -= 1
@@ -173,10 +174,10 @@ class _Converter:
         return self._scalar(node, path)
 
     def _mapping(self, node: yaml.MappingNode, path: Path) -> dict[str, Any]:
-        self._constructor.flatten_mapping(node)  # YAML merge keys (<<), as Go's yaml does
+        merged = self._flatten(node)
         result: dict[str, Any] = {}
         first_line: dict[str, int] = {}
-        for key_node, value_node in node.value:
+        for index, (key_node, value_node) in enumerate(node.value):
             if not isinstance(key_node, self._yaml.ScalarNode):
                 self._found.append(
                     findings.error(
@@ -189,20 +190,24 @@ class _Converter:
                 continue
             key = key_node.value
             if key in first_line:
-                self._found.append(
-                    dataclasses.replace(
-                        findings.error(
-                            (*path, key),
-                            "yaml.duplicate-key",
-                            f"duplicate key '{key}' (first defined on line {first_line[key]})",
-                            "keep one of them: YAML parsers disagree on which one wins",
-                        ),
-                        at_key=True,
-                    )
-                )
-            first_line.setdefault(key, key_node.start_mark.line + 1 + self._line_base)
+                self._found.append(_duplicate_key(key, (*path, key), first_line[key]))
+            if index >= merged:  # a key merged in by << may be overridden; that is its purpose
+                first_line.setdefault(key, key_node.start_mark.line + 1 + self._line_base)
             result[key] = self.convert(value_node, (*path, key))
         return result
+
+    def _flatten(self, node: yaml.MappingNode) -> int:
+        """Resolve YAML merge keys (<<) as Go's yaml does; return how many pairs they added.
+
+        The merged pairs come first, so a key written after them overrides them. A node
+        reached again through an alias is already flattened: its count is remembered.
+        """
+        if id(node) not in self._merged:
+            written = len(node.value)
+            merges = sum(1 for k, _ in node.value if k.tag == "tag:yaml.org,2002:merge")
+            self._constructor.flatten_mapping(node)
+            self._merged[id(node)] = len(node.value) - (written - merges)
+        return self._merged[id(node)]
 
     def _scalar(self, node: yaml.Node, path: Path) -> Any:
         tag = node.tag.rsplit(":", 1)[-1]
@@ -210,7 +215,24 @@ class _Converter:
             return node.value  # keep JSON-compatible: the schemas never want dates
         if tag == "bool" and node.value.lower() in _YAML11_BOOLEANS:
             self._found.append(_ambiguous_boolean(node.value, path))
+        if not node.style and node.tag.startswith("tag:yaml.org,2002:"):
+            as_go = scalars.go_plain(node.value, tag)  # where PyYAML and upstream's yaml differ
+            if isinstance(as_go, bool):
+                self._found.append(_ambiguous_boolean(node.value, path))
+            if as_go is not scalars.UNCHANGED:
+                return as_go
         return self._constructor.construct_object(node)
+
+
+def _duplicate_key(key: str, path: Path, first: int) -> Finding:
+    problem = findings.error(
+        path,
+        "yaml.duplicate-key",
+        f"duplicate key '{key}' (first defined on line {first}): the device plugin and "
+        "mig-parted use the last one, other YAML tools may not",
+        "keep one of them",
+    )
+    return dataclasses.replace(problem, at_key=True)
 
 
 def _ambiguous_boolean(word: str, path: Path) -> Finding:
@@ -244,10 +266,12 @@ def _walk(root: Any, path: Path, at_key: bool) -> Any:
     for depth, item in enumerate(path):
         last = depth == len(path) - 1
         if isinstance(node, yaml.MappingNode):
-            match = [
+            keyed = [(k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode)]
+            match = [(k, v) for k, v in keyed if k.value == str(item)] or [
+                # upstream matches some keys case-insensitively; findings use its spelling
                 (k, v)
-                for k, v in node.value
-                if isinstance(k, yaml.ScalarNode) and k.value == str(item)
+                for k, v in keyed
+                if k.value.lower() == str(item).lower()
             ]
             if not match:
                 return node

@@ -16,8 +16,10 @@ from typing import Any
 from kubectl_gpu import documents, dra, findings, schema, sharing
 from kubectl_gpu.findings import Finding, Path
 from kubectl_gpu.mig import companions, spec
+from kubectl_gpu.sharing import reading
 
 Check = Callable[[Mapping[str, Any]], list[Finding]]
+Read = Callable[[Any], tuple[Any, list[Finding]]]
 
 # A ConfigMap key is selected by the node label nvidia.com/device-plugin.config=<key>,
 # so it must be a valid label value (reference/sharing-config.md §8).
@@ -32,13 +34,18 @@ class Kind:
     title: str  # in the user's words, for messages
     schema: str | None  # None: the domain check covers the structure too
     check: Check
+    read: Read = lambda data: (data, [])  # how upstream reads the plain data, before any check
 
 
 KINDS: dict[str, Kind] = {
     k.name: k
     for k in (
         Kind(
-            "device-plugin-config", "device-plugin config", "device-plugin-config.v1", sharing.check
+            "device-plugin-config",
+            "device-plugin config",
+            "device-plugin-config.v1",
+            sharing.check,
+            reading.read,
         ),
         Kind("mig-config", "mig-parted config", "mig-config.v1", spec.check),
         Kind(
@@ -94,6 +101,9 @@ def validate_text(text: str, file: str, kind: str = AUTO) -> FileReport:
         report, doc_findings = _validate_document(doc, index, kind, kinds)
         reports.append(report)
         found.extend(doc_findings)
+        first = KINDS.get(reports[0].kind)  # a config file upstream reads itself
+        if index > 0 and first is not None and report.kind == first.name:
+            found.append(_ignored_document(doc, first))
     ordered = sorted(found, key=lambda f: (f.line or 0, f.column or 0, f.pointer))
     return FileReport(file, tuple(reports), tuple(ordered))
 
@@ -170,10 +180,25 @@ def _validate_list(
 def _validate_as(doc: documents.Document, kind: Kind) -> list[Finding]:
     if doc.data is None:
         return []
-    found = schema.check_structure(doc, kind.schema) if kind.schema else []
-    if isinstance(doc.data, Mapping):
-        found.extend(doc.place(f) for f in kind.check(doc.data))
-    return found
+    data, found = kind.read(doc.data)
+    located = [doc.place(f) for f in found]
+    if kind.schema:
+        located.extend(schema.check_structure(dataclasses.replace(doc, data=data), kind.schema))
+    if isinstance(data, Mapping):
+        located.extend(doc.place(f) for f in kind.check(data))
+    return located
+
+
+def _ignored_document(doc: documents.Document, kind: Kind) -> Finding:
+    """Upstream reads only the first YAML document of a config file; say so about the rest."""
+    problem = findings.warning(
+        (),
+        "document.ignored",
+        f"this is a second YAML document in a {kind.title} file: upstream reads only the "
+        "first document of the file and ignores this one",
+        "put each config in its own file or ConfigMap key",
+    )
+    return doc.place(problem)
 
 
 def _unrecognised(data: Any) -> Finding:
@@ -212,12 +237,14 @@ def _validate_configmap_value(
 ) -> tuple[str, list[Finding]]:
     inner_docs, inner_found = documents.load_nested(doc, path, text)
     value_kind = detect(inner_docs[0].data) if inner_docs else "device-plugin-config"
-    for inner in inner_docs:
+    for index, inner in enumerate(inner_docs):
         inner_kind = detect(inner.data)
         if inner_kind in KINDS:
             inner_found.extend(_validate_as(inner, KINDS[inner_kind]))
         else:
             inner_found.append(inner.place(_unrecognised(inner.data)))
+        if index > 0 and inner_kind in KINDS:
+            inner_found.append(_ignored_document(inner, KINDS[inner_kind]))
     found = [f.under(path) for f in inner_found]
     if value_kind == "device-plugin-config":
         found.extend(_check_selectable_key(doc, path))

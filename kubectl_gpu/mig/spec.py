@@ -126,6 +126,8 @@ def _spec_from_dict(spec: Mapping[str, Any]) -> MigDeviceSpec:
 
 def check(doc: Mapping[str, Any]) -> list[Finding]:
     """Every semantic problem in a mig-parted config document; never raises."""
+    if isinstance(doc, Mapping) and CONFIGS not in doc:
+        return [_no_configs()]
     configs = doc.get(CONFIGS) if isinstance(doc, Mapping) else None
     if not isinstance(configs, Mapping):
         return []
@@ -139,6 +141,17 @@ def check(doc: Mapping[str, Any]) -> list[Finding]:
                     found.extend(_check_spec((*path, index), spec))
             found.extend(selection.check_overlaps(path, specs))
     return found
+
+
+def _no_configs() -> Finding:
+    """mig-parted parses a file without mig-configs, but no config can be selected from it."""
+    return findings.warning(
+        (CONFIGS,),
+        "mig.no-configs",
+        "no mig-configs: mig-parted reads this file, but nvidia-mig-parted apply -c NAME "
+        '(and the MIG manager) then fails with "selected mig-config not present: NAME"',
+        "add a mig-configs mapping of config names to lists of specs",
+    )
 
 
 def _check_config_name(path: Path, name: object) -> list[Finding]:
