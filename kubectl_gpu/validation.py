@@ -66,6 +66,13 @@ CONFIGMAP = "configmap"
 DRA = "dra"
 LIST = "list"
 AUTO = "auto"
+# Helm values files that embed configs as YAML strings: kind -> where the configs are,
+# and the key naming the default config among them.
+HELM_VALUES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "device-plugin-chart-values": (("config", "map"),),
+    "gpu-operator-values": (("devicePlugin", "config", "data"), ("migManager", "config", "data")),
+}
+_OPERATOR_KEYS = ("devicePlugin", "migManager", "operator", "driver", "toolkit", "dcgmExporter")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,6 +137,9 @@ def detect(data: Any) -> str:
         return LIST
     if "kind" in data and "apiVersion" in data:
         return "unknown"
+    helm = _helm_values_kind(data)
+    if helm:
+        return helm
     for key, name in (
         ("mig-configs", "mig-config"),
         ("hooks", "mig-parted-hooks"),
@@ -149,6 +159,16 @@ def _with_dra(docs: list[documents.Document]) -> dict[str, Kind]:
     return {**KINDS, DRA: Kind(DRA, "DRA object", None, check)}
 
 
+def _helm_values_kind(data: dict[Any, Any]) -> str:
+    """A Helm values file of NVIDIA's device-plugin chart or the GPU Operator, or ""."""
+    config = data.get("config")
+    if isinstance(config, dict) and {"map", "name", "default"} & set(config):
+        return "device-plugin-chart-values"
+    if any(isinstance(data.get(key), dict) for key in _OPERATOR_KEYS):
+        return "gpu-operator-values"
+    return ""
+
+
 def _validate_document(
     doc: documents.Document, index: int, kind: str, kinds: dict[str, Kind]
 ) -> tuple[DocumentReport, list[Finding]]:
@@ -158,6 +178,8 @@ def _validate_document(
         return _validate_configmap(doc, index)
     if chosen == LIST:
         return _validate_list(doc, index, kinds)
+    if chosen in HELM_VALUES and isinstance(doc.data, dict):
+        return _validate_helm_values(doc, index, chosen)
     if chosen not in kinds:
         return DocumentReport(index, "unknown"), [doc.place(_unrecognised(doc.data))]
     return DocumentReport(index, chosen), _validate_as(doc, kinds[chosen])
@@ -230,6 +252,65 @@ def _validate_configmap(
         keys.append((key, value_kind))
         found.extend(value_findings)
     return DocumentReport(index, CONFIGMAP, tuple(keys)), found
+
+
+def _validate_helm_values(
+    doc: documents.Document, index: int, kind: str
+) -> tuple[DocumentReport, list[Finding]]:
+    """The chart's own values, then each embedded config, located in the values file."""
+    found = schema.check_structure(doc, f"{kind}.v1")
+    keys: list[tuple[str, str]] = []
+    for where in HELM_VALUES[kind]:
+        table = _dig(doc.data, where)
+        if not isinstance(table, dict):
+            continue
+        for key, value in table.items():
+            if isinstance(value, str):
+                value_kind, value_findings = _validate_configmap_value(doc, (*where, key), value)
+                keys.append((".".join((*where, str(key))), value_kind))
+                found.extend(value_findings)
+        found.extend(_check_default_key(doc, where, table))
+    if kind == "device-plugin-chart-values":
+        found.extend(_check_one_config_source(doc))
+    return DocumentReport(index, kind, tuple(keys)), found
+
+
+def _dig(data: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        data = data.get(key) if isinstance(data, dict) else None
+    return data
+
+
+def _check_default_key(
+    doc: documents.Document, where: tuple[str, ...], table: dict[Any, Any]
+) -> list[Finding]:
+    default_path = (*where[:-1], "default")
+    default = _dig(doc.data, default_path)
+    if where[0] == "migManager" or not table or not default or default in table:
+        return []  # the MIG manager's default names a mig-config, not a data key
+    problem = findings.error(
+        default_path,
+        "helm.default-config-missing",
+        f"the default config '{default}' is not a key of {'.'.join(where)}: nodes without "
+        "the nvidia.com/device-plugin.config label get no config and the config-manager "
+        "fails",
+        "use one of: " + ", ".join(str(k) for k in table),
+    )
+    return [doc.place(problem)]
+
+
+def _check_one_config_source(doc: documents.Document) -> list[Finding]:
+    config = doc.data.get("config")
+    if not (isinstance(config, dict) and config.get("name") and config.get("map")):
+        return []
+    problem = findings.error(
+        ("config", "name"),
+        "helm.two-config-sources",
+        "config.name and config.map are both set: the chart uses the existing ConfigMap "
+        "config.name and ignores config.map",
+        "keep config.map (the chart creates the ConfigMap) or config.name (one you manage)",
+    )
+    return [doc.place(problem)]
 
 
 def _validate_configmap_value(

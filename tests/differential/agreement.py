@@ -68,19 +68,26 @@ def compare(
             if not verdict["accepted"]:
                 tally.refused_by_upstream += 1
                 if not errors:
-                    tally.disagreements.append(_show("upstream refuses, validate accepts", text, verdict["error"], report))
+                    tally.disagreements.append(
+                        _show("upstream refuses, validate accepts", text, verdict["error"], report)
+                    )
             elif meant and verdict["accepted"] and effective(verdict) == effective(base):
                 tally.accepted_as_meant += 1
                 wrong = [f for f in errors if f.code not in allowed]
                 if wrong:
-                    tally.disagreements.append(_show("upstream runs it as written, validate refuses", text, "", report))
+                    tally.disagreements.append(
+                        _show("upstream runs it as written, validate refuses", text, "", report)
+                    )
     _record(tally)
     return tally
 
 
 def _show(what: str, text: str, upstream: str, report: validation.FileReport) -> str:
-    ours = "\n".join(f"  {f.severity.value} {f.code} line {f.line}: {f.message}" for f in report.findings)
-    return f"{what}\n--- file ---\n{text}--- upstream: {upstream}\n--- validate:\n{ours or '  (nothing)'}"
+    ours = "\n".join(
+        f"  {f.severity.value} {f.code} line {f.line}: {f.message}" for f in report.findings
+    )
+    ours = ours or "  (nothing)"
+    return f"{what}\n--- file ---\n{text}--- upstream: {upstream}\n--- validate:\n{ours}"
 
 
 def _record(tally: Tally) -> None:
@@ -93,7 +100,12 @@ def _record(tally: Tally) -> None:
             out.write(json.dumps(figures) + "\n")
 
 
-def same(intent: Any, effective: Any, normalise: Callable[[tuple[Any, ...], Any], Any], path: tuple[Any, ...] = ()) -> bool:
+def same(
+    intent: Any,
+    effective: Any,
+    normalise: Callable[[tuple[Any, ...], Any], Any],
+    path: tuple[Any, ...] = (),
+) -> bool:
     """True when everything in `intent` is in `effective` with the same value.
 
     Go's JSON output leaves out empty values (omitempty), so an absent or null effective
@@ -101,7 +113,7 @@ def same(intent: Any, effective: Any, normalise: Callable[[tuple[Any, ...], Any]
     """
     intent = normalise(path, intent)
     if effective is MISSING or effective is None:
-        return intent in (False, 0, "", [], {}) and not (intent is True)
+        return intent in (False, 0, "", [], {}) and intent is not True
     if isinstance(intent, dict):
         if not isinstance(effective, dict):
             return False
@@ -113,7 +125,10 @@ def same(intent: Any, effective: Any, normalise: Callable[[tuple[Any, ...], Any]
         return (
             isinstance(effective, list)
             and len(intent) == len(effective)
-            and all(same(a, b, normalise, (*path, i)) for i, (a, b) in enumerate(zip(intent, effective, strict=True)))
+            and all(
+                same(a, b, normalise, (*path, i))
+                for i, (a, b) in enumerate(zip(intent, effective, strict=True))
+            )
         )
     if isinstance(intent, bool) or isinstance(effective, bool):
         return type(intent) is type(effective) and intent == effective

@@ -27,8 +27,20 @@ class Case:
     respelt_map_keys: bool
 
 
-def _maybe(values: list[Any], absent_weight: int = 2) -> st.SearchStrategy[Any]:
-    return st.one_of(*[st.just(ABSENT)] * absent_weight, st.sampled_from(values))
+def _maybe(
+    good: list[Any], bad: list[Any] | None = None, absent: int = 2
+) -> st.SearchStrategy[Any]:
+    """Absent (weight `absent`), a good value (weight 4) or a bad one (weight 1)."""
+    choices = [st.just(ABSENT)] * absent + ([st.sampled_from(good)] * 4 if good else [])
+    if bad:
+        choices.append(st.sampled_from(list(bad)))
+    return st.sampled_from(choices).flatmap(lambda chosen: chosen)
+
+
+def _weighted(*choices: tuple[int, st.SearchStrategy[Any]]) -> st.SearchStrategy[Any]:
+    """One of the strategies, each as often as its weight (one_of would treat them alike)."""
+    pool = [strategy for weight, strategy in choices for _ in range(weight)]
+    return st.sampled_from(pool).flatmap(lambda chosen: chosen)
 
 
 def _fields(**pools: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
@@ -37,37 +49,36 @@ def _fields(**pools: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]
     )
 
 
-_BOOL = [True, False, "true", 1, "yes"]
-_PATH = ["/run/nvidia/mps", "/", "", "/driver", 5]
+_BOOL = ([True, False], ["true", 1, "yes"])
+_PATH = (["/run/nvidia/mps", "/", "/driver"], ["", 5])
 
 PLUGIN = _fields(
-    passDeviceSpecs=_maybe([True, False, "x"], 4),
+    passDeviceSpecs=_maybe([True, False], ["x"], 4),
     deviceListStrategy=_maybe(
-        ["envvar", ["envvar", "cdi-cri"], "envvar,cdi-cri", "bogus", [], ["volume-mounts"], 3],
-        4,
+        ["envvar", ["envvar", "cdi-cri"], ["volume-mounts"]], ["envvar,cdi-cri", "bogus", [], 3], 4
     ),
-    deviceIDStrategy=_maybe(["uuid", "index", "UUID", "bogus"], 4),
-    cdiAnnotationPrefix=_maybe(["cdi.k8s.io/"], 6),
-    containerDriverRoot=_maybe(["/driver-root", 7], 6),
-    sharedDevicesAllocationPolicy=_maybe(["distributed", "packed", "bogus"], 5),
+    deviceIDStrategy=_maybe(["uuid", "index"], ["UUID", "bogus"], 4),
+    cdiAnnotationPrefix=_maybe(["cdi.k8s.io/"], absent=6),
+    containerDriverRoot=_maybe(["/driver-root"], [7], 6),
+    sharedDevicesAllocationPolicy=_maybe(["distributed", "packed"], ["bogus"], 5),
 )
 GFD = _fields(
-    oneshot=_maybe([True, False, "x"], 4),
-    noTimestamp=_maybe([True, False], 5),
-    sleepInterval=_maybe(["60s", "1m30s", "infinite", 5, 60_000_000_000, "garbage", "-1s"], 3),
-    outputFile=_maybe(["/etc/kubernetes/node-feature-discovery/features.d/gfd"], 6),
+    oneshot=_maybe([True, False], ["x"], 4),
+    noTimestamp=_maybe([True, False], absent=5),
+    sleepInterval=_maybe(["60s", "1m30s", "infinite", 60_000_000_000], [5, "garbage", "-1s"], 3),
+    outputFile=_maybe(["/etc/kubernetes/node-feature-discovery/features.d/gfd"], absent=6),
 )
 FLAGS = _fields(
-    migStrategy=_maybe(["none", "single", "mixed", "Mixed", "bogus", 1], 2),
-    failOnInitError=_maybe(_BOOL, 3),
-    mpsRoot=_maybe(_PATH, 2),
-    nvidiaDriverRoot=_maybe(_PATH, 4),
-    gdsEnabled=_maybe(_BOOL, 5),
-    gdrcopyEnabled=_maybe([True, False], 6),
-    deviceDiscoveryStrategy=_maybe(["auto", "nvml", "tegra", "bogus"], 5),
-    plugin=st.one_of(st.just(ABSENT), st.just(ABSENT), PLUGIN),
-    gfd=st.one_of(st.just(ABSENT), st.just(ABSENT), st.just(ABSENT), GFD),
-    renameByDefault=_maybe([True], 12),  # misplaced: belongs in a sharing block
+    migStrategy=_maybe(["none", "single", "mixed"], ["Mixed", "bogus", 1], 2),
+    failOnInitError=_maybe(*_BOOL, 3),
+    mpsRoot=_maybe(*_PATH, 2),
+    nvidiaDriverRoot=_maybe(*_PATH, 4),
+    gdsEnabled=_maybe(*_BOOL, 5),
+    gdrcopyEnabled=_maybe([True, False], absent=6),
+    deviceDiscoveryStrategy=_maybe(["auto", "nvml", "tegra"], ["bogus"], 5),
+    plugin=_weighted((2, st.just(ABSENT)), (1, PLUGIN)),
+    gfd=_weighted((3, st.just(ABSENT)), (1, GFD)),
+    renameByDefault=_maybe([], [True], 12),  # misplaced: belongs in a sharing block
 )
 NAMES = [
     "gpu",
@@ -80,43 +91,52 @@ NAMES = [
     "",
     7,
 ]
-REPLICAS = [-1, 0, 1, 2, 3, 4, 16, 17, 48, 49, 64, BIG - 1, BIG, 2**64, 4.0, 4.5, "4", True]
-DEVICES = ["all", 2, 0, -1, ["0", 1], ["0:1"], ["GPU-8f4c2bbe-1111-2222-3333-444455556666"], "some", [1.5]]
+REPLICAS = [2, 3, 4, 16, 4.0, 17, 48, 49, 64, BIG - 1, BIG, 2**64, -1, 0, 1, 4.5, "4", True]
+DEVICES = [
+    "all",
+    2,
+    0,
+    -1,
+    ["0", 1],
+    ["0:1"],
+    ["GPU-8f4c2bbe-1111-2222-3333-444455556666"],
+    "some",
+    [1.5],
+]
 ENTRY = _fields(
-    name=_maybe(NAMES, 1),
-    replicas=st.one_of(st.just(ABSENT), st.sampled_from(REPLICAS), st.sampled_from([2, 4, 8])),
-    rename=_maybe(["gpu.shared", "nvidia.com/gpu.shared", "Bad"], 8),
-    devices=_maybe(DEVICES, 6),
+    name=_maybe(NAMES[:4], NAMES[4:], 0),
+    replicas=_maybe(REPLICAS[:5], REPLICAS[5:], 0),
+    rename=_maybe(["gpu.shared", "nvidia.com/gpu.shared"], ["Bad"], 8),
+    devices=_maybe(DEVICES[:1], DEVICES[1:], 6),
 )
 BLOCK = _fields(
-    renameByDefault=_maybe(_BOOL, 3),
-    failRequestsGreaterThanOne=_maybe(_BOOL, 3),
-    resources=st.one_of(
-        st.lists(ENTRY, min_size=1, max_size=3),
-        st.lists(ENTRY, min_size=1, max_size=1),
-        st.sampled_from([ABSENT, [], "x"]),
+    renameByDefault=_maybe(*_BOOL, 3),
+    failRequestsGreaterThanOne=_maybe(*_BOOL, 3),
+    resources=_weighted(
+        (8, st.lists(ENTRY, min_size=1, max_size=3)), (1, st.sampled_from([ABSENT, [], "x"]))
     ),
 )
 SHARING = _fields(
-    timeSlicing=st.one_of(st.just(ABSENT), BLOCK),
-    mps=st.one_of(st.just(ABSENT), st.just(ABSENT), BLOCK),
-    replicas=_maybe([4], 15),  # misplaced
+    timeSlicing=_weighted((1, st.just(ABSENT)), (2, BLOCK)),
+    mps=_weighted((2, st.just(ABSENT)), (1, BLOCK)),
+    replicas=_maybe([], [4], 15),  # misplaced
 )
 IMEX = _fields(
-    channelIDs=_maybe([[], [0], [1], [0, 1], "0", [0.0]], 1),
-    required=_maybe([True, False, "yes"], 2),
+    channelIDs=_maybe([[], [0], [0.0]], [[1], [0, 1], "0"], 1),
+    required=_maybe([True, False], ["yes"], 2),
 )
 CUSTOM = _fields(
-    gpus=_maybe([[{"pattern": "*", "name": "gpu"}], [{"name": "gpu"}], [{"pattern": "A100*"}]], 0)
+    gpus=_maybe([[{"pattern": "*", "name": "gpu"}]], [[{"name": "gpu"}], [{"pattern": "A100*"}]], 0)
 )
 DEVICE_PLUGIN = _fields(
-    version=_maybe(["v1", "v1", "v2", "V1", "", 1], 2),
-    flags=st.one_of(st.just(ABSENT), FLAGS),
-    sharing=st.one_of(st.just(ABSENT), SHARING, SHARING),
-    imex=st.one_of(*[st.just(ABSENT)] * 5, IMEX),
-    resources=st.one_of(*[st.just(ABSENT)] * 8, CUSTOM),
-    unknown=_maybe(["x"], 20),
+    version=_maybe(["v1"], ["v2", "V1", "", 1], 2),
+    flags=_weighted((1, st.just(ABSENT)), (1, FLAGS)),
+    sharing=_weighted((1, st.just(ABSENT)), (3, SHARING)),
+    imex=_weighted((5, st.just(ABSENT)), (1, IMEX)),
+    resources=_weighted((10, st.just(ABSENT)), (1, CUSTOM)),
+    unknown=_maybe([], ["x"], 20),
 )
+
 
 # Where the device plugin reads a map by hand: keys there are case-sensitive (in the test's
 # own words, from upstream's api/config/v1/replicas.go and resources.go).
@@ -141,42 +161,52 @@ MIG_KEYS = {
     "spec": ["devices", "device-filter", "mig-enabled", "mig-devices"],
 }
 
-SPEC = _fields(
-    devices=st.one_of(
-        st.sampled_from(["all", "all", [0, 1], [0], [-1], "some", 3, ["0"]]), st.just(ABSENT)
-    ),
-    **{
-        "device-filter": _maybe(["0x20B010DE", ["0x20B010DE", "0x20B210DE"], 123, "garbage"], 4),
-        "mig-enabled": st.one_of(st.sampled_from([True, False, True, "true"]), st.just(ABSENT)),
-        "mig-devices": _maybe(
-            [
-                {},
-                {"1g.5gb": 7},
-                {"1g.10gb": 2, "3g.40gb": 1},
-                {"1g.5gb": 0},
-                {"1g.5gb": -1},
-                {"bogus": 1},
-                {"1g.5gb": BIG},
-                {"1g.5gb": BIG - 1},
-                {"2g.10gb": 1.0},
-            ],
-            1,
-        ),
-    },
+_MIG_DEVICES = _maybe(
+    [{}, {"1g.5gb": 7}, {"1g.10gb": 2, "3g.40gb": 1}, {"1g.5gb": BIG - 1}, {"2g.10gb": 1.0}],
+    [{"1g.5gb": 0}, {"1g.5gb": -1}, {"bogus": 1}, {"1g.5gb": BIG}],
+    0,
 )
+
+
+@st.composite
+def _spec(draw: st.DrawFn) -> dict[str, Any]:
+    spec = draw(
+        _fields(
+            devices=_maybe(["all", [0, 1], [0]], [[-1], "some", 3, ["0"]], 0),
+            **{
+                "device-filter": _maybe(
+                    ["0x20B010DE", ["0x20B010DE", "0x20B210DE"]], [123, "garbage"], 4
+                ),
+                "mig-enabled": _maybe([True, False], ["true", 1], 0),
+            },
+        )
+    )
+    enabled = spec.get("mig-enabled") is True
+    # mostly what mig-parted requires: instances when enabled, none when disabled
+    if draw(st.integers(0, 5)) == 0 or enabled:
+        devices = draw(_MIG_DEVICES)
+        if devices is not ABSENT:
+            spec["mig-devices"] = devices
+    return spec
+
+
+SPEC = _spec()
 MIG = _fields(
-    version=_maybe(["v1", "v1", "v1", "v2", ""], 1),
+    version=_maybe(["v1"], ["v2", "", "V1"], 1),
     **{
-        "mig-configs": st.one_of(
-            st.dictionaries(
-                st.sampled_from(["all-disabled", "all-1g.5gb", "custom", "Bad Name!", "x" * 70]),
-                st.one_of(st.lists(SPEC, min_size=1, max_size=3), st.sampled_from([[], "x"])),
-                min_size=1,
-                max_size=3,
+        "mig-configs": _weighted(
+            (
+                8,
+                st.dictionaries(
+                    st.sampled_from(["all-disabled", "all-1g.5gb", "custom", "Bad Name!"]),
+                    st.one_of(st.lists(SPEC, min_size=1, max_size=3), st.sampled_from([[], "x"])),
+                    min_size=1,
+                    max_size=3,
+                ),
             ),
-            st.sampled_from([ABSENT, {}]),
+            (1, st.sampled_from([ABSENT, {}])),
         ),
-        "extra": _maybe(["x"], 20),
+        "extra": _maybe([], ["x"], 20),
     },
 )
 
@@ -240,7 +270,11 @@ def styles(draw: st.DrawFn, intent: Any, known: Any, mig: bool) -> tuple[Style, 
         nulls=nulls,
         booleans=tuple(draw(st.lists(st.integers(0, 8), max_size=3))),
         numbers=tuple(
-            draw(st.lists(st.sampled_from(["dec", "hex", "oct", "under", "float", "exp"]), max_size=3))
+            draw(
+                st.lists(
+                    st.sampled_from(["dec", "hex", "oct", "under", "float", "exp"]), max_size=3
+                )
+            )
         ),
         merges=merges,
         second_document=draw(st.integers(0, 4)) == 0,

@@ -48,7 +48,11 @@ class _Writer:
     def document(self, data: Any) -> str:
         if isinstance(data, dict) and data:
             return "".join(line + "\n" for line in self._mapping(data, (), 0))
-        return self.scalar(data) + "\n" if not isinstance(data, dict | list) else json.dumps(data) + "\n"
+        return (
+            self.scalar(data) + "\n"
+            if not isinstance(data, dict | list)
+            else json.dumps(data) + "\n"
+        )
 
     def _mapping(self, data: dict[Any, Any], path: tuple[Any, ...], indent: int) -> list[str]:
         pad = " " * indent
@@ -97,7 +101,9 @@ class _Writer:
 
     def _key(self, key: Any) -> str:
         text = str(key)
-        return text if _PLAIN.fullmatch(text) and text.lower() not in _RESERVED else json.dumps(text)
+        return (
+            text if _PLAIN.fullmatch(text) and text.lower() not in _RESERVED else json.dumps(text)
+        )
 
     def scalar(self, value: Any) -> str:
         if value is None:

@@ -14,7 +14,7 @@ import os
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from kubectl_gpu.sharing import normalise_resource_name
@@ -27,6 +27,7 @@ RUNS = settings(
     deadline=None,
     database=None,
     suppress_health_check=list(HealthCheck),
+    phases=[Phase.explicit, Phase.generate],  # a failing batch already shows each file
 )
 needs_oracles = pytest.mark.skipif(not oracle.available(), reason=oracle.MISSING)
 
@@ -37,7 +38,11 @@ def device_plugin_effective(verdict: dict[str, Any]) -> Any:
 
 def device_plugin_normalise(path: tuple[Any, ...], value: Any) -> Any:
     """What the author wrote, in the form the plugin's effective config shows it."""
-    if path[-1:] in (("name",), ("rename",)) and path[:1] == ("sharing",) and isinstance(value, str):
+    if (
+        path[-1:] in (("name",), ("rename",))
+        and path[:1] == ("sharing",)
+        and isinstance(value, str)
+    ):
         return normalise_resource_name(value)
     if path == ("flags", "plugin", "deviceListStrategy") and isinstance(value, str):
         return [value]
