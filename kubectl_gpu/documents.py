@@ -215,7 +215,7 @@ class _Converter:
             return node.value  # keep JSON-compatible: the schemas never want dates
         if tag == "bool" and node.value.lower() in _YAML11_BOOLEANS:
             self._found.append(_ambiguous_boolean(node.value, path))
-        if not node.style and node.tag.startswith("tag:yaml.org,2002:"):
+        if not getattr(node, "style", None) and node.tag.startswith("tag:yaml.org,2002:"):
             as_go = scalars.go_plain(node.value, tag)  # where PyYAML and upstream's yaml differ
             if isinstance(as_go, bool):
                 self._found.append(_ambiguous_boolean(node.value, path))

@@ -42,6 +42,7 @@ def go_plain(text: str, pyyaml_tag: str) -> object:
 
 
 def _go_number(plain: str) -> int | float | None:
+    value: int | None
     try:
         value = int(plain, 0)  # Go's ParseInt(s, 0, 64): 0x, 0o, 0b prefixes
     except ValueError:

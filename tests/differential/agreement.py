@@ -78,7 +78,7 @@ def compare(
                     tally.disagreements.append(
                         _show("upstream runs it as written, validate refuses", text, "", report)
                     )
-    _record(tally)
+    _record(tally, program.name)
     return tally
 
 
@@ -90,13 +90,14 @@ def _show(what: str, text: str, upstream: str, report: validation.FileReport) ->
     return f"{what}\n--- file ---\n{text}--- upstream: {upstream}\n--- validate:\n{ours}"
 
 
-def _record(tally: Tally) -> None:
+def _record(tally: Tally, oracle_name: str) -> None:
     """Append this batch's figures to $KUBECTL_GPU_DIFFERENTIAL_REPORT, for the docs."""
     target = os.environ.get("KUBECTL_GPU_DIFFERENTIAL_REPORT")
     if target:
         with open(target, "a", encoding="utf-8") as out:
             figures = dataclasses.asdict(tally)
             figures["disagreements"] = len(tally.disagreements)
+            figures["oracle"] = oracle_name
             out.write(json.dumps(figures) + "\n")
 
 
