@@ -47,7 +47,7 @@ KINDS: dict[str, Kind] = {
             sharing.check,
             reading.read,
         ),
-        Kind("mig-config", "mig-parted config", "mig-config.v1", spec.check),
+        Kind("mig-config", "mig-parted config", "mig-config.v1", spec.check, spec.read),
         Kind(
             "mig-parted-hooks",
             "mig-parted hooks file",

@@ -170,6 +170,19 @@ def test_mig_parted_file_without_mig_configs_only_warns() -> None:
     assert errors("version: v1\nmig-configs: {}\n", "mig-config") == ["schema.bad-value"]
 
 
+@pytest.mark.parametrize("field", ["mig-devices", "device-filter", "mig-enabled"])
+def test_null_mig_parted_spec_fields_are_unset(field: str) -> None:
+    text = "version: v1\nmig-configs:\n  a:\n  - devices: all\n    mig-enabled: false\n"
+    assert (
+        errors(
+            text.replace("mig-enabled: false", "mig-enabled: false\n    " + field + ":").replace(
+                "mig-enabled: false\n    mig-enabled:", "mig-enabled:"
+            )
+        )
+        == []
+    )
+
+
 def test_second_document_of_a_raw_config_is_said_to_be_ignored() -> None:
     report = validation.validate_text(SHARED + "---\n" + SHARED, "f.yaml")
     [finding] = report.findings

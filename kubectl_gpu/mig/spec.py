@@ -124,6 +124,32 @@ def _spec_from_dict(spec: Mapping[str, Any]) -> MigDeviceSpec:
 # --- check: the config file -----------------------------------------------------------------
 
 
+# Spec fields mig-parted reads as unset when null (mig-enabled: null is false).
+_NULL_MEANS = {"mig-devices": None, "device-filter": None, "mig-enabled": False}
+
+
+def read(doc: object) -> tuple[object, list[Finding]]:
+    """The document as mig-parted reads it: a null spec field is unset (mig-enabled false)."""
+    configs = doc.get(CONFIGS) if isinstance(doc, Mapping) else None
+    if not isinstance(configs, Mapping):
+        return doc, []
+    read_configs = {
+        name: [_read_spec(spec) for spec in specs] if isinstance(specs, list) else specs
+        for name, specs in configs.items()
+    }
+    return {**doc, CONFIGS: read_configs}, []
+
+
+def _read_spec(spec: object) -> object:
+    if not isinstance(spec, Mapping):
+        return spec
+    read_spec = {k: v for k, v in spec.items() if not (v is None and k in _NULL_MEANS)}
+    for key, unset in _NULL_MEANS.items():
+        if key in spec and spec[key] is None and unset is not None:
+            read_spec[key] = unset
+    return read_spec
+
+
 def check(doc: Mapping[str, Any]) -> list[Finding]:
     """Every semantic problem in a mig-parted config document; never raises."""
     if isinstance(doc, Mapping) and CONFIGS not in doc:

@@ -28,19 +28,31 @@ class Case:
 
 
 def _maybe(
-    good: list[Any], bad: list[Any] | None = None, absent: int = 2
+    good: list[Any], bad: list[Any] | None = None, absent: int = 2, often: int = 4
 ) -> st.SearchStrategy[Any]:
-    """Absent (weight `absent`), a good value (weight 4) or a bad one (weight 1)."""
-    choices = [st.just(ABSENT)] * absent + ([st.sampled_from(good)] * 4 if good else [])
+    """Absent (weight `absent`), a good value (weight `often`) or a bad one (weight 1)."""
+    choices = [(often, st.sampled_from(good))] if good else []
     if bad:
-        choices.append(st.sampled_from(list(bad)))
-    return st.sampled_from(choices).flatmap(lambda chosen: chosen)
+        choices.append((1, st.sampled_from(list(bad))))
+    if absent:
+        choices.append((absent, st.just(ABSENT)))
+    return _weighted(*choices)
 
 
 def _weighted(*choices: tuple[int, st.SearchStrategy[Any]]) -> st.SearchStrategy[Any]:
-    """One of the strategies, each as often as its weight (one_of would treat them alike)."""
-    pool = [strategy for weight, strategy in choices for _ in range(weight)]
-    return st.sampled_from(pool).flatmap(lambda chosen: chosen)
+    """One of the strategies, each as often as its weight (one_of and sampled_from lean
+    towards their first choices, so they cannot weigh them)."""
+    total = sum(weight for weight, _ in choices)
+
+    def pick(chance: Any) -> st.SearchStrategy[Any]:
+        ticket = chance.randrange(total)
+        for weight, strategy in choices:
+            if ticket < weight:
+                return strategy
+            ticket -= weight
+        raise AssertionError(ticket)
+
+    return st.randoms(use_true_random=False).flatmap(pick)
 
 
 def _fields(**pools: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
@@ -165,6 +177,7 @@ _MIG_DEVICES = _maybe(
     [{}, {"1g.5gb": 7}, {"1g.10gb": 2, "3g.40gb": 1}, {"1g.5gb": BIG - 1}, {"2g.10gb": 1.0}],
     [{"1g.5gb": 0}, {"1g.5gb": -1}, {"bogus": 1}, {"1g.5gb": BIG}],
     0,
+    often=15,
 )
 
 
@@ -172,12 +185,12 @@ _MIG_DEVICES = _maybe(
 def _spec(draw: st.DrawFn) -> dict[str, Any]:
     spec = draw(
         _fields(
-            devices=_maybe(["all", [0, 1], [0]], [[-1], "some", 3, ["0"]], 0),
+            devices=_maybe(["all", [0, 1], [0]], [[-1], "some", 3, ["0"]], 0, often=15),
             **{
                 "device-filter": _maybe(
-                    ["0x20B010DE", ["0x20B010DE", "0x20B210DE"]], [123, "garbage"], 4
+                    ["0x20B010DE", ["0x20B010DE", "0x20B210DE"]], [123, "garbage"], 20, often=15
                 ),
-                "mig-enabled": _maybe([True, False], ["true", 1], 0),
+                "mig-enabled": _maybe([True, False], ["true", 1], 0, often=15),
             },
         )
     )
@@ -192,21 +205,24 @@ def _spec(draw: st.DrawFn) -> dict[str, Any]:
 
 SPEC = _spec()
 MIG = _fields(
-    version=_maybe(["v1"], ["v2", "", "V1"], 1),
+    version=_maybe(["v1"], ["v2", "", "V1", ABSENT], 0, often=15),
     **{
         "mig-configs": _weighted(
             (
                 8,
                 st.dictionaries(
                     st.sampled_from(["all-disabled", "all-1g.5gb", "custom", "Bad Name!"]),
-                    st.one_of(st.lists(SPEC, min_size=1, max_size=3), st.sampled_from([[], "x"])),
+                    _weighted(
+                        (12, st.lists(SPEC, min_size=1, max_size=2)),
+                        (1, st.sampled_from([[], "x"])),
+                    ),
                     min_size=1,
-                    max_size=3,
+                    max_size=2,
                 ),
             ),
             (1, st.sampled_from([ABSENT, {}])),
         ),
-        "extra": _maybe([], ["x"], 20),
+        "extra": _maybe([], ["x"], 60),
     },
 )
 
