@@ -130,9 +130,9 @@ _NULL_MEANS = {"mig-devices": None, "device-filter": None, "mig-enabled": False}
 
 def read(doc: object) -> tuple[object, list[Finding]]:
     """The document as mig-parted reads it: a null spec field is unset (mig-enabled false)."""
-    configs = doc.get(CONFIGS) if isinstance(doc, Mapping) else None
-    if not isinstance(configs, Mapping):
+    if not isinstance(doc, Mapping) or not isinstance(doc.get(CONFIGS), Mapping):
         return doc, []
+    configs: Mapping[str, Any] = doc[CONFIGS]
     read_configs = {
         name: [_read_spec(spec) for spec in specs] if isinstance(specs, list) else specs
         for name, specs in configs.items()
