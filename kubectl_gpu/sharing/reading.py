@@ -80,10 +80,13 @@ def _struct(
     result: dict[str, Any] = {}
     for key, value in body.items():
         name = key if key in fields else spelling.get(str(key).lower(), key)
+        # Go's JSON decoding reads every spelling, in sorted key order: the last one wins.
+        spelt = [k for k in body if str(k).lower() == name.lower()] if name in fields else [key]
         if name != key:
-            found.append(_respelt(str(key), name, (*path, key), twice=name in body))
-            if name in body:
-                continue
+            winner = max(spelt) if len(spelt) > 1 else ""
+            found.append(_respelt(str(key), name, (*path, key), winner=winner))
+        if key != max(spelt):
+            continue
         kind = fields.get(name)
         if kind is None:
             result[name] = value  # not upstream's: the schema reports it
@@ -110,13 +113,13 @@ def _block(name: str, body: object) -> object:
     return {k: v for k, v in body.items() if not (v is None and k in _BLOCK_OPTIONS)}
 
 
-def _respelt(key: str, name: str, path: Path, *, twice: bool) -> Finding:
-    if twice:
+def _respelt(key: str, name: str, path: Path, *, winner: str) -> Finding:
+    if winner:
         problem = findings.error(
             path,
             "sharing.key-twice",
             f"'{key}' and '{name}' are the same key to the device plugin (it matches this key "
-            "case-insensitively): it reads both, the later one overriding the earlier",
+            f"case-insensitively): it reads both in sorted order, so '{winner}' wins",
             f"keep only '{name}'",
         )
     else:
