@@ -14,7 +14,7 @@ import functools
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from kubectl_gpu import findings
+from kubectl_gpu import findings, scalars
 from kubectl_gpu.findings import Finding, Path
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ MAX_DOCUMENTS = 10_000  # a file of configs or manifests holds tens; a million i
 # ints over 4,300 digits and reading a long one costs time quadratic in its length.
 MAX_NUMBER_CHARS = 32
 C_LOADER_MAX_INDICATORS = 10_000
-_YAML11_BOOLEANS = {"y", "yes", "n", "no", "on", "off"}
+_YAML11_BOOLEANS = {"yes", "no", "on", "off"}  # y and n: see scalars.py
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,6 +202,7 @@ class _Converter:
         self._found = found
         self._budget = MAX_NODES
         self._merged_sizes: dict[int, int] = {}
+        self._merged: dict[int, int] = {}  # id(mapping node) -> how many pairs came from <<
 
     def convert(self, node: yaml.Node, path: Path) -> Any:
         self._budget -= 1
@@ -240,10 +241,10 @@ class _Converter:
     def _mapping(self, node: yaml.MappingNode, path: Path) -> dict[str, Any]:
         if self._merged_size(node) > self._budget:
             raise _TooComplex(f"the document expands to more than {MAX_NODES} values")
-        self._constructor.flatten_mapping(node)  # YAML merge keys (<<), as Go's yaml does
+        merged = self._flatten(node)
         result: dict[str, Any] = {}
         first_line: dict[str, int] = {}
-        for key_node, value_node in node.value:
+        for index, (key_node, value_node) in enumerate(node.value):
             if not isinstance(key_node, self._yaml.ScalarNode):
                 self._found.append(
                     findings.error(
@@ -256,20 +257,24 @@ class _Converter:
                 continue
             key = key_node.value
             if key in first_line:
-                self._found.append(
-                    dataclasses.replace(
-                        findings.error(
-                            (*path, key),
-                            "yaml.duplicate-key",
-                            f"duplicate key '{key}' (first defined on line {first_line[key]})",
-                            "keep one of them: YAML parsers disagree on which one wins",
-                        ),
-                        at_key=True,
-                    )
-                )
-            first_line.setdefault(key, key_node.start_mark.line + 1 + self._line_base)
+                self._found.append(_duplicate_key(key, (*path, key), first_line[key]))
+            if index >= merged:  # a key merged in by << may be overridden; that is its purpose
+                first_line.setdefault(key, key_node.start_mark.line + 1 + self._line_base)
             result[key] = self.convert(value_node, (*path, key))
         return result
+
+    def _flatten(self, node: yaml.MappingNode) -> int:
+        """Resolve YAML merge keys (<<) as Go's yaml does; return how many pairs they added.
+
+        The merged pairs come first, so a key written after them overrides them. A node
+        reached again through an alias is already flattened: its count is remembered.
+        """
+        if id(node) not in self._merged:
+            written = len(node.value)
+            merges = sum(1 for k, _ in node.value if k.tag == "tag:yaml.org,2002:merge")
+            self._constructor.flatten_mapping(node)
+            self._merged[id(node)] = len(node.value) - (written - merges)
+        return self._merged[id(node)]
 
     def _scalar(self, node: yaml.Node, path: Path) -> Any:
         tag = node.tag.rsplit(":", 1)[-1]
@@ -283,6 +288,12 @@ class _Converter:
                 self._found.append(problem)
                 if problem.severity is findings.Severity.ERROR:
                     return node.value  # kept as text: no field takes it as a number
+        if not getattr(node, "style", None) and node.tag.startswith("tag:yaml.org,2002:"):
+            as_go = scalars.go_plain(node.value, tag)  # where PyYAML and upstream's yaml differ
+            if isinstance(as_go, bool):
+                self._found.append(_ambiguous_boolean(node.value, path))
+            if as_go is not scalars.UNCHANGED:
+                return as_go
         try:
             return self._constructor.construct_object(node)
         except (ValueError, KeyError, TypeError, ArithmeticError, self._yaml.YAMLError):
@@ -352,6 +363,17 @@ def _shown(text: str) -> str:
     return shortened(text, 40)
 
 
+def _duplicate_key(key: str, path: Path, first: int) -> Finding:
+    problem = findings.error(
+        path,
+        "yaml.duplicate-key",
+        f"duplicate key '{key}' (first defined on line {first}): the device plugin and "
+        "mig-parted use the last one, other YAML tools may not",
+        "keep one of them",
+    )
+    return dataclasses.replace(problem, at_key=True)
+
+
 def _ambiguous_boolean(word: str, path: Path) -> Finding:
     meaning = "true" if word.lower() in ("y", "yes", "on") else "false"
     return findings.warning(
@@ -383,7 +405,10 @@ def _walk(root: Any, path: Path, at_key: bool) -> Any:
     for depth, item in enumerate(path):
         last = depth == len(path) - 1
         if isinstance(node, yaml.MappingNode):
-            match = _keys_of(node).get(str(item))
+            # upstream matches some keys case-insensitively; findings use its spelling
+            match = _keys_of(node).get(str(item)) or _keys_of(node, folded=True).get(
+                str(item).lower()
+            )
             if match is None:
                 return node
             key_node, value_node = match
@@ -399,19 +424,21 @@ def _walk(root: Any, path: Path, at_key: bool) -> Any:
 
 # Each mapping node's keys, built on the first lookup: locating every finding of a 20,000-key
 # mapping by scanning its pairs would cost 20,000 x 20,000 comparisons.
-_KEY_INDEX: weakref.WeakKeyDictionary[Any, dict[str, tuple[Any, Any]]] = weakref.WeakKeyDictionary()
+_Index = dict[str, tuple[Any, Any]]
+_KEY_INDEX: weakref.WeakKeyDictionary[Any, tuple[_Index, _Index]] = weakref.WeakKeyDictionary()
 
 
-def _keys_of(node: Any) -> dict[str, tuple[Any, Any]]:
+def _keys_of(node: Any, folded: bool = False) -> _Index:
+    """The mapping's keys as written, or lower-cased (`folded`) to find a key upstream matches
+    case-insensitively; the last of duplicate keys wins, as in the loaded data."""
     import yaml
 
-    index = _KEY_INDEX.get(node)
-    if index is None or len(index) > len(node.value):  # flattened or edited since
-        index = {
-            k.value: (k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode)
-        }  # the last of duplicate keys wins, as in the loaded data
-        _KEY_INDEX[node] = index
-    return index
+    found = _KEY_INDEX.get(node)
+    if found is None or len(found[0]) > len(node.value):  # flattened or edited since
+        keyed = [(k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode)]
+        found = ({k.value: (k, v) for k, v in keyed}, {k.value.lower(): (k, v) for k, v in keyed})
+        _KEY_INDEX[node] = found
+    return found[1] if folded else found[0]
 
 
 def _nested_offsets(outer: Document, node: Any) -> tuple[int, int, bool]:

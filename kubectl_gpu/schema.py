@@ -131,7 +131,8 @@ def _additional(err: Any, path: Path) -> Iterator[Finding]:
             yield _on_key(
                 where,
                 "schema.wrong-case",
-                f"unknown field '{key}': field names are case-sensitive",
+                f"unknown field '{key}': upstream reads keys here case-sensitively and "
+                f"ignores '{key}'",
                 f"write '{same_but_case[0]}'",
             )
         else:

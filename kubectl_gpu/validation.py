@@ -16,8 +16,10 @@ from typing import Any
 from kubectl_gpu import documents, dra, findings, schema, sharing
 from kubectl_gpu.findings import Finding, Path
 from kubectl_gpu.mig import companions, spec
+from kubectl_gpu.sharing import reading
 
 Check = Callable[[Mapping[str, Any]], list[Finding]]
+Read = Callable[[Any], tuple[Any, list[Finding]]]
 
 # A ConfigMap key is selected by the node label nvidia.com/device-plugin.config=<key>,
 # so it must be a valid label value (reference/sharing-config.md §8).
@@ -32,15 +34,20 @@ class Kind:
     title: str  # in the user's words, for messages
     schema: str | None  # None: the domain check covers the structure too
     check: Check
+    read: Read = lambda data: (data, [])  # how upstream reads the plain data, before any check
 
 
 KINDS: dict[str, Kind] = {
     k.name: k
     for k in (
         Kind(
-            "device-plugin-config", "device-plugin config", "device-plugin-config.v1", sharing.check
+            "device-plugin-config",
+            "device-plugin config",
+            "device-plugin-config.v1",
+            sharing.check,
+            reading.read,
         ),
-        Kind("mig-config", "mig-parted config", "mig-config.v1", spec.check),
+        Kind("mig-config", "mig-parted config", "mig-config.v1", spec.check, spec.read),
         Kind(
             "mig-parted-hooks",
             "mig-parted hooks file",
@@ -59,6 +66,13 @@ CONFIGMAP = "configmap"
 DRA = "dra"
 LIST = "list"
 AUTO = "auto"
+# Helm values files that embed configs as YAML strings: kind -> where the configs are,
+# and the key naming the default config among them.
+HELM_VALUES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "device-plugin-chart-values": (("config", "map"),),
+    "gpu-operator-values": (("devicePlugin", "config", "data"), ("migManager", "config", "data")),
+}
+_OPERATOR_KEYS = ("devicePlugin", "migManager", "operator", "driver", "toolkit", "dcgmExporter")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +108,9 @@ def validate_text(text: str, file: str, kind: str = AUTO) -> FileReport:
         report, doc_findings = _validate_document(doc, index, kind, kinds)
         reports.append(report)
         found.extend(doc_findings)
+        first = KINDS.get(reports[0].kind)  # a config file upstream reads itself
+        if index == 1 and first is not None and report.kind == first.name:
+            found.append(_ignored_document(doc, first))  # once: the rest are ignored alike
     found = _without_echoes(found)
     ordered = sorted(found, key=lambda f: (f.line or 0, f.column or 0, f.pointer))
     return FileReport(file, tuple(reports), tuple(ordered))
@@ -145,6 +162,9 @@ def detect(data: Any) -> str:
         return LIST
     if "kind" in data and "apiVersion" in data:
         return "unknown"
+    helm = _helm_values_kind(data)
+    if helm:
+        return helm
     for key, name in (
         ("mig-configs", "mig-config"),
         ("hooks", "mig-parted-hooks"),
@@ -164,6 +184,16 @@ def _with_dra(docs: list[documents.Document]) -> dict[str, Kind]:
     return {**KINDS, DRA: Kind(DRA, "DRA object", None, check)}
 
 
+def _helm_values_kind(data: dict[Any, Any]) -> str:
+    """A Helm values file of NVIDIA's device-plugin chart or the GPU Operator, or ""."""
+    config = data.get("config")
+    if isinstance(config, dict) and {"map", "name", "default"} & set(config):
+        return "device-plugin-chart-values"
+    if any(isinstance(data.get(key), dict) for key in _OPERATOR_KEYS):
+        return "gpu-operator-values"
+    return ""
+
+
 def _validate_document(
     doc: documents.Document, index: int, kind: str, kinds: dict[str, Kind]
 ) -> tuple[DocumentReport, list[Finding]]:
@@ -173,6 +203,8 @@ def _validate_document(
         return _validate_configmap(doc, index)
     if chosen == LIST:
         return _validate_list(doc, index, kinds)
+    if chosen in HELM_VALUES and isinstance(doc.data, dict):
+        return _validate_helm_values(doc, index, chosen)
     if chosen not in kinds:
         return DocumentReport(index, "unknown"), [doc.place(_unrecognised(doc.data))]
     return DocumentReport(index, chosen), _validate_as(doc, kinds[chosen])
@@ -195,10 +227,25 @@ def _validate_list(
 def _validate_as(doc: documents.Document, kind: Kind) -> list[Finding]:
     if doc.data is None:
         return []
-    found = schema.check_structure(doc, kind.schema) if kind.schema else []
-    if isinstance(doc.data, Mapping):
-        found.extend(doc.place(f) for f in kind.check(doc.data))
-    return found
+    data, found = kind.read(doc.data)
+    located = [doc.place(f) for f in found]
+    if kind.schema:
+        located.extend(schema.check_structure(dataclasses.replace(doc, data=data), kind.schema))
+    if isinstance(data, Mapping):
+        located.extend(doc.place(f) for f in kind.check(data))
+    return located
+
+
+def _ignored_document(doc: documents.Document, kind: Kind) -> Finding:
+    """Upstream reads only the first YAML document of a config file; say so about the rest."""
+    problem = findings.warning(
+        (),
+        "document.ignored",
+        f"this is a second YAML document in a {kind.title} file: upstream reads only the "
+        "first document of the file and ignores this one and any after it",
+        "put each config in its own file or ConfigMap key",
+    )
+    return doc.place(problem)
 
 
 def _unrecognised(data: Any) -> Finding:
@@ -242,17 +289,78 @@ def _validate_configmap(
     return DocumentReport(index, CONFIGMAP, tuple(keys)), found
 
 
+def _validate_helm_values(
+    doc: documents.Document, index: int, kind: str
+) -> tuple[DocumentReport, list[Finding]]:
+    """The chart's own values, then each embedded config, located in the values file."""
+    found = schema.check_structure(doc, f"{kind}.v1")
+    keys: list[tuple[str, str]] = []
+    for where in HELM_VALUES[kind]:
+        table = _dig(doc.data, where)
+        if not isinstance(table, dict):
+            continue
+        for key, value in table.items():
+            if isinstance(value, str):
+                value_kind, value_findings = _validate_configmap_value(doc, (*where, key), value)
+                keys.append((".".join((*where, str(key))), value_kind))
+                found.extend(value_findings)
+        found.extend(_check_default_key(doc, where, table))
+    if kind == "device-plugin-chart-values":
+        found.extend(_check_one_config_source(doc))
+    return DocumentReport(index, kind, tuple(keys)), found
+
+
+def _dig(data: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        data = data.get(key) if isinstance(data, dict) else None
+    return data
+
+
+def _check_default_key(
+    doc: documents.Document, where: tuple[str, ...], table: dict[Any, Any]
+) -> list[Finding]:
+    default_path = (*where[:-1], "default")
+    default = _dig(doc.data, default_path)
+    if where[0] == "migManager" or not table or not default or default in table:
+        return []  # the MIG manager's default names a mig-config, not a data key
+    problem = findings.error(
+        default_path,
+        "helm.default-config-missing",
+        f"the default config '{default}' is not a key of {'.'.join(where)}: nodes without "
+        "the nvidia.com/device-plugin.config label get no config and the config-manager "
+        "fails",
+        "use one of: " + ", ".join(str(k) for k in table),
+    )
+    return [doc.place(problem)]
+
+
+def _check_one_config_source(doc: documents.Document) -> list[Finding]:
+    config = doc.data.get("config")
+    if not (isinstance(config, dict) and config.get("name") and config.get("map")):
+        return []
+    problem = findings.error(
+        ("config", "name"),
+        "helm.two-config-sources",
+        "config.name and config.map are both set: the chart uses the existing ConfigMap "
+        "config.name and ignores config.map",
+        "keep config.map (the chart creates the ConfigMap) or config.name (one you manage)",
+    )
+    return [doc.place(problem)]
+
+
 def _validate_configmap_value(
     doc: documents.Document, path: Path, text: str
 ) -> tuple[str, list[Finding]]:
     inner_docs, inner_found = documents.load_nested(doc, path, text)
     value_kind = detect(inner_docs[0].data) if inner_docs else "device-plugin-config"
-    for inner in inner_docs:
+    for index, inner in enumerate(inner_docs):
         inner_kind = detect(inner.data)
         if inner_kind in KINDS:
             inner_found.extend(_validate_as(inner, KINDS[inner_kind]))
         else:
             inner_found.append(inner.place(_unrecognised(inner.data)))
+        if index > 0 and inner_kind in KINDS:
+            inner_found.append(_ignored_document(inner, KINDS[inner_kind]))
     found = [f.under(path) for f in inner_found]
     if value_kind == "device-plugin-config":
         found.extend(_check_selectable_key(doc, path))

@@ -24,6 +24,8 @@ KIND_CHOICES = (
     "mig-parted-hooks",
     "mig-manager-gpu-clients",
     "dra",
+    "device-plugin-chart-values",
+    "gpu-operator-values",
 )
 
 

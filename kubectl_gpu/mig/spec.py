@@ -127,8 +127,36 @@ def _spec_from_dict(spec: Mapping[str, Any]) -> MigDeviceSpec:
 # --- check: the config file -----------------------------------------------------------------
 
 
+# Spec fields mig-parted reads as unset when null (mig-enabled: null is false).
+_NULL_MEANS = {"mig-devices": None, "device-filter": None, "mig-enabled": False}
+
+
+def read(doc: object) -> tuple[object, list[Finding]]:
+    """The document as mig-parted reads it: a null spec field is unset (mig-enabled false)."""
+    if not isinstance(doc, Mapping) or not isinstance(doc.get(CONFIGS), Mapping):
+        return doc, []
+    configs: Mapping[str, Any] = doc[CONFIGS]
+    read_configs = {
+        name: [_read_spec(spec) for spec in specs] if isinstance(specs, list) else specs
+        for name, specs in configs.items()
+    }
+    return {**doc, CONFIGS: read_configs}, []
+
+
+def _read_spec(spec: object) -> object:
+    if not isinstance(spec, Mapping):
+        return spec
+    read_spec = {k: v for k, v in spec.items() if not (v is None and k in _NULL_MEANS)}
+    for key, unset in _NULL_MEANS.items():
+        if key in spec and spec[key] is None and unset is not None:
+            read_spec[key] = unset
+    return read_spec
+
+
 def check(doc: Mapping[str, Any]) -> list[Finding]:
     """Every semantic problem in a mig-parted config document; never raises."""
+    if isinstance(doc, Mapping) and CONFIGS not in doc:
+        return [_no_configs()]
     configs = doc.get(CONFIGS) if isinstance(doc, Mapping) else None
     if not isinstance(configs, Mapping):
         return []
@@ -142,6 +170,17 @@ def check(doc: Mapping[str, Any]) -> list[Finding]:
                     found.extend(_check_spec((*path, index), spec))
             found.extend(selection.check_overlaps(path, specs))
     return found
+
+
+def _no_configs() -> Finding:
+    """mig-parted parses a file without mig-configs, but no config can be selected from it."""
+    return findings.warning(
+        (CONFIGS,),
+        "mig.no-configs",
+        "no mig-configs: mig-parted reads this file, but nvidia-mig-parted apply -c NAME "
+        '(and the MIG manager) then fails with "selected mig-config not present: NAME"',
+        "add a mig-configs mapping of config names to lists of specs",
+    )
 
 
 def _check_config_name(path: Path, name: object) -> list[Finding]:

@@ -35,11 +35,15 @@ CASES = {
     ),
     "unknown-tag": (_count("!mine 3"), "yaml.bad-scalar", "'3' is not a valid !mine value"),
     "5000-digits": (_replicas("9" * 5000), "yaml.number-too-large", "has 5000 characters"),
-    "huge-count": (_count("99999999999999999999"), "schema.bad-value", "no GPU has more than 7"),
-    "huge-replicas": (_replicas("99999999999999999999"), "schema.bad-value", "64-bit integer"),
+    "huge-count": (_count("99999999999999999999"), "mig.count-cannot-fit", "more than 7"),
+    "huge-replicas": (
+        _replicas("99999999999999999999"),
+        "sharing.replicas-out-of-range",
+        "cannot unmarshal number",
+    ),
     "huge-index": (
         MIG.replace("devices: all", "devices: [99999999999999999999]") + "      mig-devices: {}\n",
-        "schema.bad-value",
+        "mig.gpu-index-too-large",
         "larger than any node has",
     ),
     "sexagesimal": (_replicas("1:30"), "yaml.sexagesimal-number", "base-60"),

@@ -224,8 +224,6 @@ def test_every_finding_of_a_spec_is_reported_together() -> None:
 @pytest.mark.parametrize(
     "doc",
     [
-        {},
-        {"version": "v1"},
         {"mig-configs": None},
         {"mig-configs": []},
         {"mig-configs": {"a": None}},

@@ -1,0 +1,136 @@
+"""Comparing `validate` with upstream's verdict on a batch of drawn cases.
+
+Two rules, from the issue that asked for this suite:
+- upstream refuses a file => `validate` reports an error in it;
+- upstream accepts it and runs the config its author meant (the canonical spelling is
+  accepted, everything the author wrote is in upstream's effective config, and this spelling
+  gives the same effective config) => `validate` reports no error, except the deliberate
+  strictness listed in docs/validate-vs-upstream.md (warnings are always allowed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kubectl_gpu import validation
+from kubectl_gpu.findings import Severity
+from tests.differential import oracle
+from tests.differential.configs import Case
+from tests.differential.render import to_yaml
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "validate-vs-upstream.md"
+MISSING = object()
+_ROW = re.compile(r"^\| `([a-z0-9.-]+)` \|", re.MULTILINE)
+
+
+def deliberate_codes() -> set[str]:
+    """The error codes docs/validate-vs-upstream.md lists as deliberately stricter."""
+    return set(_ROW.findall(DOCS.read_text("utf-8")))
+
+
+@dataclasses.dataclass
+class Tally:
+    files: int = 0
+    refused_by_upstream: int = 0
+    accepted_as_meant: int = 0
+    disagreements: list[str] = dataclasses.field(default_factory=list)
+
+
+def compare(
+    cases: list[Case],
+    program: Path,
+    kind: str,
+    effective: Callable[[dict[str, Any]], Any],
+    faithful: Callable[[Any, Any], bool],
+) -> Tally:
+    canonical = [to_yaml(c.intent) for c in cases]
+    written = [to_yaml(c.intent, c.style) for c in cases]
+    verdicts = oracle.verdicts(program, canonical + written)
+    allowed = deliberate_codes()
+    tally = Tally()
+    for index, case in enumerate(cases):
+        base, spelt = verdicts[index], verdicts[len(cases) + index]
+        meant = (
+            base["accepted"]
+            and not case.respelt_map_keys
+            and faithful(case.intent, effective(base))
+        )
+        for text, verdict in ((canonical[index], base), (written[index], spelt)):
+            tally.files += 1
+            report = validation.validate_text(text, "drawn.yaml", kind)
+            errors = [f for f in report.findings if f.severity is Severity.ERROR]
+            if not verdict["accepted"]:
+                tally.refused_by_upstream += 1
+                if not errors:
+                    tally.disagreements.append(
+                        _show("upstream refuses, validate accepts", text, verdict["error"], report)
+                    )
+            elif meant and verdict["accepted"] and effective(verdict) == effective(base):
+                tally.accepted_as_meant += 1
+                wrong = [f for f in errors if f.code not in allowed]
+                if wrong:
+                    tally.disagreements.append(
+                        _show("upstream runs it as written, validate refuses", text, "", report)
+                    )
+    _record(tally, program.name)
+    return tally
+
+
+def _show(what: str, text: str, upstream: str, report: validation.FileReport) -> str:
+    ours = "\n".join(
+        f"  {f.severity.value} {f.code} line {f.line}: {f.message}" for f in report.findings
+    )
+    ours = ours or "  (nothing)"
+    return f"{what}\n--- file ---\n{text}--- upstream: {upstream}\n--- validate:\n{ours}"
+
+
+def _record(tally: Tally, oracle_name: str) -> None:
+    """Append this batch's figures to $KUBECTL_GPU_DIFFERENTIAL_REPORT, for the docs."""
+    target = os.environ.get("KUBECTL_GPU_DIFFERENTIAL_REPORT")
+    if target:
+        with open(target, "a", encoding="utf-8") as out:
+            figures = dataclasses.asdict(tally)
+            figures["disagreements"] = len(tally.disagreements)
+            figures["oracle"] = oracle_name
+            out.write(json.dumps(figures) + "\n")
+
+
+def same(
+    intent: Any,
+    effective: Any,
+    normalise: Callable[[tuple[Any, ...], Any], Any],
+    path: tuple[Any, ...] = (),
+) -> bool:
+    """True when everything in `intent` is in `effective` with the same value.
+
+    Go's JSON output leaves out empty values (omitempty), so an absent or null effective
+    value matches an empty intent value (false, 0, "", [], {}).
+    """
+    intent = normalise(path, intent)
+    if effective is MISSING or effective is None:
+        return intent in (False, 0, "", [], {}) and intent is not True
+    if isinstance(intent, dict):
+        if not isinstance(effective, dict):
+            return False
+        return all(
+            same(value, effective.get(key, MISSING), normalise, (*path, key))
+            for key, value in intent.items()
+        )
+    if isinstance(intent, list):
+        return (
+            isinstance(effective, list)
+            and len(intent) == len(effective)
+            and all(
+                same(a, b, normalise, (*path, i))
+                for i, (a, b) in enumerate(zip(intent, effective, strict=True))
+            )
+        )
+    if isinstance(intent, bool) or isinstance(effective, bool):
+        return type(intent) is type(effective) and intent == effective
+    return bool(intent == effective)

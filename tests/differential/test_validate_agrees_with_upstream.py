@@ -1,0 +1,93 @@
+"""`validate` against NVIDIA's own config code, on thousands of drawn configs.
+
+The device plugin's `api/config/v1` start-up path and mig-parted's `api/spec/v1`, built from
+upstream's sources (../shared/oracles), judge every drawn file: a file upstream refuses must
+get an error; a file upstream runs as its author meant must get none (warnings allowed), bar
+the deliberate strictness listed in docs/validate-vs-upstream.md. The number of configs is
+KUBECTL_GPU_DIFFERENTIAL_EXAMPLES (default 3000 device-plugin and 1000 mig-parted configs,
+each written canonically and in a drawn spelling).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from kubectl_gpu.sharing import normalise_resource_name
+from tests.differential import agreement, configs, oracle
+
+BATCH = 20
+EXAMPLES = int(os.environ.get("KUBECTL_GPU_DIFFERENTIAL_EXAMPLES", "3000"))
+RUNS = settings(
+    max_examples=max(1, EXAMPLES // BATCH),
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+    phases=[Phase.explicit, Phase.generate],  # a failing batch already shows each file
+)
+needs_oracles = pytest.mark.skipif(not oracle.available(), reason=oracle.MISSING)
+
+
+def device_plugin_effective(verdict: dict[str, Any]) -> Any:
+    return verdict.get("effective")
+
+
+def device_plugin_normalise(path: tuple[Any, ...], value: Any) -> Any:
+    """What the author wrote, in the form the plugin's effective config shows it."""
+    if (
+        path[-1:] in (("name",), ("rename",))
+        and path[:1] == ("sharing",)
+        and isinstance(value, str)
+    ):
+        return normalise_resource_name(value)
+    if path == ("flags", "plugin", "deviceListStrategy") and isinstance(value, str):
+        return [value]
+    if path == ("flags",) and isinstance(value, dict):
+        # GFD's own flags: the plugin decodes and type-checks them, then drops the section.
+        return {k: v for k, v in value.items() if k != "gfd"}
+    return value
+
+
+def device_plugin_faithful(intent: Any, effective: Any) -> bool:
+    return agreement.same(intent, effective, device_plugin_normalise)
+
+
+def mig_effective(verdict: dict[str, Any]) -> Any:
+    return verdict.get("spec")
+
+
+def mig_faithful(intent: Any, effective: Any) -> bool:
+    return agreement.same(intent, effective, lambda _path, value: value)
+
+
+def _check(tally: agreement.Tally) -> None:
+    shown = "\n\n".join(tally.disagreements[:3])
+    assert not tally.disagreements, f"{len(tally.disagreements)} disagreement(s):\n{shown}"
+
+
+@needs_oracles
+@pytest.mark.timeout(600)
+@RUNS
+@given(st.lists(configs.device_plugin_cases(), min_size=BATCH, max_size=BATCH))
+def test_device_plugin_configs_get_upstreams_verdict(cases: list[configs.Case]) -> None:
+    _check(
+        agreement.compare(
+            cases,
+            oracle.DEVICE_PLUGIN,
+            "auto",
+            device_plugin_effective,
+            device_plugin_faithful,
+        )
+    )
+
+
+@needs_oracles
+@pytest.mark.timeout(600)
+@settings(RUNS, max_examples=max(1, EXAMPLES // 3 // BATCH))
+@given(st.lists(configs.mig_cases(), min_size=BATCH, max_size=BATCH))
+def test_mig_parted_configs_get_upstreams_verdict(cases: list[configs.Case]) -> None:
+    _check(agreement.compare(cases, oracle.MIG_PARTED, "mig-config", mig_effective, mig_faithful))
