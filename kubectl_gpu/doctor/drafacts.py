@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kubectl_gpu.dra import objects
+from kubectl_gpu.dra.objects import items_at, mapping_at
 
 _GATE = re.compile(r"^\s*(\w+)\s*=\s*(true|false)\s*$", re.IGNORECASE)
 
@@ -64,22 +65,22 @@ class Device:
 
 
 def claim_from_dict(obj: Mapping[str, Any]) -> ClaimFacts:
-    status = _map(obj, "status")
-    allocation = _map(status, "allocation")
+    status = mapping_at(obj, "status")
+    allocation = mapping_at(status, "allocation")
     flat = objects.is_flat(objects.version_of(obj))
     requests = []
-    devices = _map(_map(obj, "spec"), "devices")
-    for request in _items(devices, "requests"):
+    devices = mapping_at(mapping_at(obj, "spec"), "devices")
+    for request in items_at(devices, "requests"):
         name = str(request.get("name", ""))
-        alternatives = _items(request, "firstAvailable")
+        alternatives = items_at(request, "firstAvailable")
         if alternatives:
             requests.append(tuple(_wanted(f"{name}/{a.get('name')}", a) for a in alternatives))
         else:
-            exact = request if flat else _map(request, "exactly")
+            exact = request if flat else mapping_at(request, "exactly")
             requests.append((_wanted(name, exact),))
-    configs = tuple(_opaque(c) for c in _items(devices, "config"))
+    configs = tuple(_opaque(c) for c in items_at(devices, "config"))
     return ClaimFacts(
-        name=str(_map(obj, "metadata").get("name", "")),
+        name=str(mapping_at(obj, "metadata").get("name", "")),
         allocated=bool(allocation),
         requests=tuple(requests),
         configs=configs,
@@ -88,28 +89,28 @@ def claim_from_dict(obj: Mapping[str, Any]) -> ClaimFacts:
 
 
 def class_from_dict(obj: Mapping[str, Any]) -> ClassFacts:
-    spec = _map(obj, "spec")
+    spec = mapping_at(obj, "spec")
     extended = spec.get("extendedResourceName")
     return ClassFacts(
-        name=str(_map(obj, "metadata").get("name", "")),
+        name=str(mapping_at(obj, "metadata").get("name", "")),
         selectors=_selectors(spec),
-        configs=tuple(_opaque(c) for c in _items(spec, "config")),
+        configs=tuple(_opaque(c) for c in items_at(spec, "config")),
         extended_resource=extended if isinstance(extended, str) else None,
     )
 
 
 def devices_from_slice(obj: Mapping[str, Any]) -> list[Device]:
-    spec = _map(obj, "spec")
+    spec = mapping_at(obj, "spec")
     driver = str(spec.get("driver", ""))
-    pool = str(_map(spec, "pool").get("name", ""))
+    pool = str(mapping_at(spec, "pool").get("name", ""))
     node = spec.get("nodeName")
     found = []
-    for raw in _items(spec, "devices"):
-        fields = _map(raw, "basic") or raw
+    for raw in items_at(spec, "devices"):
+        fields = mapping_at(raw, "basic") or raw
         view = {
             "driver": driver,
-            "attributes": _by_domain(_map(fields, "attributes"), driver, _attribute_value),
-            "capacity": _by_domain(_map(fields, "capacity"), driver, _capacity_value),
+            "attributes": _by_domain(mapping_at(fields, "attributes"), driver, _attribute_value),
+            "capacity": _by_domain(mapping_at(fields, "capacity"), driver, _capacity_value),
             "allowMultipleAllocations": fields.get("allowMultipleAllocations") is True,
         }
         where = node if isinstance(node, str) else None
@@ -122,10 +123,10 @@ def holders(claims: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], s
     claims share, with a shareID, is left out: it is not used up)."""
     found = {}
     for claim in claims:
-        meta = _map(claim, "metadata")
+        meta = mapping_at(claim, "metadata")
         owner = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-        devices = _map(_map(_map(claim, "status"), "allocation"), "devices")
-        for result in _items(devices, "results"):
+        devices = mapping_at(mapping_at(mapping_at(claim, "status"), "allocation"), "devices")
+        for result in items_at(devices, "results"):
             if not result.get("shareID"):
                 key = (
                     str(result.get("driver")),
@@ -140,7 +141,9 @@ def feature_gates(daemonsets: Iterable[Mapping[str, Any]]) -> dict[str, bool] | 
     """The NVIDIA DRA driver's feature gates from its kubelet-plugin DaemonSet (the chart
     passes `--feature-gates=…` or the FEATURE_GATES variable); None when it is not found."""
     for daemonset in daemonsets:
-        containers = _items(_map(_map(_map(daemonset, "spec"), "template"), "spec"), "containers")
+        containers = items_at(
+            mapping_at(mapping_at(mapping_at(daemonset, "spec"), "template"), "spec"), "containers"
+        )
         if not any("dra-driver" in str(c.get("image", "")) for c in containers):
             continue
         gates: dict[str, bool] = {}
@@ -162,7 +165,7 @@ def _gate_texts(container: Mapping[str, Any]) -> list[str]:
     ]
     texts += [
         str(e.get("value", ""))
-        for e in _items(container, "env")
+        for e in items_at(container, "env")
         if e.get("name") == "FEATURE_GATES"
     ]
     return texts
@@ -181,21 +184,21 @@ def _wanted(name: str, exact: Mapping[str, Any]) -> Wanted:
 
 def _selectors(obj: Mapping[str, Any]) -> tuple[str, ...]:
     found = []
-    for selector in _items(obj, "selectors"):
-        expression = _map(selector, "cel").get("expression")
+    for selector in items_at(obj, "selectors"):
+        expression = mapping_at(selector, "cel").get("expression")
         if isinstance(expression, str):
             found.append(expression)
     return tuple(found)
 
 
 def _opaque(config: Mapping[str, Any]) -> tuple[str, Any]:
-    opaque = _map(config, "opaque")
+    opaque = mapping_at(config, "opaque")
     return str(opaque.get("driver", "")), opaque.get("parameters")
 
 
 def _allocated_node(allocation: Mapping[str, Any]) -> str | None:
-    for term in _items(_map(allocation, "nodeSelector"), "nodeSelectorTerms"):
-        for field in _items(term, "matchFields"):
+    for term in items_at(mapping_at(allocation, "nodeSelector"), "nodeSelectorTerms"):
+        for field in items_at(term, "matchFields"):
             values = field.get("values")
             if field.get("key") == "metadata.name" and isinstance(values, list) and values:
                 return str(values[0])
@@ -224,13 +227,3 @@ def _attribute_value(raw: Any) -> Any:
 
 def _capacity_value(raw: Any) -> Any:
     return str(raw.get("value")) if isinstance(raw, Mapping) and "value" in raw else None
-
-
-def _map(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = obj.get(key)
-    return value if isinstance(value, Mapping) else {}
-
-
-def _items(obj: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    value = obj.get(key)
-    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []

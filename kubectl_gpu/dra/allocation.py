@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubectl_gpu.dra import classes, sharing
+from kubectl_gpu.dra.objects import items_at, mapping_at
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,26 +65,26 @@ class Claim:
 
 def claim_of(obj: Mapping[str, Any]) -> Claim | None:
     """A claim with an allocation, or None when it has none yet."""
-    meta, status = _map(obj, "metadata"), _map(obj, "status")
-    devices = _map(_map(status, "allocation"), "devices")
+    meta, status = mapping_at(obj, "metadata"), mapping_at(obj, "status")
+    devices = mapping_at(mapping_at(status, "allocation"), "devices")
     results = tuple(
-        _result(r) for r in _items(devices, "results") if {"driver", "pool", "device"} <= r.keys()
+        _result(r) for r in items_at(devices, "results") if {"driver", "pool", "device"} <= r.keys()
     )
     if not results:
         return None
     reserved = tuple(
         (str(r.get("name", "")), str(r.get("uid", "")))
-        for r in _items(status, "reservedFor")
+        for r in items_at(status, "reservedFor")
         if r.get("resource") == "pods"
     )
-    configs = tuple(_config(c) for c in _items(devices, "config"))
+    configs = tuple(_config(c) for c in items_at(devices, "config"))
     name, namespace = str(meta.get("name", "")), str(meta.get("namespace", ""))
     return Claim(namespace, name, results, reserved, configs)
 
 
 def _result(raw: Mapping[str, Any]) -> Result:
     share = raw.get("shareID")
-    consumed = tuple((str(k), str(v)) for k, v in _map(raw, "consumedCapacity").items())
+    consumed = tuple((str(k), str(v)) for k, v in mapping_at(raw, "consumedCapacity").items())
     return Result(
         str(raw.get("request", "")),
         str(raw["driver"]),
@@ -95,7 +96,7 @@ def _result(raw: Mapping[str, Any]) -> Result:
 
 
 def _config(raw: Mapping[str, Any]) -> Config:
-    opaque = _map(raw, "opaque")
+    opaque = mapping_at(raw, "opaque")
     requests = raw.get("requests")
     names = tuple(str(r) for r in requests) if isinstance(requests, list) else ()
     return Config(
@@ -130,7 +131,7 @@ def describe(config: Config | None) -> str | None:
     strategy = sharing.strategy_of(parameters)
     if strategy is None:
         return "exclusive"
-    settings = _map(_map(parameters, "sharing"), "timeSlicingConfig" if strategy ==
+    settings = mapping_at(mapping_at(parameters, "sharing"), "timeSlicingConfig" if strategy ==
                     sharing.TIME_SLICING else "mpsConfig")  # fmt: skip
     details = [f"{v}" for k, v in settings.items() if k == "interval"]
     if "defaultActiveThreadPercentage" in settings:
@@ -145,13 +146,3 @@ def device_kind_of(type_attribute: str | None, is_mig: bool) -> str | None:
     if type_attribute in (classes.GPU, classes.MIG, classes.VFIO):
         return type_attribute
     return classes.MIG if is_mig else None
-
-
-def _map(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = obj.get(key)
-    return value if isinstance(value, Mapping) else {}
-
-
-def _items(obj: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    value = obj.get(key)
-    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []

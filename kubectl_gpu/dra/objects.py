@@ -112,3 +112,15 @@ def requests_of(data: Mapping[str, Any]) -> list[Request]:
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+def mapping_at(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """`obj[key]` when it is a mapping, else empty: API objects are read leniently."""
+    value = obj.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def items_at(obj: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+    """The mappings in the list `obj[key]` (anything else is skipped)."""
+    value = obj.get(key)
+    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []

@@ -19,6 +19,7 @@ from fractions import Fraction
 from typing import Any
 
 from kubectl_gpu.dra import quantity
+from kubectl_gpu.dra.objects import items_at, mapping_at
 
 Counters = tuple[tuple[str, Fraction], ...]  # (counter name, value), in published order
 
@@ -52,15 +53,15 @@ class CounterSet:
 
 def devices(obj: Mapping[str, Any]) -> list[SliceDevice]:
     """The devices of one ResourceSlice (NVIDIA's driver names the pool after the node)."""
-    spec = _map(obj, "spec")
-    driver, pool = str(spec.get("driver", "")), str(_map(spec, "pool").get("name", ""))
+    spec = mapping_at(obj, "spec")
+    driver, pool = str(spec.get("driver", "")), str(mapping_at(spec, "pool").get("name", ""))
     node = spec.get("nodeName")
     found = []
-    for raw in _items(spec, "devices"):
+    for raw in items_at(spec, "devices"):
         if "name" not in raw:
             continue
-        device = _map(raw, "basic") or raw  # v1beta1 keeps the fields under `basic`
-        attributes = _map(device, "attributes")
+        device = mapping_at(raw, "basic") or raw  # v1beta1 keeps the fields under `basic`
+        attributes = mapping_at(device, "attributes")
         found.append(
             SliceDevice(
                 driver=driver,
@@ -81,18 +82,18 @@ def devices(obj: Mapping[str, Any]) -> list[SliceDevice]:
 
 def counter_sets(obj: Mapping[str, Any]) -> list[CounterSet]:
     """The shared counter sets one ResourceSlice publishes."""
-    spec = _map(obj, "spec")
-    driver, pool = str(spec.get("driver", "")), str(_map(spec, "pool").get("name", ""))
+    spec = mapping_at(obj, "spec")
+    driver, pool = str(spec.get("driver", "")), str(mapping_at(spec, "pool").get("name", ""))
     return [
-        CounterSet(driver, pool, str(s.get("name", "")), _counters(_map(s, "counters")))
-        for s in _items(spec, "sharedCounters")
+        CounterSet(driver, pool, str(s.get("name", "")), _counters(mapping_at(s, "counters")))
+        for s in items_at(spec, "sharedCounters")
     ]
 
 
 def _consumption(device: Mapping[str, Any]) -> tuple[tuple[str, Counters], ...]:
     return tuple(
-        (str(c.get("counterSet", "")), _counters(_map(c, "counters")))
-        for c in _items(device, "consumesCounters")
+        (str(c.get("counterSet", "")), _counters(mapping_at(c, "counters")))
+        for c in items_at(device, "consumesCounters")
     )
 
 
@@ -134,13 +135,3 @@ def usage(
             for counter, total in s.counters
         ]
     return found
-
-
-def _map(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = obj.get(key)
-    return value if isinstance(value, Mapping) else {}
-
-
-def _items(obj: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    value = obj.get(key)
-    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
