@@ -109,9 +109,7 @@ class RootGroup(click.Group):
             report_usage(e)
             code = e.exit_code
         except click.ClickException as e:
-            click.echo(
-                f"{click.style('error', fg='red', bold=True)}: {e.format_message()}", err=True
-            )
+            report(GpuError(e.format_message()))
             code = e.exit_code
         except click.Abort:
             click.echo("Aborted!", err=True)
@@ -158,9 +156,8 @@ def internal_error(argv: list[str], e: BaseException) -> str:
 
 def report_usage(e: click.UsageError) -> None:
     """A usage mistake in kubectl's words: `error: …`, then where the usage is explained."""
-    click.echo(f"{click.style('error', fg='red', bold=True)}: {e.format_message()}", err=True)
     path = e.ctx.command_path if e.ctx else PROG
-    click.echo(f"hint: see '{path} --help' for usage", err=True)
+    report(GpuError(e.format_message(), hint=f"see '{path} --help' for usage"))
 
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
