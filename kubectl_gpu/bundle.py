@@ -224,11 +224,6 @@ def _is_gpu_resource(name: str) -> bool:
     return name == keys.GPU_RESOURCE or name.startswith(keys.MIG_RESOURCE_PREFIX)
 
 
-def manifest_names(mode: Mode) -> list[str]:
-    """The data files a mode applies, in order."""
-    return [name for name, modes in _FILES if mode in modes]
-
-
 def _read(name: str) -> str:
     return (resources.files("kubectl_gpu") / "manifests" / name).read_text(encoding="utf-8")
 

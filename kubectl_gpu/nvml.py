@@ -29,7 +29,6 @@ from kubectl_gpu.mig.state import ComputeInstance, GpuInstance, GpuState, MigSta
 Reset = Callable[[int, str], None]  # (GPU index, PCI bus ID); raises DeviceError
 _NAME_PREFIX = "MIG "
 _MIB = 1024 * 1024
-ACTIVATION_OK = pynvml.NVML_SUCCESS
 
 
 class RebootRequiredError(DeviceError):

@@ -22,11 +22,6 @@ from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
 from kubectl_gpu.errors import GpuError, UsageError
 
 F = Callable[..., Any]
-OUTCOME_COLUMNS = (
-    Column("OBJECT", lambda o: o.ref),
-    Column("NAMESPACE", lambda o: o.namespace),
-    Column("RESULT", lambda o: o.action),
-)
 STATUS_COLUMNS = (
     Column("KIND", lambda p: p.kind),
     Column("NAME", lambda p: p.name),

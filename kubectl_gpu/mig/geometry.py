@@ -80,11 +80,6 @@ class Board:
                 return shape
         raise KeyError(name)
 
-    @property
-    def full_mask(self) -> int:
-        """Every memory slice taken."""
-        return (1 << self.memory_slices) - 1
-
 
 def _board(compute: int, memory: int, shapes: dict[str, Shape]) -> Board:
     return Board(compute, memory, tuple(shapes.items()))
@@ -126,18 +121,3 @@ def mask(placements: Iterable[Placement]) -> int:
     for placement in placements:
         taken |= placement.mask
     return taken
-
-
-def overlapping(placements: Iterable[Placement]) -> bool:
-    """True when two of these placements share a memory slice."""
-    taken = 0
-    for placement in placements:
-        if taken & placement.mask:
-            return True
-        taken |= placement.mask
-    return False
-
-
-def free_placements(shape: Shape, taken: int) -> tuple[Placement, ...]:
-    """The placements of `shape` that use none of the memory slices in `taken`."""
-    return tuple(p for p in shape.placements if not p.mask & taken)
