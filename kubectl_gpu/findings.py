@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 PathItem = str | int
 Path = tuple[PathItem, ...]
@@ -77,6 +77,18 @@ def error(path: Sequence[PathItem], code: str, message: str, hint: str = "") -> 
 def warning(path: Sequence[PathItem], code: str, message: str, hint: str = "") -> Finding:
     """A warning-level finding at `path`."""
     return Finding(Severity.WARNING, code, tuple(path), message, hint)
+
+
+Rule = tuple[Severity, str, str]  # severity, message and hint templates of one rule code
+
+
+def from_rule(
+    rules: Mapping[str, Rule], code: str, path: Path, *, at_key: bool = False, **values: object
+) -> Finding:
+    """The finding for `code` of a rule catalogue, its message and hint filled with `values`."""
+    severity, message, hint = rules[code]
+    text, fix = message.format(**values), hint.format(**values)
+    return Finding(severity, code, path, text, fix, at_key=at_key)
 
 
 def pointer(path: Sequence[PathItem]) -> str:

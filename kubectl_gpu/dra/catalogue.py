@@ -10,6 +10,7 @@ Pure: imports only kubectl_gpu.findings.
 
 from __future__ import annotations
 
+from kubectl_gpu import findings
 from kubectl_gpu.findings import Finding, Path, Severity
 
 _E, _W = Severity.ERROR, Severity.WARNING
@@ -158,6 +159,4 @@ RULES: dict[str, tuple[Severity, str, str]] = {
 
 def find(code: str, path: Path, *, at_key: bool = False, **values: object) -> Finding:
     """The finding for rule `code` at `path`, its message and hint filled with `values`."""
-    severity, message, hint = RULES[code]
-    text, fix = message.format(**values), hint.format(**values)
-    return Finding(severity, code, path, text, fix, at_key=at_key)
+    return findings.from_rule(RULES, code, path, at_key=at_key, **values)
