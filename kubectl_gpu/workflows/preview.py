@@ -106,10 +106,6 @@ def share_changes(plan: Plan) -> list[domain.Change]:
     return changes
 
 
-def of_share(api: cluster.Api, plan: Plan) -> domain.Preview:
-    return make(share_changes(plan), read(api))
-
-
 def make(changes: Sequence[domain.Change], known: Facts) -> domain.Preview:
     return domain.make(changes, known.nodes, known.pods, known.held())
 

@@ -178,8 +178,9 @@ def _run(
         body = sharewrites.configmap_body(snapshot, plan, rendered, action == "rollback")
         if attempt == 1:
             _tell(snapshot, plan)
-            _warn_overcommit(plan, sharestate.replicas_in_use(api))
-            seen = preview.of_share(api, plan)
+            known = preview.read(api)  # one read of nodes and pods for the warning and preview
+            _warn_overcommit(plan, {n.name: n.used for n in known.nodes})
+            seen = preview.make(preview.share_changes(plan), known)
             sharedrain.refuse_hits(seen, options)
             # drained before anything is written: config-manager and the operator may restart
             # the plugin on the write itself
