@@ -14,7 +14,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kubectl_gpu import cluster, documents, errors, findings, keys, numbers, validation
+from kubectl_gpu import cluster, documents, errors, findings, keys, validation
+from kubectl_gpu.doctor import facts
 from kubectl_gpu.sharing import deployment as deployments
 from kubectl_gpu.sharing import rollout
 from kubectl_gpu.sharing.deployment import Deployment, Overrides
@@ -156,24 +157,7 @@ def replicas_in_use(api: cluster.Api) -> dict[str, dict[str, int]]:
             raise
         log.warning("replicas in use are not shown: %s", e.message)  # a namespaced user
         return {}
-    used: dict[str, dict[str, int]] = {}
-    for pod in pods:
-        spec, phase = pod.get("spec") or {}, (pod.get("status") or {}).get("phase")
-        node = spec.get("nodeName")
-        if not node or phase in ("Succeeded", "Failed"):
-            continue
-        mine = used.setdefault(str(node), {})
-        for container in spec.get("containers") or []:
-            for name, amount in _requests(container).items():
-                mine[name] = mine.get(name, 0) + amount
-    return used
-
-
-def _requests(container: Mapping[str, Any]) -> dict[str, int]:
-    resources = container.get("resources") or {}
-    asked = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
-    counts = {str(k): numbers.whole(v) for k, v in asked.items()}
-    return {k: v for k, v in counts.items() if k.startswith("nvidia.com/") and v is not None}
+    return facts.gpu_usage(pods)  # summed as the scheduler sums a pod's containers
 
 
 def _cluster_policies(api: cluster.Api) -> list[Json]:
