@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""Build the owners' Go programs the tests run against, at pinned versions, into a cache.
+
+Kubernetes' control plane (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl),
+etcd, KWOK, krew and the config oracles built from NVIDIA's and Kubernetes' modules are not
+committed: each is a Go module under `tools/go/<target>/` whose go.mod pins the versions and
+whose go.sum is verified on every build (`-mod=readonly`: a module whose hash differs from
+go.sum, or one go.sum does not list, stops the build). The binaries land in a cache outside the
+clone, keyed by the target's files and the Go version, so a fresh clone on the same machine
+(and CI right after a session) reuses them:
+
+    ${KUBECTL_GPU_CACHE:-${XDG_CACHE_HOME:-~/.cache}/kubectl-gpu}/gobin/<target>-<key>/
+
+Usable alone (`python scripts/gobins.py kubernetes etcd kwok`, `--print-dir`), and imported
+by the tests (`ensure("kubernetes")` returns the bin directory). Standard library only: it runs
+before the virtual environment has anything in it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TOOLS = ROOT / "tools" / "go"
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """One Go module of ours under tools/go/ and what to build from it."""
+
+    name: str
+    packages: tuple[str, ...]  # import paths; each main package becomes one binary
+    binaries: tuple[str, ...]  # the files the build must leave in the bin directory
+    ldflags: str = "-s -w"
+    cold_minutes: str = "1-2"  # measured first build on a 2-core machine, for the progress line
+    rename: tuple[tuple[str, str], ...] = ()  # (built name, wanted name)
+    module: str = ""  # the module's folder relative to the repository; default tools/go/<name>
+
+    @property
+    def module_dir(self) -> Path:
+        return ROOT / self.module if self.module else TOOLS / self.name
+
+
+def _kubernetes(minor: str, patch: str) -> Target:
+    version = f"v1.{minor}.{patch}"
+    stamp = " ".join(
+        f"-X {pkg}.{key}={value}"
+        for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
+        for key, value in (("gitVersion", version), ("gitMajor", "1"), ("gitMinor", minor))
+    )
+    stamp += " -X k8s.io/component-base/version.gitTreeState=clean"
+    commands = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+    return Target(
+        name=f"kubernetes-1.{minor}",
+        packages=tuple(f"k8s.io/kubernetes/cmd/{c}" for c in commands),
+        binaries=commands,
+        ldflags=f"-s -w {stamp}",
+        cold_minutes="25-35",
+    )
+
+
+TARGETS: dict[str, Target] = {
+    t.name: t
+    for t in (
+        _kubernetes("37", "2"),
+        _kubernetes("34", "4"),
+        Target(
+            name="etcd",
+            packages=("go.etcd.io/etcd/server/v3",),
+            binaries=("etcd",),
+            rename=(("v3", "etcd"), ("server", "etcd")),
+            cold_minutes="3-5",
+        ),
+        Target(
+            name="kwok",
+            packages=("sigs.k8s.io/kwok/cmd/kwok", "sigs.k8s.io/kwok/cmd/kwokctl"),
+            binaries=("kwok", "kwokctl"),
+            cold_minutes="5-8",
+        ),
+    )
+}
+# Short names: `kubernetes` is the newest pinned release, the one `make test` runs against.
+ALIASES = {"kubernetes": "kubernetes-1.37", "k8s": "kubernetes-1.37"}
+
+
+class BuildError(Exception):
+    """A build that cannot be done here; the message says what is missing and what to do."""
+
+
+def cache_root() -> Path:
+    explicit = os.environ.get("KUBECTL_GPU_CACHE")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kubectl-gpu"
+
+
+def resolve(name: str) -> Target:
+    name = ALIASES.get(name, name)
+    try:
+        return TARGETS[name]
+    except KeyError:
+        known = ", ".join([*ALIASES, *TARGETS])
+        raise BuildError(f"unknown target {name!r}; known: {known}") from None
+
+
+def _go() -> str:
+    go = shutil.which("go")
+    if go is None:
+        raise BuildError(
+            "Go is not on PATH: the real control plane and the oracles are built from Go modules "
+            "(Go >= 1.26; Debian: apt-get install golang-1.26, or the official tarball)"
+        )
+    return go
+
+
+def _go_version(go: str) -> str:
+    done = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, check=False)
+    return done.stdout.strip() or "unknown"
+
+
+def cache_key(target: Target, go_version: str) -> str:
+    """Changes when the pins, go.sum, our Go sources, the build flags or Go itself change."""
+    digest = hashlib.sha256()
+    digest.update(f"{go_version}\0{target.ldflags}\0{target.packages}\0".encode())
+    for path in sorted(target.module_dir.rglob("*")):
+        if path.is_file() and path.suffix in {".mod", ".sum", ".go"}:
+            digest.update(str(path.relative_to(target.module_dir)).encode() + b"\0")
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def bin_dir(target: Target, go_version: str) -> Path:
+    return cache_root() / "gobin" / f"{target.name}-{cache_key(target, go_version)}"
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """One build per target at a time (parallel test workers and a demo may ask together)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _complete(directory: Path, target: Target) -> bool:
+    return all((directory / b).is_file() for b in target.binaries)
+
+
+def ensure(name: str, *, quiet: bool = False) -> Path:
+    """The directory holding `name`'s binaries, building them first if the cache lacks them."""
+    target = resolve(name)
+    go = _go()
+    go_version = _go_version(go)
+    directory = bin_dir(target, go_version)
+    if _complete(directory, target):
+        return directory
+    with _locked(directory.with_suffix(".lock")):
+        if _complete(directory, target):  # another process built it while we waited
+            return directory
+        _build(go, target, directory, quiet=quiet)
+    return directory
+
+
+def _build(go: str, target: Target, directory: Path, *, quiet: bool) -> None:
+    if not (target.module_dir / "go.sum").is_file():
+        raise BuildError(f"{target.module_dir}/go.sum is missing: the pins cannot be verified")
+    say = (lambda _msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    say(
+        f"gobins: building {target.name} ({', '.join(target.binaries)}) into {directory}; "
+        f"the first build takes about {target.cold_minutes} min on 2 cores, later runs reuse it"
+    )
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=directory.parent))
+    env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=readonly -buildvcs=false")
+    command = [go, "build", "-trimpath", "-ldflags", target.ldflags, "-o", f"{staging}/"]
+    started = time.monotonic()
+    try:
+        with _heartbeat(say, target.name, started):
+            done = subprocess.run(
+                [*command, *target.packages],
+                cwd=target.module_dir,
+                env=env,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+        if done.returncode != 0:
+            raise BuildError(_explain(target, done.stderr))
+        for built, wanted in target.rename:
+            if (staging / built).exists() and not (staging / wanted).exists():
+                (staging / built).rename(staging / wanted)
+        missing = [b for b in target.binaries if not (staging / b).is_file()]
+        if missing:
+            raise BuildError(f"{target.name}: the build left no {', '.join(missing)}")
+        if directory.exists():
+            shutil.rmtree(directory)
+        staging.rename(directory)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    say(f"gobins: {target.name} built in {time.monotonic() - started:.0f} s")
+
+
+@contextlib.contextmanager
+def _heartbeat(say: object, name: str, started: float) -> Iterator[None]:
+    """A line every 30 s, so a build of many minutes does not look hung."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(30):
+            say(f"gobins: still building {name} ({time.monotonic() - started:.0f} s)")  # type: ignore[operator]
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _explain(target: Target, stderr: str) -> str:
+    tail = "\n".join(stderr.strip().splitlines()[-15:])
+    if any(s in stderr for s in ("dial tcp", "no such host", "connection refused", "i/o timeout")):
+        proxy = os.environ.get("GOPROXY") or "the default GOPROXY"
+        return (
+            f"cannot build {target.name}: the Go module proxy ({proxy}) is unreachable and the "
+            f"modules are not in the module cache yet.\n{tail}"
+        )
+    if "missing go.sum entry" in stderr or "SECURITY ERROR" in stderr or "checksum mismatch" in stderr:
+        return f"cannot build {target.name}: a module does not match the pinned go.sum.\n{tail}"
+    return f"cannot build {target.name}:\n{tail}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("targets", nargs="*", help="targets to build (default: all)")
+    parser.add_argument("--list", action="store_true", help="list targets and their cache paths")
+    parser.add_argument("--print-dir", action="store_true", help="print each target's bin dir")
+    args = parser.parse_args(argv)
+    names = args.targets or list(TARGETS)
+    try:
+        if args.list:
+            go_version = _go_version(_go())
+            for name in names:
+                target = resolve(name)
+                directory = bin_dir(target, go_version)
+                state = "built" if _complete(directory, target) else "not built"
+                print(f"{target.name}\t{state}\t{directory}")
+            return 0
+        for name in names:
+            directory = ensure(name)
+            if args.print_dir:
+                print(directory)
+    except BuildError as error:
+        print(f"gobins: error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,8 @@
+//go:build tools
+
+package tools
+
+import (
+	_ "sigs.k8s.io/kwok/cmd/kwok"
+	_ "sigs.k8s.io/kwok/cmd/kwokctl"
+)
