@@ -197,7 +197,7 @@ def ensure(name: str, *, quiet: bool = False) -> Path:
 def _build(go: str, target: Target, directory: Path, *, quiet: bool) -> None:
     if not (target.module_dir / "go.sum").is_file():
         raise BuildError(f"{target.module_dir}/go.sum is missing: the pins cannot be verified")
-    say = (lambda _msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    say = (lambda _msg: None) if quiet else _say
     say(
         f"gobins: building {target.name} ({', '.join(target.binaries)}) into {directory}; "
         f"the first build takes about {target.cold_minutes} min on 2 cores, later runs reuse it"
@@ -221,8 +221,7 @@ def _build(go: str, target: Target, directory: Path, *, quiet: bool) -> None:
         for built, wanted in target.rename:
             if (staging / built).exists() and not (staging / wanted).exists():
                 (staging / built).rename(staging / wanted)
-        for module, files in target.data:
-            _copy_data(go, target, env, module, files, staging)
+        _copy_data(go, target, env, staging)
         missing = [b for b in target.binaries if not (staging / b).is_file()]
         if missing:
             raise BuildError(f"{target.name}: the build left no {', '.join(missing)}")
@@ -234,10 +233,20 @@ def _build(go: str, target: Target, directory: Path, *, quiet: bool) -> None:
     say(f"gobins: {target.name} built in {time.monotonic() - started:.0f} s")
 
 
-def _copy_data(
+def _say(message: str) -> None:
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+
+
+def _copy_data(go: str, target: Target, env: dict[str, str], into: Path) -> None:
+    """Copy data files from the pinned modules' directories in the module cache."""
+    for module, files in target.data:
+        _copy_module_files(go, target, env, module, files, into)
+
+
+def _copy_module_files(  # noqa: PLR0913 - one call site, each argument a different fact
     go: str, target: Target, env: dict[str, str], module: str, files: tuple[str, ...], into: Path
 ) -> None:
-    """Copy data files from the pinned module's directory in the module cache (read-only there)."""
     where = subprocess.run(
         [go, "list", "-m", "-f", "{{.Dir}}", module],
         cwd=target.module_dir, env=env, capture_output=True, text=True, check=False,
@@ -277,7 +286,7 @@ def _explain(target: Target, stderr: str) -> str:
             f"cannot build {target.name}: the Go module proxy ({proxy}) is unreachable and the "
             f"modules are not in the module cache yet.\n{tail}"
         )
-    if "missing go.sum entry" in stderr or "SECURITY ERROR" in stderr or "checksum mismatch" in stderr:
+    if any(s in stderr for s in ("missing go.sum entry", "SECURITY ERROR", "checksum mismatch")):
         return f"cannot build {target.name}: a module does not match the pinned go.sum.\n{tail}"
     return f"cannot build {target.name}:\n{tail}"
 
@@ -296,14 +305,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 target = resolve(name)
                 directory = bin_dir(target, go_version)
                 state = "built" if _complete(directory, target) else "not built"
-                print(f"{target.name}\t{state}\t{directory}")
+                sys.stdout.write(f"{target.name}\t{state}\t{directory}\n")
             return 0
         for name in names:
             directory = ensure(name)
             if args.print_dir:
-                print(directory)
+                sys.stdout.write(f"{directory}\n")
     except BuildError as error:
-        print(f"gobins: error: {error}", file=sys.stderr)
+        _say(f"gobins: error: {error}")
         return 1
     return 0
 

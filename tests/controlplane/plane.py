@@ -99,7 +99,9 @@ class ControlPlane:
         feature_gates: Sequence[str] = (),
     ) -> None:
         if version not in VERSIONS:
-            raise ValueError(f"unknown Kubernetes version {version!r}; known: {', '.join(VERSIONS)}")
+            raise ValueError(
+                f"unknown Kubernetes version {version!r}; known: {', '.join(VERSIONS)}"
+            )
         self.version = version
         self._own_dir = directory is None
         self.dir = directory or Path(tempfile.mkdtemp(prefix="kgpu-cp-"))
@@ -396,7 +398,9 @@ def write_kubeconfig(
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "kgpu-test", "cluster": {"server": url, "certificate-authority": str(ca)}}],
+        "clusters": [
+            {"name": "kgpu-test", "cluster": {"server": url, "certificate-authority": str(ca)}}
+        ],
         "users": [{"name": user, "user": user_fields}],
         "contexts": [
             {

@@ -74,7 +74,9 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float = 60) -> Any:
 
 
 @pytest.fixture(scope="module")
-def installed(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
+def installed(
+    control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Kubectl]:
     """Two GPU nodes and `kubectl gpu install` (bundle mode) on the real server."""
     admin = Kubectl(control_plane.kubectl, control_plane.kubeconfig)
     for name in NODES:
@@ -85,7 +87,8 @@ def installed(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFact
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    for name in NODES:  # the real DaemonSet controller and scheduler place both pods; KWOK runs them
+    # the real DaemonSet controller and scheduler place both pods; KWOK runs them
+    for name in NODES:
         wait_for(f"agent pod Running on {name}", lambda n=name: agent_pod(admin, n))
     try:
         yield admin
@@ -116,7 +119,9 @@ def plugin_pod(admin: Kubectl, node: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def agent_a(control_plane: ControlPlane, installed: Kubectl, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
+def agent_a(
+    control_plane: ControlPlane, installed: Kubectl, tmp_path_factory: pytest.TempPathFactory
+) -> Kubectl:
     """The agent on rbac-gpu-a, with a token bound to its pod (what the kubelet mounts)."""
     pod = agent_pod(installed, NODES[0])
     token = control_plane.token("kubectl-gpu-agent", NAMESPACE, bound_kind="Pod", bound_name=pod)
@@ -178,7 +183,9 @@ def test_the_agent_is_denied_beyond_its_keys_on_its_own_node(
 
 
 def test_the_agent_may_not_change_another_node(agent_a: Kubectl) -> None:
-    done = patch_node(agent_a, NODES[1], {"metadata": {"labels": {"kubectl-gpu.io/mig.state": "x"}}})
+    done = patch_node(
+        agent_a, NODES[1], {"metadata": {"labels": {"kubectl-gpu.io/mig.state": "x"}}}
+    )
     assert done.returncode != 0
     assert "may change only the Node it runs on" in done.stderr
 
@@ -208,7 +215,8 @@ def test_the_agent_may_not_delete_other_pods_in_the_plugin_namespace(
 def report(node: str) -> str:
     """The smallest GPUNodeReport the CRD's schema accepts (a node without GPUs)."""
     status = {
-        "agentVersion": "test", "generatedAt": "2026-01-01T00:00:00Z", "digest": "sha256:" + "0" * 64,
+        "agentVersion": "test", "generatedAt": "2026-01-01T00:00:00Z",
+        "digest": "sha256:" + "0" * 64,
         "gpuCount": 0, "allocationCount": 0, "gpus": [], "allocations": [],
         "registered": None, "allocatable": None, "findings": [],
     }  # fmt: skip
@@ -241,12 +249,19 @@ def test_without_the_patch_verb_the_agent_cannot_report_its_state(
             "RBAC to take the verb away",
             lambda: (
                 r
-                if (r := patch_node(agent_a, NODES[0], {"metadata": {"labels": {"kubectl-gpu.io/mig.state": "failed"}}})).returncode != 0
+                if (
+                    r := patch_node(
+                        agent_a,
+                        NODES[0],
+                        {"metadata": {"labels": {"kubectl-gpu.io/mig.state": "failed"}}},
+                    )
+                ).returncode
+                != 0
                 else None
             ),
             timeout=20,
         )
-        assert "cannot patch resource \"nodes\"" in done.stderr
+        assert 'cannot patch resource "nodes"' in done.stderr
     finally:
         original["metadata"].pop("resourceVersion", None)
         installed.ok("apply", "-f", "-", stdin=json.dumps(original))
@@ -264,7 +279,9 @@ def test_pod_security_admits_the_agent_only_in_a_privileged_namespace(installed:
     assert labels["pod-security.kubernetes.io/enforce"] == "privileged"
     installed.ok("create", "namespace", "rbac-restricted")
     try:
-        installed.ok("label", "namespace", "rbac-restricted", "pod-security.kubernetes.io/enforce=restricted")
+        installed.ok(
+            "label", "namespace", "rbac-restricted", "pod-security.kubernetes.io/enforce=restricted"
+        )
         pod["spec"]["serviceAccountName"] = "default"
         refused = installed(
             "create", "--dry-run=server", "-n", "rbac-restricted", "-f", "-", stdin=json.dumps(pod)

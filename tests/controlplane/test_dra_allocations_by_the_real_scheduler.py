@@ -50,7 +50,9 @@ NODES = {
 }
 
 
-def run(binary: str | Path, kubeconfig: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    binary: str | Path, kubeconfig: Path, *args: str, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(binary), "--kubeconfig", str(kubeconfig), *args],
         input=stdin, capture_output=True, text=True, timeout=90, check=False,
@@ -85,7 +87,12 @@ def pod(name: str, *, node_name: str, claims: list[Obj] | None = None, gpus: int
         container["resources"] = {"claims": [{"name": c["name"]} for c in claims]}
     if gpus:
         container["resources"] = {"limits": {"nvidia.com/gpu": str(gpus)}}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS}, "spec": spec}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": spec,
+    }
 
 
 def claim_spec(requests: list[Obj]) -> Obj:
@@ -129,7 +136,8 @@ def dra(control_plane: ControlPlane) -> Iterator[Cluster]:
     c.create({
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
         "metadata": {"name": "one-gpu", "namespace": NS},
-        "spec": {"spec": claim_spec([{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}])},
+        "spec": {"spec": claim_spec(
+            [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}])},
     })  # fmt: skip
     c.create(pod("train", node_name="dra-real-1",
                  claims=[{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]))  # fmt: skip
@@ -160,8 +168,14 @@ def dra(control_plane: ControlPlane) -> Iterator[Cluster]:
 def allocated_devices(c: Cluster, pod_name: str) -> list[Obj]:
     """What the scheduler wrote into the pod's claims: driver, pool, device."""
     pod = c.get("pod", "-n", NS, pod_name)
-    made = {s["name"]: s.get("resourceClaimName") for s in pod["status"].get("resourceClaimStatuses") or []}
-    names = [r.get("resourceClaimName") or made.get(r["name"]) for r in pod["spec"].get("resourceClaims") or []]
+    made = {
+        s["name"]: s.get("resourceClaimName")
+        for s in pod["status"].get("resourceClaimStatuses") or []
+    }
+    names = [
+        r.get("resourceClaimName") or made.get(r["name"])
+        for r in pod["spec"].get("resourceClaims") or []
+    ]
     extended = pod["status"].get("extendedResourceClaimStatus")
     if extended:
         names.append(extended["resourceClaimName"])
@@ -204,7 +218,11 @@ def test_a_mig_partition_is_shown_under_its_parent_gpu(dra: Cluster) -> None:
 
     row = map_rows(dra)["infer"]
 
-    assert (row["gpu_uuid"], row["mig_uuid"], row["mig_profile"]) == (PARTITIONED, MIGS[1], "1g.10gb")
+    assert (row["gpu_uuid"], row["mig_uuid"], row["mig_profile"]) == (
+        PARTITIONED,
+        MIGS[1],
+        "1g.10gb",
+    )
 
 
 def test_an_nvidia_gpu_limit_served_by_dra_is_shown_with_its_claim(dra: Cluster) -> None:
@@ -230,7 +248,13 @@ def test_doctor_names_the_selector_no_published_device_satisfies(dra: Cluster) -
                 "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H200'"}}],
         }}]),
     })  # fmt: skip
-    dra.create(pod("wants-h200", node_name="dra-real-1", claims=[{"name": "gpu", "resourceClaimName": "h200"}]))
+    dra.create(
+        pod(
+            "wants-h200",
+            node_name="dra-real-1",
+            claims=[{"name": "gpu", "resourceClaimName": "h200"}],
+        )
+    )
     wait_for(
         "the scheduler to give up on wants-h200",
         lambda: any(

@@ -82,7 +82,9 @@ def resource_slices(node: str, gpus: list[DraGpu], version: str) -> list[Obj]:
     count = 2 if counters else 1
     slices = [resource_slice(node, gpus, version, count)]
     if counters:
-        slices.append(_slice(node, f"{node}-{DRIVER}-counters", version, count, sharedCounters=counters))
+        slices.append(
+            _slice(node, f"{node}-{DRIVER}-counters", version, count, sharedCounters=counters)
+        )
     return slices
 
 
