@@ -274,6 +274,8 @@ class ApiStore:
         # plain HTTP only for our stand-in server (its tests of this class)
         self._ssl = ssl.create_default_context(cafile=str(ca)) if ca else None
         self._local = threading.local()
+        self._open: list[http.client.HTTPConnection] = []  # every thread's, closed by close()
+        self._open_lock = threading.Lock()
         self.discovery = Discovery(lambda path: self.request("GET", path))
         self.stopping = False
         self._callbacks: list[Callback] = []
@@ -310,6 +312,8 @@ class ApiStore:
             conn = getattr(self._local, "conn", None)
             if conn is None:
                 conn = self._local.conn = self.connection()
+                with self._open_lock:
+                    self._open.append(conn)
             try:
                 conn.request(method, path, body=data, headers=self.headers(content_type))
                 response = conn.getresponse()
@@ -536,3 +540,7 @@ class ApiStore:
         self._events.put(_GIVE_UP)
         if self._dispatcher is not None:
             self._dispatcher.join(5)
+        with self._open_lock:
+            for conn in self._open:
+                conn.close()
+            self._open.clear()

@@ -22,7 +22,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -127,17 +127,16 @@ class SimCluster:
         self._stopped = False
 
     def _wire(self, runtimes: list[PodRuntime]) -> None:
-        wanted: dict[str, Controller] = {
-            "daemonsets": DaemonSetController(self.store),
-            "scheduler": Scheduler(self.store),
-            "kubelet": self.kubelet,
-            "gpu-operator": GpuOperator(
-                self.store, self.layout.namespace if self.layout else "gpu-operator"
-            ),
+        namespace = self.layout.namespace if self.layout else "gpu-operator"
+        wanted: dict[str, Callable[[], Controller]] = {
+            "daemonsets": lambda: DaemonSetController(self.store),  # type: ignore[arg-type]
+            "scheduler": lambda: Scheduler(self.store),  # type: ignore[arg-type]
+            "kubelet": lambda: self.kubelet,
+            "gpu-operator": lambda: GpuOperator(self.store, namespace),  # type: ignore[arg-type]
         }
-        for name, controller in wanted.items():
+        for name, make in wanted.items():
             if name in self.controllers:
-                self.loop.add(controller)
+                self.loop.add(make())
         if "gfd" in self.controllers:
             self.loop.add(self.gfd)
         programs = [r for r in runtimes if isinstance(r, (DevicePluginRuntime, GfdRuntime))]

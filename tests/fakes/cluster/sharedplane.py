@@ -38,6 +38,7 @@ def plane() -> ControlPlane:
             atexit.register(started.stop)
             assert started.creds is not None
             _api = ApiStore(started.url, started.creds.admin_token, started.creds.ca_cert)
+            atexit.register(_api.close)  # runs first: atexit is last in, first out
             _baseline.update(_inventory(_api))
             _plane = started
         return _plane
