@@ -69,8 +69,12 @@ def test_node_status_through_the_subresource_and_conflicts(store: ApiStore) -> N
 def test_custom_resources_resolve_once_their_crd_is_served(store: ApiStore) -> None:
     store.create(cluster_policy_crd())
     assert store.wait_until(lambda: _served(store, "clusterpolicies.nvidia.com"), 20)
-    policy = {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy",
-              "metadata": {"name": "cluster-policy"}, "spec": {"mig": {"strategy": "single"}}}  # fmt: skip
+    policy = {
+        "apiVersion": "nvidia.com/v1",
+        "kind": "ClusterPolicy",
+        "metadata": {"name": "cluster-policy"},
+        "spec": {"mig": {"strategy": "single"}},
+    }
     store.create(policy)
     assert store.get("clusterpolicies", "cluster-policy")["spec"]["mig"]["strategy"] == "single"
 

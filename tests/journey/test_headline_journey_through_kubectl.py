@@ -111,6 +111,13 @@ def test_install_share_map_mig_doctor_uninstall(
     assert cluster.agents is not None
     assert cluster.agents.pid("gpu-a") and cluster.agents.pid("gpu-b")
     assert cluster.agents.pid("gpu-a") != os.getpid()
+    if cluster.real:  # each agent speaks as its ServiceAccount, with a token bound to its pod
+        token = cluster.agents.sides["gpu-a"].kubeconfig
+        who = k("auth", "whoami", "-o", "json", "--kubeconfig", str(token))
+        assert who.returncode == 0, who.stderr
+        user = json.loads(who.stdout)["status"]["userInfo"]
+        assert user["username"].startswith("system:serviceaccount:kubectl-gpu:")
+        assert user["extra"]["authentication.kubernetes.io/node-name"] == ["gpu-a"]
 
     # share: 2 GPUs x 4 replicas on each node, proven by the node's allocatable
     shared = k("gpu", "share", "--replicas", "4", "--wait", "--timeout", "60s", "-o", "json")
