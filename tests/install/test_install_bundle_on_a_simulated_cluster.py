@@ -34,7 +34,8 @@ def cluster(sim_cluster: MakeSimCluster) -> SimCluster:
             NodeSpec("gpu-b", "L4", 1, gpu_taint=True),
             NodeSpec("gpu-c", "A100-SXM4-40GB", 1),
             NodeSpec("cpu-1"),
-        ]
+        ],
+        backend="real",
     )
 
 
@@ -50,8 +51,16 @@ def report_from_agent(cluster: SimCluster, node: str) -> None:
             "kind": "GPUNodeReport",
             "metadata": {"name": node},
             "spec": {"node": node},
+            # every field the CRD's schema requires (the real server enforces it)
+            "status": {
+                "agentVersion": "test", "generatedAt": "2026-01-01T00:00:00Z",
+                "digest": "sha256:" + "0" * 64, "gpuCount": 0, "allocationCount": 0,
+                "gpus": [], "allocations": [], "findings": [],
+                "registered": {"source": "podresources", "resources": []},
+                "allocatable": {"source": "podresources", "resources": []},
+            },
         }
-    )
+    )  # fmt: skip
 
 
 def stored(cluster: SimCluster, obj: dict[str, Any]) -> dict[str, Any] | None:

@@ -1,6 +1,8 @@
 """The headline journey, as a user runs it: the real `kubectl` dispatching to `kubectl gpu`, a
-simulated cluster whose GPU nodes run the real `kubectl-gpu-agent` as separate processes once it
-is installed. Each step asserts what the user sees (the same story `make demo` tells)."""
+real control plane (kube-apiserver with RBAC and admission, controller-manager, scheduler, KWOK)
+whose simulated GPU nodes run the real `kubectl-gpu-agent` as separate processes once it is
+installed, each with a token the server issued for its pod. Each step asserts what the user sees
+(the same story `make demo` tells)."""
 
 from __future__ import annotations
 
@@ -34,13 +36,14 @@ Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 @pytest.fixture
 def kubectl(tmp_path: Path) -> Callable[[SimCluster], Kubectl]:
     """The real kubectl with our console script on PATH (as krew or pip puts it there)."""
-    binary = shutil.which("kubectl")
-    if binary is None:
-        if os.environ.get("KUBECTL_GPU_REQUIRE_KUBECTL"):
-            pytest.fail("kubectl is required here (KUBECTL_GPU_REQUIRE_KUBECTL) but not on PATH")
-        pytest.skip("no kubectl binary on PATH")
 
     def against(cluster: SimCluster) -> Kubectl:
+        # kubectl of the server's own release, else the one on PATH
+        binary = str(cluster.plane.kubectl) if cluster.plane else shutil.which("kubectl")
+        if binary is None:
+            if os.environ.get("KUBECTL_GPU_REQUIRE_KUBECTL"):
+                pytest.fail("kubectl is required (KUBECTL_GPU_REQUIRE_KUBECTL) but not on PATH")
+            pytest.skip("no kubectl binary on PATH")
         home = tmp_path / "home"
         home.mkdir(exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
@@ -93,7 +96,7 @@ def cluster(sim_cluster: MakeSimCluster) -> SimCluster:
     return sim_cluster(
         [NodeSpec("gpu-a", "H100-SXM5-80GB", 2), NodeSpec("gpu-b", "A100-SXM4-80GB", 2),
          NodeSpec("cpu-1")],
-        agents=True,
+        agents=True, backend="real",
     )  # fmt: skip
 
 
@@ -108,6 +111,13 @@ def test_install_share_map_mig_doctor_uninstall(
     assert cluster.agents is not None
     assert cluster.agents.pid("gpu-a") and cluster.agents.pid("gpu-b")
     assert cluster.agents.pid("gpu-a") != os.getpid()
+    if cluster.real:  # each agent speaks as its ServiceAccount, with a token bound to its pod
+        token = cluster.agents.sides["gpu-a"].kubeconfig
+        who = k("auth", "whoami", "-o", "json", "--kubeconfig", str(token))
+        assert who.returncode == 0, who.stderr
+        user = json.loads(who.stdout)["status"]["userInfo"]
+        assert user["username"].startswith("system:serviceaccount:kubectl-gpu:")
+        assert user["extra"]["authentication.kubernetes.io/node-name"] == ["gpu-a"]
 
     # share: 2 GPUs x 4 replicas on each node, proven by the node's allocatable
     shared = k("gpu", "share", "--replicas", "4", "--wait", "--timeout", "60s", "-o", "json")

@@ -3,9 +3,11 @@
 Owns the command line only: build the nodes (`--nodes gpu-a=H100-SXM5-80GB:8,cpu-1=none:0`), the
 deployment (`--layout gpu-operator|helm|static|none`) and its configs (`--config KEY=FILE`,
 `--default KEY`), whether GPU nodes run the real agent once it is installed (`--agents`, the
-default), start a `SimCluster`, write the kubeconfig, print one `ready: kubeconfig=PATH
-server=URL` line, serve until SIGTERM or SIGINT, then stop cleanly and exit 0. Must not be used
-by tests in-process (they use the fixture).
+default), which API server (`--real`: a real control plane, tests/controlplane; else our
+stand-in), start a `SimCluster`, write the kubeconfig, print one `ready: kubeconfig=PATH
+server=URL` line (with `kubectl=PATH`, the server's own release, under `--real`), serve until
+SIGTERM or SIGINT, then stop cleanly and exit 0. Must not be used by tests in-process (they use
+the fixture).
 """
 
 from __future__ import annotations
@@ -48,6 +50,15 @@ def _options(argv: list[str] | None) -> argparse.Namespace:
         help="run the real kubectl-gpu-agent as a process on every GPU node that gets an agent "
         "pod (after `kubectl gpu install`)",
     )
+    parser.add_argument(
+        "--real",
+        dest="backend",
+        action="store_const",
+        const="real",
+        default="stand-in",
+        help="run on a real control plane (etcd, kube-apiserver, controller-manager, scheduler, "
+        "KWOK) instead of the API server stand-in",
+    )
     return parser.parse_args(argv)
 
 
@@ -82,10 +93,14 @@ def main(argv: list[str] | None = None) -> int:
         options.default_config,
         kubeconfig=options.kubeconfig.resolve(),
         agents=options.agents,
+        backend=options.backend,
     )
-    cluster.start()
     try:
-        sys.stdout.write(f"ready: kubeconfig={cluster.kubeconfig} server={cluster.server.url}\n")
+        cluster.start()
+        line = f"ready: kubeconfig={cluster.kubeconfig} server={cluster.url}"
+        if cluster.plane is not None:
+            line += f" kubectl={cluster.plane.kubectl}"
+        sys.stdout.write(line + "\n")
         sys.stdout.flush()
         stop.wait()
     finally:

@@ -64,6 +64,7 @@ class _Run:
     pod: str
     container: str
     args: list[str]
+    service_account: str = "default"
     process: subprocess.Popen[str] | None = None
     reader: threading.Thread | None = None
 
@@ -80,8 +81,12 @@ class AgentRuntime:
         logs: LogStore | None,
         *,
         interval: float,
+        credentials: Callable[[str, str, str, Path], None] | None = None,
     ) -> None:
         self.loop = loop
+        # (namespace, pod, service account, kubeconfig path): writes the kubeconfig the pod's
+        # mounted token gives it; None: the node's kubeconfig is written by the cluster once
+        self.credentials = credentials
         self.sides = sides
         self.logs = logs
         self.interval = interval
@@ -97,7 +102,10 @@ class AgentRuntime:
         container = _agent_container(pod)
         assert container is not None
         meta = pod["metadata"]
-        run = _Run(node, meta["namespace"], meta["name"], container["name"], _args(container))
+        account = str((pod.get("spec") or {}).get("serviceAccountName") or "default")
+        run = _Run(
+            node, meta["namespace"], meta["name"], container["name"], _args(container), account
+        )
         with self._lock:
             self._runs[meta["uid"]] = run
         if node in self.sides:
@@ -148,6 +156,8 @@ class AgentRuntime:
     def _spawn(self, run: _Run) -> None:
         side = self.sides[run.node]
         side.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
+        if self.credentials is not None:
+            self.credentials(run.namespace, run.pod, run.service_account, side.kubeconfig)
         command = [
             sys.executable, "-m", "tests.fakes.node.agent", "--gpu-state", str(side.gpu_state),
             "--", *run.args,

@@ -6,17 +6,28 @@ nodes (each with its NVML stand-in GPUs), create a deployment layout with its co
 kubeconfig, and stop everything without leaving threads behind. Also the test-facing handles:
 `store`, `server`, `kubeconfig`, `node_gpus`, `nvml`, `set_mig`, `allocations`, `plugin_pod`,
 `plugin_state`, `settle`. Must not hold controller logic.
+
+Two backends. `backend="real"` (the default for end-to-end tests and the demo) runs on a real
+control plane (tests/controlplane: etcd, kube-apiserver, controller-manager, scheduler, KWOK):
+the real DaemonSet controller and scheduler place pods and KWOK starts them, so only the node
+side is simulated (device allocation, device plugin, GFD, the operator, kubelet files, the agent
+processes, each with a token the server issued for its pod). `backend="stand-in"` runs on our
+API server stand-in with our simulated DaemonSet controller, scheduler and pod lifecycle: for
+fault injection and unit-level tests only (it decides what Kubernetes would do; the real backend
+asks Kubernetes).
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Collection, Mapping, Sequence
+import time
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tests.fakes.apiserver import FakeApiServer, Store
+from tests.fakes.apiserver import ApiError, FakeApiServer, Store
+from tests.fakes.apiserver.podlogs import LogStore
 from tests.fakes.cluster.agents import AgentRuntime, NodeKubelets, NodeSide, write_smi
 from tests.fakes.cluster.allocation import Allocation
 from tests.fakes.cluster.daemonsets import DaemonSetController
@@ -31,8 +42,16 @@ from tests.fakes.cluster.programs import ProgramPod, SidecarWatch
 from tests.fakes.cluster.scheduler import Scheduler
 from tests.fakes.libnvml import FakeLibNvml, Gpu
 
+if TYPE_CHECKING:
+    from tests.controlplane import ControlPlane
+    from tests.controlplane.store import ApiStore
+
 Obj = dict[str, Any]
 ALL_CONTROLLERS = ("daemonsets", "scheduler", "kubelet", "device-plugin", "gfd", "gpu-operator")
+BACKENDS = ("stand-in", "real")
+# What the node side reacts to (and, on a real server, watches).
+WATCHED = ("nodes", "pods", "configmaps", "daemonsets", "customresourcedefinitions")
+WATCHED_CRDS = ("clusterpolicies.nvidia.com",)
 
 
 class ClusterError(AssertionError):
@@ -54,14 +73,34 @@ class SimCluster:
         kubeconfig: Path | None = None,
         agents: bool = False,
         agent_interval: float = 0.5,
+        backend: str = "stand-in",
+        plane: ControlPlane | None = None,
     ) -> None:
         unknown = set(controllers) - set(ALL_CONTROLLERS)
         if unknown:
             raise ValueError(f"unknown controllers {sorted(unknown)}; known: {ALL_CONTROLLERS}")
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
+        self.backend = backend
+        self.real = backend == "real"
+        if self.real:
+            # the real controller-manager, scheduler and KWOK do what these simulate
+            controllers = [c for c in controllers if c not in ("daemonsets", "scheduler")]
         self.controllers = tuple(controllers)
-        self.server = FakeApiServer()
-        self.store: Store = self.server.store
-        self.loop = ControlLoop(self.store)
+        self.server: FakeApiServer | None = None
+        self.plane: ControlPlane | None = None
+        self._own_plane = False
+        if self.real:
+            self.plane, self._own_plane = _plane(plane)
+            self.store: Store | ApiStore = _api_store(self.plane)
+            self.logs = LogStore()
+            self.url = self.plane.url
+        else:
+            self.server = FakeApiServer()
+            self.store = self.server.store
+            self.logs = self.server.logs
+            self.url = self.server.url
+        self.loop = ControlLoop(self.store)  # type: ignore[arg-type]
         specs = [NodeSpec.parse(n) if isinstance(n, str) else n for n in nodes]
         self.nodes: dict[str, SimNode] = {s.name: SimNode(s, i) for i, s in enumerate(specs)}
         self.layout = _layout(layout, configs, default_config)
@@ -81,24 +120,23 @@ class SimCluster:
             runtimes.append(self._node_side(agent_interval))
         self.kubelet = Kubelet(
             self.store, self.loop, self.nodes, self.plugin, runtimes,
-            time_scale=time_scale, logs=self.server.logs,
+            time_scale=time_scale, logs=self.logs, node_only=self.real,
         )  # fmt: skip
         self._wire(runtimes)
         self._started = False
         self._stopped = False
 
     def _wire(self, runtimes: list[PodRuntime]) -> None:
-        wanted: dict[str, Controller] = {
-            "daemonsets": DaemonSetController(self.store),
-            "scheduler": Scheduler(self.store),
-            "kubelet": self.kubelet,
-            "gpu-operator": GpuOperator(
-                self.store, self.layout.namespace if self.layout else "gpu-operator"
-            ),
+        namespace = self.layout.namespace if self.layout else "gpu-operator"
+        wanted: dict[str, Callable[[], Controller]] = {
+            "daemonsets": lambda: DaemonSetController(self.store),  # type: ignore[arg-type]
+            "scheduler": lambda: Scheduler(self.store),  # type: ignore[arg-type]
+            "kubelet": lambda: self.kubelet,
+            "gpu-operator": lambda: GpuOperator(self.store, namespace),  # type: ignore[arg-type]
         }
-        for name, controller in wanted.items():
+        for name, make in wanted.items():
             if name in self.controllers:
-                self.loop.add(controller)
+                self.loop.add(make())
         if "gfd" in self.controllers:
             self.loop.add(self.gfd)
         programs = [r for r in runtimes if isinstance(r, (DevicePluginRuntime, GfdRuntime))]
@@ -117,26 +155,56 @@ class SimCluster:
         }
         write_smi(self._node_root / "bin")
         self.node_kubelets = NodeKubelets(sides, self.podresources)
-        self.agents = AgentRuntime(self.loop, sides, self.server.logs, interval=interval)
+        self.agents = AgentRuntime(
+            self.loop, sides, self.logs, interval=interval,
+            credentials=self._pod_token if self.real else None,
+        )  # fmt: skip
         return self.agents
+
+    def _pod_token(self, namespace: str, pod: str, account: str, kubeconfig: Path) -> None:
+        """What the kubelet mounts into the agent's pod: a token the server issued for its
+        ServiceAccount, bound to the pod (so it carries the node-name claim)."""
+        assert self.plane is not None
+        token = self.plane.token(account, namespace, bound_kind="Pod", bound_name=pod)
+        self.plane.kubeconfig_for(kubeconfig, token, namespace)
 
     # ---- lifetime -----------------------------------------------------------------------
 
     def start(self, timeout: float = 10.0) -> SimCluster:
-        self.server.start()
+        if self.server is not None:
+            self.server.start()
         self.loop.start()
         self._started = True
+        if self.real:
+            assert self.plane is not None
+            shutil.copyfile(self.plane.kubeconfig, self.kubeconfig)
+            self.store.watch(WATCHED + WATCHED_CRDS)  # type: ignore[union-attr]
+            self.loop.add(_CrdWatch(self.store))  # type: ignore[arg-type]
         for node in self.nodes.values():
             self.store.create(node.node_object())
         for obj in self.layout.objects if self.layout else ():
-            self.store.create(obj)
-        self.server.write_kubeconfig(self.kubeconfig)
+            self._create(obj)
+        if self.server is not None:
+            self.server.write_kubeconfig(self.kubeconfig)
         if self.agents is not None and self.node_kubelets is not None:
-            for side in self.agents.sides.values():
-                shutil.copyfile(self.kubeconfig, side.kubeconfig)
+            if not self.real:
+                for side in self.agents.sides.values():
+                    shutil.copyfile(self.kubeconfig, side.kubeconfig)
             self.node_kubelets.start()
-        self.settle(timeout)
+        self.settle(timeout if not self.real else max(timeout, 60.0))
         return self
+
+    def _create(self, obj: Obj, timeout: float = 20.0) -> None:
+        """Create; on a real server a custom resource waits until its new CRD is served."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.store.create(obj)
+                return
+            except ApiError as exc:
+                if not self.real or exc.code not in (400, 404) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
 
     def stop(self) -> None:
         """Stop the controllers and the server (the port is freed even if never started)."""
@@ -148,7 +216,12 @@ class SimCluster:
             self.loop.stop()
             self._started = False
         if not self._stopped:
-            self.server.stop()
+            if self.server is not None:
+                self.server.stop()
+            else:
+                self.store.close()  # type: ignore[union-attr]
+                if self._own_plane and self.plane is not None:
+                    self.plane.stop()
             self._stopped = True
         if self._own_dir is not None:
             shutil.rmtree(self._own_dir, ignore_errors=True)
@@ -162,18 +235,38 @@ class SimCluster:
         self.stop()
 
     @property
+    def owns_plane(self) -> bool:
+        return self._own_plane
+
+    @property
     def errors(self) -> list[BaseException]:
         return [*self.loop.errors, *self.store.subscriber_errors]
 
     def settle(self, timeout: float = 5.0) -> None:
-        """Wait until the controllers have acted on every change (back-off timers may run on)."""
-        quiet = self.loop.settle(timeout)
+        """Wait until the controllers have acted on every change (back-off timers may run on).
+
+        On a real server also until its controllers are done: every DaemonSet's pods are
+        placed and every pod is bound and started (or reported unschedulable), and every
+        watched object's last revision has reached the node side."""
+        quiet = self.loop.settle(timeout) if not self.real else self._settle_real(timeout)
         if self.errors:
             raise ClusterError(
                 f"a simulated controller failed: {self.errors[0]!r}"
             ) from self.errors[0]
         if not quiet:
             raise TimeoutError(f"the simulated controllers were still busy after {timeout} s")
+
+    def _settle_real(self, timeout: float) -> bool:
+        deadline = time.monotonic() + max(timeout, 30.0)
+        calm = 0
+        while time.monotonic() < deadline:
+            left = deadline - time.monotonic()
+            done = self.loop.settle(left) and _converged(self.store) and self.store.synced()  # type: ignore[union-attr]
+            calm = calm + 1 if done and self.loop.settle(0) else 0
+            if calm >= 2:  # twice in a row: nothing was in flight between the two looks
+                return True
+            time.sleep(0.1)
+        return False
 
     # ---- nodes and GPUs ---------------------------------------------------------------------
 
@@ -263,6 +356,67 @@ class SimCluster:
     def capacity(self, node: str, resource: str = "nvidia.com/gpu") -> int:
         status = self.store.get("nodes", node).get("status") or {}
         return int((status.get("capacity") or {}).get(resource, 0))
+
+
+def _plane(plane: ControlPlane | None) -> tuple[ControlPlane, bool]:
+    from tests.controlplane import ControlPlane  # lazy: stand-in users need no binaries
+
+    if plane is not None:
+        return plane, False
+    return ControlPlane().start(), True
+
+
+def _api_store(plane: ControlPlane) -> ApiStore:
+    from tests.controlplane.store import ApiStore
+
+    assert plane.creds is not None
+    return ApiStore(plane.url, plane.creds.admin_token, plane.creds.ca_cert)
+
+
+def _converged(store: Any) -> bool:
+    """The real controllers have caught up: DaemonSets placed, pods bound and started."""
+    for ds in store.list("daemonsets"):
+        status = ds.get("status") or {}
+        if (status.get("observedGeneration") or 0) < ds["metadata"].get("generation", 0):
+            return False
+        if status.get("currentNumberScheduled", 0) != status.get("desiredNumberScheduled", 0):
+            return False
+    for pod in store.list("pods"):
+        if pod["metadata"].get("deletionTimestamp"):
+            return False
+        status = pod.get("status") or {}
+        if pod["spec"].get("nodeName"):
+            if status.get("phase") == "Pending":
+                return False  # KWOK has not started it yet
+            continue
+        unschedulable = any(
+            c.get("type") == "PodScheduled" and c.get("status") == "False"
+            for c in status.get("conditions") or []
+        )
+        if not unschedulable:
+            return False
+    return True
+
+
+class _CrdWatch:
+    """A CRD we react to appeared: start watching its objects."""
+
+    name = "crd-watch"
+
+    def __init__(self, store: ApiStore) -> None:
+        self.store = store
+
+    def keys_for(self, change: Any) -> list[str]:
+        if change.resource == "customresourcedefinitions" and change.type != "DELETED":
+            return [change.name] if change.name in WATCHED_CRDS else []
+        return []
+
+    def reconcile(self, key: object) -> None:
+        for _ in range(50):  # the CRD is served a moment after it is created
+            if self.store.watching(str(key)):
+                return
+            self.store.watch([str(key)])
+            time.sleep(0.1)
 
 
 def _layout(

@@ -1,9 +1,11 @@
 """The `sim_cluster` pytest fixture: a started `SimCluster` per call, stopped after the test.
 
 Owns the cluster's lifetime in a test: `sim_cluster(nodes=[...], layout=..., configs=...,
-default_config=..., controllers=...)` builds and starts one (kubeconfig under the test's
-tmp_path) and returns it; at teardown every cluster is stopped, a controller or store-subscriber
-exception fails the test, and no cluster thread may outlive it. Also `kubectl_for(cluster,
+default_config=..., controllers=..., backend="real")` builds and starts one (kubeconfig under
+the test's tmp_path) and returns it; with `backend="real"` it runs on the session's real
+control plane (sharedplane.py), which is reset to new after the test. At teardown every
+cluster is stopped, a controller or store-subscriber exception fails the test, and no cluster
+thread may outlive it. Also `kubectl_for(cluster,
 tmp_path)`, the real kubectl against a cluster (skips when none is on PATH). Must not be
 collected as a conftest: tests import it with
 `from tests.fakes.cluster.fixture import sim_cluster as sim_cluster`.
@@ -35,6 +37,10 @@ def sim_cluster(tmp_path: Path) -> Iterator[MakeSimCluster]:
 
     def make(*args: Any, **kwargs: Any) -> SimCluster:
         kwargs.setdefault("kubeconfig", tmp_path / f"kubeconfig-{len(made)}")
+        if kwargs.get("backend") == "real" and "plane" not in kwargs:
+            from tests.fakes.cluster import sharedplane  # lazy: needs the built binaries
+
+            kwargs["plane"] = sharedplane.plane()
         cluster = SimCluster(*args, **kwargs)
         made.append(cluster)
         return cluster.start()
@@ -44,12 +50,18 @@ def sim_cluster(tmp_path: Path) -> Iterator[MakeSimCluster]:
     finally:
         for cluster in made:
             cluster.stop()
+        if any(cluster.real and not cluster.owns_plane for cluster in made):
+            from tests.fakes.cluster import sharedplane
+
+            sharedplane.reset()
     errors = [e for cluster in made for e in cluster.errors]
     assert not errors, f"simulated controllers raised: {errors!r}"
     leftover = [
         t
         for t in set(threading.enumerate()) - before
-        if t.name == "sim-cluster-loop" or "serve_forever" in t.name
+        if t.name == "sim-cluster-loop"
+        or "serve_forever" in t.name
+        or t.name.startswith("apistore")
     ]
     assert not leftover, f"threads outlived the cluster: {leftover}"
 

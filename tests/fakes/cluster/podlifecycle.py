@@ -7,7 +7,10 @@ programs simulated in some pods (device plugin, GFD) through their `PodRuntime`,
 kubelet's doubling back-off (10 s to 300 s, scaled by `time_scale`) and restart counts, the
 container logs a crash leaves (its reason as the run's last line; the run before a restart kept as
 `previous`, when a `LogStore` is given), releasing devices when a pod ends, and writing complete
-pod status. Not to be confused with
+pod status. With `node_only` (a real control plane, where KWOK plays the kubelet's pod
+lifecycle and makes every bound pod Running) it keeps only what a node adds: device allocation,
+the simulated programs, their crash loops and logs, and statuses only for pods running such a
+program, written after KWOK has started the pod. Not to be confused with
 tests/fakes/kubelet.py, the PodResources gRPC stand-in fed from `AllocationTable`. Must not
 schedule pods (scheduler.py) or decide what a simulated program does (programs.py).
 """
@@ -66,8 +69,10 @@ class Kubelet:
         *,
         time_scale: float,
         logs: LogStore | None = None,
+        node_only: bool = False,
     ) -> None:
         self.store, self.loop, self.nodes = store, loop, nodes
+        self.node_only = node_only
         self.logs = logs
         self.plugin = plugin
         self.runtimes = list(runtimes)
@@ -116,6 +121,8 @@ class Kubelet:
         active = [
             p for p in pods if not is_terminal(p) and not p["metadata"].get("deletionTimestamp")
         ]
+        if self.node_only:  # KWOK starts containers: a pod it has not made Running waits
+            active = [p for p in active if (p.get("status") or {}).get("phase") == "Running"]
         live = {str(p["metadata"]["uid"]) for p in active}
         # Devices of pods that ended are free before anything new is admitted, as the
         # device manager's UpdateAllocatedDevices does at admission.
@@ -130,7 +137,7 @@ class Kubelet:
     def _start(self, node: Obj, pod: Obj) -> bool:
         node_name = str(node["metadata"]["name"])
         host_ip = _host_ip(node)
-        missing = self._missing_configmap(pod)
+        missing = None if self.node_only else self._missing_configmap(pod)
         if missing:
             self._mounting.add(node_name)
             self._write(pod, podstatus.creating(pod, host_ip, _since(pod)))
@@ -266,6 +273,12 @@ class Kubelet:
         current = pod.get("status") or {}
         if current == status:
             return
+        if self.node_only and status.get("phase") != "Failed":
+            started = self._pods.get(str(pod["metadata"]["uid"]))
+            if started is None or started.runtime is None:
+                return  # KWOK's status stands for pods with no simulated program
+            if status.get("phase") == "Pending":
+                return  # KWOK would set a Pending pod Running again: an init loop can't show
         body = dict(status)
         body.update({k: None for k in current if k not in status})
         meta = pod["metadata"]

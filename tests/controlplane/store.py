@@ -1,0 +1,546 @@
+"""`ApiStore`: the stand-in `Store`'s by-name API (`create`, `get`, `list`, `patch`, ...) over a
+real API server, with `subscribe` fed by the server's own watches.
+
+Owns: resolving kubectl-style names (`pods`, `ds`, `clusterpolicies.nvidia.com`) through the
+server's discovery (refreshed when a CRD appears), the REST calls (admin bearer token, TLS
+verified against the plane's CA), turning a `kind: Status` failure into the same `ApiError` the
+stand-in raises (so callers' `except ApiError` and `.code` checks keep working), and one
+list+watch thread per watched resource that resumes from the last resourceVersion it saw, relists
+on 410 Gone, and hands each change, in arrival order and one at a time, to the subscribers
+(`ControlLoop`) as the stand-in's change feed does. `synced()` says whether every watched object's
+latest revision has been delivered, which is what `settle()` needs on a server whose global
+resourceVersion also counts leases and events. Must not know about GPUs or simulated controllers.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import http.client
+import json
+import queue
+import socket
+import ssl
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.fakes.apiserver.errors import ApiError
+from tests.fakes.apiserver.records import ObjectKey
+
+Obj = dict[str, Any]
+Callback = Callable[[str, ObjectKey, Obj], None]
+PATCH_TYPES = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+}
+_WATCH_TIMEOUT_S = 240  # the server ends a watch after this; the thread resumes it
+_GIVE_UP = object()
+
+
+@dataclass(frozen=True)
+class Api:
+    """One served resource, as discovery describes it (the preferred version)."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+    has_status: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(self, namespace: str = "", name: str = "", sub: str = "") -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{urllib.parse.quote(namespace)}"
+        base += f"/{self.plural}"
+        if name:
+            base += f"/{urllib.parse.quote(name)}"
+        if sub:
+            base += f"/{sub}"
+        return base
+
+
+class Discovery:
+    """Names to `Api`s, from /api and /apis; reloaded when a name is not (yet) known."""
+
+    def __init__(self, get: Callable[[str], Any]) -> None:
+        self._get = get
+        self._lock = threading.Lock()
+        self._by_name: dict[str, Api] = {}
+        self._by_kind: dict[tuple[str, str], Api] = {}
+
+    def lookup(self, name: str) -> Api:
+        found = self._find(name)
+        if found is None:
+            self.reload()
+            found = self._find(name)
+        if found is None:
+            raise ApiError(404, "NotFound", f'the server doesn\'t have a resource type "{name}"')
+        return found
+
+    def for_kind(self, api_version: str, kind: str) -> Api:
+        key = (api_version, kind)
+        with self._lock:
+            found = self._by_kind.get(key)
+        if found is None:
+            self.reload()
+            with self._lock:
+                found = self._by_kind.get(key)
+        if found is None:
+            raise ApiError(400, "BadRequest", f"no kind {kind!r} is served at {api_version!r}")
+        return found
+
+    def _find(self, name: str) -> Api | None:
+        with self._lock:
+            return self._by_name.get(name.lower())
+
+    def reload(self) -> None:
+        by_name: dict[str, Api] = {}
+        by_kind: dict[tuple[str, str], Api] = {}
+        versions: list[tuple[str, str, bool]] = [("", "v1", True)]
+        for group in self._get("/apis").get("groups") or []:
+            preferred = (group.get("preferredVersion") or {}).get("version")
+            for version in group.get("versions") or []:
+                v = version["version"]
+                versions.append((group["name"], v, v == preferred))
+        for group, version, preferred in versions:
+            path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+            try:
+                resources = self._get(path).get("resources") or []
+            except ApiError:
+                continue  # a group going away (a CRD just deleted)
+            subs = {r["name"] for r in resources if "/" in r["name"]}
+            for r in resources:
+                if "/" in r["name"]:
+                    continue
+                api = Api(
+                    group, version, r["name"], r["kind"], bool(r["namespaced"]),
+                    f"{r['name']}/status" in subs,
+                )  # fmt: skip
+                by_kind[(api.api_version, api.kind)] = api
+                names = [r["name"], r.get("singularName") or "", *(r.get("shortNames") or [])]
+                for n in filter(None, names):
+                    qualified = f"{n}.{group}" if group else n
+                    if preferred or qualified not in by_name:
+                        by_name[qualified] = api
+                    # the core group (listed first) keeps its short names; else the preferred
+                    if n not in by_name or (preferred and by_name[n].group == group):
+                        by_name[n] = api
+        with self._lock:
+            self._by_name, self._by_kind = by_name, by_kind
+
+
+class _Watch:
+    """One resource's list+watch thread."""
+
+    def __init__(self, store: ApiStore, api: Api) -> None:
+        self.store = store
+        self.api = api
+        self.rv = ""
+        self.seen: dict[tuple[str, str], str] = {}  # (namespace, name) -> resourceVersion
+        self.ready = threading.Event()
+        self._conn: http.client.HTTPConnection | None = None
+        self.thread = threading.Thread(
+            target=self._run, name=f"apistore-watch-{api.plural}", daemon=True
+        )
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        conn = self._conn
+        if conn is not None and conn.sock is not None:
+            with contextlib.suppress(OSError):
+                conn.sock.shutdown(socket.SHUT_RDWR)
+
+    def _run(self) -> None:
+        while not self.store.stopping:
+            try:
+                if not self.rv:
+                    self._relist()
+                self._watch()
+            except Exception as exc:  # noqa: BLE001 - retried; kept for the test to see
+                if self.store.stopping:
+                    return
+                self.store.note_watch_error(self.api, exc)
+                time.sleep(0.5)
+
+    def _relist(self) -> None:
+        answer = self.store.request("GET", self.api.path())
+        items = answer.get("items") or []
+        current = {_key(o): o for o in items}
+        # what vanished while we were not watching is a DELETED, the rest ADDED or MODIFIED
+        for key in [k for k in self.seen if k not in current]:
+            gone = {"metadata": {"namespace": key[0], "name": key[1]}}
+            self._deliver("DELETED", gone)
+        for obj in items:
+            obj.setdefault("apiVersion", self.api.api_version)
+            obj.setdefault("kind", self.api.kind)
+            rv = str(obj["metadata"].get("resourceVersion"))
+            if self.seen.get(_key(obj)) != rv:
+                self._deliver("MODIFIED" if _key(obj) in self.seen else "ADDED", obj)
+        self.rv = str(answer["metadata"]["resourceVersion"])
+        self.ready.set()
+
+    def _watch(self) -> None:
+        query = urllib.parse.urlencode(
+            {
+                "watch": "1",
+                "resourceVersion": self.rv,
+                "allowWatchBookmarks": "true",
+                "timeoutSeconds": str(_WATCH_TIMEOUT_S),
+            }
+        )
+        conn = self.store.connection(timeout=_WATCH_TIMEOUT_S + 30)
+        self._conn = conn
+        try:
+            conn.request("GET", f"{self.api.path()}?{query}", headers=self.store.headers())
+            response = conn.getresponse()
+            if response.status != 200:
+                body = response.read()
+                error = _error(response.status, body)
+                if error.code == 410:
+                    self.rv = ""
+                    return
+                raise error
+            while not self.store.stopping:
+                line = response.readline()
+                if not line:
+                    return  # the server ended the watch; resume from self.rv
+                event = json.loads(line)
+                kind, obj = event.get("type"), event.get("object") or {}
+                if kind == "ERROR":
+                    if obj.get("code") == 410:
+                        self.rv = ""
+                        return
+                    raise _error(int(obj.get("code") or 500), json.dumps(obj).encode())
+                rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+                if kind != "BOOKMARK":
+                    self._deliver(str(kind), obj)
+                if rv:
+                    self.rv = rv
+        finally:
+            self._conn = None
+            conn.close()
+
+    def _deliver(self, kind: str, obj: Obj) -> None:
+        key = _key(obj)
+        if kind == "DELETED":
+            self.seen.pop(key, None)
+        else:
+            self.seen[key] = str(obj["metadata"].get("resourceVersion"))
+        self.store.enqueue(self.api, kind, obj)
+
+
+def _key(obj: Obj) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name"))
+
+
+def _error(code: int, body: bytes) -> ApiError:
+    try:
+        status = json.loads(body)
+    except ValueError:
+        status = {}
+    if not isinstance(status, dict) or status.get("kind") != "Status":
+        text = body.decode(errors="replace").strip() or http.client.responses.get(code, "")
+        return ApiError(code, http.client.responses.get(code, "Unknown"), text, {})
+    return ApiError(
+        int(status.get("code") or code),
+        str(status.get("reason") or ""),
+        str(status.get("message") or ""),
+        dict(status.get("details") or {}),
+    )
+
+
+class ApiStore:
+    """The stand-in `Store`'s API, answered by a real kube-apiserver."""
+
+    def __init__(self, url: str, token: str, ca: Path | None) -> None:
+        parsed = urllib.parse.urlsplit(url)
+        self.url = url
+        self._host, self._port = parsed.hostname or "127.0.0.1", parsed.port or 443
+        self._token = token
+        # plain HTTP only for our stand-in server (its tests of this class)
+        self._ssl = ssl.create_default_context(cafile=str(ca)) if ca else None
+        self._local = threading.local()
+        self._open: list[http.client.HTTPConnection] = []  # every thread's, closed by close()
+        self._open_lock = threading.Lock()
+        self.discovery = Discovery(lambda path: self.request("GET", path))
+        self.stopping = False
+        self._callbacks: list[Callback] = []
+        self._errors: list[BaseException] = []
+        self._watch_errors: list[tuple[str, BaseException]] = []
+        self._watches: dict[str, _Watch] = {}
+        self._events: queue.SimpleQueue[tuple[Api, str, Obj] | object] = queue.SimpleQueue()
+        self._pending = 0
+        self._changed = threading.Condition()
+        self._rv = 0
+        self._dispatcher: threading.Thread | None = None
+
+    # ---- HTTP ---------------------------------------------------------------------------
+
+    def connection(self, timeout: float = 30) -> http.client.HTTPConnection:
+        if self._ssl is None:
+            return http.client.HTTPConnection(self._host, self._port, timeout=timeout)
+        return http.client.HTTPSConnection(
+            self._host, self._port, context=self._ssl, timeout=timeout
+        )
+
+    def headers(self, content_type: str = "") -> dict[str, str]:
+        headers = {"Authorization": f"Bearer {self._token}", "Accept": "application/json"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        return headers
+
+    def request(
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json"
+    ) -> Any:
+        """One call on this thread's keep-alive connection; a failure raises `ApiError`."""
+        data = None if body is None else json.dumps(body).encode()
+        for attempt in (1, 2):
+            conn = getattr(self._local, "conn", None)
+            if conn is None:
+                conn = self._local.conn = self.connection()
+                with self._open_lock:
+                    self._open.append(conn)
+            try:
+                conn.request(method, path, body=data, headers=self.headers(content_type))
+                response = conn.getresponse()
+                payload = response.read()
+                break
+            except (OSError, http.client.HTTPException):
+                conn.close()
+                self._local.conn = None
+                if attempt == 2:
+                    raise
+        if response.status >= 400:
+            raise _error(response.status, payload)
+        if not payload:
+            return {}
+        try:
+            return json.loads(payload)
+        except ValueError:
+            return payload.decode(errors="replace")
+
+    # ---- the Store API --------------------------------------------------------------------
+
+    def create(self, obj: Obj, *, keep_status: bool = True) -> Obj:
+        """Create `obj` (namespace from its metadata, else "default"); with `keep_status`, a
+        status the server dropped on create is then written through the status subresource."""
+        api = self.discovery.for_kind(str(obj.get("apiVersion")), str(obj.get("kind")))
+        namespace = self._namespace(api, obj)
+        created: Obj = self.request("POST", api.path(namespace), obj)
+        status = obj.get("status")
+        if keep_status and status and api.has_status and created.get("status") != status:
+            name = created["metadata"]["name"]
+            created = self.request(
+                "PATCH", api.path(namespace, name, "status"), {"status": status},
+                PATCH_TYPES["merge"],
+            )  # fmt: skip
+        return created
+
+    def get(self, resource: str, name: str, namespace: str = "") -> Obj:
+        api = self.discovery.lookup(resource)
+        obj: Obj = self.request("GET", api.path(self._namespace(api, {}, namespace), name))
+        return obj
+
+    def list(
+        self,
+        resource: str,
+        namespace: str = "",
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+    ) -> builtins.list[Obj]:
+        api = self.discovery.lookup(resource)
+        query = {k: v for k, v in (("labelSelector", label_selector),
+                                   ("fieldSelector", field_selector)) if v}  # fmt: skip
+        path = api.path(namespace if api.namespaced else "")
+        if query:
+            path += "?" + urllib.parse.urlencode(query)
+        answer = self.request("GET", path)
+        items: builtins.list[Obj] = answer.get("items") or []
+        for item in items:  # a LIST's items carry no kind; the stand-in's do
+            item.setdefault("apiVersion", api.api_version)
+            item.setdefault("kind", api.kind)
+        return items
+
+    def update(self, obj: Obj) -> Obj:
+        api = self.discovery.for_kind(str(obj.get("apiVersion")), str(obj.get("kind")))
+        path = api.path(self._namespace(api, obj), obj["metadata"]["name"])
+        updated: Obj = self.request("PUT", path, obj)
+        return updated
+
+    def update_status(self, obj: Obj) -> Obj:
+        api = self.discovery.for_kind(str(obj.get("apiVersion")), str(obj.get("kind")))
+        sub = "status" if api.has_status else ""
+        path = api.path(self._namespace(api, obj), obj["metadata"]["name"], sub)
+        updated: Obj = self.request("PUT", path, obj)
+        return updated
+
+    def patch(
+        self,
+        resource: str,
+        name: str,
+        body: Any,
+        *,
+        namespace: str = "",
+        patch_type: str = "merge",
+        status: bool = False,
+    ) -> Obj:
+        api = self.discovery.lookup(resource)
+        sub = "status" if status and api.has_status else ""
+        path = api.path(self._namespace(api, {}, namespace), name, sub)
+        patched: Obj = self.request("PATCH", path, body, PATCH_TYPES[patch_type])
+        return patched
+
+    def delete(self, resource: str, name: str, namespace: str = "") -> Obj:
+        """Delete; returns the last revision the server answers (a Status for some types)."""
+        api = self.discovery.lookup(resource)
+        answer: Obj = self.request("DELETE", api.path(self._namespace(api, {}, namespace), name))
+        return answer
+
+    @staticmethod
+    def _namespace(api: Api, obj: Obj, namespace: str = "") -> str:
+        if not api.namespaced:
+            return ""
+        return namespace or str((obj.get("metadata") or {}).get("namespace") or "") or "default"
+
+    # ---- the change feed ------------------------------------------------------------------
+
+    def watch(self, resources: Iterable[str], timeout: float = 30.0) -> None:
+        """Start list+watch threads for `resources` (those not served yet are skipped: call
+        again once their CRD exists) and wait until each has listed once."""
+        started = []
+        for name in resources:
+            try:
+                api = self.discovery.lookup(name)
+            except ApiError:
+                continue
+            if api.plural in self._watches:
+                continue
+            watch = self._watches[api.plural] = _Watch(self, api)
+            self._ensure_dispatcher()
+            watch.start()
+            started.append(watch)
+        deadline = time.monotonic() + timeout
+        for watch in started:
+            if not watch.ready.wait(max(0.0, deadline - time.monotonic())):
+                raise TimeoutError(f"the first LIST of {watch.api.plural} took over {timeout} s")
+
+    def watching(self, resource: str) -> bool:
+        with contextlib.suppress(ApiError):
+            return self.discovery.lookup(resource).plural in self._watches
+        return False
+
+    def subscribe(self, callback: Callback) -> Callable[[], None]:
+        """Call `callback(event_type, key, object)` for each watched change, one at a time, on
+        the dispatcher thread (a callback may write; its change arrives later, as a watch
+        event). An exception is kept in `subscriber_errors`. Returns the unsubscriber."""
+        self._callbacks.append(callback)
+        self._ensure_dispatcher()
+        return lambda: self._callbacks.remove(callback)
+
+    def enqueue(self, api: Api, kind: str, obj: Obj) -> None:
+        with self._changed:
+            self._pending += 1
+        self._events.put((api, kind, obj))
+
+    def _ensure_dispatcher(self) -> None:
+        if self._dispatcher is None:
+            self._dispatcher = threading.Thread(
+                target=self._dispatch, name="apistore-dispatch", daemon=True
+            )
+            self._dispatcher.start()
+
+    def _dispatch(self) -> None:
+        while True:
+            item = self._events.get()
+            if item is _GIVE_UP:
+                return
+            assert isinstance(item, tuple)
+            api, kind, obj = item
+            meta = obj.get("metadata") or {}
+            rv = str(meta.get("resourceVersion") or "0")
+            with self._changed:
+                self._rv = max(self._rv, int(rv) if rv.isdigit() else 0)
+            key = ObjectKey(
+                api.group, api.version, api.plural, str(meta.get("namespace") or ""),
+                str(meta.get("name")),
+            )  # fmt: skip
+            for callback in list(self._callbacks):
+                try:
+                    callback(kind, key, json.loads(json.dumps(obj)))
+                except Exception as exc:  # noqa: BLE001 - the feed must go on; the test fails
+                    self._errors.append(exc)
+            with self._changed:
+                self._pending -= 1
+                self._changed.notify_all()
+
+    @property
+    def resource_version(self) -> int:
+        """The newest resourceVersion delivered to subscribers (not the server's global one,
+        which leases and events move on without anyone here watching)."""
+        with self._changed:
+            return self._rv
+
+    @property
+    def subscriber_errors(self) -> builtins.list[BaseException]:
+        return builtins.list(self._errors)
+
+    @property
+    def watch_errors(self) -> builtins.list[tuple[str, BaseException]]:
+        return builtins.list(self._watch_errors)
+
+    def note_watch_error(self, api: Api, exc: BaseException) -> None:
+        self._watch_errors.append((api.plural, exc))
+
+    def synced(self) -> bool:
+        """Every watched object's newest revision (a fresh LIST) has reached the subscribers."""
+        with self._changed:
+            if self._pending:
+                return False
+        for watch in builtins.list(self._watches.values()):
+            items = self.request("GET", watch.api.path()).get("items") or []
+            current = {_key(o): str(o["metadata"].get("resourceVersion")) for o in items}
+            if current != watch.seen:
+                return False
+        with self._changed:
+            return not self._pending
+
+    def wait_until(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        """Block until `predicate()` holds (checked after each delivered change and at least
+        every 0.2 s, since others write too), or time runs out."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while not predicate():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._changed.wait(min(left, 0.2))
+            return True
+
+    def close(self) -> None:
+        self.stopping = True
+        for watch in self._watches.values():
+            watch.stop()
+        for watch in self._watches.values():
+            watch.thread.join(5)
+        self._events.put(_GIVE_UP)
+        if self._dispatcher is not None:
+            self._dispatcher.join(5)
+        with self._open_lock:
+            for conn in self._open:
+                conn.close()
+            self._open.clear()
