@@ -9,13 +9,13 @@ import sys
 import threading
 from pathlib import Path
 
-from tests.controlplane.plane import DEFAULT_VERSION, VERSIONS, ControlPlane
+from tests.controlplane.plane import VERSIONS, ControlPlane, chosen_version
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--kubeconfig", type=Path, required=True)
-    parser.add_argument("--version", default=DEFAULT_VERSION, choices=sorted(VERSIONS))
+    parser.add_argument("--version", default=chosen_version(), choices=sorted(VERSIONS))
     args = parser.parse_args()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -10,23 +10,18 @@ step's own explanation (CI must not skip the real thing silently).
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-
 import pytest
 
-from tests.controlplane.plane import DEFAULT_VERSION, ControlPlane
+from tests.controlplane.plane import ControlPlane
 
 
 @pytest.fixture(scope="session")
-def control_plane() -> Iterator[ControlPlane]:
-    version = os.environ.get("KUBECTL_GPU_CONTROL_PLANE", DEFAULT_VERSION)
-    plane = ControlPlane(version)
+def control_plane() -> ControlPlane:
+    """The session's one plane, shared with the simulated clusters (tests/fakes/cluster/
+    sharedplane.py starts it on first use and stops it at exit)."""
+    from tests.fakes.cluster import sharedplane
+
     try:
-        plane.start()
+        return sharedplane.plane()
     except Exception as error:  # the build step's or a component's own words
         pytest.fail(f"the real control plane did not start: {error}", pytrace=False)
-    try:
-        yield plane
-    finally:
-        plane.stop()

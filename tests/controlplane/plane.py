@@ -39,6 +39,11 @@ DEFAULT_VERSION = "1.37"
 VERSIONS = {"1.37": "kubernetes-1.37", "1.34": "kubernetes-1.34"}
 
 
+def chosen_version() -> str:
+    """The release the tests run against: KUBECTL_GPU_CONTROL_PLANE (make test K8S=1.34)."""
+    return os.environ.get("KUBECTL_GPU_CONTROL_PLANE") or DEFAULT_VERSION
+
+
 def _gobins() -> Any:
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
@@ -89,7 +94,7 @@ class ControlPlane:
 
     def __init__(
         self,
-        version: str = DEFAULT_VERSION,
+        version: str | None = None,
         *,
         directory: Path | None = None,
         kwok: bool = True,
@@ -98,6 +103,7 @@ class ControlPlane:
         runtime_config: Sequence[str] = (),
         feature_gates: Sequence[str] = (),
     ) -> None:
+        version = version or chosen_version()
         if version not in VERSIONS:
             raise ValueError(
                 f"unknown Kubernetes version {version!r}; known: {', '.join(VERSIONS)}"
