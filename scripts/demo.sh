@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The main job: the whole kubectl-gpu story against a local simulated GPU cluster (an API server
-# stand-in with simulated GPU nodes; each GPU node runs the real kubectl-gpu-agent as its own
-# process once it is installed; see tests/fakes/). Every step is checked: the demo exits
-# non-zero if one does not do what it says. Against a real cluster, run the same kubectl gpu
-# commands with your own kubeconfig.
+# The main job: the whole kubectl-gpu story against a local GPU cluster whose control plane is
+# Kubernetes' own (kube-apiserver, etcd, controller-manager, scheduler, built by
+# scripts/gobins.py) with KWOK nodes; the node side is simulated (NVML, kubelet files, NVIDIA's
+# device plugin and DRA driver), and each GPU node runs the real kubectl-gpu-agent as its own
+# process once it is installed (see tests/controlplane and tests/fakes/). Every step is checked:
+# the demo exits non-zero if one does not do what it says. Against a real cluster, run the same
+# kubectl gpu commands with your own kubeconfig.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 command -v kubectl >/dev/null 2>&1 || { echo "demo: needs kubectl on PATH" >&2; exit 1; }
@@ -20,13 +22,22 @@ json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 # until SECONDS COMMAND…: retry a check while the agents catch up (they report every 0.5 s here)
 until_ok() { local t=$1; shift; for _ in $(seq $((t * 5))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.2; done; "$@"; }
 
-python -m tests.fakes.cluster --kubeconfig "$work/kubeconfig" --layout none \
-  --nodes gpu-a=H100-SXM5-80GB:2,gpu-b=A100-SXM4-80GB:2,cpu-1=none:0 >"$work/sim.log" 2>&1 &
+python -m tests.fakes.cluster --real --kubeconfig "$work/kubeconfig" --layout none \
+  --nodes gpu-a=H100-SXM5-80GB:2,gpu-b=A100-SXM4-80GB:2,cpu-1=none:0 \
+  --dra-nodes dra-a=A100-SXM4-80GB:2 >"$work/sim.log" 2>&1 &
 sim=$!
-for _ in $(seq 100); do grep -q '^ready:' "$work/sim.log" && break; sleep 0.1; done
-grep -q '^ready:' "$work/sim.log" || { cat "$work/sim.log"; fail "the simulated cluster did not start"; }
+for _ in $(seq 600); do grep -q '^ready:' "$work/sim.log" && break; sleep 0.1; done
+grep -q '^ready:' "$work/sim.log" || { cat "$work/sim.log"; fail "the cluster did not start"; }
 export KUBECONFIG="$work/kubeconfig"
-echo "simulated cluster: gpu-a (2x H100 80GB), gpu-b (2x A100 80GB), cpu-1; no device plugin yet"
+echo "cluster: gpu-a (2x H100 80GB), gpu-b (2x A100 80GB) with no device plugin yet,"
+echo "         dra-a (2x A100 80GB through NVIDIA's DRA driver), cpu-1"
+
+step "kubectl version"
+kubectl version || fail "the API server does not answer"
+want=${KUBECTL_GPU_CONTROL_PLANE:-1.37}
+kubectl version -o json | json "d['serverVersion']['gitVersion']" | grep -q "^v$want\." \
+  || fail "the server is not Kubernetes $want"
+ok "Kubernetes' own control plane, v$want"
 
 step "kubectl get nodes -o custom-columns=NAME:…,GPUS:…"
 kubectl get nodes -o custom-columns='NAME:.metadata.name,PRESENT:.metadata.labels.nvidia\.com/gpu\.present,GPUS:.status.allocatable.nvidia\.com/gpu'
@@ -95,7 +106,40 @@ until_ok 20 has_mig_row || fail "the map does not show the notebook on a MIG dev
 "${gpu[@]}" map gpu-b -o wide
 ok "the notebook holds a MIG-… device, shown under its parent GPU"
 
-# 5. Why does a GPU pod not run?
+# 5. DRA: a claim the real scheduler allocates on a node served by NVIDIA's DRA driver.
+step "kubectl apply -f <a ResourceClaimTemplate for one gpu.nvidia.com device, and a pod using it>"
+kubectl apply -f - <<'DRA' || fail "claim template and pod"
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: one-gpu, namespace: default}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: gpu.nvidia.com}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: trainer-dra, namespace: default}
+spec:
+  resourceClaims:
+  - {name: gpu, resourceClaimTemplateName: one-gpu}
+  containers:
+  - name: main
+    image: "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
+    resources: {claims: [{name: gpu}]}
+DRA
+kubectl wait --for=jsonpath='{.status.phase}'=Running pod/trainer-dra --timeout=60s >/dev/null \
+  || fail "the DRA pod is not running"
+kubectl get resourceclaims
+step "${gpu[*]} map -A   # both planes: device plugin and DRA"
+has_dra_row() { "${gpu[@]}" map -A -o json | json "any(r['plane'] == 'dra' and r['pod'] == 'trainer-dra' and r['gpu_uuid'] for r in d['items'])" | grep -q True; }
+until_ok 20 has_dra_row || fail "the map does not show the DRA pod on its GPU"
+"${gpu[@]}" map -A
+ok "the scheduler's allocation, shown on its physical GPU with plane dra"
+
+# 6. Why does a GPU pod not run?
 step "kubectl apply -f <a pod asking for 3 x nvidia.com/mig-3g.40gb>; ${gpu[*]} doctor trainer"
 kubectl apply -f - >/dev/null <<'POD'
 apiVersion: v1
@@ -110,8 +154,8 @@ sleep 0.5
 [ $? -eq 1 ] || fail "doctor should find the pod cannot be scheduled"
 ok "the failing layer is named: the scheduler (gpu-b has only 2 x 3g.40gb)"
 
-# 6. Leave nothing behind.
-kubectl delete pod infer-1 infer-2 infer-3 notebook trainer --wait=false >/dev/null
+# 7. Leave nothing behind.
+kubectl delete pod infer-1 infer-2 infer-3 notebook trainer trainer-dra --wait=false >/dev/null
 step "${gpu[*]} uninstall"
 "${gpu[@]}" uninstall || fail "uninstall failed"
 left=$(kubectl get nodes -o json | json "sorted(k for n in d['items'] for k, v in n['metadata'].get('labels', {}).items() if k.startswith('kubectl-gpu.io/') or v.startswith('kubectl-gpu'))")

@@ -2,7 +2,8 @@
 
 Owns the command line only: build the nodes (`--nodes gpu-a=H100-SXM5-80GB:8,cpu-1=none:0`), the
 deployment (`--layout gpu-operator|helm|static|none`) and its configs (`--config KEY=FILE`,
-`--default KEY`), whether GPU nodes run the real agent once it is installed (`--agents`, the
+`--default KEY`), GPU nodes served by NVIDIA's DRA driver (`--dra-nodes dra-a=A100-SXM4-80GB:2`),
+whether GPU nodes run the real agent once it is installed (`--agents`, the
 default), which API server (`--real`: a real control plane, tests/controlplane; else our
 stand-in), start a `SimCluster`, write the kubeconfig, print one `ready: kubeconfig=PATH
 server=URL` line (with `kubectl=PATH`, the server's own release, under `--real`), serve until
@@ -19,6 +20,7 @@ import threading
 from pathlib import Path
 from types import FrameType
 
+from tests.fakes.cluster import dranodes
 from tests.fakes.cluster.cluster import SimCluster
 from tests.fakes.cluster.layouts import LAYOUTS
 from tests.fakes.cluster.nodes import NodeSpec
@@ -51,6 +53,12 @@ def _options(argv: list[str] | None) -> argparse.Namespace:
         "pod (after `kubectl gpu install`)",
     )
     parser.add_argument(
+        "--dra-nodes",
+        default="",
+        metavar="NAME=MODEL:COUNT,…",
+        help="GPU nodes served by NVIDIA's DRA driver (its DeviceClasses and ResourceSlices)",
+    )
+    parser.add_argument(
         "--real",
         dest="backend",
         action="store_const",
@@ -78,6 +86,10 @@ def _configs(pairs: list[str]) -> dict[str, str] | None:
 def main(argv: list[str] | None = None) -> int:
     options = _options(argv)
     nodes = [NodeSpec.parse(item) for item in options.nodes.split(",") if item.strip()]
+    try:
+        dra_nodes = dranodes.parse(options.dra_nodes)
+    except ValueError as error:
+        raise SystemExit(str(error)) from None
     layout = None if options.layout == "none" else options.layout
     stop = threading.Event()
 
@@ -97,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         cluster.start()
+        dranodes.publish(cluster.store, dra_nodes)
         line = f"ready: kubeconfig={cluster.kubeconfig} server={cluster.url}"
         if cluster.plane is not None:
             line += f" kubectl={cluster.plane.kubectl}"
