@@ -23,7 +23,16 @@ from kubectl_gpu.mig import actuators, apply, verdicts
 from kubectl_gpu.mig.actuators import Actuator
 from kubectl_gpu.mig.spec import MigConfigFile, MigDeviceSpec
 from kubectl_gpu.mig.verdicts import ConfigVerdict
-from kubectl_gpu.workflows import drain, mig_silence, mig_status, mig_store, mig_targets, preview
+from kubectl_gpu.workflows import (
+    drain,
+    mig_silence,
+    mig_status,
+    mig_store,
+    mig_strategy,
+    mig_targets,
+    preview,
+)
+from kubectl_gpu.workflows.mig_strategy import Served
 from kubectl_gpu.workflows.mig_targets import NodeFacts, Scope
 from kubectl_gpu.workflows.progress import Progress
 from kubectl_gpu.workflows.waiting import Deadline, Timing
@@ -98,7 +107,8 @@ def run(api: cluster.Api, request: ApplyRequest, timing: Timing | None = None) -
     key = apply.request_key(request.config, text)
     policies = mig_targets.cluster_policies(api)
     facts = mig_targets.read(api, request.scope, policies)
-    rows = [_check(f, request.config, specs, key) for f in facts]
+    served = mig_strategy.read(api, {f.name: f.labels for f in facts})
+    rows = [_check(f, (request.config, specs, key), served[f.name]) for f in facts]
     if any(r.result in OFFLINE_FAILURES for r in rows):
         return ApplyResult(request, key, rows, [], written=False)
     seen = _preview(api, rows)
@@ -219,7 +229,12 @@ def _refuse_hits(request: ApplyRequest, rows: list[NodeResult], seen: Preview) -
     return True
 
 
-def _check(facts: NodeFacts, config: str, specs: tuple[MigDeviceSpec, ...], key: str) -> NodeResult:
+def _check(
+    facts: NodeFacts, asked: tuple[str, tuple[MigDeviceSpec, ...], str], served: Served
+) -> NodeResult:
+    """One node checked offline: its GPUs known, no rival actuator, the config fits them and
+    the device plugin that serves the node (its MIG strategy) can advertise the result."""
+    config, specs, key = asked
     request = config if facts.actuator is Actuator.OPERATOR else key
     row = NodeResult(facts.name, facts.actuator, _gpus_text(facts), "checked", request=request)
     rival = actuators.rival_label(facts.actuator, facts.labels)
@@ -228,12 +243,12 @@ def _check(facts: NodeFacts, config: str, specs: tuple[MigDeviceSpec, ...], key:
     elif rival:
         row.result, row.reason = "refused", _rival_reason(facts, rival)
     else:
-        verdict = verdicts.check(
-            config, specs, facts.target, facts.labels.get(keys.MIG_STRATEGY_LABEL)
-        )
+        verdict = verdicts.check(config, specs, facts.target, served.strategy)
         row.verdict, row.resources = verdict, verdict.resources
         if not verdict.fits:
             row.result, row.reason = "does-not-fit", _misfit(verdict)
+        if verdict.problems:
+            row.reason += " " + served.explain()
     return row
 
 
