@@ -59,10 +59,11 @@ class GpuError(Exception):
 
     exit_code: ExitCode = ExitCode.ERROR
 
-    def __init__(self, message: str, *, hint: str = "") -> None:
+    def __init__(self, message: str, *, hint: str = "", details: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.details = details  # one line each under the message (e.g. the pods a change hits)
 
 
 class UsageError(GpuError):

@@ -48,6 +48,7 @@ class Hit:
     namespace: str
     pod: str
     why: str
+    unmanaged: bool = False  # no controller recreates it: evicting it deletes it for good
 
     @property
     def ref(self) -> str:
@@ -89,8 +90,10 @@ def make(
     nodes: Sequence[Node],
     pods: Sequence[Pod],
     held: Mapping[str, Sequence[Held]] | None = None,
+    unmanaged: frozenset[str] = frozenset(),
 ) -> Preview:
-    """The preview of `changes`; `held` is by node, absent for nodes without an agent report."""
+    """The preview of `changes`; `held` is by node, absent for nodes without an agent report;
+    `unmanaged`: the namespace/name of pods no controller recreates."""
     by_name = {n.name: n for n in nodes}
     previews = []
     for change in changes:
@@ -98,6 +101,7 @@ def make(
         before = dict(node.allocatable) if node else {}
         on_node = [p for p in pods if p.node == change.node and p.phase not in ENDED]
         hit = _hit(change, before, on_node, (held or {}).get(change.node))
+        hit = tuple(dataclasses.replace(h, unmanaged=h.ref in unmanaged) for h in hit)
         previews.append(NodePreview(change.node, _capacity(change, before), hit))
     return Preview(tuple(previews), _would_fit(changes, nodes, pods))
 

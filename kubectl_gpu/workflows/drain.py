@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kubectl_gpu import cluster, errors, keys
+from kubectl_gpu.doctor.preview import Hit
 from kubectl_gpu.mig import stuck
 from kubectl_gpu.workflows.waiting import Timing
 
@@ -30,6 +31,21 @@ Json = dict[str, Any]
 
 class DrainBlocked(errors.GpuError):
     """A pod could not be evicted in time (a PodDisruptionBudget, or it would not go)."""
+
+
+def unmanaged(node: str, hits: Sequence[Hit], force: bool) -> str:
+    """`kubectl drain`'s refusal of pods that declare no controller, for `node`'s pods the
+    change hits ("" when there are none; with --force, a warning instead): evicting such a pod
+    deletes it for good, nothing recreates it elsewhere."""
+    lost = [h.ref for h in hits if h.unmanaged]
+    if not lost:
+        return ""
+    if force:
+        log.warning("node %s: evicting Pods that declare no controller: %s", node, ", ".join(lost))
+        return ""
+    return "cannot evict Pods that declare no controller (use --force to override): " + ", ".join(
+        lost
+    )
 
 
 @dataclasses.dataclass(frozen=True)

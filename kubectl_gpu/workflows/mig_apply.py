@@ -112,8 +112,9 @@ def run(api: cluster.Api, request: ApplyRequest, timing: Timing | None = None) -
     if any(r.result in OFFLINE_FAILURES for r in rows):
         return ApplyResult(request, key, rows, [], written=False)
     seen = _preview(api, rows)
-    if _refuse_hits(request, rows, seen):
+    if _refuse_hits(request, rows, seen) or _refuse_unready(api, request, rows, seen):
         return ApplyResult(request, key, rows, [], written=False, preview=seen)
+    _warn_unready(api, request, rows)
     hit = {n.node: [h.ref for h in n.hit] for n in seen.nodes if n.hit}
     if request.drain and request.dry_run == "none" and hit:
         job = _Job(request, facts, rows, hit, (text, key, raw))
@@ -214,8 +215,8 @@ def _preview(api: cluster.Api, rows: list[NodeResult]) -> Preview:
 
 def _refuse_hits(request: ApplyRequest, rows: list[NodeResult], seen: Preview) -> bool:
     """Pods would lose their devices and nobody said what to do about them: refuse, naming
-    them (a dry run only shows them)."""
-    if request.dry_run != "none" or request.force or request.drain or not seen.hit:
+    them (a dry run gives the same verdict, and shows the whole preview too)."""
+    if request.force or request.drain or not seen.hit:
         return False
     hit = {n.node: n.hit for n in seen.nodes if n.hit}
     for row in rows:
@@ -227,6 +228,40 @@ def _refuse_hits(request: ApplyRequest, rows: list[NodeResult], seen: Preview) -
                 "change the GPUs under them with --force"
             )
     return True
+
+
+def _refuse_unready(
+    api: cluster.Api, request: ApplyRequest, rows: list[NodeResult], seen: Preview
+) -> bool:
+    """Before the first write or cordon: a --drain would empty a node that nothing will then
+    change (no Running agent or MIG manager pod there), or evict pods no controller recreates
+    (refused without --force, as `kubectl drain` does); a --wait would wait for an actuator
+    that is not there. Refuses every such node, naming why."""
+    hits = {n.node: n.hit for n in seen.nodes if n.hit}
+    refused = False
+    for row in rows:
+        drained = request.drain and row.node in hits
+        problems = []
+        if drained or request.wait:
+            problems.append(mig_silence.will_not_act(api, row.node, row.actuator, running=drained))
+        if drained:
+            problems.append(drain.unmanaged(row.node, hits[row.node], request.force))
+        problems = [p for p in problems if p]
+        if problems:
+            row.result, row.reason = "refused", "; ".join(problems)
+            refused = True
+    return refused
+
+
+def _warn_unready(api: cluster.Api, request: ApplyRequest, rows: list[NodeResult]) -> None:
+    """Without --wait the request may wait for an actuator to come: say so."""
+    if request.wait:
+        return
+    for row in rows:
+        problem = mig_silence.will_not_act(api, row.node, row.actuator, running=False)
+        if problem:
+            log.warning("node %s: %s; the request waits on the node until one does", row.node,
+                        problem)  # fmt: skip
 
 
 def _check(

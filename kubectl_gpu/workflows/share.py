@@ -365,7 +365,7 @@ def _planned_row(planned: rollout.NodePlan, result: str) -> NodeResult:
         gpus=planned.gpus,
         before=planned.before,
         expected=planned.expected,
-        after=None,
+        after=planned.expected if result == "planned" else None,  # a dry run's capacity after
         plugin_pod="",
         result=result,
         seconds=None,
