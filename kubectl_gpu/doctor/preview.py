@@ -29,6 +29,7 @@ class Change:
     after: Mapping[str, int]  # nvidia.com/* the node will advertise
     destroyed: frozenset[int] = frozenset()  # GPU indices
     resources: frozenset[str] = frozenset()  # the names the change owns (others stay as they are)
+    replicas: int | None = None  # sharing kept: each GPU's replicas `::0`..`::replicas-1` stay
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +40,7 @@ class Held:
     pod: str
     resource: str
     gpu: int | None  # None: the device did not resolve to a GPU
+    replica: int | None = None  # the time-slicing/MPS replica (`::N`) of the GPU it holds
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,10 +135,33 @@ def _hit(
         for resource in sorted(pod.asked()):
             have, will = before.get(resource, 0), after.get(resource, 0)
             if will < have:
+                mine = [d for d in held or () if (d.namespace, d.pod) == (pod.namespace, pod.name)]
+                lost = _replica_lost(change, resource, mine)
+                if lost == "":
+                    continue  # every replica it holds is still advertised afterwards
                 verb = "disappears" if will == 0 else "shrinks"
-                text = f"uses {resource}, which {verb} ({have} → {will})"
+                text = lost or f"uses {resource}, which {verb} ({have} → {will})"
                 why.setdefault((pod.namespace, pod.name), text)
     return tuple(Hit(ns, name, text) for (ns, name), text in sorted(why.items()))
+
+
+def _replica_lost(change: Change, resource: str, devices: Sequence[Held]) -> str | None:
+    """Whether a pod keeps its devices when a sharing change keeps `resource`'s name but fewer
+    replicas: the plugin advertises `<uuid>::0`..`::replicas-1` per GPU, so a pod holding a
+    lower index keeps its device (as a MIG change spares a pod on a GPU it leaves alone).
+    "" when it keeps them all, why not when one is gone, None when the report cannot say."""
+    if change.replicas is None or resource not in change.after:
+        return None
+    mine = [d for d in devices if d.resource == resource]
+    if not mine or any(d.replica is None for d in mine):
+        return None
+    for device in mine:
+        if device.replica is not None and device.replica >= change.replicas:
+            return (
+                f"holds replica {device.replica} of GPU {device.gpu} ({resource}), but only "
+                f"replicas 0-{change.replicas - 1} remain"
+            )
+    return ""
 
 
 def _would_fit(

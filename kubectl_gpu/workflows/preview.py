@@ -41,7 +41,7 @@ class Facts:
         for name, node_report in self.reports.items():
             joined = join.make(node_report.sources(), (), node_report.inventory())
             found[name] = [
-                domain.Held(r.namespace, r.pod, r.resource, r.gpu_index)
+                domain.Held(r.namespace, r.pod, r.resource, r.gpu_index, r.replica)
                 for r in joined.rows
                 if r.namespace and r.pod
             ]
@@ -117,7 +117,9 @@ def share_changes(plan: Plan) -> list[domain.Change]:
             continue  # physical devices unknown: no figure to promise
         base = node.resource.removesuffix(names.SHARED_SUFFIX)
         owned = frozenset({base, base + names.SHARED_SUFFIX})
-        changes.append(domain.Change(node.node, {node.resource: node.expected}, resources=owned))
+        kept = node.replicas if node.replicas > 1 else None  # `::N` IDs only while shared
+        after = {node.resource: node.expected}
+        changes.append(domain.Change(node.node, after, resources=owned, replicas=kept))
     return changes
 
 
