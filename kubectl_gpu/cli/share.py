@@ -133,7 +133,9 @@ def _rollout_options(f: F) -> F:
         click.option(
             "--force",
             is_flag=True,
-            help="Change capacity although running pods use a resource that shrinks or goes.",
+            help="Change capacity although running pods use a resource that shrinks or goes "
+            "(with --drain: evict pods no controller recreates); rollback: discard a hand "
+            "edit made since the change it undoes.",
         ),
     )
     for option in reversed(options):

@@ -135,7 +135,7 @@ def share(
 
 def rollback(api: cluster.Api, options: Options, timing: Timing | None = None) -> ShareResult:
     """Restore what the last share/off/rollback replaced (its record on the ConfigMap)."""
-    return _run(api, options, timing, _plan_rollback, "rollback")
+    return _run(api, options, timing, lambda s: _plan_rollback(s, options.force), "rollback")
 
 
 def show(
@@ -417,7 +417,7 @@ def _warn_overcommit(plan: rollout.Plan, in_use: Mapping[str, Mapping[str, int]]
             )  # fmt: skip
 
 
-def _plan_rollback(snapshot: Snapshot) -> rollout.Plan:
+def _plan_rollback(snapshot: Snapshot, force: bool) -> rollout.Plan:
     state = snapshot.state
     configmap = state.configmap
     where = f"ConfigMap {configmap.namespace}/{configmap.name}"
@@ -436,4 +436,4 @@ def _plan_rollback(snapshot: Snapshot) -> rollout.Plan:
             restored[key] = sharestate.parse(text, f"{where}:{key} (previous)")
         except ValueError as e:
             raise errors.ConfigError(f"the previous text of key {key} cannot be read: {e}") from e
-    return rollout.rollback(state, record, restored)
+    return rollout.rollback(state, record, restored, force)
