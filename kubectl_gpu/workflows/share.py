@@ -20,6 +20,7 @@ from kubectl_gpu.doctor.preview import Preview
 from kubectl_gpu.findings import Finding
 from kubectl_gpu.sharing import names, rollout
 from kubectl_gpu.sharing.deployment import Deployment, Overrides
+from kubectl_gpu.sharing.rollout import waits
 from kubectl_gpu.workflows import (
     capacity,
     preview,
@@ -182,6 +183,7 @@ def _run(
             _warn_overcommit(plan, {n.name: n.used for n in known.nodes})
             seen = preview.make(preview.share_changes(plan), known)
             sharedrain.refuse_hits(seen, options)
+            _refuse_hopeless_wait(snapshot, plan, options)
             # drained before anything is written: config-manager and the operator may restart
             # the plugin on the write itself
             sharedrain.drain_first(api, seen, options, timing or Timing())
@@ -278,6 +280,19 @@ def _replaced(api: cluster.Api, draft: ShareResult) -> Callable[[], str]:
         )
 
     return check
+
+
+def _refuse_hopeless_wait(snapshot: Snapshot, plan: rollout.Plan, options: Options) -> None:
+    """A --wait that cannot succeed is refused before anything is written (a dry run says
+    the same), instead of running out its timeout after the change."""
+    found = waits.problems(snapshot.state, plan) if options.wait else []
+    if found:
+        raise rollout.ShareRefused(
+            "--wait would time out: the capacity it waits for can never show; nothing was written:",
+            hint="leave those nodes out (--node, -l), share a resource they have (--resource), "
+            "or drop --wait",
+            details=tuple(found),
+        )
 
 
 def _interrupted(
