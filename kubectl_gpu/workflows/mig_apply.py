@@ -27,6 +27,7 @@ from kubectl_gpu.workflows import (
     drain,
     mig_silence,
     mig_status,
+    mig_stop,
     mig_store,
     mig_strategy,
     mig_targets,
@@ -100,13 +101,25 @@ class ApplyResult:
 
 
 def run(api: cluster.Api, request: ApplyRequest, timing: Timing | None = None) -> ApplyResult:
-    """Check offline, write, and (with `wait`) wait; see the module docstring."""
+    """Check offline, write, and (with `wait`) wait; see the module docstring. Interrupted
+    (Ctrl-C, SIGTERM, SIGHUP), the error says what was written and how to finish or undo."""
+    read: list[NodeFacts] = []
+    try:
+        return _run(api, request, timing, read)
+    except KeyboardInterrupt as e:
+        raise mig_stop.interrupted(api, request, read, e) from e
+
+
+def _run(
+    api: cluster.Api, request: ApplyRequest, timing: Timing | None, read: list[NodeFacts]
+) -> ApplyResult:
     specs = MigConfigFile.from_dict(request.document).select(request.config)
     raw = request.document["mig-configs"][request.config]
     text = mig_store.document_text(request.config, raw)
     key = apply.request_key(request.config, text)
     policies = mig_targets.cluster_policies(api)
     facts = mig_targets.read(api, request.scope, policies)
+    read.extend(facts)
     served = mig_strategy.read(api, {f.name: f.labels for f in facts})
     rows = [_check(f, (request.config, specs, key), served[f.name]) for f in facts]
     if any(r.result in OFFLINE_FAILURES for r in rows):

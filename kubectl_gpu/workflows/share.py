@@ -27,6 +27,7 @@ from kubectl_gpu.workflows import (
     restarts,
     sharedrain,
     sharestate,
+    sharestop,
     sharewrites,
 )
 from kubectl_gpu.workflows.sharestate import Json, Snapshot
@@ -118,7 +119,10 @@ def share(
     """Share GPUs (`replicas` set) or stop sharing (`replicas` None) in the request's scope."""
     rollout.check_request(request)
     if request.nodes is not None or options.selector:
-        found = sharestate.node_names(api, request.nodes or (), options.selector)
+        try:
+            found = sharestate.node_names(api, request.nodes or (), options.selector)
+        except KeyboardInterrupt as e:
+            raise sharestop.before_rollout(api, None, e) from e
         request = dataclasses.replace(request, nodes=found)
 
     def planner(snapshot: Snapshot) -> rollout.Plan:
@@ -169,15 +173,41 @@ def show(
 def _run(
     api: cluster.Api, options: Options, timing: Timing | None, planner: Planner, action: str
 ) -> ShareResult:
+    attempt: list[tuple[rollout.Plan, Json]] = []  # the plan and body being written, if any
+    try:
+        draft = _checked_write(api, options, timing, (planner, action), attempt)
+    except KeyboardInterrupt as e:
+        raise sharestop.before_rollout(api, attempt[-1] if attempt else None, e) from e
+    if options.previewing or options.dry_run == "server":
+        return draft
+    timing = timing or Timing()
+    done: list[restarts.Restart] = []
+    try:
+        return _roll(api, draft, timing, done)
+    except (errors.GpuError, KeyboardInterrupt) as e:
+        raise _interrupted(draft, done, e) from e
+
+
+def _checked_write(
+    api: cluster.Api,
+    options: Options,
+    timing: Timing | None,
+    job: tuple[Planner, str],
+    attempt: list[tuple[rollout.Plan, Json]],
+) -> ShareResult:
+    """Read, plan, check (refusals, drain) and write the ConfigMap, labels and ClusterPolicy;
+    the result as written (or, previewing, as it would be). `attempt` gets each plan and body
+    just before they are written, for an interruption to tell what landed."""
+    planner, action = job
     overrides = Overrides(options.namespace, options.configmap)
     seen: Preview | None = None
-    for attempt in range(1, ATTEMPTS + 1):
+    for number in range(1, ATTEMPTS + 1):
         snapshot = sharestate.read(api, overrides)
         plan = planner(snapshot)
         rendered = sharewrites.texts(plan)
         draft = _draft(action, plan, options, rendered, sharewrites.validate(plan, rendered))
         body = sharewrites.configmap_body(snapshot, plan, rendered, action == "rollback")
-        if attempt == 1:
+        if number == 1:
             _tell(snapshot, plan)
             known = preview.read(api)  # one read of nodes and pods for the warning and preview
             _warn_overcommit(plan, {n.name: n.used for n in known.nodes})
@@ -191,32 +221,24 @@ def _run(
         if options.previewing:
             objects = sharewrites.preview(snapshot, plan, body) if plan.writes else []
             return dataclasses.replace(draft, objects=tuple(objects))
+        if options.dry_run == "none":
+            attempt.append((plan, body))
         try:
             written = _write(api, snapshot, plan, body, options.dry_run == "server")
-            break
+            return dataclasses.replace(draft, objects=tuple(written))
         except sharewrites.Stale:
             log.warning(
                 "ConfigMap %s/%s changed while this change was planned; reading it again "
                 "(attempt %d of %d)",
                 plan.namespace,
                 plan.configmap,
-                attempt + 1,
+                number + 1,
                 ATTEMPTS,
             )
-    else:
-        raise errors.ClusterError(
-            f"ConfigMap {plan.namespace}/{plan.configmap} kept changing; nothing was written",
-            hint="someone else is editing it; try again when they are done",
-        )
-    draft = dataclasses.replace(draft, objects=tuple(written))
-    if options.dry_run == "server":
-        return draft
-    timing = timing or Timing()
-    done: list[restarts.Restart] = []
-    try:
-        return _roll(api, draft, timing, done)
-    except (errors.GpuError, KeyboardInterrupt) as e:
-        raise _interrupted(draft, done, e) from e
+    raise errors.ClusterError(
+        f"ConfigMap {plan.namespace}/{plan.configmap} kept changing; nothing was written",
+        hint="someone else is editing it; try again when they are done",
+    )
 
 
 def _write(
@@ -275,8 +297,10 @@ def _replaced(api: cluster.Api, draft: ShareResult) -> Callable[[], str]:
             return ""
         return (
             f"ConfigMap {plan.namespace}/{plan.configmap} was changed by another writer after "
-            "this change; the nodes follow that newer change. `kubectl gpu share show` shows "
-            f"what each node reads; `{sharewrites.ROLLBACK}` undoes the newest change first"
+            "this change; the nodes follow that newer change, not this one. To have this "
+            "change take effect, run this command again (it builds on the newer config); "
+            f"`{sharewrites.ROLLBACK}` would undo the other writer's change, not this one; "
+            "`kubectl gpu share show` shows what each node reads"
         )
 
     return check
@@ -324,7 +348,7 @@ def _interrupted(
         hint = f"{cause.hint}; then, {hint}"
     error = errors.GpuError("; ".join(parts), hint=hint)
     if isinstance(cause, KeyboardInterrupt):
-        error.exit_code = errors.ExitCode.INTERRUPTED
+        error.exit_code = errors.interrupted_code(cause)
     return error
 
 

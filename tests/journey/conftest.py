@@ -27,14 +27,7 @@ def kubectl(tmp_path: Path) -> Callable[[SimCluster], Kubectl]:
         pytest.skip("no kubectl binary on PATH")
 
     def against(cluster: SimCluster) -> Kubectl:
-        home = tmp_path / "home"
-        home.mkdir(exist_ok=True)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
-        env.update(
-            HOME=str(home),
-            KUBECONFIG=str(cluster.kubeconfig),
-            PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
-        )
+        env = environment(cluster, tmp_path)
 
         def run(*args: str, stdin: str | None = None, timeout: float = 60) -> Any:
             return subprocess.run(
@@ -45,3 +38,16 @@ def kubectl(tmp_path: Path) -> Callable[[SimCluster], Kubectl]:
         return run
 
     return against
+
+
+def environment(cluster: SimCluster, tmp_path: Path) -> dict[str, str]:
+    """kubectl's environment: a private HOME, the cluster's kubeconfig, our script on PATH."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
+    env.update(
+        HOME=str(home),
+        KUBECONFIG=str(cluster.kubeconfig),
+        PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
+    )
+    return env
