@@ -45,6 +45,7 @@ def our_configmaps(cluster: SimCluster) -> list[str]:
 
 @pytest.fixture
 def operator(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
+    # no MIG manager stand-in: its pod is made and its part played by the test
     cluster = sim_cluster(["gpu-1=H100-SXM5-80GB:1"], layouts.gpu_operator(mig_strategy="mixed"))
     cluster.settle()
     assert labels(cluster, "gpu-1").get(keys.DEPLOY_MIG_MANAGER_LABEL) == "true"
@@ -68,7 +69,7 @@ def mig_manager_pod(cluster: SimCluster) -> None:
 
 
 def play_mig_manager(cluster: SimCluster, state: str) -> threading.Thread:
-    """The operator stand-in has no MIG manager: report `state` once the label asks."""
+    """The MIG manager's part, played: report `state` once the label asks."""
 
     mig_manager_pod(cluster)
 

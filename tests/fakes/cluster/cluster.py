@@ -1,7 +1,8 @@
 """`SimCluster`: the API server stand-in with simulated nodes, GPUs and controllers, wired up.
 
 Owns composition and lifetime: start the API server, the control loop and the controllers a
-test asks for (DaemonSets, scheduler, kubelet, device plugin, GFD, GPU Operator), register the
+test asks for (DaemonSets, scheduler, kubelet, device plugin, GFD, GPU Operator and its MIG
+manager), register the
 nodes (each with its NVML stand-in GPUs), create a deployment layout with its configs, write the
 kubeconfig, and stop everything without leaving threads behind. Also the test-facing handles:
 `store`, `server`, `kubeconfig`, `node_gpus`, `nvml`, `set_mig`, `allocations`, `plugin_pod`,
@@ -24,6 +25,7 @@ from tests.fakes.cluster.deviceplugin import DevicePluginRuntime
 from tests.fakes.cluster.gfd import GfdRuntime
 from tests.fakes.cluster.layouts import LAYOUTS, Layout
 from tests.fakes.cluster.loop import Controller, ControlLoop
+from tests.fakes.cluster.migmanager import MigManager
 from tests.fakes.cluster.nodes import NodeSpec, SimNode
 from tests.fakes.cluster.operator import GpuOperator
 from tests.fakes.cluster.podlifecycle import Kubelet, PodRuntime
@@ -33,6 +35,9 @@ from tests.fakes.libnvml import FakeLibNvml, Gpu
 
 Obj = dict[str, Any]
 ALL_CONTROLLERS = ("daemonsets", "scheduler", "kubelet", "device-plugin", "gfd", "gpu-operator")
+# The GPU Operator's MIG manager acts only where a test asks for it: stuck-change scenarios
+# set its labels by hand and must not see it act.
+WITH_MIG_MANAGER = (*ALL_CONTROLLERS, "mig-manager")
 
 
 class ClusterError(AssertionError):
@@ -55,9 +60,9 @@ class SimCluster:
         agents: bool = False,
         agent_interval: float = 0.5,
     ) -> None:
-        unknown = set(controllers) - set(ALL_CONTROLLERS)
+        unknown = set(controllers) - set(WITH_MIG_MANAGER)
         if unknown:
-            raise ValueError(f"unknown controllers {sorted(unknown)}; known: {ALL_CONTROLLERS}")
+            raise ValueError(f"unknown controllers {sorted(unknown)}; known: {WITH_MIG_MANAGER}")
         self.controllers = tuple(controllers)
         self.server = FakeApiServer()
         self.store: Store = self.server.store
@@ -88,13 +93,15 @@ class SimCluster:
         self._stopped = False
 
     def _wire(self, runtimes: list[PodRuntime]) -> None:
+        namespace = self.layout.namespace if self.layout else "gpu-operator"
         wanted: dict[str, Controller] = {
             "daemonsets": DaemonSetController(self.store),
             "scheduler": Scheduler(self.store),
             "kubelet": self.kubelet,
             "gpu-operator": GpuOperator(
-                self.store, self.layout.namespace if self.layout else "gpu-operator"
+                self.store, namespace, mig_manager="mig-manager" in self.controllers
             ),
+            "mig-manager": MigManager(self.store, self.nodes, namespace),
         }
         for name, controller in wanted.items():
             if name in self.controllers:
