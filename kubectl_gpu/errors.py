@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import re
+import signal
 
 
 class ExitCode(enum.IntEnum):
@@ -36,7 +37,7 @@ class Interrupted(KeyboardInterrupt):
 
 def interrupted_code(cause: BaseException) -> ExitCode:
     """The exit status a shell reports for the signal behind `cause` (128 + its number)."""
-    signum = cause.signum if isinstance(cause, Interrupted) else 2
+    signum = cause.signum if isinstance(cause, Interrupted) else int(signal.SIGINT)
     try:
         return ExitCode(128 + signum)
     except ValueError:

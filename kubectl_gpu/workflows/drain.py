@@ -7,8 +7,9 @@ cordon (unless already cordoned), evict the pods the change hits through the Evi
 wait for them to be gone, and after the change uncordon (only a node this drain cordoned).
 Every step is recorded on the Node (`kubectl-gpu.io/drain`: the change, the step, whether
 we cordoned it, the pods, since when) before it is taken, so that a run that was interrupted
-is resumed by running it again, or undone by `kubectl gpu mig recover NODE`. Must not decide
-which pods are hit (kubectl_gpu.doctor.preview does).
+is resumed by running it again, or undone by `kubectl gpu mig recover NODE`. Before any of
+that, pods no controller recreates are refused unless --force, as `kubectl drain` refuses
+them (`unmanaged`). Must not decide which pods are hit (kubectl_gpu.doctor.preview does).
 """
 
 from __future__ import annotations
@@ -40,12 +41,11 @@ def unmanaged(node: str, hits: Sequence[Hit], force: bool) -> str:
     lost = [h.ref for h in hits if h.unmanaged]
     if not lost:
         return ""
+    names = ", ".join(lost)
     if force:
-        log.warning("node %s: evicting Pods that declare no controller: %s", node, ", ".join(lost))
+        log.warning("node %s: evicting Pods that declare no controller: %s", node, names)
         return ""
-    return "cannot evict Pods that declare no controller (use --force to override): " + ", ".join(
-        lost
-    )
+    return f"cannot evict Pods that declare no controller (use --force to override): {names}"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,13 +1,17 @@
 """`kubectl gpu mig apply`: check a MIG config offline against each node, then hand it over.
 
 Owns the flow of the issue's CLI half: resolve the GPU nodes (`mig_targets`), check the config
-against each node's GPUs (the agent's report, else GFD labels) and refuse a node where the
-other MIG actuator already acts, all before anything is written (nothing is written when any
-node fails); then store the config and set the request label (`mig_store`): ours
-(`kubectl-gpu.io/mig.config`, with `kubectl-gpu.io/mig.force` for --force) or, where the GPU
-Operator's MIG manager manages the node, the operator's ConfigMap and `nvidia.com/mig.config`;
-with `wait`, poll each node until its actuator reports a final state. Progress goes to the
-`kubectl_gpu.workflows` log (stderr). Must not render nor talk to NVML.
+against each node's GPUs (the agent's report, else GFD labels) and the MIG strategy of the
+device plugin serving it (`mig_strategy`), refuse a node where the other MIG actuator already
+acts, pods would lose their GPUs (without --drain or --force), a --drain or --wait nothing
+would follow (no actuator pod on the node) or a --drain would evict pods no controller
+recreates, all before anything is written or cordoned (nothing is written when any node fails;
+a dry run gives the same verdict); then store the config and set the request label
+(`mig_store`): ours (`kubectl-gpu.io/mig.config`, with `kubectl-gpu.io/mig.force` for --force)
+or, where the GPU Operator's MIG manager manages the node, the operator's ConfigMap and
+`nvidia.com/mig.config`; with `wait`, poll each node until its actuator reports a final state.
+An interruption is explained by `mig_stop`. Progress goes to the `kubectl_gpu.workflows` log
+(stderr). Must not render nor talk to NVML.
 """
 
 from __future__ import annotations

@@ -1,12 +1,15 @@
 """`kubectl gpu share`, `share off`, `share rollback` and `share show`, end to end.
 
 Owns the order of a sharing rollout: read (sharestate), plan (the domain's rollout planner),
-validate every text to write, write the ConfigMap with its resourceVersion as precondition
+refuse what cannot go well (pods hit, a --drain or --wait that cannot succeed: the same verdict
+in a dry run), validate every text to write, write the ConfigMap with its resourceVersion as
+precondition
 (re-reading and re-planning on a conflict, so no concurrent edit is lost), then the
 ClusterPolicy and node labels (sharewrites), restart the plugin on the nodes the change reaches,
 `--max-unavailable` at a time, stopping at the first that does not come back (restarts), and
-with `--wait` prove each node's allocatable became physical × replicas (capacity). Returns rows
-for the CLI to render. Must not decide what to change nor render anything.
+with `--wait` prove each node's allocatable became physical × replicas (capacity). An
+interruption says what was written (sharestop before the rollout). Returns rows for the CLI to
+render. Must not decide what to change nor render anything.
 """
 
 from __future__ import annotations
