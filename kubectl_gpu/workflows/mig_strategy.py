@@ -4,9 +4,9 @@ Owns reading what `mig apply`, `mig validate --node` and `mig plan --node` check
 against, so that the three (and a dry run) give one verdict: the plugin's env MIG_STRATEGY (the
 Helm chart's `migStrategy`, the GPU Operator's `spec.mig.strategy`), else `flags.migStrategy` of
 the config key the node selects, else the plugin's default `none` (reference/sharing-config.md
-§1.1, §1.3). Where no device plugin is found, GFD's `nvidia.com/mig.strategy` label stands in
-(absent: unknown, and no strategy is checked). Must not write anything nor decide whether a
-config fits (mig.verdicts does).
+§1.1, §1.3). Where no device plugin is found (or the user may not read it), GFD's
+`nvidia.com/mig.strategy` label stands in (absent: unknown, and no strategy is checked). Must
+not write anything nor decide whether a config fits (mig.verdicts does).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import logging
 from collections.abc import Mapping
 
 from kubectl_gpu import cluster, keys
+from kubectl_gpu.errors import ClusterError
 from kubectl_gpu.sharing import deployment as deployments
 from kubectl_gpu.sharing.deployment import DeploymentError, Overrides
 from kubectl_gpu.workflows import sharestate
@@ -41,7 +42,10 @@ def read(api: cluster.Api, labels: Mapping[str, Mapping[str, str]]) -> dict[str,
     """Each node's strategy; `labels`: the nodes asked about, with their labels."""
     try:
         snapshot = sharestate.read(api, Overrides(), reading=True)
-    except DeploymentError as e:
+    except (DeploymentError, ClusterError) as e:
+        if isinstance(e, ClusterError) and e.status != 403:
+            raise
+        # no plugin found, or the user may not read it: GFD's view is the best there is
         log.info("reading the MIG strategy from GFD's labels: %s", e.message)
         return {name: _from_gfd(found) for name, found in labels.items()}
     state = snapshot.state

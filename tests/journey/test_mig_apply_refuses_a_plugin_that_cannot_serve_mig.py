@@ -108,3 +108,18 @@ def test_the_gpu_operators_cluster_policy_strategy_is_read(
     assert code == "1"
     assert "migStrategy none" in said and "clusterpolicies.nvidia.com cluster-policy" in said
     nothing_written(cluster)
+
+
+def test_who_may_not_read_the_plugin_gets_gfds_view_of_the_strategy(
+    sim_cluster: MakeSimCluster, kubectl: Callable[[SimCluster], Kubectl], tmp_path: Path
+) -> None:
+    layout = layouts.helm(env={"MIG_STRATEGY": "single"})
+    cluster = sim_cluster(["gpu-1=A100-SXM4-80GB:2"], layout)
+    cluster.server.deny("list", "daemonsets", "apps")
+    k = kubectl(cluster)
+
+    checked = k("gpu", "mig", "validate", "-f", config_file(tmp_path), "-c", "balanced",
+                "--node", "gpu-1")  # fmt: skip
+
+    assert checked.returncode == 1, checked.stderr  # GFD's nvidia.com/mig.strategy=single
+    assert "migStrategy single: GFD's nvidia.com/mig.strategy label" in checked.stderr
