@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import re
+import signal
 
 
 class ExitCode(enum.IntEnum):
@@ -20,7 +21,27 @@ class ExitCode(enum.IntEnum):
     # A bug in kubectl-gpu, not a problem with the input: CI can tell the two apart.
     # 70 is EX_SOFTWARE ("internal software error") from BSD's sysexits.h.
     INTERNAL = 70
+    HANGUP = 129  # the terminal closed (128 + SIGHUP)
     INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as shells report it
+    TERMINATED = 143  # SIGTERM (128 + 15), e.g. a CI job cancelled
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where Ctrl-C raises KeyboardInterrupt, so that every handler
+    of an interruption (what was written, how to finish or undo) handles them too."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def interrupted_code(cause: BaseException) -> ExitCode:
+    """The exit status a shell reports for the signal behind `cause` (128 + its number)."""
+    signum = cause.signum if isinstance(cause, Interrupted) else int(signal.SIGINT)
+    try:
+        return ExitCode(128 + signum)
+    except ValueError:
+        return ExitCode.INTERRUPTED
 
 
 REPORT_BUGS = "https://github.com/kubectl-gpu/kubectl-gpu/issues"  # plugin.yaml's homepage
@@ -59,10 +80,11 @@ class GpuError(Exception):
 
     exit_code: ExitCode = ExitCode.ERROR
 
-    def __init__(self, message: str, *, hint: str = "") -> None:
+    def __init__(self, message: str, *, hint: str = "", details: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.details = details  # one line each under the message (e.g. the pods a change hits)
 
 
 class UsageError(GpuError):

@@ -135,6 +135,8 @@ def report(e: GpuError) -> None:
     """Print an error the way kubectl does: one line, then an optional hint."""
     label = click.style("error", fg="red", bold=True)
     click.echo(f"{label}: {printable(e.message)}", err=True)
+    for line in e.details:
+        click.echo(f"  {printable(line)}", err=True)
     if e.hint:
         click.echo(f"hint: {printable(e.hint)}", err=True)
 

@@ -2,7 +2,8 @@
 
 `profiles` lists the geometry tables; `validate` and `plan` read a mig-parted config, build the
 targets (GPU models named with --gpu, or with --node each node's GPUs and MIG strategy read
-as `mig apply` reads them: the agent's report, else GPU Feature Discovery labels), hand both to
+as `mig apply` reads them: the agent's report, else GPU Feature Discovery labels; the strategy
+of the device plugin serving the node, workflows.mig_strategy), hand both to
 `verdicts` and render the verdicts: `validate` as one line
 per config, target and GPU, `plan` as a drawing of each GPU's memory slices. `-o json|yaml`
 print the document `schemas/mig-validate-result.v1.json` describes (for both), or for
@@ -19,7 +20,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from kubectl_gpu import keys
 from kubectl_gpu.cli import inputs, render
 from kubectl_gpu.cli.render import Column
 from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # the MIG domain is imported when a command runs: `--help` li
     from kubectl_gpu.mig.verdicts import ConfigVerdict, GpuVerdict
 
 F = TypeVar("F", bound=Callable[..., Any])
-STRATEGIES = ("single", "mixed")  # verdicts.STRATEGIES (a test keeps the two equal)
+STRATEGIES = ("none", "single", "mixed")  # verdicts.STRATEGIES (a test keeps the two equal)
 FITS, DOES_NOT_FIT = "fits", "does-not-fit"  # verdicts.Status values
 _SLICE_WIDTH = 8
 
@@ -87,7 +87,8 @@ _TARGET_OPTIONS = (
                  help="GPUs per --gpu node."),
     click.option("--node", "node_names", multiple=True, metavar="NODE",
                  help="A cluster node: its GPUs from the agent's report or GPU Feature "
-                 "Discovery labels, its strategy from nvidia.com/mig.strategy; repeatable."),
+                 "Discovery labels, its MIG strategy from the device plugin serving it; "
+                 "repeatable."),
     click.option("--strategy", type=click.Choice(STRATEGIES),
                  help="Also check the device plugin's MIG strategy."),
 )  # fmt: skip
@@ -184,15 +185,20 @@ def _node_targets(settings: Settings, names: Sequence[str]) -> list[tuple[Target
     """Each node's GPUs and device-plugin MIG strategy, read as `mig apply` reads them (the
     agent's report, else GFD's labels), so that both give one verdict for one node."""
     from kubectl_gpu import cluster  # lazy: offline checks never import kubernetes
-    from kubectl_gpu.workflows import mig_targets
+    from kubectl_gpu.workflows import mig_strategy, mig_targets
 
     api = cluster.connect(settings.kubeconfig, settings.context)
     scope = mig_targets.Scope(names=tuple(dict.fromkeys(names)))
+    found = mig_targets.read(api, scope, policies=())
+    served = mig_strategy.read(api, {f.name: f.labels for f in found})
     targets = []
-    for facts in mig_targets.read(api, scope, policies=()):
+    for facts in found:
         if facts.target is None:
             raise GpuError(f"node {facts.name}: {facts.problem}")
-        targets.append((facts.target, facts.labels.get(keys.MIG_STRATEGY_LABEL)))
+        strategy = served[facts.name]
+        if strategy.strategy is not None:
+            click.echo(f"node {facts.name}: device plugin {strategy.explain()}", err=True)
+        targets.append((facts.target, strategy.strategy))
     return targets
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kubectl_gpu.cli import inputs, render
+from kubectl_gpu.cli import inputs, render, signals
 from kubectl_gpu.cli.mig import mig
 from kubectl_gpu.cli.params import Duration, stuck_after_option
 from kubectl_gpu.cli.render import Column
@@ -164,7 +164,9 @@ def apply_cmd(settings: Settings, **flags: Any) -> None:
         logging.getLogger("kubectl_gpu.workflows").setLevel(logging.INFO)
     api = cluster.connect(settings.kubeconfig, settings.context)
     timing = Timing(heartbeat=HEARTBEAT if sys.stderr.isatty() else None)
-    _render_apply(mig_apply.run(api, request, timing), settings.output)
+    with signals.interruptible():
+        result = mig_apply.run(api, request, timing)
+    _render_apply(result, settings.output)
 
 
 @mig.command("status")

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from kubectl_gpu.cli import render
+from kubectl_gpu.cli import render, signals
 from kubectl_gpu.cli.params import Duration
 from kubectl_gpu.cli.render import Column
 from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
@@ -133,7 +133,9 @@ def _rollout_options(f: F) -> F:
         click.option(
             "--force",
             is_flag=True,
-            help="Change capacity although running pods use a resource that shrinks or goes.",
+            help="Change capacity although running pods use a resource that shrinks or goes "
+            "(with --drain: evict pods no controller recreates); rollback: discard a hand "
+            "edit made since the change it undoes.",
         ),
     )
     for option in reversed(options):
@@ -239,9 +241,9 @@ def rollback_cmd(settings: Settings, **flags: Any) -> None:
 
     _show_progress(settings)
     api = cluster.connect(settings.kubeconfig, settings.context)
-    _render_result(
-        _showing_findings(workflow.rollback, api, _options(settings, flags, "")), settings
-    )
+    with signals.interruptible():
+        result = _showing_findings(workflow.rollback, api, _options(settings, flags, ""))
+    _render_result(result, settings)
 
 
 @share.command("show")
@@ -300,7 +302,9 @@ def _run_change(settings: Settings, flags: dict[str, Any], replicas: int | None)
     _show_progress(settings)
     api = cluster.connect(settings.kubeconfig, settings.context)
     options = _options(settings, flags, flags["selector"])
-    _render_result(_showing_findings(workflow.share, api, request, options), settings)
+    with signals.interruptible():
+        result = _showing_findings(workflow.share, api, request, options)
+    _render_result(result, settings)
 
 
 def _options(settings: Settings, flags: dict[str, Any], selector: str) -> Any:

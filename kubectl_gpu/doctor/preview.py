@@ -29,6 +29,7 @@ class Change:
     after: Mapping[str, int]  # nvidia.com/* the node will advertise
     destroyed: frozenset[int] = frozenset()  # GPU indices
     resources: frozenset[str] = frozenset()  # the names the change owns (others stay as they are)
+    replicas: int | None = None  # sharing kept: each GPU's replicas `::0`..`::replicas-1` stay
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +40,7 @@ class Held:
     pod: str
     resource: str
     gpu: int | None  # None: the device did not resolve to a GPU
+    replica: int | None = None  # the time-slicing/MPS replica (`::N`) of the GPU it holds
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +50,7 @@ class Hit:
     namespace: str
     pod: str
     why: str
+    unmanaged: bool = False  # no controller recreates it: evicting it deletes it for good
 
     @property
     def ref(self) -> str:
@@ -89,8 +92,10 @@ def make(
     nodes: Sequence[Node],
     pods: Sequence[Pod],
     held: Mapping[str, Sequence[Held]] | None = None,
+    unmanaged: frozenset[str] = frozenset(),
 ) -> Preview:
-    """The preview of `changes`; `held` is by node, absent for nodes without an agent report."""
+    """The preview of `changes`; `held` is by node, absent for nodes without an agent report;
+    `unmanaged`: the namespace/name of pods no controller recreates."""
     by_name = {n.name: n for n in nodes}
     previews = []
     for change in changes:
@@ -98,6 +103,7 @@ def make(
         before = dict(node.allocatable) if node else {}
         on_node = [p for p in pods if p.node == change.node and p.phase not in ENDED]
         hit = _hit(change, before, on_node, (held or {}).get(change.node))
+        hit = tuple(dataclasses.replace(h, unmanaged=h.ref in unmanaged) for h in hit)
         previews.append(NodePreview(change.node, _capacity(change, before), hit))
     return Preview(tuple(previews), _would_fit(changes, nodes, pods))
 
@@ -129,10 +135,33 @@ def _hit(
         for resource in sorted(pod.asked()):
             have, will = before.get(resource, 0), after.get(resource, 0)
             if will < have:
+                mine = [d for d in held or () if (d.namespace, d.pod) == (pod.namespace, pod.name)]
+                lost = _replica_lost(change, resource, mine)
+                if lost == "":
+                    continue  # every replica it holds is still advertised afterwards
                 verb = "disappears" if will == 0 else "shrinks"
-                text = f"uses {resource}, which {verb} ({have} → {will})"
+                text = lost or f"uses {resource}, which {verb} ({have} → {will})"
                 why.setdefault((pod.namespace, pod.name), text)
     return tuple(Hit(ns, name, text) for (ns, name), text in sorted(why.items()))
+
+
+def _replica_lost(change: Change, resource: str, devices: Sequence[Held]) -> str | None:
+    """Whether a pod keeps its devices when a sharing change keeps `resource`'s name but fewer
+    replicas: the plugin advertises `<uuid>::0`..`::replicas-1` per GPU, so a pod holding a
+    lower index keeps its device (as a MIG change spares a pod on a GPU it leaves alone).
+    "" when it keeps them all, why not when one is gone, None when the report cannot say."""
+    if change.replicas is None or resource not in change.after:
+        return None
+    mine = [d for d in devices if d.resource == resource]
+    if not mine or any(d.replica is None for d in mine):
+        return None
+    for device in mine:
+        if device.replica is not None and device.replica >= change.replicas:
+            return (
+                f"holds replica {device.replica} of GPU {device.gpu} ({resource}), but only "
+                f"replicas 0-{change.replicas - 1} remain"
+            )
+    return ""
 
 
 def _would_fit(

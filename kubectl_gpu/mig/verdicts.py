@@ -23,8 +23,8 @@ from kubectl_gpu.mig.profiles import MigProfile
 from kubectl_gpu.mig.selection import ALL
 from kubectl_gpu.mig.spec import MigConfigFile, MigDeviceSpec
 
-SINGLE, MIXED = "single", "mixed"
-STRATEGIES = (SINGLE, MIXED)
+NONE, SINGLE, MIXED = "none", "single", "mixed"
+STRATEGIES = (NONE, SINGLE, MIXED)
 FULL_GPU_RESOURCE = "nvidia.com/gpu"
 UNKNOWN_MODEL = "unknown-model"
 
@@ -175,11 +175,26 @@ def _not_mig_capable(selection: Selection) -> GpuVerdict:
 def strategy_problems(gpus: Sequence[GpuVerdict], strategy: str | None) -> list[str]:
     """Why the device plugin would refuse the node's MIG layout under `strategy`."""
     considered = [v for v in gpus if v.status is Status.FITS and v.gpu.mig_capable]
+    if strategy == NONE:
+        return _none_problems(considered)
     if strategy == SINGLE:
         return _single_problems(considered)
     if strategy == MIXED:
         return _mixed_problems(considered)
     return []
+
+
+def _none_problems(gpus: Sequence[GpuVerdict]) -> list[str]:
+    # Under `none` the plugin advertises a MIG-enabled GPU whole, as nvidia.com/gpu, and
+    # never its MIG devices (device_map.go): the layout would be there but unusable.
+    enabled = [str(v.gpu.index) for v in gpus if v.mig_enabled]
+    if not enabled:
+        return []
+    return [
+        "the device plugin (migStrategy none) advertises no MIG devices: it would keep "
+        f"offering GPU {', '.join(enabled)} whole as {FULL_GPU_RESOURCE}, which no pod can use "
+        "once MIG is enabled; set the plugin's MIG strategy to mixed (or single) first"
+    ]
 
 
 def _single_problems(gpus: Sequence[GpuVerdict]) -> list[str]:
@@ -222,7 +237,7 @@ def gpu_resources(verdict: GpuVerdict, strategy: str | None) -> dict[str, int]:
         return {FULL_GPU_RESOURCE: 1}
     if verdict.status is not Status.FITS:
         return {}
-    if not verdict.mig_enabled:
+    if not verdict.mig_enabled or strategy == NONE:
         return {FULL_GPU_RESOURCE: 1}
     if strategy == SINGLE:
         return {FULL_GPU_RESOURCE: len(verdict.devices)} if verdict.devices else {}

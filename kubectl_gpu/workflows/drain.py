@@ -7,8 +7,9 @@ cordon (unless already cordoned), evict the pods the change hits through the Evi
 wait for them to be gone, and after the change uncordon (only a node this drain cordoned).
 Every step is recorded on the Node (`kubectl-gpu.io/drain`: the change, the step, whether
 we cordoned it, the pods, since when) before it is taken, so that a run that was interrupted
-is resumed by running it again, or undone by `kubectl gpu mig recover NODE`. Must not decide
-which pods are hit (kubectl_gpu.doctor.preview does).
+is resumed by running it again, or undone by `kubectl gpu mig recover NODE`. Before any of
+that, pods no controller recreates are refused unless --force, as `kubectl drain` refuses
+them (`unmanaged`). Must not decide which pods are hit (kubectl_gpu.doctor.preview does).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kubectl_gpu import cluster, errors, keys
+from kubectl_gpu.doctor.preview import Hit
 from kubectl_gpu.mig import stuck
 from kubectl_gpu.workflows.waiting import Timing
 
@@ -30,6 +32,20 @@ Json = dict[str, Any]
 
 class DrainBlocked(errors.GpuError):
     """A pod could not be evicted in time (a PodDisruptionBudget, or it would not go)."""
+
+
+def unmanaged(node: str, hits: Sequence[Hit], force: bool) -> str:
+    """`kubectl drain`'s refusal of pods that declare no controller, for `node`'s pods the
+    change hits ("" when there are none; with --force, a warning instead): evicting such a pod
+    deletes it for good, nothing recreates it elsewhere."""
+    lost = [h.ref for h in hits if h.unmanaged]
+    if not lost:
+        return ""
+    names = ", ".join(lost)
+    if force:
+        log.warning("node %s: evicting Pods that declare no controller: %s", node, names)
+        return ""
+    return f"cannot evict Pods that declare no controller (use --force to override): {names}"
 
 
 @dataclasses.dataclass(frozen=True)

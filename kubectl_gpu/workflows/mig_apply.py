@@ -1,13 +1,17 @@
 """`kubectl gpu mig apply`: check a MIG config offline against each node, then hand it over.
 
 Owns the flow of the issue's CLI half: resolve the GPU nodes (`mig_targets`), check the config
-against each node's GPUs (the agent's report, else GFD labels) and refuse a node where the
-other MIG actuator already acts, all before anything is written (nothing is written when any
-node fails); then store the config and set the request label (`mig_store`): ours
-(`kubectl-gpu.io/mig.config`, with `kubectl-gpu.io/mig.force` for --force) or, where the GPU
-Operator's MIG manager manages the node, the operator's ConfigMap and `nvidia.com/mig.config`;
-with `wait`, poll each node until its actuator reports a final state. Progress goes to the
-`kubectl_gpu.workflows` log (stderr). Must not render nor talk to NVML.
+against each node's GPUs (the agent's report, else GFD labels) and the MIG strategy of the
+device plugin serving it (`mig_strategy`), refuse a node where the other MIG actuator already
+acts, pods would lose their GPUs (without --drain or --force), a --drain or --wait nothing
+would follow (no actuator pod on the node) or a --drain would evict pods no controller
+recreates, all before anything is written or cordoned (nothing is written when any node fails;
+a dry run gives the same verdict); then store the config and set the request label
+(`mig_store`): ours (`kubectl-gpu.io/mig.config`, with `kubectl-gpu.io/mig.force` for --force)
+or, where the GPU Operator's MIG manager manages the node, the operator's ConfigMap and
+`nvidia.com/mig.config`; with `wait`, poll each node until its actuator reports a final state.
+An interruption is explained by `mig_stop`. Progress goes to the `kubectl_gpu.workflows` log
+(stderr). Must not render nor talk to NVML.
 """
 
 from __future__ import annotations
@@ -23,7 +27,17 @@ from kubectl_gpu.mig import actuators, apply, verdicts
 from kubectl_gpu.mig.actuators import Actuator
 from kubectl_gpu.mig.spec import MigConfigFile, MigDeviceSpec
 from kubectl_gpu.mig.verdicts import ConfigVerdict
-from kubectl_gpu.workflows import drain, mig_silence, mig_status, mig_store, mig_targets, preview
+from kubectl_gpu.workflows import (
+    drain,
+    mig_silence,
+    mig_status,
+    mig_stop,
+    mig_store,
+    mig_strategy,
+    mig_targets,
+    preview,
+)
+from kubectl_gpu.workflows.mig_strategy import Served
 from kubectl_gpu.workflows.mig_targets import NodeFacts, Scope
 from kubectl_gpu.workflows.progress import Progress
 from kubectl_gpu.workflows.waiting import Deadline, Timing
@@ -91,19 +105,33 @@ class ApplyResult:
 
 
 def run(api: cluster.Api, request: ApplyRequest, timing: Timing | None = None) -> ApplyResult:
-    """Check offline, write, and (with `wait`) wait; see the module docstring."""
+    """Check offline, write, and (with `wait`) wait; see the module docstring. Interrupted
+    (Ctrl-C, SIGTERM, SIGHUP), the error says what was written and how to finish or undo."""
+    read: list[NodeFacts] = []
+    try:
+        return _run(api, request, timing, read)
+    except KeyboardInterrupt as e:
+        raise mig_stop.interrupted(api, request, read, e) from e
+
+
+def _run(
+    api: cluster.Api, request: ApplyRequest, timing: Timing | None, read: list[NodeFacts]
+) -> ApplyResult:
     specs = MigConfigFile.from_dict(request.document).select(request.config)
     raw = request.document["mig-configs"][request.config]
     text = mig_store.document_text(request.config, raw)
     key = apply.request_key(request.config, text)
     policies = mig_targets.cluster_policies(api)
     facts = mig_targets.read(api, request.scope, policies)
-    rows = [_check(f, request.config, specs, key) for f in facts]
+    read.extend(facts)
+    served = mig_strategy.read(api, {f.name: f.labels for f in facts})
+    rows = [_check(f, (request.config, specs, key), served[f.name]) for f in facts]
     if any(r.result in OFFLINE_FAILURES for r in rows):
         return ApplyResult(request, key, rows, [], written=False)
     seen = _preview(api, rows)
-    if _refuse_hits(request, rows, seen):
+    if _refuse_hits(request, rows, seen) or _refuse_unready(api, request, rows, seen):
         return ApplyResult(request, key, rows, [], written=False, preview=seen)
+    _warn_unready(api, request, rows)
     hit = {n.node: [h.ref for h in n.hit] for n in seen.nodes if n.hit}
     if request.drain and request.dry_run == "none" and hit:
         job = _Job(request, facts, rows, hit, (text, key, raw))
@@ -204,8 +232,8 @@ def _preview(api: cluster.Api, rows: list[NodeResult]) -> Preview:
 
 def _refuse_hits(request: ApplyRequest, rows: list[NodeResult], seen: Preview) -> bool:
     """Pods would lose their devices and nobody said what to do about them: refuse, naming
-    them (a dry run only shows them)."""
-    if request.dry_run != "none" or request.force or request.drain or not seen.hit:
+    them (a dry run gives the same verdict, and shows the whole preview too)."""
+    if request.force or request.drain or not seen.hit:
         return False
     hit = {n.node: n.hit for n in seen.nodes if n.hit}
     for row in rows:
@@ -219,7 +247,46 @@ def _refuse_hits(request: ApplyRequest, rows: list[NodeResult], seen: Preview) -
     return True
 
 
-def _check(facts: NodeFacts, config: str, specs: tuple[MigDeviceSpec, ...], key: str) -> NodeResult:
+def _refuse_unready(
+    api: cluster.Api, request: ApplyRequest, rows: list[NodeResult], seen: Preview
+) -> bool:
+    """Before the first write or cordon: a --drain would empty a node that nothing will then
+    change (no Running agent or MIG manager pod there), or evict pods no controller recreates
+    (refused without --force, as `kubectl drain` does); a --wait would wait for an actuator
+    that is not there. Refuses every such node, naming why."""
+    hits = {n.node: n.hit for n in seen.nodes if n.hit}
+    refused = False
+    for row in rows:
+        drained = request.drain and row.node in hits
+        problems = []
+        if drained or request.wait:
+            problems.append(mig_silence.will_not_act(api, row.node, row.actuator, running=drained))
+        if drained:
+            problems.append(drain.unmanaged(row.node, hits[row.node], request.force))
+        problems = [p for p in problems if p]
+        if problems:
+            row.result, row.reason = "refused", "; ".join(problems)
+            refused = True
+    return refused
+
+
+def _warn_unready(api: cluster.Api, request: ApplyRequest, rows: list[NodeResult]) -> None:
+    """Without --wait the request may wait for an actuator to come: say so."""
+    if request.wait:
+        return
+    for row in rows:
+        problem = mig_silence.will_not_act(api, row.node, row.actuator, running=False)
+        if problem:
+            log.warning("node %s: %s; the request waits on the node until one does", row.node,
+                        problem)  # fmt: skip
+
+
+def _check(
+    facts: NodeFacts, asked: tuple[str, tuple[MigDeviceSpec, ...], str], served: Served
+) -> NodeResult:
+    """One node checked offline: its GPUs known, no rival actuator, the config fits them and
+    the device plugin that serves the node (its MIG strategy) can advertise the result."""
+    config, specs, key = asked
     request = config if facts.actuator is Actuator.OPERATOR else key
     row = NodeResult(facts.name, facts.actuator, _gpus_text(facts), "checked", request=request)
     rival = actuators.rival_label(facts.actuator, facts.labels)
@@ -228,12 +295,12 @@ def _check(facts: NodeFacts, config: str, specs: tuple[MigDeviceSpec, ...], key:
     elif rival:
         row.result, row.reason = "refused", _rival_reason(facts, rival)
     else:
-        verdict = verdicts.check(
-            config, specs, facts.target, facts.labels.get(keys.MIG_STRATEGY_LABEL)
-        )
+        verdict = verdicts.check(config, specs, facts.target, served.strategy)
         row.verdict, row.resources = verdict, verdict.resources
         if not verdict.fits:
             row.result, row.reason = "does-not-fit", _misfit(verdict)
+        if verdict.problems:
+            row.reason += " " + served.explain()
     return row
 
 

@@ -1,8 +1,10 @@
-"""Why a node did not answer a MIG request in time, and what to run next.
+"""Why a node did not (or will not) answer a MIG request, and what to run next.
 
-Owns looking, once the wait is over, at what should have acted on the node: our agent's pod
-(none on the node, not running, or running without taking up the request) or the GPU Operator's
-MIG manager pod; the answer is one sentence for the node's REASON cell. Must not wait or write.
+Owns looking at what should act on the node: our agent's pod (none on the node, not running,
+or running without taking up the request) or the GPU Operator's MIG manager pod. Once a wait is
+over, the answer is one sentence for the node's REASON cell; before anything is written
+(`--wait`, `--drain`), `will_not_act` says when no such pod is there to act at all. Must not
+wait or write.
 """
 
 from __future__ import annotations
@@ -25,6 +27,29 @@ def reason(api: cluster.Api, node: str, actuator: Actuator, last_seen: str, wait
         return f"{head}; {_who(api, node, actuator, last_seen)}"
     except ClusterError as e:  # e.g. no right to list pods: the timeout still stands
         return f"{head} (the actuator's pod could not be read: {e.message})"
+
+
+def will_not_act(api: cluster.Api, node: str, actuator: Actuator, *, running: bool) -> str:
+    """Why nothing will act on a MIG request on `node` ("" when its actuator's pod is there,
+    and Running when `running`: a drain must not empty a node nobody will change). A pod
+    list the user may not read is no reason to refuse."""
+    operator = actuator is Actuator.OPERATOR
+    who = "GPU Operator MIG manager" if operator else "kubectl-gpu agent"
+    try:
+        pods = _pods_on(api, node, MIG_MANAGER_SELECTOR if operator else AGENT_SELECTOR)
+    except ClusterError:
+        return ""
+    if not pods:
+        fix = (
+            f"is migManager enabled in the ClusterPolicy, and {keys.DEPLOY_MIG_MANAGER_LABEL}="
+            "true on the node?"
+            if operator
+            else "run `kubectl gpu install`, then `kubectl gpu status`"
+        )
+        return f"no {who} pod runs on {node}, so nothing would act on the change ({fix})"
+    if running and not any(_running(p) for p in pods):
+        return f"{_pod_says(pods[0], f'the {who}')}; nothing would act on the change yet"
+    return ""
 
 
 def _who(api: cluster.Api, node: str, actuator: Actuator, last_seen: str) -> str:

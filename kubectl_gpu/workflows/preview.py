@@ -33,6 +33,7 @@ class Facts:
     nodes: tuple[facts.Node, ...]
     pods: tuple[facts.Pod, ...]
     reports: Mapping[str, report.NodeReport]
+    unmanaged: frozenset[str] = frozenset()  # namespace/name of running pods with no controller
 
     def held(self) -> dict[str, list[domain.Held]]:
         """Per node, the devices pods hold, with the GPU each sits on."""
@@ -40,7 +41,7 @@ class Facts:
         for name, node_report in self.reports.items():
             joined = join.make(node_report.sources(), (), node_report.inventory())
             found[name] = [
-                domain.Held(r.namespace, r.pod, r.resource, r.gpu_index)
+                domain.Held(r.namespace, r.pod, r.resource, r.gpu_index, r.replica)
                 for r in joined.rows
                 if r.namespace and r.pod
             ]
@@ -61,7 +62,21 @@ def read(api: cluster.Api) -> Facts:
         except report.ReportError:
             continue
         reports[found.node] = found
-    return Facts(nodes, tuple(facts.pod_from_dict(p) for p in pods), reports)
+    parsed = tuple(facts.pod_from_dict(p) for p in pods)
+    return Facts(nodes, parsed, reports, frozenset(_unmanaged(pods)))
+
+
+def _unmanaged(pods: Sequence[Json]) -> list[str]:
+    """Pods no controller would recreate: `kubectl drain` refuses to evict them without
+    --force (kubectl/pkg/drain/filters.go, unreplicatedFilter); ended pods do not count."""
+    found = []
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        if (pod.get("status") or {}).get("phase") in domain.ENDED:
+            continue
+        if not any(o.get("controller") for o in meta.get("ownerReferences") or []):
+            found.append(f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}")
+    return found
 
 
 def mig_change(node: str, verdict: ConfigVerdict, known: Facts) -> domain.Change:
@@ -102,12 +117,14 @@ def share_changes(plan: Plan) -> list[domain.Change]:
             continue  # physical devices unknown: no figure to promise
         base = node.resource.removesuffix(names.SHARED_SUFFIX)
         owned = frozenset({base, base + names.SHARED_SUFFIX})
-        changes.append(domain.Change(node.node, {node.resource: node.expected}, resources=owned))
+        kept = node.replicas if node.replicas > 1 else None  # `::N` IDs only while shared
+        after = {node.resource: node.expected}
+        changes.append(domain.Change(node.node, after, resources=owned, replicas=kept))
     return changes
 
 
 def make(changes: Sequence[domain.Change], known: Facts) -> domain.Preview:
-    return domain.make(changes, known.nodes, known.pods, known.held())
+    return domain.make(changes, known.nodes, known.pods, known.held(), known.unmanaged)
 
 
 def _optional(api: cluster.Api, resource: str) -> list[Json]:

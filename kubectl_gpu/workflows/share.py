@@ -1,12 +1,15 @@
 """`kubectl gpu share`, `share off`, `share rollback` and `share show`, end to end.
 
 Owns the order of a sharing rollout: read (sharestate), plan (the domain's rollout planner),
-validate every text to write, write the ConfigMap with its resourceVersion as precondition
+refuse what cannot go well (pods hit, a --drain or --wait that cannot succeed: the same verdict
+in a dry run), validate every text to write, write the ConfigMap with its resourceVersion as
+precondition
 (re-reading and re-planning on a conflict, so no concurrent edit is lost), then the
 ClusterPolicy and node labels (sharewrites), restart the plugin on the nodes the change reaches,
 `--max-unavailable` at a time, stopping at the first that does not come back (restarts), and
-with `--wait` prove each node's allocatable became physical × replicas (capacity). Returns rows
-for the CLI to render. Must not decide what to change nor render anything.
+with `--wait` prove each node's allocatable became physical × replicas (capacity). An
+interruption says what was written (sharestop before the rollout). Returns rows for the CLI to
+render. Must not decide what to change nor render anything.
 """
 
 from __future__ import annotations
@@ -20,12 +23,14 @@ from kubectl_gpu.doctor.preview import Preview
 from kubectl_gpu.findings import Finding
 from kubectl_gpu.sharing import names, rollout
 from kubectl_gpu.sharing.deployment import Deployment, Overrides
+from kubectl_gpu.sharing.rollout import waits
 from kubectl_gpu.workflows import (
     capacity,
     preview,
     restarts,
     sharedrain,
     sharestate,
+    sharestop,
     sharewrites,
 )
 from kubectl_gpu.workflows.sharestate import Json, Snapshot
@@ -117,7 +122,10 @@ def share(
     """Share GPUs (`replicas` set) or stop sharing (`replicas` None) in the request's scope."""
     rollout.check_request(request)
     if request.nodes is not None or options.selector:
-        found = sharestate.node_names(api, request.nodes or (), options.selector)
+        try:
+            found = sharestate.node_names(api, request.nodes or (), options.selector)
+        except KeyboardInterrupt as e:
+            raise sharestop.before_rollout(api, None, e) from e
         request = dataclasses.replace(request, nodes=found)
 
     def planner(snapshot: Snapshot) -> rollout.Plan:
@@ -135,7 +143,7 @@ def share(
 
 def rollback(api: cluster.Api, options: Options, timing: Timing | None = None) -> ShareResult:
     """Restore what the last share/off/rollback replaced (its record on the ConfigMap)."""
-    return _run(api, options, timing, _plan_rollback, "rollback")
+    return _run(api, options, timing, lambda s: _plan_rollback(s, options.force), "rollback")
 
 
 def show(
@@ -168,46 +176,12 @@ def show(
 def _run(
     api: cluster.Api, options: Options, timing: Timing | None, planner: Planner, action: str
 ) -> ShareResult:
-    overrides = Overrides(options.namespace, options.configmap)
-    seen: Preview | None = None
-    for attempt in range(1, ATTEMPTS + 1):
-        snapshot = sharestate.read(api, overrides)
-        plan = planner(snapshot)
-        rendered = sharewrites.texts(plan)
-        draft = _draft(action, plan, options, rendered, sharewrites.validate(plan, rendered))
-        body = sharewrites.configmap_body(snapshot, plan, rendered, action == "rollback")
-        if attempt == 1:
-            _tell(snapshot, plan)
-            known = preview.read(api)  # one read of nodes and pods for the warning and preview
-            _warn_overcommit(plan, {n.name: n.used for n in known.nodes})
-            seen = preview.make(preview.share_changes(plan), known)
-            sharedrain.refuse_hits(seen, options)
-            # drained before anything is written: config-manager and the operator may restart
-            # the plugin on the write itself
-            sharedrain.drain_first(api, seen, options, timing or Timing())
-        draft = dataclasses.replace(draft, preview=seen)
-        if options.previewing:
-            objects = sharewrites.preview(snapshot, plan, body) if plan.writes else []
-            return dataclasses.replace(draft, objects=tuple(objects))
-        try:
-            written = _write(api, snapshot, plan, body, options.dry_run == "server")
-            break
-        except sharewrites.Stale:
-            log.warning(
-                "ConfigMap %s/%s changed while this change was planned; reading it again "
-                "(attempt %d of %d)",
-                plan.namespace,
-                plan.configmap,
-                attempt + 1,
-                ATTEMPTS,
-            )
-    else:
-        raise errors.ClusterError(
-            f"ConfigMap {plan.namespace}/{plan.configmap} kept changing; nothing was written",
-            hint="someone else is editing it; try again when they are done",
-        )
-    draft = dataclasses.replace(draft, objects=tuple(written))
-    if options.dry_run == "server":
+    attempt: list[tuple[rollout.Plan, Json]] = []  # the plan and body being written, if any
+    try:
+        draft = _checked_write(api, options, timing, (planner, action), attempt)
+    except KeyboardInterrupt as e:
+        raise sharestop.before_rollout(api, attempt[-1] if attempt else None, e) from e
+    if options.previewing or options.dry_run == "server":
         return draft
     timing = timing or Timing()
     done: list[restarts.Restart] = []
@@ -215,6 +189,59 @@ def _run(
         return _roll(api, draft, timing, done)
     except (errors.GpuError, KeyboardInterrupt) as e:
         raise _interrupted(draft, done, e) from e
+
+
+def _checked_write(
+    api: cluster.Api,
+    options: Options,
+    timing: Timing | None,
+    job: tuple[Planner, str],
+    attempt: list[tuple[rollout.Plan, Json]],
+) -> ShareResult:
+    """Read, plan, check (refusals, drain) and write the ConfigMap, labels and ClusterPolicy;
+    the result as written (or, previewing, as it would be). `attempt` gets each plan and body
+    just before they are written, for an interruption to tell what landed."""
+    planner, action = job
+    overrides = Overrides(options.namespace, options.configmap)
+    seen: Preview | None = None
+    for number in range(1, ATTEMPTS + 1):
+        snapshot = sharestate.read(api, overrides)
+        plan = planner(snapshot)
+        rendered = sharewrites.texts(plan)
+        draft = _draft(action, plan, options, rendered, sharewrites.validate(plan, rendered))
+        body = sharewrites.configmap_body(snapshot, plan, rendered, action == "rollback")
+        if number == 1:
+            _tell(snapshot, plan)
+            known = preview.read(api)  # one read of nodes and pods for the warning and preview
+            _warn_overcommit(plan, {n.name: n.used for n in known.nodes})
+            seen = preview.make(preview.share_changes(plan), known)
+            sharedrain.refuse_hits(seen, options)
+            _refuse_hopeless_wait(snapshot, plan, options)
+            # drained before anything is written: config-manager and the operator may restart
+            # the plugin on the write itself
+            sharedrain.drain_first(api, seen, options, timing or Timing())
+        draft = dataclasses.replace(draft, preview=seen)
+        if options.previewing:
+            objects = sharewrites.preview(snapshot, plan, body) if plan.writes else []
+            return dataclasses.replace(draft, objects=tuple(objects))
+        if options.dry_run == "none":
+            attempt.append((plan, body))
+        try:
+            written = _write(api, snapshot, plan, body, options.dry_run == "server")
+            return dataclasses.replace(draft, objects=tuple(written))
+        except sharewrites.Stale:
+            log.warning(
+                "ConfigMap %s/%s changed while this change was planned; reading it again "
+                "(attempt %d of %d)",
+                plan.namespace,
+                plan.configmap,
+                number + 1,
+                ATTEMPTS,
+            )
+    raise errors.ClusterError(
+        f"ConfigMap {plan.namespace}/{plan.configmap} kept changing; nothing was written",
+        hint="someone else is editing it; try again when they are done",
+    )
 
 
 def _write(
@@ -273,11 +300,26 @@ def _replaced(api: cluster.Api, draft: ShareResult) -> Callable[[], str]:
             return ""
         return (
             f"ConfigMap {plan.namespace}/{plan.configmap} was changed by another writer after "
-            "this change; the nodes follow that newer change. `kubectl gpu share show` shows "
-            f"what each node reads; `{sharewrites.ROLLBACK}` undoes the newest change first"
+            "this change; the nodes follow that newer change, not this one. To have this "
+            "change take effect, run this command again (it builds on the newer config); "
+            f"`{sharewrites.ROLLBACK}` would undo the other writer's change, not this one; "
+            "`kubectl gpu share show` shows what each node reads"
         )
 
     return check
+
+
+def _refuse_hopeless_wait(snapshot: Snapshot, plan: rollout.Plan, options: Options) -> None:
+    """A --wait that cannot succeed is refused before anything is written (a dry run says
+    the same), instead of running out its timeout after the change."""
+    found = waits.problems(snapshot.state, plan) if options.wait else []
+    if found:
+        raise rollout.ShareRefused(
+            "--wait would time out: the capacity it waits for can never show; nothing was written:",
+            hint="leave those nodes out (--node, -l), share a resource they have (--resource), "
+            "or drop --wait",
+            details=tuple(found),
+        )
 
 
 def _interrupted(
@@ -309,7 +351,7 @@ def _interrupted(
         hint = f"{cause.hint}; then, {hint}"
     error = errors.GpuError("; ".join(parts), hint=hint)
     if isinstance(cause, KeyboardInterrupt):
-        error.exit_code = errors.ExitCode.INTERRUPTED
+        error.exit_code = errors.interrupted_code(cause)
     return error
 
 
@@ -365,7 +407,7 @@ def _planned_row(planned: rollout.NodePlan, result: str) -> NodeResult:
         gpus=planned.gpus,
         before=planned.before,
         expected=planned.expected,
-        after=None,
+        after=planned.expected if result == "planned" else None,  # a dry run's capacity after
         plugin_pod="",
         result=result,
         seconds=None,
@@ -417,7 +459,7 @@ def _warn_overcommit(plan: rollout.Plan, in_use: Mapping[str, Mapping[str, int]]
             )  # fmt: skip
 
 
-def _plan_rollback(snapshot: Snapshot) -> rollout.Plan:
+def _plan_rollback(snapshot: Snapshot, force: bool) -> rollout.Plan:
     state = snapshot.state
     configmap = state.configmap
     where = f"ConfigMap {configmap.namespace}/{configmap.name}"
@@ -436,4 +478,4 @@ def _plan_rollback(snapshot: Snapshot) -> rollout.Plan:
             restored[key] = sharestate.parse(text, f"{where}:{key} (previous)")
         except ValueError as e:
             raise errors.ConfigError(f"the previous text of key {key} cannot be read: {e}") from e
-    return rollout.rollback(state, record, restored)
+    return rollout.rollback(state, record, restored, force)

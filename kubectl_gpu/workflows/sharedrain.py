@@ -29,15 +29,27 @@ CHANGE = "kubectl gpu share"
 
 
 def refuse_hits(seen: Preview | None, options: Options) -> None:
-    """ShareRefused naming the pods, when the change hits some and nobody said what to do."""
-    if seen is None or not seen.hit or not _writes(options) or options.drain or options.force:
+    """ShareRefused naming the pods (one per line), when the change hits some and nobody said
+    what to do, or --drain would evict pods no controller recreates (without --force, as
+    `kubectl drain` refuses them). A dry run or diff gives the same verdict as the real run."""
+    if seen is None or not seen.hit:
         return
-    names = ", ".join(f"{h.ref} ({h.why})" for h in seen.hit)
-    raise rollout.ShareRefused(
-        f"running pods would lose their resource: {names}; nothing was written",
-        hint="evict them first with --drain (PodDisruptionBudgets are honoured), go on "
-        "anyway with --force, or see the whole preview with --dry-run",
-    )
+    if not options.drain and not options.force:
+        raise rollout.ShareRefused(
+            f"running pods would lose their resource; nothing was written ({len(seen.hit)}):",
+            hint="evict them first with --drain (PodDisruptionBudgets are honoured), go on "
+            "anyway with --force, or see the whole preview with --dry-run --force",
+            details=tuple(f"{h.ref}: {h.why}" for h in seen.hit),
+        )
+    if options.drain:
+        found = {n.node: drain.unmanaged(n.node, n.hit, options.force) for n in seen.nodes}
+        problems = [f"node {node}: {problem}" for node, problem in found.items() if problem]
+        if problems:
+            raise rollout.ShareRefused(
+                "; ".join(problems) + "; nothing was written, no node was cordoned",
+                hint="give them a controller (a Deployment or Job), delete them yourself, or "
+                "add --force to evict them for good",
+            )
 
 
 def drained(seen: Preview | None, options: Options) -> dict[str, list[str]]:

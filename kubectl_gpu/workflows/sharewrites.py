@@ -12,6 +12,7 @@ without a request. Must not decide what to write (the plan does).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -117,7 +118,8 @@ def configmap_body(
     if rolling_back:
         history = rollout.pop(existing, where)
     else:
-        history = rollout.push(existing, plan.record, where)
+        record = dataclasses.replace(plan.record, written=dict(rendered))
+        history = rollout.push(existing, record, where)
     if history.dropped:
         log.warning(
             "%s: the rollback history keeps the last %d changes within %d characters; "

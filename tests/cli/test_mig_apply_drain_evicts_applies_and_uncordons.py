@@ -15,8 +15,8 @@ import pytest
 from kubectl_gpu import keys
 from tests.agent.conftest import agent as agent  # noqa: F401 (fixture)
 from tests.cli.test_map_cluster_on_a_simulated_mig_node import mig_pod
+from tests.cli.test_mig_apply_reaches_allocatable import agent_pod, write_config
 from tests.cli.test_mig_apply_reaches_allocatable import background_agent as background_agent
-from tests.cli.test_mig_apply_reaches_allocatable import write_config
 from tests.conftest import CliResult
 from tests.fakes.cluster import SimCluster, layouts
 from tests.fakes.cluster.fixture import MakeSimCluster
@@ -24,16 +24,21 @@ from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
 
 Run = Callable[..., CliResult]
 BALANCED = {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}
+OWNER = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "train-5d8f", "uid": "rs-1",
+         "controller": True}  # fmt: skip
 
 
 @pytest.fixture
 def busy(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
-    """An H100 node whose GPU pod `train` (label app=train) runs on the whole GPU."""
+    """An H100 node whose GPU pod `train` (label app=train, of a ReplicaSet) runs on the whole
+    GPU; the agent's pod runs there."""
     cluster = sim_cluster(["gpu-1=H100-SXM5-80GB:1"], layouts.helm(env={"MIG_STRATEGY": "mixed"}))
     pod = mig_pod("train", "nvidia.com/gpu")
     pod["metadata"]["labels"] = {"app": "train"}
+    pod["metadata"]["ownerReferences"] = [OWNER]
     cluster.store.create(pod)
     cluster.settle()
+    agent_pod(cluster, "gpu-1")
     assert cluster.store.get("pods", "train", "default")["status"]["phase"] == "Running"
     return cluster
 
@@ -147,3 +152,50 @@ def test_an_interrupted_drain_is_resumed_by_running_it_again(
     after = node(busy)
     assert not after["spec"].get("unschedulable")  # ours to give back, as the record said
     assert keys.DRAIN_ANNOTATION not in after["metadata"]["annotations"]
+
+
+def test_a_drain_that_nothing_would_follow_refuses_before_cordoning(
+    run_cli: Run, busy: SimCluster, tmp_path: Path
+) -> None:
+    busy.store.delete("pods", "kubectl-gpu-agent-gpu-1", keys.NAMESPACE)
+    busy.settle()
+
+    result = apply(run_cli, busy, tmp_path, "--drain")
+
+    assert result.exit_code == 1
+    assert "no kubectl-gpu agent pod runs on gpu-1, so nothing would act on the change" in (
+        result.stderr
+    )
+    assert "nothing was written" in result.stderr
+    assert busy.store.get("pods", "train", "default")  # not evicted
+    untouched = node(busy)
+    assert not untouched["spec"].get("unschedulable")  # not cordoned
+    assert keys.DRAIN_ANNOTATION not in untouched["metadata"].get("annotations", {})
+    assert keys.MIG_DESIRED_LABEL not in untouched["metadata"]["labels"]
+    dry = apply(run_cli, busy, tmp_path, "--drain", "--dry-run")
+    assert dry.exit_code == 1 and "no kubectl-gpu agent pod" in dry.stderr
+
+
+def test_a_pod_without_a_controller_is_refused_as_kubectl_drain_does_unless_forced(
+    run_cli: Run, busy: SimCluster, tmp_path: Path, background_agent: Any
+) -> None:
+    busy.store.create(mig_pod("notebook", "nvidia.com/gpu"))  # Pending: the GPU is taken
+    busy.store.delete("pods", "train", "default")
+    busy.settle()
+    assert busy.store.get("pods", "notebook", "default")["spec"].get("nodeName") == "gpu-1"
+    background_agent(busy, "gpu-1")
+
+    refused = apply(run_cli, busy, tmp_path, "--drain")
+
+    assert refused.exit_code == 1
+    assert (
+        "cannot evict Pods that declare no controller (use --force to override): default/notebook"
+    ) in refused.stderr
+    assert busy.store.get("pods", "notebook", "default")
+    assert not node(busy)["spec"].get("unschedulable")
+
+    forced = apply(run_cli, busy, tmp_path, "--drain", "--force")
+
+    assert forced.exit_code == 0, forced.stderr
+    assert "evicting Pods that declare no controller: default/notebook" in forced.stderr
+    assert not busy.store.list("pods", "default")

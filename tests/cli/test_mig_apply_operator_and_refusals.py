@@ -45,6 +45,7 @@ def our_configmaps(cluster: SimCluster) -> list[str]:
 
 @pytest.fixture
 def operator(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
+    # no MIG manager stand-in: its pod is made and its part played by the test
     cluster = sim_cluster(["gpu-1=H100-SXM5-80GB:1"], layouts.gpu_operator(mig_strategy="mixed"))
     cluster.settle()
     assert labels(cluster, "gpu-1").get(keys.DEPLOY_MIG_MANAGER_LABEL) == "true"
@@ -56,8 +57,21 @@ def helm(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
     return sim_cluster(["gpu-1=H100-SXM5-80GB:1"], layouts.helm(env={"MIG_STRATEGY": "mixed"}))
 
 
+def mig_manager_pod(cluster: SimCluster) -> None:
+    """The operator's MIG manager pod on gpu-1 (what `mig apply --wait` looks for first)."""
+    cluster.store.create({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "nvidia-mig-manager-x1", "namespace": "gpu-operator",
+                     "labels": {"app": "nvidia-mig-manager"}},
+        "spec": {"nodeName": "gpu-1", "containers": [{"name": "mig", "image": "mig-manager"}]},
+    })  # fmt: skip
+    cluster.settle()
+
+
 def play_mig_manager(cluster: SimCluster, state: str) -> threading.Thread:
-    """The operator stand-in has no MIG manager: report `state` once the label asks."""
+    """The MIG manager's part, played: report `state` once the label asks."""
+
+    mig_manager_pod(cluster)
 
     def run() -> None:
         for _ in range(200):
@@ -224,3 +238,18 @@ def test_all_takes_gpu_nodes_only_and_a_cpu_node_by_name_is_refused(
     assert everything.stdout.count("would-apply") == 2 and "2x H100" in everything.stdout
     assert our_configmaps(cluster) == []  # a server-side dry run keeps nothing
     assert named.exit_code == 1 and "node cpu-1 is not a GPU node" in named.stderr
+
+
+def test_a_wait_on_an_operator_node_without_a_mig_manager_pod_is_refused_at_the_start(
+    operator: SimCluster, run_cli: Run, tmp_path: Path
+) -> None:
+    config = write_config(tmp_path, "all-3g", ALL_3G)
+
+    result = gpu(operator, run_cli, "apply", "-f", config, "-c", "all-3g", "--node", "gpu-1",
+                 "--wait", "--timeout", "10m")  # fmt: skip
+
+    assert result.exit_code == 1  # at once, not after ten minutes
+    assert "no GPU Operator MIG manager pod runs on gpu-1" in result.stderr
+    assert keys.MIG_CONFIG_LABEL not in labels(operator, "gpu-1")
+    assert OPERATOR_CM[1] not in [c["metadata"]["name"] for c in
+                                  operator.store.list("configmaps", "gpu-operator")]  # fmt: skip

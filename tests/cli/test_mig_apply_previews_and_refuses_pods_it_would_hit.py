@@ -65,7 +65,7 @@ def apply(run_cli: Run, cluster: SimCluster, tmp_path: Path, *args: str) -> CliR
 def test_dry_run_names_the_pods_hit_the_capacity_and_who_would_fit(
     run_cli: Run, busy: SimCluster, tmp_path: Path
 ) -> None:
-    result = apply(run_cli, busy, tmp_path, "--dry-run=client", "-o", "json")
+    result = apply(run_cli, busy, tmp_path, "--dry-run=client", "--force", "-o", "json")
     assert result.exit_code == 0, result.stderr
     assert result.json["kind"] == "List"  # the objects a real run writes, as kubectl lists them
     assert [o["kind"] for o in result.json["items"]] == ["ConfigMap", "Node"]
@@ -92,7 +92,10 @@ def test_dry_run_table_tells_the_same_on_stderr(
     run_cli: Run, busy: SimCluster, tmp_path: Path
 ) -> None:
     result = apply(run_cli, busy, tmp_path, "--dry-run=server")
-    assert result.exit_code == 0, result.stderr
+    assert result.exit_code == 1  # as the real run: refused, naming the pods
+    assert "node gpu-a: refused: pods would lose their GPUs: default/big, default/whole" in (
+        result.stderr
+    )
     assert (
         "node gpu-a: nvidia.com/gpu 1 → 0, nvidia.com/mig-1g.10gb 1 → 0, "
         "nvidia.com/mig-3g.40gb 1 → 4" in result.stderr
@@ -135,3 +138,18 @@ def test_without_a_report_pods_are_judged_by_their_requests(
         {"pod": "default/whole", "why": "uses nvidia.com/gpu, which disappears (2 → 0)"}
     ]
     assert result.json["preview"]["pendingPodsThatWouldFit"] == []
+
+
+def test_a_dry_run_gives_the_real_runs_verdict_and_exit_code(
+    run_cli: Run, busy: SimCluster, tmp_path: Path
+) -> None:
+    real = apply(run_cli, busy, tmp_path)
+    for dry in ("--dry-run", "--dry-run=client", "--dry-run=server"):
+        result = apply(run_cli, busy, tmp_path, dry, "-o", "json")
+        assert result.exit_code == real.exit_code == 1, (dry, result.stderr)
+        jsonschema.validate(result.json, SCHEMA)
+        [row] = result.json["nodes"]
+        assert row["result"] == "refused" and "default/big" in row["reason"]
+        assert [h["pod"] for h in result.json["preview"]["nodes"][0]["podsHit"]] == [
+            "default/big", "default/whole"]  # fmt: skip
+        assert not result.json["written"]

@@ -17,6 +17,7 @@ from kubectl_gpu import keys
 from tests.agent.conftest import Agent, labels, notes
 from tests.agent.conftest import agent as agent  # noqa: F401 (fixture)
 from tests.conftest import ROOT, CliResult
+from tests.fakes.apiserver import ApiError
 from tests.fakes.cluster import SimCluster, layouts
 from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.cluster.fixture import sim_cluster as sim_cluster  # noqa: F401
@@ -54,12 +55,35 @@ def cluster(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
     return sim_cluster(["gpu-1=H100-SXM5-80GB:1"], layouts.helm(env={"MIG_STRATEGY": "mixed"}))
 
 
+def agent_pod(cluster: SimCluster, node: str) -> None:
+    """The agent DaemonSet's pod on `node`, Running (what `mig apply` looks for before it
+    waits or drains); the agent's passes themselves run in the test's process."""
+    try:
+        cluster.store.get("namespaces", keys.NAMESPACE)
+    except ApiError:
+        cluster.store.create({"apiVersion": "v1", "kind": "Namespace",
+                              "metadata": {"name": keys.NAMESPACE}})  # fmt: skip
+    try:
+        cluster.store.create({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"kubectl-gpu-agent-{node}", "namespace": keys.NAMESPACE,
+                         "labels": {"app.kubernetes.io/name": "kubectl-gpu-agent"}},
+            "spec": {"nodeName": node, "containers": [{"name": "agent", "image": "agent"}]},
+        })  # fmt: skip
+    except ApiError:
+        return  # there already
+    cluster.settle()
+
+
 @pytest.fixture
 def background_agent(agent: Agent) -> Iterator[Callable[[SimCluster, str], None]]:  # noqa: F811
-    """Agent passes on a node in a thread, as the DaemonSet's loop would, while the CLI waits."""
+    """Agent passes on a node in a thread, as the DaemonSet's loop would, while the CLI waits;
+    its pod is on the node."""
     stop, failures, threads = threading.Event(), [], []
 
     def start(cluster: SimCluster, node: str) -> None:
+        agent_pod(cluster, node)
+
         def loop() -> None:
             while not stop.is_set():
                 try:
@@ -190,16 +214,29 @@ def test_a_gpu_in_use_fails_and_is_retried_only_when_forced(
     assert cluster.allocatable("gpu-1", "nvidia.com/mig-1g.10gb") == 2
 
 
-def test_wait_without_an_agent_times_out(cluster: SimCluster, run_cli: Run, tmp_path: Path) -> None:
+def test_a_wait_without_an_agent_pod_is_refused_at_the_start(
+    cluster: SimCluster, run_cli: Run, tmp_path: Path
+) -> None:
     config = write_config(tmp_path, balanced=BALANCED)
 
     result = gpu(cluster, run_cli, "apply", "-f", config, "-c", "balanced", "--node", "gpu-1",
-                 "--wait", "--timeout", "300ms")  # fmt: skip
+                 "--wait", "--timeout", "10m")  # fmt: skip
 
-    assert result.exit_code == 1
-    assert "timeout" in result.stdout and "timed out after 0.3s" in result.stderr
-    # the reason names who did not answer and what to run
-    assert "no kubectl-gpu agent pod runs on gpu-1: run `kubectl gpu status`" in result.stderr
+    assert result.exit_code == 1  # at once, not after ten minutes
+    assert "refused" in result.stdout and "nothing was written" in result.stderr
+    # the reason names who is missing and what to run
+    assert "no kubectl-gpu agent pod runs on gpu-1, so nothing would act on the change" in (
+        result.stderr
+    )
+    assert "kubectl gpu install" in result.stderr
+    assert keys.MIG_DESIRED_LABEL not in labels(cluster, "gpu-1")
+    dry = gpu(cluster, run_cli, "apply", "-f", config, "-c", "balanced", "--node", "gpu-1",
+              "--wait", "--dry-run")  # fmt: skip
+    assert dry.exit_code == 1 and "no kubectl-gpu agent pod" in dry.stderr
+    # without --wait the request is written, and waits for an agent, saying so
+    asked = gpu(cluster, run_cli, "apply", "-f", config, "-c", "balanced", "--node", "gpu-1")
+    assert asked.exit_code == 0
+    assert "the request waits on the node until one does" in asked.stderr
 
 
 def test_wait_names_an_agent_pod_that_never_took_up_the_request(

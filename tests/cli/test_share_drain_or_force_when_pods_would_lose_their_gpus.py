@@ -21,6 +21,8 @@ from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
 
 Run = Callable[..., CliResult]
 RENAME = ("--replicas", "2", "--rename-by-default")
+OWNER = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "train-5d8f", "uid": "rs-1",
+         "controller": True}  # fmt: skip
 
 
 @pytest.fixture
@@ -29,6 +31,7 @@ def used(sim_cluster: MakeSimCluster) -> SimCluster:
     cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1, gpu_taint=True)], "gpu-operator")
     pod = gpu_pod("train", tolerate=True)
     pod["metadata"]["labels"] = {"app": "train"}
+    pod["metadata"]["ownerReferences"] = [OWNER]
     run_pods(cluster, pod)
     return cluster
 
@@ -48,8 +51,8 @@ def test_a_change_that_takes_the_pods_resource_is_refused_by_name(
     result = share(run_cli, used, *RENAME)
     assert result.exit_code == 1
     assert (
-        "error: running pods would lose their resource: default/train (uses nvidia.com/gpu, "
-        "which disappears (1 → 0)); nothing was written" in result.stderr
+        "error: running pods would lose their resource; nothing was written (1):\n"
+        "  default/train: uses nvidia.com/gpu, which disappears (1 → 0)\n" in result.stderr
     )
     assert "--drain" in result.stderr and "--force" in result.stderr
     assert configmaps(used) == before
@@ -119,3 +122,31 @@ def test_running_it_again_once_the_budget_allows_resumes_and_gives_the_node_back
     assert not node["spec"].get("unschedulable")  # the earlier run's cordon, given back
     assert keys.DRAIN_ANNOTATION not in node["metadata"].get("annotations", {})
     assert used.allocatable("gpu-a", "nvidia.com/gpu.shared") == 2
+
+
+def test_drain_refuses_a_pod_without_a_controller_before_cordoning_unless_forced(
+    run_cli: Run,
+    sim_cluster: MakeSimCluster,  # noqa: F811
+) -> None:
+    cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1, gpu_taint=True)], "gpu-operator")
+    run_pods(cluster, gpu_pod("notebook", tolerate=True))  # no controller recreates it
+
+    refused = share(run_cli, cluster, *RENAME, "--drain", "--timeout", "10s")
+
+    assert refused.exit_code == 1
+    assert (
+        "node gpu-a: cannot evict Pods that declare no controller (use --force to override): "
+        "default/notebook; nothing was written, no node was cordoned"
+    ) in refused.stderr
+    node = cluster.store.get("nodes", "gpu-a")
+    assert not node["spec"].get("unschedulable")
+    assert keys.DRAIN_ANNOTATION not in node["metadata"].get("annotations", {})
+    assert cluster.store.get("pods", "notebook", "default")
+    dry = share(run_cli, cluster, *RENAME, "--drain", "--dry-run")
+    assert dry.exit_code == 1 and "declare no controller" in dry.stderr
+
+    forced = share(run_cli, cluster, *RENAME, "--drain", "--force", "--timeout", "10s")
+
+    assert forced.exit_code == 0, forced.stderr
+    assert "evicting Pods that declare no controller: default/notebook" in forced.stderr
+    assert cluster.store.list("pods", "default") == []

@@ -5,6 +5,7 @@ carries the same beside the objects it would write."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 
 import jsonschema
@@ -47,9 +48,13 @@ def test_more_replicas_let_the_pending_pod_in_and_hit_nobody(
 def test_renaming_hits_the_pods_of_the_old_name_and_json_says_so(
     run_cli: Run, full: SimCluster
 ) -> None:
-    result = share(
+    refused = share(
         run_cli, full, "--replicas", "2", "--rename-by-default", "--dry-run=client", "-o", "json"
     )
+    assert refused.exit_code == 1  # as the real run would be
+    assert "  default/train: uses nvidia.com/gpu, which disappears (1 → 0)" in refused.stderr
+    result = share(run_cli, full, "--replicas", "2", "--rename-by-default", "--force",
+                   "--dry-run=client", "-o", "json")  # fmt: skip
     assert result.exit_code == 0, result.stderr
     assert result.json["kind"] == "List" and result.json["items"]  # what a real run writes
     preview = result.json["preview"]
@@ -74,3 +79,28 @@ def test_diff_shows_the_preview_too(run_cli: Run, full: SimCluster) -> None:
     assert result.exit_code == 0, result.stderr
     assert "node gpu-a: nvidia.com/gpu 1 → 2" in result.stderr
     assert "Pending pod default/next would fit on gpu-a" in result.stderr
+
+
+def test_every_dry_run_form_exits_as_the_real_run_and_names_the_pods(
+    run_cli: Run, full: SimCluster
+) -> None:
+    change = ("--replicas", "2", "--rename-by-default")
+    real = share(run_cli, full, *change, "--dry-run=server")  # writes nothing either way
+    for dry in ("--dry-run", "--dry-run=client", "--dry-run=server", "--diff"):
+        result = share(run_cli, full, *change, dry)
+        assert result.exit_code == real.exit_code == 1, (dry, result.stderr)
+        assert "running pods would lose their resource" in result.stderr
+        assert "  default/train: uses nvidia.com/gpu, which disappears (1 → 0)" in result.stderr
+    names = [c["metadata"]["name"] for c in full.store.list("configmaps", "gpu-operator")]
+    assert "device-plugin-config" not in names  # nothing was written
+
+
+def test_a_dry_runs_table_shows_the_capacity_after_never_none(
+    run_cli: Run, full: SimCluster
+) -> None:
+    result = share(run_cli, full, "--replicas", "4", "--dry-run", "-o", "wide")
+    assert result.exit_code == 0, result.stderr
+    [header, row] = (re.split(r"\s{2,}", line.strip()) for line in result.stdout.splitlines())
+    cells = dict(zip(header, row, strict=True))
+    assert (cells["BEFORE"], cells["AFTER"], cells["EXPECTED"]) == ("1", "4", "4")
+    assert cells["RESULT"] == "planned"

@@ -134,7 +134,7 @@ def test_share_off_under_running_pods_warns_before_and_show_says_so_after(
     cluster.settle()
 
     refused = run_cli(*gpu, "share", "off", "--wait")  # pods would be hit: named, not done
-    assert refused.exit_code == 1 and "default/cuda-0 (uses nvidia.com/gpu" in refused.stderr
+    assert refused.exit_code == 1 and "  default/cuda-0: uses nvidia.com/gpu" in refused.stderr
     off = run_cli(*gpu, "share", "off", "--wait", "--force")
     shown = run_cli(*gpu, "share", "show", "-o", "json")
 

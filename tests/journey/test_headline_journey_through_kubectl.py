@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,44 +21,13 @@ from tests.conftest import ROOT
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.journey.conftest import Kubectl
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(180)]
 NVIDIA_DEFAULT_MIG = (
     ROOT / "tests" / "data" / "mig" / "mig-parted__deployments__systemd__config-default.yaml"
 )
 CUDA = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
-Kubectl = Callable[..., subprocess.CompletedProcess[str]]
-
-
-@pytest.fixture
-def kubectl(tmp_path: Path) -> Callable[[SimCluster], Kubectl]:
-    """The real kubectl with our console script on PATH (as krew or pip puts it there)."""
-
-    def against(cluster: SimCluster) -> Kubectl:
-        # kubectl of the server's own release, else the one on PATH
-        binary = str(cluster.plane.kubectl) if cluster.plane else shutil.which("kubectl")
-        if binary is None:
-            if os.environ.get("KUBECTL_GPU_REQUIRE_KUBECTL"):
-                pytest.fail("kubectl is required (KUBECTL_GPU_REQUIRE_KUBECTL) but not on PATH")
-            pytest.skip("no kubectl binary on PATH")
-        home = tmp_path / "home"
-        home.mkdir(exist_ok=True)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
-        env.update(
-            HOME=str(home),
-            KUBECONFIG=str(cluster.kubeconfig),
-            PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
-        )
-
-        def run(*args: str, stdin: str | None = None, timeout: float = 60) -> Any:
-            return subprocess.run(
-                [binary, *args], input=stdin, capture_output=True, text=True, env=env,
-                timeout=timeout, check=False,
-            )  # fmt: skip
-
-        return run
-
-    return against
 
 
 def eventually(check: Callable[[], Any], timeout: float = 20.0) -> Any:

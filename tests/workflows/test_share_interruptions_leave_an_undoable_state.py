@@ -150,5 +150,6 @@ def test_a_concurrent_change_ends_the_wait_and_names_the_winner(
     assert {r.result for r in result.nodes} == {"failed"}
     message = result.nodes[0].message
     assert "was changed by another writer after this change" in message
-    assert "undoes the newest change first" in message
+    assert "To have this change take effect, run this command again" in message
+    assert "would undo the other writer's change, not this one" in message
     assert sum(clock.slept) < 5  # not the whole 300 s timeout

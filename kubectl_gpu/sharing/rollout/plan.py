@@ -22,7 +22,13 @@ from kubectl_gpu.sharing.rollout import selection
 from kubectl_gpu.sharing.rollout.nodes import GpuNode
 from kubectl_gpu.sharing.rollout.record import Record
 from kubectl_gpu.sharing.rollout.selection import Selection
-from kubectl_gpu.sharing.rollout.state import ClusterState, Doc, ShareRefused, Unknown
+from kubectl_gpu.sharing.rollout.state import (
+    ClusterState,
+    Doc,
+    ShareRefused,
+    Unknown,
+    flag_strategy,
+)
 
 MPS_CAP_CAPABILITY = (7, 5)  # below it MPS allows 16 clients per GPU (§1.7)
 
@@ -317,8 +323,7 @@ def _migstrategy_of(state: ClusterState, doc: Doc) -> str:
     forced = deployments.effective_flag(state.deployment, ("migStrategy",))
     if forced is not None:
         return forced
-    flags = (doc or {}).get("flags")
-    return str(flags.get("migStrategy", "none")) if isinstance(flags, Mapping) else "none"
+    return flag_strategy(doc) or "none"
 
 
 def _label_changes(state: ClusterState, target: Target) -> tuple[LabelChange, ...]:

@@ -1,7 +1,8 @@
 """The rollback history: what each sharing change replaced, kept so that it can be restored.
 
-Owns `Record` (the previous text of every key written, the previous value of every node label
-changed, the ClusterPolicy's previous config and the resource verified) and the history's JSON
+Owns `Record` (the previous text of every key written, the text written over it, the previous
+value of every node label changed, the ClusterPolicy's previous config and the resource
+verified) and the history's JSON
 form in the ConfigMap annotation `kubectl-gpu.io/previous-config`: the newest records first,
 at most `MAX_HISTORY` of them and `MAX_RECORD_CHARS` in all (older ones are dropped, and
 counted), so that `share rollback` can always read it. `share rollback` restores the newest and
@@ -40,6 +41,7 @@ class Record:
     labels: Mapping[str, str | None]  # node -> previous label value; None: unlabelled
     policy_changed: bool = False
     policy: tuple[str, str] | None = None  # the ClusterPolicy's previous (name, default)
+    written: Mapping[str, str] = dataclasses.field(default_factory=dict)  # key -> text written
 
     def encode(self) -> str:
         """This record alone, as a version 1 annotation."""
@@ -53,6 +55,8 @@ class Record:
             "keys": dict(self.keys),
             "labels": dict(self.labels),
         }
+        if self.written:  # absent from records written before it was kept
+            body["written"] = dict(self.written)
         if self.policy_changed:
             body["clusterPolicyConfig"] = (
                 None if self.policy is None else {"name": self.policy[0], "default": self.policy[1]}
@@ -165,12 +169,14 @@ def _from_dict(body: Any) -> Record:
     keys, labels = _optional_strings(body["keys"]), _optional_strings(body["labels"])
     policy_changed = "clusterPolicyConfig" in body
     policy = body.get("clusterPolicyConfig")
+    written = _optional_strings(body.get("written", {}))
     return Record(
         resource=str(body["resource"]),
         keys=keys,
         labels=labels,
         policy_changed=policy_changed,
         policy=None if policy is None else (str(policy["name"]), str(policy["default"])),
+        written={k: v for k, v in written.items() if v is not None},
     )
 
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubectl_gpu import errors
+from kubectl_gpu.sharing import deployment as deployments
 from kubectl_gpu.sharing.deployment import Deployment
 from kubectl_gpu.sharing.rollout import selection
 from kubectl_gpu.sharing.rollout.nodes import GpuNode
@@ -82,6 +83,35 @@ class ClusterState:
         if chosen.how == "unset" and self.deployment.policy_config is not None:
             return UNKNOWN  # the operator points the plugin at another ConfigMap
         return self.configmap.doc(chosen.key)
+
+    def mig_strategy(self, node: GpuNode) -> tuple[str | None, str]:
+        """The MIG strategy the plugin serving `node` runs with (None: cannot be known), and
+        where it comes from. An env var on the plugin container wins over the file (§1.1): the
+        Helm chart's `migStrategy` and the GPU Operator's `spec.mig.strategy` are rendered as
+        MIG_STRATEGY; otherwise `flags.migStrategy` of the key the node reads, else `none`."""
+        plugin = f"DaemonSet {self.deployment.namespace}/{self.deployment.daemonset}"
+        forced = deployments.effective_flag(self.deployment, ("migStrategy",))
+        if forced is not None:
+            return forced, f"env MIG_STRATEGY={forced} on {plugin}"
+        doc = self.doc_before(node)
+        if isinstance(doc, Unknown):
+            return None, f"the config node {node.name} reads cannot be known"
+        key = self.selection_before(node).key
+        where = f"key {key!r} of ConfigMap {self.configmap.namespace}/{self.configmap.name}"
+        if key == selection.EMPTY or not self.deployment.configurable:
+            where = "no config file"
+        strategy = flag_strategy(doc)
+        if strategy is not None:
+            return strategy, f"flags.migStrategy={strategy} in {where}"
+        default = f"no MIG_STRATEGY on {plugin}, no flags.migStrategy in {where}"
+        return "none", f"the plugin's default: {default}"
+
+
+def flag_strategy(doc: Doc) -> str | None:
+    """`flags.migStrategy` of a config (None when it sets none)."""
+    flags = (doc or {}).get("flags")
+    value = flags.get("migStrategy") if isinstance(flags, Mapping) else None
+    return None if value is None else str(value)
 
 
 class Unknown:

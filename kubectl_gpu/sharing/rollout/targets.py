@@ -12,6 +12,7 @@ result against the nodes (plan.finish does) nor do I/O. Pure.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import json
 import re
@@ -308,9 +309,15 @@ def _edit(base: Doc, request: ShareRequest, deployment: deployments.Deployment) 
 # ---- rollback -------------------------------------------------------------------------------
 
 
-def rollback(state: ClusterState, record: Record, restored: Mapping[str, Doc]) -> Plan:
-    """Plan restoring what `record` kept; `restored` holds each kept text, parsed."""
+def rollback(
+    state: ClusterState, record: Record, restored: Mapping[str, Doc], force: bool = False
+) -> Plan:
+    """Plan restoring what `record` kept; `restored` holds each kept text, parsed. A key
+    edited by hand since that change is refused (its diff shown) unless `force`: restoring
+    would silently throw the edit away."""
     texts = state.configmap.texts
+    if not force:
+        _refuse_edited(state, record)
     changes, notes = {}, []
     for key, text in sorted(record.keys.items()):
         if text is None:
@@ -332,3 +339,28 @@ def rollback(state: ClusterState, record: Record, restored: Mapping[str, Doc]) -
         n.name for n in state.nodes if n.name in record.labels or after.selection(n).key in changes
     }
     return plan.finish(state, dataclasses.replace(target, scope=frozenset(scope)))
+
+
+def _refuse_edited(state: ClusterState, record: Record) -> None:
+    configmap = state.configmap
+    where = f"ConfigMap {configmap.namespace}/{configmap.name}"
+    edited = {k: w for k, w in sorted(record.written.items()) if configmap.texts.get(k) != w}
+    if not edited:
+        return
+    diff: list[str] = []
+    for key, written in edited.items():
+        now = configmap.texts.get(key)
+        diff += difflib.unified_diff(
+            written.splitlines(),
+            (now or "").splitlines(),
+            f"{key} (written by the change to roll back)",
+            f"{key} (now)" if now is not None else f"{key} (now: deleted)",
+            lineterm="",
+        )
+    raise ShareRefused(
+        f"key(s) {', '.join(edited)} of {where} were edited after the change to roll back "
+        "was written; rolling back would throw that edit away; nothing was written:",
+        hint="keep the edit (make it the new config with `kubectl gpu share`), or discard it "
+        "with `kubectl gpu share rollback --force`",
+        details=tuple(diff),
+    )

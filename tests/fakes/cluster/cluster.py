@@ -1,7 +1,8 @@
 """`SimCluster`: the API server stand-in with simulated nodes, GPUs and controllers, wired up.
 
 Owns composition and lifetime: start the API server, the control loop and the controllers a
-test asks for (DaemonSets, scheduler, kubelet, device plugin, GFD, GPU Operator), register the
+test asks for (DaemonSets, scheduler, kubelet, device plugin, GFD, GPU Operator and its MIG
+manager), register the
 nodes (each with its NVML stand-in GPUs), create a deployment layout with its configs, write the
 kubeconfig, and stop everything without leaving threads behind. Also the test-facing handles:
 `store`, `server`, `kubeconfig`, `node_gpus`, `nvml`, `set_mig`, `allocations`, `plugin_pod`,
@@ -35,6 +36,7 @@ from tests.fakes.cluster.deviceplugin import DevicePluginRuntime
 from tests.fakes.cluster.gfd import GfdRuntime
 from tests.fakes.cluster.layouts import LAYOUTS, Layout
 from tests.fakes.cluster.loop import Controller, ControlLoop
+from tests.fakes.cluster.migmanager import MigManager
 from tests.fakes.cluster.nodes import NodeSpec, SimNode
 from tests.fakes.cluster.operator import GpuOperator
 from tests.fakes.cluster.podlifecycle import Kubelet, PodRuntime
@@ -48,10 +50,16 @@ if TYPE_CHECKING:
 
 Obj = dict[str, Any]
 ALL_CONTROLLERS = ("daemonsets", "scheduler", "kubelet", "device-plugin", "gfd", "gpu-operator")
+<<<<<<< HEAD
 BACKENDS = ("stand-in", "real")
 # What the node side reacts to (and, on a real server, watches).
 WATCHED = ("nodes", "pods", "configmaps", "daemonsets", "customresourcedefinitions")
 WATCHED_CRDS = ("clusterpolicies.nvidia.com",)
+=======
+# The GPU Operator's MIG manager acts only where a test asks for it: stuck-change scenarios
+# set its labels by hand and must not see it act.
+WITH_MIG_MANAGER = (*ALL_CONTROLLERS, "mig-manager")
+>>>>>>> issue-21a
 
 
 class ClusterError(AssertionError):
@@ -76,8 +84,9 @@ class SimCluster:
         backend: str = "stand-in",
         plane: ControlPlane | None = None,
     ) -> None:
-        unknown = set(controllers) - set(ALL_CONTROLLERS)
+        unknown = set(controllers) - set(WITH_MIG_MANAGER)
         if unknown:
+<<<<<<< HEAD
             raise ValueError(f"unknown controllers {sorted(unknown)}; known: {ALL_CONTROLLERS}")
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
@@ -86,6 +95,9 @@ class SimCluster:
         if self.real:
             # the real controller-manager, scheduler and KWOK do what these simulate
             controllers = [c for c in controllers if c not in ("daemonsets", "scheduler")]
+=======
+            raise ValueError(f"unknown controllers {sorted(unknown)}; known: {WITH_MIG_MANAGER}")
+>>>>>>> issue-21a
         self.controllers = tuple(controllers)
         self.server: FakeApiServer | None = None
         self.plane: ControlPlane | None = None
@@ -128,11 +140,22 @@ class SimCluster:
 
     def _wire(self, runtimes: list[PodRuntime]) -> None:
         namespace = self.layout.namespace if self.layout else "gpu-operator"
+<<<<<<< HEAD
         wanted: dict[str, Callable[[], Controller]] = {
             "daemonsets": lambda: DaemonSetController(self.store),  # type: ignore[arg-type]
             "scheduler": lambda: Scheduler(self.store),  # type: ignore[arg-type]
             "kubelet": lambda: self.kubelet,
             "gpu-operator": lambda: GpuOperator(self.store, namespace),  # type: ignore[arg-type]
+=======
+        wanted: dict[str, Controller] = {
+            "daemonsets": DaemonSetController(self.store),
+            "scheduler": Scheduler(self.store),
+            "kubelet": self.kubelet,
+            "gpu-operator": GpuOperator(
+                self.store, namespace, mig_manager="mig-manager" in self.controllers
+            ),
+            "mig-manager": MigManager(self.store, self.nodes, namespace),
+>>>>>>> issue-21a
         }
         for name, make in wanted.items():
             if name in self.controllers:

@@ -6,7 +6,10 @@ container `nvidia-device-plugin`, init `toolkit-validation`, nodeSelector
 ClusterPolicy, with `handleDevicePluginConfig`'s transform when `spec.devicePlugin.config.name`
 is set (config-manager init and sidecar, `DEFAULT_CONFIG=<default>`,
 `FALLBACK_STRATEGIES=empty`, the ConfigMap volume named after the ConfigMap, reference §3.4),
-`MIG_STRATEGY` from `spec.mig.strategy` and `spec.devicePlugin.env` on top; re-rendering whenever
+`MIG_STRATEGY` from `spec.mig.strategy` and `spec.devicePlugin.env` on top; with `mig_manager`
+(the cluster runs the MIG manager stand-in), `nvidia-mig-manager` (pods `app=nvidia-mig-manager`
+on `gpu.deploy.mig-manager=true` nodes) unless `spec.migManager.enabled` is false, its pods'
+work being migmanager.py's; re-rendering whenever
 the ClusterPolicy (or a rendered DaemonSet) changes; the node-labelling controller's
 `nvidia.com/gpu.deploy.*` labels on GPU nodes; and the ClusterPolicy's `status.state`. Must not
 simulate the operands themselves.
@@ -25,6 +28,7 @@ from tests.fakes.cluster.loop import Change
 
 Obj = dict[str, Any]
 PLUGIN_DS, GFD_DS = "nvidia-device-plugin-daemonset", "gpu-feature-discovery"
+MIG_MANAGER_DS = "nvidia-mig-manager"
 DEPLOY_LABELS = (
     "driver",
     "gpu-feature-discovery",
@@ -142,6 +146,19 @@ def render_gfd(policy: Obj, namespace: str) -> Obj:
     return _daemonset(GFD_DS, namespace, policy, pod_spec, None)
 
 
+def render_mig_manager(policy: Obj, namespace: str) -> Obj:
+    """`nvidia-mig-manager` on nodes labelled `nvidia.com/gpu.deploy.mig-manager=true`; what
+    its pod does is migmanager.py's."""
+    main = {
+        "name": "nvidia-mig-manager",
+        "image": m.PLUGIN_IMAGE.replace("k8s-device-plugin", "k8s-mig-manager"),
+        "env": [dict(m.NODE_NAME_ENV), *m.env({"CONFIG_FILE": "/mig-parted-config/config.yaml"})],
+        "securityContext": {"privileged": True},
+    }
+    pod_spec = _pod_spec(policy.get("spec") or {}, "mig-manager", "nvidia-mig-manager", main)
+    return _daemonset(MIG_MANAGER_DS, namespace, policy, pod_spec, None)
+
+
 def _pod_spec(spec: Obj, deploy: str, service_account: str, main: Obj) -> Obj:
     daemonsets = spec.get("daemonsets") or {}
     return {
@@ -203,15 +220,18 @@ class GpuOperator:
 
     name = "gpu-operator"
 
-    def __init__(self, store: Store, namespace: str = "gpu-operator") -> None:
+    def __init__(
+        self, store: Store, namespace: str = "gpu-operator", mig_manager: bool = False
+    ) -> None:
         self.store = store
         self.namespace = namespace
+        self.mig_manager = mig_manager  # render its DaemonSet (the cluster runs its stand-in)
 
     def keys_for(self, change: Change) -> Iterable[Hashable]:
         if change.resource == "clusterpolicies":
             return [("policy",)]
         if change.resource == "daemonsets" and change.namespace == self.namespace:
-            return [("policy",)] if change.name in (PLUGIN_DS, GFD_DS) else []
+            return [("policy",)] if change.name in (PLUGIN_DS, GFD_DS, MIG_MANAGER_DS) else []
         if change.resource == "nodes" and change.type != "DELETED":
             return [("node", change.name)]
         return []
@@ -233,10 +253,13 @@ class GpuOperator:
         wanted = {
             PLUGIN_DS: render_plugin(policy, self.namespace),
             GFD_DS: render_gfd(policy, self.namespace),
+            MIG_MANAGER_DS: render_mig_manager(policy, self.namespace),
         }
         enabled = {
             PLUGIN_DS: (spec.get("devicePlugin") or {}).get("enabled", True),
             GFD_DS: (spec.get("gfd") or {}).get("enabled", True),
+            MIG_MANAGER_DS: self.mig_manager
+            and (spec.get("migManager") or {}).get("enabled", True),
         }
         self._entrypoint()
         for name, ds in wanted.items():

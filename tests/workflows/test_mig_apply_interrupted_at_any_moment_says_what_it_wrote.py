@@ -1,0 +1,63 @@
+"""A `mig apply` interrupted at any request of its run, before the request is sent or after
+the server applied a write whose answer was lost, says whether it asked the node (read back
+from the node's label, not from where the code was) and exits 128 + the signal."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import signal
+
+import pytest
+
+from kubectl_gpu import cluster, errors, keys
+from kubectl_gpu.workflows import mig_apply, mig_targets
+from tests.cli.test_mig_apply_reaches_allocatable import agent_pod
+from tests.fakes.cluster import SimCluster, layouts
+from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.workflows.test_share_interrupted_at_any_moment_says_what_it_wrote import Interrupting
+
+ALL_3G = {"version": "v1", "mig-configs": {"all-3g": [
+    {"devices": "all", "mig-enabled": True, "mig-devices": {"3g.40gb": 2}}
+]}}  # fmt: skip
+
+
+@pytest.fixture
+def node(sim_cluster: MakeSimCluster) -> SimCluster:
+    cluster = sim_cluster(["gpu-1=A100-SXM4-80GB:1"], layouts.helm(env={"MIG_STRATEGY": "mixed"}))
+    agent_pod(cluster, "gpu-1")
+    return cluster
+
+
+@pytest.mark.parametrize("after", [False, True], ids=["before-sending", "answer-lost"])
+@pytest.mark.parametrize("at", range(1, 20))
+def test_an_interruption_at_any_request_tells_the_truth(
+    node: SimCluster, at: int, after: bool
+) -> None:
+    api = cluster.connect(str(node.kubeconfig))
+    fields = {f.name: getattr(api, f.name) for f in dataclasses.fields(cluster.Api)}
+    stopping = Interrupting(**fields, at=at, after=after, signum=signal.SIGINT)
+    request = mig_apply.ApplyRequest(
+        "mig.yaml", json.loads(json.dumps(ALL_3G)), "all-3g", mig_targets.Scope(("gpu-1",))
+    )
+
+    try:
+        mig_apply.run(stopping, request)
+    except errors.GpuError as e:
+        stopped: errors.GpuError | None = e
+    else:
+        stopped = None  # `at` is past the run's last request
+    asked = node.store.get("nodes", "gpu-1")["metadata"]["labels"].get(keys.MIG_DESIRED_LABEL)
+
+    if stopped is None:
+        assert asked == "all-3g"
+        return
+    assert stopped.exit_code == 130
+    if asked:
+        assert stopped.message.startswith("mig apply was interrupted after asking gpu-1")
+        assert "to undo, apply the config each had before: gpu-1: none" in stopped.hint
+    else:
+        assert (
+            stopped.message == "mig apply was interrupted before it asked any node for the config"
+        )

@@ -1,0 +1,93 @@
+"""A `share` interrupted at any request of its run (Ctrl-C, SIGTERM, the terminal closing),
+before the request is sent or after the server applied a write whose answer never came back,
+says exactly what the cluster holds (from the cluster, not from where the code was), exits
+128 + the signal, and never sends a rollback after a run that wrote nothing: that would undo
+the change before, which this run never made."""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+from typing import Any
+
+import pytest
+
+from kubectl_gpu import cluster, errors, keys
+from kubectl_gpu.sharing import rollout
+from kubectl_gpu.workflows import share
+from tests.fakes.apiserver import FakeApiServer
+from tests.workflows.test_share_workflow_on_a_static_api import NAMESPACE
+from tests.workflows.test_share_workflow_on_a_static_api import api as api  # noqa: F401
+
+CONFIGMAP = ("configmaps", "nvdp-nvidia-device-plugin-configs", NAMESPACE)
+NO_RESTART = share.Options(restart=False)
+
+
+@dataclasses.dataclass
+class Interrupting(cluster.Api):
+    """The API as seen by a process that gets `signum` at request number `at`."""
+
+    at: int = 0
+    after: bool = False  # the server applies the write; its answer is lost
+    signum: int = signal.SIGINT
+    sent: int = 0
+
+    def request(self, method: str, url: str, **kwargs: Any) -> Any:
+        self.sent += 1
+        if self.sent == self.at and not self.after:
+            self._stop()
+        answer = super().request(method, url, **kwargs)
+        if self.sent == self.at and self.after:
+            self._stop()
+        return answer
+
+    def _stop(self) -> None:
+        raise KeyboardInterrupt if self.signum == signal.SIGINT else errors.Interrupted(self.signum)
+
+
+def state(fake_apiserver: FakeApiServer) -> tuple[dict[str, str], str | None]:
+    """The ConfigMap's keys and gpu-a's config label (the key gpu-a reads)."""
+    store = fake_apiserver.store
+    labels = store.get("nodes", "gpu-a")["metadata"]["labels"]
+    return dict(store.get(*CONFIGMAP)["data"]), labels.get(keys.DEVICE_PLUGIN_CONFIG_LABEL)
+
+
+@pytest.mark.parametrize("after", [False, True], ids=["before-sending", "answer-lost"])
+@pytest.mark.parametrize("at", range(1, 24))
+def test_an_interruption_at_any_request_tells_the_truth(
+    api: cluster.Api,  # noqa: F811
+    fake_apiserver: FakeApiServer,
+    at: int,
+    after: bool,
+) -> None:
+    share.share(api, rollout.ShareRequest(replicas=2), NO_RESTART)  # the change before
+    before = state(fake_apiserver)
+    fields = {f.name: getattr(api, f.name) for f in dataclasses.fields(cluster.Api)}
+    stopping = Interrupting(**fields, at=at, after=after, signum=signal.SIGTERM)
+    request = rollout.ShareRequest(replicas=4, nodes=("gpu-a",))  # a key and a label
+
+    try:
+        share.share(stopping, request, NO_RESTART)
+    except errors.GpuError as e:
+        stopped: errors.GpuError | None = e
+    else:
+        stopped = None  # `at` is past the run's last request
+    now = state(fake_apiserver)
+
+    if stopped is None:
+        assert now != before
+        return
+    assert stopped.exit_code == 143
+    if now == before:
+        assert stopped.message.startswith("share was interrupted before it wrote anything")
+        assert "do not run `kubectl gpu share rollback` for this" in stopped.hint
+    else:
+        assert "after writing ConfigMap nvidia-device-plugin/nvdp-nvidia-device-plugin" in (
+            stopped.message
+        )
+        labelled = "node gpu-a's nvidia.com/device-plugin.config label" in stopped.message
+        assert labelled == (now[1] is not None)
+        assert "to undo, run `kubectl gpu share rollback`" in stopped.hint
+        share.rollback(api, NO_RESTART)  # as the advice says: back to the change before
+        data, label = state(fake_apiserver)
+        assert (data["any"], label) == (before[0]["any"], before[1])  # added keys stay
