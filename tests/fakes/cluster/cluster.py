@@ -50,16 +50,13 @@ if TYPE_CHECKING:
 
 Obj = dict[str, Any]
 ALL_CONTROLLERS = ("daemonsets", "scheduler", "kubelet", "device-plugin", "gfd", "gpu-operator")
-<<<<<<< HEAD
 BACKENDS = ("stand-in", "real")
 # What the node side reacts to (and, on a real server, watches).
 WATCHED = ("nodes", "pods", "configmaps", "daemonsets", "customresourcedefinitions")
 WATCHED_CRDS = ("clusterpolicies.nvidia.com",)
-=======
 # The GPU Operator's MIG manager acts only where a test asks for it: stuck-change scenarios
 # set its labels by hand and must not see it act.
 WITH_MIG_MANAGER = (*ALL_CONTROLLERS, "mig-manager")
->>>>>>> issue-21a
 
 
 class ClusterError(AssertionError):
@@ -86,8 +83,7 @@ class SimCluster:
     ) -> None:
         unknown = set(controllers) - set(WITH_MIG_MANAGER)
         if unknown:
-<<<<<<< HEAD
-            raise ValueError(f"unknown controllers {sorted(unknown)}; known: {ALL_CONTROLLERS}")
+            raise ValueError(f"unknown controllers {sorted(unknown)}; known: {WITH_MIG_MANAGER}")
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
         self.backend = backend
@@ -95,9 +91,6 @@ class SimCluster:
         if self.real:
             # the real controller-manager, scheduler and KWOK do what these simulate
             controllers = [c for c in controllers if c not in ("daemonsets", "scheduler")]
-=======
-            raise ValueError(f"unknown controllers {sorted(unknown)}; known: {WITH_MIG_MANAGER}")
->>>>>>> issue-21a
         self.controllers = tuple(controllers)
         self.server: FakeApiServer | None = None
         self.plane: ControlPlane | None = None
@@ -140,22 +133,20 @@ class SimCluster:
 
     def _wire(self, runtimes: list[PodRuntime]) -> None:
         namespace = self.layout.namespace if self.layout else "gpu-operator"
-<<<<<<< HEAD
         wanted: dict[str, Callable[[], Controller]] = {
             "daemonsets": lambda: DaemonSetController(self.store),  # type: ignore[arg-type]
             "scheduler": lambda: Scheduler(self.store),  # type: ignore[arg-type]
             "kubelet": lambda: self.kubelet,
-            "gpu-operator": lambda: GpuOperator(self.store, namespace),  # type: ignore[arg-type]
-=======
-        wanted: dict[str, Controller] = {
-            "daemonsets": DaemonSetController(self.store),
-            "scheduler": Scheduler(self.store),
-            "kubelet": self.kubelet,
-            "gpu-operator": GpuOperator(
-                self.store, namespace, mig_manager="mig-manager" in self.controllers
+            "gpu-operator": lambda: GpuOperator(
+                self.store,  # type: ignore[arg-type]
+                namespace,
+                mig_manager="mig-manager" in self.controllers,
             ),
-            "mig-manager": MigManager(self.store, self.nodes, namespace),
->>>>>>> issue-21a
+            "mig-manager": lambda: MigManager(
+                self.store,
+                self.nodes,
+                namespace,  # type: ignore[arg-type]
+            ),
         }
         for name, make in wanted.items():
             if name in self.controllers:
