@@ -16,7 +16,7 @@ import re
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
@@ -101,15 +101,57 @@ class LogTail:
 
 # The request policy, one for every command and the agent. A server that accepts no
 # connection within CONNECT_TIMEOUT, or sends nothing for READ_TIMEOUT while answering, is
-# given up on (before: about 61 s per command against a hung server). Reads (GET) are tried
+# given up on (before: about 61 s per command against a hung server); one that keeps sending
+# a byte now and then is given up on when its answer has taken ANSWER_DEADLINE, and one whose
+# answer grows past MAX_ANSWER_BYTES (a list page of unbounded size) is refused, not held in
+# memory. Reads (GET) are tried
 # once more after a refused or reset connection, a connect timeout or a 429/502/503/504 answer,
 # RETRY_PAUSE later (or the server's Retry-After, at most MAX_RETRY_PAUSE); a read timeout is
 # not retried (a hung server stays hung) and neither is a write (it may have been applied).
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 20.0
+ANSWER_DEADLINE = 60.0
+MAX_ANSWER_BYTES = 256 * 1024 * 1024
 RETRY_PAUSE = 0.5
 MAX_RETRY_PAUSE = 2.0
+_CHUNK = 64 * 1024
 _RETRY_STATUSES = frozenset({429, 502, 503, 504})
+
+
+@dataclasses.dataclass(frozen=True)
+class _Answer:
+    """One HTTP answer, read whole."""
+
+    status: int
+    reason: str
+    headers: Any
+    data: bytes
+
+
+class _TooSlow(Exception):
+    """The answer did not finish within the request's deadline."""
+
+
+class _TooLarge(Exception):
+    """The answer grew past the size a request may hold in memory."""
+
+
+def _body(raw: Any, deadline: float, limit: int) -> bytes:
+    """The answer's body, read a chunk at a time: `read1` returns what has arrived, so the
+    deadline is checked between chunks however slowly the bytes come."""
+    read = raw.read1 if hasattr(raw, "read1") else raw.read  # urllib3 < 2.3 has no read1
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = read(_CHUNK)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge(size)
+        chunks.append(chunk)
+        if time.monotonic() > deadline:
+            raise _TooSlow(size)
 
 
 @dataclasses.dataclass
@@ -122,6 +164,10 @@ class Api:
     timeout: float = READ_TIMEOUT
     namespace: str = "default"  # the context's namespace, as kubectl defaults -n to it
     connect_timeout: float = CONNECT_TIMEOUT
+    deadline: float = ANSWER_DEADLINE
+    max_answer: int = MAX_ANSWER_BYTES
+    # the credentials the kubeconfig's server URL carries, never to be printed (`redacted`)
+    secrets: tuple[str, ...] = dataclasses.field(default=(), repr=False)
 
     def request(
         self,
@@ -181,13 +227,27 @@ class Api:
                     retry = False
                     time.sleep(RETRY_PAUSE)
                     continue
-                raise _unreachable(self, e) from e
+                raise _unreachable(self, e) from None  # its text may quote the URL
+            except _TooSlow as e:
+                raise ClusterError(
+                    f"{method} {_shown(url, query)}: the API server at {self.server} did not "
+                    f"finish its answer within {self.deadline:g}s ({e.args[0]} bytes came)",
+                    hint="the server or the network to it is overloaded; try again later",
+                ) from None
+            except _TooLarge:
+                raise ClusterError(
+                    f"{method} {_shown(url, query)}: the API server's answer is larger than "
+                    f"{self.max_answer // (1024 * 1024)} MiB; it is refused rather than held "
+                    "in memory",
+                    hint="a list this large is unusual: check what the server returns "
+                    f"(kubectl get --raw '{url}?limit=1')",
+                ) from None
             except HTTPError as e:  # transport: refused, reset, timeout
                 if retry and _retriable(e):
                     retry = False
                     time.sleep(RETRY_PAUSE)
                     continue
-                raise _unreachable(self, e) from e
+                raise _unreachable(self, e) from None  # its text may quote the URL
             if retry and response.status in _RETRY_STATUSES:
                 retry = False
                 time.sleep(_retry_after(response))
@@ -195,7 +255,7 @@ class Api:
             break
         if not 200 <= response.status <= 299:
             raise _from_status(response.status, response.reason, response.data, method, url)
-        return bytes(response.data or b"")
+        return response.data
 
     def _call(
         self,
@@ -204,23 +264,27 @@ class Api:
         headers: dict[str, str],
         query: Mapping[str, str] | None,
         body: Any,
-    ) -> Any:
+    ) -> _Answer:
         params = list(query.items()) if query else None
         timeouts = (self.connect_timeout, self.timeout)
+        started = time.monotonic()
         if hasattr(self.client, "param_serialize"):  # kubernetes >= 37
             request = self.client.param_serialize(
                 method, url, query_params=params, header_params=headers, body=body,
                 auth_settings=["BearerToken"],
             )  # fmt: skip
-            response = self.client.call_api(*request, _request_timeout=timeouts)
-            response.read()
-            return response
-        # kubernetes 30-36 (what the krew archive vendors): raw urllib3 response
-        return self.client.call_api(
-            url, method, query_params=params, header_params=headers, body=body,
-            auth_settings=["BearerToken"], _preload_content=False,
-            _return_http_data_only=True, _request_timeout=timeouts,
-        )  # fmt: skip
+            raw = self.client.call_api(*request, _request_timeout=timeouts).response
+        else:  # kubernetes 30-36 (what the krew archive vendors): raw urllib3 response
+            raw = self.client.call_api(
+                url, method, query_params=params, header_params=headers, body=body,
+                auth_settings=["BearerToken"], _preload_content=False,
+                _return_http_data_only=True, _request_timeout=timeouts,
+            )  # fmt: skip
+        try:
+            data = _body(raw, started + self.deadline, self.max_answer)
+        finally:
+            raw.release_conn()
+        return _Answer(raw.status, str(raw.reason or ""), raw.headers, data)
 
     def get(self, url: str) -> Json:
         """GET one object."""
@@ -317,7 +381,43 @@ def connect(
     configuration.retries = 0  # urllib3 retries nothing: `Api._send` holds the one policy
     api_client = client.ApiClient(configuration)
     name, namespace = loaded
-    return Api(api_client, name, configuration.host, timeout, namespace)
+    host = str(configuration.host)
+    return Api(
+        api_client, name, redacted(host), timeout, namespace, secrets=_url_secrets(host)
+    )
+
+
+def redacted(url: str) -> str:
+    """A server URL as it may be printed: no `user:password@`, no query or fragment (a
+    kubeconfig may carry a token in either; kubectl prints neither)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(a server URL that cannot be read)"
+    netloc = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def _url_secrets(url: str) -> tuple[str, ...]:
+    """The parts of a server URL that may hold a credential: userinfo, query, fragment."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return (url,)
+    userinfo = parts.netloc.rpartition("@")[0]
+    return tuple(p for p in (userinfo, parts.query, parts.fragment) if p)
+
+
+def _scrubbed(text: str, secrets: tuple[str, ...]) -> str:
+    """`text` (a transport error, which may quote the URL it used) without the credentials."""
+    for secret in secrets:
+        text = text.replace(secret, "…")
+    return text
+
+
+def _shown(url: str, query: Mapping[str, str] | None) -> str:
+    """A request as messages name it: the path, with the continue token left out."""
+    return url + (f"?limit={query['limit']}" if query and "limit" in query else "")
 
 
 _SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
@@ -375,7 +475,7 @@ def _retry_after(response: Any) -> float:
 
 
 def _unreachable(api: Api, e: Exception) -> ClusterError:
-    reason = getattr(e, "reason", None) or e
+    reason = _scrubbed(str(getattr(e, "reason", None) or e), api.secrets)
     return ClusterError(
         f"cannot reach the API server at {api.server} (context {api.context!r}): {reason}",
         hint="check that the cluster is up and that --kubeconfig/--context point at it "

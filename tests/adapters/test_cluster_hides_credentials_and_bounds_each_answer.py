@@ -1,0 +1,121 @@
+"""Nothing leaked, nothing unbounded: a credential in the kubeconfig's server URL is never
+printed (every `-v` level, `--debug`), a server that drips its answer a byte at a time is given
+up on at the request's deadline, and an answer larger than a request may hold is refused."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from kubectl_gpu import cluster, errors
+from tests.adapters.test_cluster_requests_time_out_and_retry_once import RawServer
+from tests.conftest import CliResult
+from tests.fakes.apiserver import write_kubeconfig
+
+SECRETS = ("alice", "S3CRET-PASSWORD", "Q-TOKEN-42", "FRAGMENT-7")
+NODE = cluster.path("nodes", "gpu-a")
+
+
+def _credentialed(port: int, tmp_path: Path) -> Path:
+    url = f"http://alice:S3CRET-PASSWORD@127.0.0.1:{port}/?token=Q-TOKEN-42#FRAGMENT-7"
+    return write_kubeconfig(url, tmp_path / "kubeconfig")
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _everything(result: CliResult) -> str:
+    shown = result.stdout + result.stderr
+    if result.exception is not None:  # --debug: the traceback the user would see
+        shown += "".join(traceback.format_exception(result.exception))
+    return shown
+
+
+@pytest.mark.parametrize("flags", [[], ["-v", "9"], ["--debug"], ["-v", "4", "--debug"]])
+@pytest.mark.parametrize("command", [["map"], ["doctor", "gpu-pod"], ["status"]])
+def test_a_credential_in_the_server_url_is_never_printed(
+    run_cli: Callable[..., CliResult], tmp_path: Path, command: list[str], flags: list[str]
+) -> None:
+    config = _credentialed(_closed_port(), tmp_path)
+
+    result = run_cli(*command, "--kubeconfig", str(config), *flags)
+
+    shown = _everything(result)
+    assert "cannot reach the API server at http://127.0.0.1:" in shown
+    for secret in SECRETS:
+        assert secret not in shown
+
+
+def test_the_printed_server_keeps_scheme_host_port_and_path() -> None:
+    assert cluster.redacted("https://u:p@k8s.example:6443/prefix?token=x#y") == (
+        "https://k8s.example:6443/prefix"
+    )
+    assert cluster.redacted("https://[::1]:6443") == "https://[::1]:6443"
+
+
+def _drip(conn: socket.socket) -> None:
+    conn.recv(65536)
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n")
+    try:
+        for _ in range(4096):
+            conn.sendall(b" ")
+            time.sleep(0.02)
+    except OSError:
+        pass  # the client gave up and closed the connection
+
+
+def _flood(conn: socket.socket) -> None:
+    conn.recv(65536)
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
+    conn.sendall(b"Transfer-Encoding: chunked\r\n\r\n")
+    chunk = b'{"items":[' + b'{"kind":"Pod"},' * 4000
+    try:
+        while True:
+            conn.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+    except OSError:
+        pass
+
+
+@pytest.fixture
+def raw(request: pytest.FixtureRequest) -> Iterator[RawServer]:
+    server = RawServer(lambda conn: threading.Thread(target=request.param, args=(conn,)).start())
+    yield server
+    server.close()
+
+
+@pytest.mark.parametrize("raw", [_drip], indirect=True)
+def test_a_server_that_drips_its_answer_is_given_up_on_at_the_deadline(
+    raw: RawServer, tmp_path: Path
+) -> None:
+    api = cluster.connect(str(write_kubeconfig(f"http://127.0.0.1:{raw.port}", tmp_path / "k")))
+    api.deadline = 0.3  # every byte comes well within the read timeout; the whole never does
+
+    with pytest.raises(errors.ClusterError, match="did not finish its answer within 0.3s"):
+        api.get(NODE)
+    assert raw.connections == 1  # not retried: a slow server stays slow
+
+
+@pytest.mark.parametrize("raw", [_flood], indirect=True)
+def test_an_answer_larger_than_the_limit_is_refused_not_held(
+    raw: RawServer, tmp_path: Path
+) -> None:
+    api = cluster.connect(str(write_kubeconfig(f"http://127.0.0.1:{raw.port}", tmp_path / "k")))
+    api.max_answer = 1024 * 1024
+
+    with pytest.raises(errors.ClusterError, match="larger than 1 MiB"):
+        list(api.list(cluster.path("pods")))
+
+
+def test_every_request_has_a_deadline_for_its_whole_answer(tmp_path: Path) -> None:
+    api = cluster.connect(str(write_kubeconfig("http://127.0.0.1:9", tmp_path / "k")))
+    assert api.deadline == cluster.ANSWER_DEADLINE <= 120
+    assert api.max_answer == cluster.MAX_ANSWER_BYTES
