@@ -228,20 +228,6 @@ class Api:
                     time.sleep(RETRY_PAUSE)
                     continue
                 raise _unreachable(self, e) from None  # its text may quote the URL
-            except _TooSlow as e:
-                raise ClusterError(
-                    f"{method} {_shown(url, query)}: the API server at {self.server} did not "
-                    f"finish its answer within {self.deadline:g}s ({e.args[0]} bytes came)",
-                    hint="the server or the network to it is overloaded; try again later",
-                ) from None
-            except _TooLarge:
-                raise ClusterError(
-                    f"{method} {_shown(url, query)}: the API server's answer is larger than "
-                    f"{self.max_answer // (1024 * 1024)} MiB; it is refused rather than held "
-                    "in memory",
-                    hint="a list this large is unusual: check what the server returns "
-                    f"(kubectl get --raw '{url}?limit=1')",
-                ) from None
             except HTTPError as e:  # transport: refused, reset, timeout
                 if retry and _retriable(e):
                     retry = False
@@ -282,6 +268,20 @@ class Api:
             )  # fmt: skip
         try:
             data = _body(raw, started + self.deadline, self.max_answer)
+        except _TooSlow as e:
+            raise ClusterError(
+                f"{method} {_shown(url, query)}: the API server at {self.server} did not "
+                f"finish its answer within {self.deadline:g}s ({e.args[0]} bytes came)",
+                hint="the server or the network to it is overloaded; try again later",
+            ) from None
+        except _TooLarge:
+            raise ClusterError(
+                f"{method} {_shown(url, query)}: the API server's answer is larger than "
+                f"{self.max_answer // (1024 * 1024)} MiB; it is refused rather than held "
+                "in memory",
+                hint="a list this large is unusual: check what the server returns "
+                f"(kubectl get --raw '{url}?limit=1')",
+            ) from None
         finally:
             raw.release_conn()
         return _Answer(raw.status, str(raw.reason or ""), raw.headers, data)
@@ -382,9 +382,7 @@ def connect(
     api_client = client.ApiClient(configuration)
     name, namespace = loaded
     host = str(configuration.host)
-    return Api(
-        api_client, name, redacted(host), timeout, namespace, secrets=_url_secrets(host)
-    )
+    return Api(api_client, name, redacted(host), timeout, namespace, secrets=_url_secrets(host))
 
 
 def redacted(url: str) -> str:

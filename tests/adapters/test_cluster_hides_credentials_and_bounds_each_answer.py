@@ -64,7 +64,9 @@ def test_the_printed_server_keeps_scheme_host_port_and_path() -> None:
 
 def _drip(conn: socket.socket) -> None:
     conn.recv(65536)
-    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n")
+    conn.sendall(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n"
+    )
     try:
         for _ in range(4096):
             conn.sendall(b" ")
