@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
+import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
@@ -307,6 +308,14 @@ class Api:
             query["fieldSelector"] = field_selector
         while True:
             page = self.request("GET", url, query=query)
+            wrong = _not_a_list(page)
+            if wrong:
+                raise ClusterError(
+                    f"GET {_shown(url, query)}: the API server's answer is not a list of "
+                    f"objects ({wrong})",
+                    hint="is --kubeconfig pointing at a Kubernetes API server? "
+                    "(kubectl get --raw /version)",
+                )
             yield from page.get("items") or []
             token = (page.get("metadata") or {}).get("continue")
             if not token:
@@ -378,6 +387,13 @@ def connect(
             f"cannot load the cluster configuration: {e}",
             hint="pass --kubeconfig and --context, or check `kubectl config current-context`",
         ) from e
+    except (yaml.YAMLError, OSError, ValueError, LookupError, TypeError, AttributeError) as e:
+        # the client's loader reads whatever the file holds: broken YAML, a list where a
+        # mapping belongs, bytes that are not UTF-8 all reach here as Python errors
+        raise ClusterError(
+            f"cannot read the kubeconfig {_kubeconfig_name(kubeconfig)}: {_config_problem(e)}",
+            hint="check it with `kubectl config view`; pass another with --kubeconfig",
+        ) from None
     configuration.retries = 0  # urllib3 retries nothing: `Api._send` holds the one policy
     api_client = client.ApiClient(configuration)
     name, namespace = loaded
@@ -413,6 +429,24 @@ def _scrubbed(text: str, secrets: tuple[str, ...]) -> str:
     return text
 
 
+def _not_a_list(page: Any) -> str:
+    """What a list answer holds instead of a list of objects, in a few words ("" when fine)."""
+    if not isinstance(page, dict):
+        return f"a JSON {_json_type(page)}"
+    if not isinstance(page.get("metadata") or {}, dict):
+        return f"metadata is a JSON {_json_type(page['metadata'])}"
+    items = page.get("items") or []
+    if not isinstance(items, list):
+        return f"items is a JSON {_json_type(items)}"
+    wrong = [i for i in items if not isinstance(i, dict)]
+    return f"an item is a JSON {_json_type(wrong[0])}" if wrong else ""
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number"}
+    return "null" if value is None else names.get(type(value), "number")
+
+
 def _shown(url: str, query: Mapping[str, str] | None) -> str:
     """A request as messages name it: the path, with the continue token left out."""
     return url + (f"?limit={query['limit']}" if query and "limit" in query else "")
@@ -440,6 +474,25 @@ def _load(configuration: Any, kubeconfig: str | None, context: str | None) -> tu
     chosen = next((c for c in contexts if c.get("name") == context), active) if context else active
     namespace = str((chosen.get("context") or {}).get("namespace") or "default")
     return str(chosen.get("name", "")), namespace
+
+
+def _kubeconfig_name(kubeconfig: str | None) -> str:
+    """The file(s) the client read, as kubectl would: --kubeconfig, $KUBECONFIG, the default."""
+    import os
+
+    return kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+
+
+def _config_problem(e: Exception) -> str:
+    if isinstance(e, yaml.MarkedYAMLError) and e.problem_mark is not None:
+        return f"line {e.problem_mark.line + 1}: not valid YAML ({e.problem})"
+    if isinstance(e, yaml.YAMLError):
+        return "not valid YAML"
+    if isinstance(e, UnicodeDecodeError):
+        return f"not UTF-8 text (byte {e.start})"
+    if isinstance(e, OSError):
+        return e.strerror or str(e)
+    return f"not a kubeconfig (apiVersion: v1, kind: Config, clusters, contexts, users): {e}"
 
 
 def _pod_namespace() -> str:

@@ -9,6 +9,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,63 @@ def test_every_request_has_a_deadline_for_its_whole_answer(tmp_path: Path) -> No
     api = cluster.connect(str(write_kubeconfig("http://127.0.0.1:9", tmp_path / "k")))
     assert api.deadline == cluster.ANSWER_DEADLINE <= 120
     assert api.max_answer == cluster.MAX_ANSWER_BYTES
+
+
+class _Odd(BaseHTTPRequestHandler):
+    body = b"{}"
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(_Odd.body)))
+        self.end_headers()
+        self.wfile.write(_Odd.body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        (b'{"items": ["gpu-a", "gpu-b"]}', "an item is a JSON string"),
+        (b'{"items": [null]}', "an item is a JSON null"),
+        (b'{"items": {"a": 1}}', "items is a JSON object"),
+        (b'{"items": [], "metadata": "x"}', "metadata is a JSON string"),
+        (b"[1, 2]", "a JSON array"),
+    ],
+)
+def test_list_items_of_the_wrong_type_are_a_cluster_error(
+    tmp_path: Path, body: bytes, said: str
+) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Odd)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    _Odd.body = body
+    try:
+        config = write_kubeconfig(f"http://127.0.0.1:{server.server_address[1]}", tmp_path / "k")
+        api = cluster.connect(str(config))
+        with pytest.raises(errors.ClusterError, match=f"not a list of objects \\({said}\\)"):
+            list(api.list(cluster.path("nodes")))
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (b"apiVersion: v1\nclusters: [\n", "line 3: not valid YAML"),
+        (b"- a\n- b\n", "not a kubeconfig"),
+        (b"\x00\xff\xfe", "not UTF-8 text"),
+    ],
+)
+def test_a_malformed_kubeconfig_is_named_not_a_crash(
+    run_cli: Callable[..., CliResult], tmp_path: Path, text: bytes, said: str
+) -> None:
+    config = tmp_path / "my-kubeconfig"
+    config.write_bytes(text)
+
+    result = run_cli("map", "--kubeconfig", str(config))
+
+    assert result.exit_code == 1 and result.exception is None, result.stderr
+    assert f"error: cannot read the kubeconfig {config}: {said}" in result.stderr
