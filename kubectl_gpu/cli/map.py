@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kubectl_gpu.cli import render
+from kubectl_gpu.cli import inputs, render
 from kubectl_gpu.cli.render import Column
 from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
 from kubectl_gpu.errors import InputError, KubeletError, UsageError, printable
@@ -144,6 +144,7 @@ def _read_checkpoint(source: str) -> CheckpointContents:
         data = sys.stdin.buffer.read(kubelet.MAX_CHECKPOINT_BYTES + 1)
         contents = kubelet.parse_checkpoint(data, "<stdin>")
     else:
+        inputs.refuse_special(source)
         contents = kubelet.read_checkpoint(Path(source))
     for warning in contents.warnings:
         log.warning("warning: %s", warning)
@@ -161,6 +162,7 @@ def _read_pods(source: str) -> tuple[allocations.PodRef, ...]:
         if source == STDIN:
             data = sys.stdin.buffer.read(MAX_PODS_BYTES + 1)
         else:
+            inputs.refuse_special(source)
             with open(source, "rb") as stream:
                 data = stream.read(MAX_PODS_BYTES + 1)
     except OSError as e:
