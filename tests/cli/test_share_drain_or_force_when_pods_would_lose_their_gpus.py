@@ -119,3 +119,29 @@ def test_running_it_again_once_the_budget_allows_resumes_and_gives_the_node_back
     assert not node["spec"].get("unschedulable")  # the earlier run's cordon, given back
     assert keys.DRAIN_ANNOTATION not in node["metadata"].get("annotations", {})
     assert used.allocatable("gpu-a", "nvidia.com/gpu.shared") == 2
+
+
+def test_mig_recover_undoes_a_stopped_share_drain_without_a_mig_failure(
+    run_cli: Run, used: SimCluster
+) -> None:
+    used.store.create(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "train-pdb", "namespace": "default"},
+            "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "train"}}},
+        }
+    )
+    assert share(run_cli, used, *RENAME, "--drain", "--drain-timeout", "0.3s").exit_code == 1
+
+    undo = run_cli("--kubeconfig", str(used.kubeconfig), "mig", "recover", "gpu-a")
+
+    assert undo.exit_code == 0, undo.stderr
+    header, row = undo.stdout.splitlines()
+    assert "RESTORED" in header and "uncordoned" in row, undo.stdout  # the table says what
+    node = used.store.get("nodes", "gpu-a")
+    assert not node["spec"].get("unschedulable")
+    annotations, labels = node["metadata"].get("annotations", {}), node["metadata"]["labels"]
+    assert keys.DRAIN_ANNOTATION not in annotations
+    assert keys.MIG_REASON_ANNOTATION not in annotations  # no MIG change had begun
+    assert keys.MIG_STATE_LABEL not in labels and keys.MIG_CONFIG_STATE_LABEL not in labels
