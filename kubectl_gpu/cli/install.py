@@ -119,7 +119,8 @@ def install(settings: Settings, dry_run: str, **flags: Any) -> None:
 @pass_settings
 def uninstall(settings: Settings, mode: str | None, dry_run: str) -> None:
     """Delete the agent, the device plugin bundle, RBAC, policy, CRD (and so every report) and
-    our namespace, in reverse order; then remove our kubectl-gpu.io/ keys from the nodes.
+    our namespace, in reverse order; then remove our kubectl-gpu.io/ keys from the nodes, and
+    create again the device plugin DaemonSet that `install --replace-plugin` deleted.
 
     \b
     Examples:
@@ -137,7 +138,12 @@ def uninstall(settings: Settings, mode: str | None, dry_run: str) -> None:
     if mode is not None:
         options = dataclasses.replace(options, mode=cast("bundle.Mode", mode))
     objects = bundle.render(options)
-    _emit(workflow.uninstall(api, objects, dry_run), settings, dry_run)  # type: ignore[arg-type]
+    kept = workflow.kept_plugins(api, options.namespace)  # read before the namespace goes
+    outcomes = workflow.uninstall(api, objects, dry_run)  # type: ignore[arg-type]
+    try:
+        outcomes += workflow.restore(api, kept, dry_run)  # type: ignore[arg-type]
+    finally:
+        _emit(outcomes, settings, dry_run)
 
 
 @click.command(short_help="Show whether every part of the install is there and Ready.")
