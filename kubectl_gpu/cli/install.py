@@ -187,6 +187,12 @@ def _summarise(found: Any) -> None:
     for node, reason in found.nodes_without_gpus:
         click.echo(f"node {node}: {reason}", err=True)
     bad = [p for p in found.parts if p.state != "ok"]
+    if not found.installed_version:
+        raise GpuError(
+            f"kubectl-gpu is not installed in namespace {found.namespace}",
+            hint=f"`kubectl gpu install` installs it in {found.mode} mode here "
+            f"({len(found.parts)} parts; `kubectl gpu install --dry-run` lists them)",
+        )
     if found.healthy:
         click.echo(
             f"kubectl-gpu {found.installed_version} ({found.mode}): all {len(found.parts)} "
