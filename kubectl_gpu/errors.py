@@ -59,10 +59,11 @@ class GpuError(Exception):
 
     exit_code: ExitCode = ExitCode.ERROR
 
-    def __init__(self, message: str, *, hint: str = "") -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, hint: str = "", details: tuple[str, ...] = ()) -> None:
+        super().__init__("\n  - ".join((message, *details)))
         self.message = message
         self.hint = hint
+        self.details = details  # one line each under the message (a list of problems)
 
 
 class UsageError(GpuError):

@@ -123,10 +123,10 @@ def _list(api: cluster.Api, resource: str) -> list[Json]:
 def check(plan: preflight.Plan) -> preflight.Plan:
     """`plan`, or one GpuError listing every problem (nothing has been written yet)."""
     if plan.problems:
-        lines = "\n".join(f"  - {p}" for p in plan.problems)
         raise GpuError(
-            f"pre-flight found {len(plan.problems)} problem(s); nothing was written:\n{lines}",
+            f"pre-flight found {len(plan.problems)} problem(s); nothing was written:",
             hint="fix them, or choose with the flags each one names",
+            details=tuple(plan.problems),
         )
     return plan
 

@@ -162,4 +162,6 @@ def to_dict(row: NodeStatus) -> dict[str, Any]:
 
 def document(rows: list[NodeStatus]) -> dict[str, Any]:
     """`kind: MigStatus`, as schemas/mig-status.v1.json describes it."""
-    return {"apiVersion": API_VERSION, "kind": "MigStatus", "nodes": [to_dict(r) for r in rows]}
+    nodes = [to_dict(r) for r in rows]
+    # `items`, as every list; `nodes` (its first name) stays for v1 readers
+    return {"apiVersion": API_VERSION, "kind": "MigStatus", "items": nodes, "nodes": nodes}
