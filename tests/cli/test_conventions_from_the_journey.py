@@ -78,3 +78,16 @@ def test_a_multi_line_error_prints_real_lines(run_cli: Run, cluster: SimCluster)
     assert result.exit_code == 1
     assert "\\n" not in result.stderr
     assert any(line.startswith("  - ") for line in result.stderr.splitlines()), result.stderr
+
+
+@pytest.mark.parametrize("dry_run", [[], ["--dry-run"]])
+def test_mps_under_the_gpu_operator_does_not_warn_about_its_own_config(
+    run_cli: Run, cluster: SimCluster, dry_run: list[str]
+) -> None:
+    # the operator's plugin has MPS_ROOT in its environment: no flags.mpsRoot is needed
+    result = _gpu(run_cli, cluster, "share", "--mps", "--replicas", "2", *dry_run)
+
+    assert result.exit_code == 0, result.stderr
+    assert "mps-root-missing" not in result.stderr and "warning" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == len(set(lines)), result.stderr  # nothing said twice
