@@ -4,8 +4,14 @@ node to wait for, and an untolerated taint the scheduler's own event names is re
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from kubectl_gpu.doctor import facts, health, scheduler
+from tests.conftest import CliResult
 from tests.doctor.builders import GPU_TAINT, node, pod
+from tests.fakes.cluster import NodeSpec, layouts
+from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.fakes.cluster.fixture import sim_cluster as sim_cluster  # noqa: F401
 
 PRODUCT = "nvidia.com/gpu.product"
 
@@ -72,3 +78,24 @@ def test_an_untolerated_taint_named_by_the_scheduler_is_reported() -> None:
     [named] = [d for d in found if "dedicated" in d.message]
     assert "untolerated taint dedicated=training" in named.message
     assert "tolerations" in named.fix
+
+
+def test_share_show_and_doctor_find_no_false_problem_on_an_all_mig_node(
+    run_cli: Callable[..., CliResult],
+    sim_cluster: MakeSimCluster,  # noqa: F811
+) -> None:
+    spec = NodeSpec(
+        "gpu-a", "A100-SXM4-80GB", 2, gpu_taint=True,
+        mig={0: ["3g.40gb", "3g.40gb"], 1: ["3g.40gb", "3g.40gb"]},
+    )  # fmt: skip
+    cluster = sim_cluster([spec], layouts.gpu_operator(mig_strategy="mixed"))
+    cluster.settle(10)
+    gpu = ("--kubeconfig", str(cluster.kubeconfig))
+
+    shown = run_cli(*gpu, "share", "show", "-o", "json")
+    doctor = run_cli(*gpu, "doctor", "-o", "json")
+
+    [row] = shown.json["nodes"]
+    assert row["problems"] == [], row
+    assert doctor.exit_code == 0, doctor.stdout
+    assert not [d for d in doctor.json["diagnoses"] if d["severity"] != "info"], doctor.stdout
