@@ -39,7 +39,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "mig": (
         "kubectl_gpu.cli.mig",
         "mig",
-        "Check MIG layouts against GPU models before they reach a node.",
+        "Partition GPUs with MIG: check, apply, follow and recover layouts.",
     ),
     "map": (
         "kubectl_gpu.cli.map",

@@ -48,8 +48,9 @@ def _dry_run_option(f: F) -> F:
 @click.option(
     "--mode",
     type=click.Choice(["bundle", "operator"]),
-    help="bundle: also NVIDIA's device plugin, configured per node; operator: only the agent, "
-    "beside the device plugin that runs (the GPU Operator's, or a Helm/static one). "
+    help="What to install. operator: only the node agent, beside the device plugin already "
+    "running (the GPU Operator's, or a Helm/static one). bundle: the agent and our own NVIDIA "
+    "device plugin DaemonSet, configured per node by `kubectl gpu share`. "
     "Default: operator where a device plugin runs, else bundle.",
 )
 @click.option(

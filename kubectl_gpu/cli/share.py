@@ -78,8 +78,10 @@ def _rollout_options(f: F) -> F:
             default="none",
             is_flag=False,
             flag_value="client",
-            help="client: print the objects that would be written; server: have the "
-            "API server check them too. Nothing is written.",
+            help="Change nothing; say what the change would do: each node's capacity before "
+            "and after, the running pods that would lose their GPU, and the ConfigMap keys "
+            "and node labels it would write (client: checked here; server: the API server "
+            "checks the objects too).",
         ),
         click.option(
             "--diff",

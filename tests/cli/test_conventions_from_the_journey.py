@@ -91,3 +91,20 @@ def test_mps_under_the_gpu_operator_does_not_warn_about_its_own_config(
     assert "mps-root-missing" not in result.stderr and "warning" not in result.stderr
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == len(set(lines)), result.stderr  # nothing said twice
+
+
+@pytest.mark.parametrize(
+    ("command", "says"),
+    [
+        (["mig"], ["apply a", "status", "recover"]),
+        (["share", "show"], ["how each GPU node shares its GPUs", "Changes nothing"]),
+        (["share"], ["--dry-run", "Change nothing; say what the change would do"]),
+        (["install"], ["operator: only the node agent", "bundle: the agent and our own"]),
+    ],
+)
+def test_help_says_what_each_command_does(
+    run_cli: Run, command: list[str], says: list[str]
+) -> None:
+    shown = " ".join(run_cli(*command, "--help").stdout.split())  # as one line: no wrapping
+    for words in says:
+        assert words in shown, shown
