@@ -13,6 +13,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import socket
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -156,6 +158,66 @@ def _body(raw: Any, deadline: float, limit: int) -> bytes:
 
 
 @dataclasses.dataclass
+class _Watch:
+    """One request's deadline (time.monotonic), and whether the connection was cut at it."""
+
+    at: float
+    expired: bool = False
+
+
+class _Watching(threading.local):
+    current: _Watch | None = None
+
+
+_WATCHING = _Watching()  # the request this thread is sending now
+
+
+def _cut(sock: socket.socket, watch: _Watch) -> None:
+    watch.expired = True
+    try:
+        sock.shutdown(socket.SHUT_RDWR)  # the blocked read returns: the request fails now
+    except OSError:
+        pass
+
+
+def _watched(base: Any) -> Any:
+    """`base` (urllib3's connection class) whose wait for the status line and headers ends at
+    the request's deadline: the socket's read timeout alone lets a server that sends a byte
+    now and then hold a command for ever."""
+
+    class Watched(base):  # type: ignore[misc,valid-type]
+        def getresponse(self, *args: Any, **kwargs: Any) -> Any:
+            watch = _WATCHING.current
+            if watch is None or self.sock is None:
+                return super().getresponse(*args, **kwargs)
+            timer = threading.Timer(max(0.0, watch.at - time.monotonic()), _cut,
+                                    (self.sock, watch))  # fmt: skip
+            timer.daemon = True
+            timer.start()
+            try:
+                return super().getresponse(*args, **kwargs)
+            finally:
+                timer.cancel()
+
+    return Watched
+
+
+def _pools(pool_manager: Any) -> None:
+    """Make every connection the client opens a watched one."""
+    import urllib3
+
+    classes = {}
+    for scheme, pool in (
+        ("http", urllib3.HTTPConnectionPool),
+        ("https", urllib3.HTTPSConnectionPool),
+    ):
+        classes[scheme] = type(
+            pool.__name__, (pool,), {"ConnectionCls": _watched(pool.ConnectionCls)}
+        )
+    pool_manager.pool_classes_by_scheme = classes
+
+
+@dataclasses.dataclass
 class Api:
     """A connection to one API server, as one kubeconfig context describes it."""
 
@@ -254,27 +316,31 @@ class Api:
     ) -> _Answer:
         params = list(query.items()) if query else None
         timeouts = (self.connect_timeout, self.timeout)
-        started = time.monotonic()
-        if hasattr(self.client, "param_serialize"):  # kubernetes >= 37
-            request = self.client.param_serialize(
-                method, url, query_params=params, header_params=headers, body=body,
-                auth_settings=["BearerToken"],
-            )  # fmt: skip
-            raw = self.client.call_api(*request, _request_timeout=timeouts).response
-        else:  # kubernetes 30-36 (what the krew archive vendors): raw urllib3 response
-            raw = self.client.call_api(
-                url, method, query_params=params, header_params=headers, body=body,
-                auth_settings=["BearerToken"], _preload_content=False,
-                _return_http_data_only=True, _request_timeout=timeouts,
-            )  # fmt: skip
+        watch = _Watch(time.monotonic() + self.deadline)
+        _WATCHING.current = watch  # the connection cuts a status line or headers that drip
         try:
-            data = _body(raw, started + self.deadline, self.max_answer)
+            if hasattr(self.client, "param_serialize"):  # kubernetes >= 37
+                request = self.client.param_serialize(
+                    method, url, query_params=params, header_params=headers, body=body,
+                    auth_settings=["BearerToken"],
+                )  # fmt: skip
+                raw = self.client.call_api(*request, _request_timeout=timeouts).response
+            else:  # kubernetes 30-36 (what the krew archive vendors): raw urllib3 response
+                raw = self.client.call_api(
+                    url, method, query_params=params, header_params=headers, body=body,
+                    auth_settings=["BearerToken"], _preload_content=False,
+                    _return_http_data_only=True, _request_timeout=timeouts,
+                )  # fmt: skip
+        except (HTTPError, ApiException):
+            if watch.expired:
+                raise self._too_slow(method, url, query, 0) from None
+            raise
+        finally:
+            _WATCHING.current = None
+        try:
+            data = _body(raw, watch.at, self.max_answer)
         except _TooSlow as e:
-            raise ClusterError(
-                f"{method} {_shown(url, query)}: the API server at {self.server} did not "
-                f"finish its answer within {self.deadline:g}s ({e.args[0]} bytes came)",
-                hint="the server or the network to it is overloaded; try again later",
-            ) from None
+            raise self._too_slow(method, url, query, e.args[0]) from None
         except _TooLarge:
             raise ClusterError(
                 f"{method} {_shown(url, query)}: the API server's answer is larger than "
@@ -285,7 +351,18 @@ class Api:
             ) from None
         finally:
             raw.release_conn()
+        if watch.expired:  # cut mid-headers, the answer can look whole (and empty)
+            raise self._too_slow(method, url, query, len(data))
         return _Answer(raw.status, str(raw.reason or ""), raw.headers, data)
+
+    def _too_slow(
+        self, method: str, url: str, query: Mapping[str, str] | None, came: int
+    ) -> ClusterError:
+        return ClusterError(
+            f"{method} {_shown(url, query)}: the API server at {self.server} did not finish "
+            f"its answer within {self.deadline:g}s ({came} bytes of its body came)",
+            hint="the server or the network to it is overloaded; try again later",
+        )
 
     def get(self, url: str) -> Json:
         """GET one object."""
@@ -396,6 +473,7 @@ def connect(
         ) from None
     configuration.retries = 0  # urllib3 retries nothing: `Api._send` holds the one policy
     api_client = client.ApiClient(configuration)
+    _pools(api_client.rest_client.pool_manager)
     name, namespace = loaded
     host = str(configuration.host)
     return Api(api_client, name, redacted(host), timeout, namespace, secrets=_url_secrets(host))

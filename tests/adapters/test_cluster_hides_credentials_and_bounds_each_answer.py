@@ -76,6 +76,17 @@ def _drip(conn: socket.socket) -> None:
         pass  # the client gave up and closed the connection
 
 
+def _drip_headers(conn: socket.socket) -> None:
+    conn.recv(65536)
+    try:
+        conn.sendall(b"HTTP/1.1 200 OK\r\n")
+        for _ in range(4096):
+            conn.sendall(b"X")  # one header line that never ends
+            time.sleep(0.02)
+    except OSError:
+        pass
+
+
 def _flood(conn: socket.socket) -> None:
     conn.recv(65536)
     conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
@@ -95,7 +106,7 @@ def raw(request: pytest.FixtureRequest) -> Iterator[RawServer]:
     server.close()
 
 
-@pytest.mark.parametrize("raw", [_drip], indirect=True)
+@pytest.mark.parametrize("raw", [_drip, _drip_headers], indirect=True)
 def test_a_server_that_drips_its_answer_is_given_up_on_at_the_deadline(
     raw: RawServer, tmp_path: Path
 ) -> None:
