@@ -105,12 +105,12 @@ class LogTail:
 # The request policy, one for every command and the agent. A server that accepts no
 # connection within CONNECT_TIMEOUT, or sends nothing for READ_TIMEOUT while answering, is
 # given up on (before: about 61 s per command against a hung server); one that keeps sending
-# a byte now and then is given up on when its answer has taken ANSWER_DEADLINE, and one whose
-# answer grows past MAX_ANSWER_BYTES (a list page of unbounded size) is refused, not held in
-# memory. Reads (GET) are tried
-# once more after a refused or reset connection, a connect timeout or a 429/502/503/504 answer,
-# RETRY_PAUSE later (or the server's Retry-After, at most MAX_RETRY_PAUSE); a read timeout is
-# not retried (a hung server stays hung) and neither is a write (it may have been applied).
+# a byte now and then (headers or body) is given up on when its answer has taken
+# ANSWER_DEADLINE, and one whose answer grows past MAX_ANSWER_BYTES (a list page of unbounded
+# size) is refused, not held in memory. Reads (GET) are tried once more after a refused or
+# reset connection, a connect timeout or a 429/502/503/504 answer, RETRY_PAUSE later (or the
+# server's Retry-After, at most MAX_RETRY_PAUSE); a read timeout or a passed deadline is not
+# retried (a hung server stays hung) and neither is a write (it may have been applied).
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 20.0
 ANSWER_DEADLINE = 60.0

@@ -355,9 +355,11 @@ def _as_found(
         if selection.covered:
             continue
         gpu = state.gpu(selection.gpu.index)
-        counts = Counter(
-            profiles.parse(ci.profile) for gi in gpu.gpu_instances for ci in gi.compute_instances
-        )
+        names = [ci.profile for gi in gpu.gpu_instances for ci in gi.compute_instances]
+        try:
+            counts = Counter(profiles.parse(name) for name in names)
+        except profiles.ProfileError as e:
+            raise errors.GpuError(f"GPU {gpu.index} (not in the config) shows {e}") from e
         enabled = gpu.mig_capable and gpu.mode_current
         found.append(MigDeviceSpec((gpu.index,), (), enabled, tuple(counts.items())))
     return found
