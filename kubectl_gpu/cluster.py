@@ -185,7 +185,7 @@ def _watched(base: Any) -> Any:
     the request's deadline: the socket's read timeout alone lets a server that sends a byte
     now and then hold a command for ever."""
 
-    class Watched(base):  # type: ignore[misc,valid-type]
+    class Watched(base):  # type: ignore[misc]
         def getresponse(self, *args: Any, **kwargs: Any) -> Any:
             watch = _WATCHING.current
             if watch is None or self.sock is None:
