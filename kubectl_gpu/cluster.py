@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import re
 import socket
 import threading
@@ -28,6 +29,7 @@ from urllib3.exceptions import HTTPError, ReadTimeoutError
 
 from kubectl_gpu.errors import ClusterError
 
+log = logging.getLogger(__name__)
 Json = dict[str, Any]
 PAGE_SIZE = 500
 _MAX_BODY_IN_MESSAGE = 256
@@ -277,6 +279,7 @@ class Api:
     ) -> bytes:
         retry = method == "GET"
         while True:
+            started = time.monotonic()
             try:
                 response = self._call(method, url, headers, query, body)
             except ApiException as e:
@@ -302,6 +305,10 @@ class Api:
                 time.sleep(_retry_after(response))
                 continue
             break
+        # -v 4 (debug): each request as it is answered, as kubectl -v 6 shows them (the path
+        # only: the server, and what its URL may carry, is never in a log line)
+        log.debug("%s %s: %d %s in %.0f ms", method, _shown(url, query), response.status,
+                  response.reason, 1000 * (time.monotonic() - started))  # fmt: skip
         if not 200 <= response.status <= 299:
             raise _from_status(response.status, response.reason, response.data, method, url)
         return response.data

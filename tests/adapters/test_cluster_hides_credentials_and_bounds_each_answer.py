@@ -17,7 +17,7 @@ import pytest
 from kubectl_gpu import cluster, errors
 from tests.adapters.test_cluster_requests_time_out_and_retry_once import RawServer
 from tests.conftest import CliResult
-from tests.fakes.apiserver import write_kubeconfig
+from tests.fakes.apiserver import FakeApiServer, write_kubeconfig
 
 SECRETS = ("alice", "S3CRET-PASSWORD", "Q-TOKEN-42", "FRAGMENT-7")
 NODE = cluster.path("nodes", "gpu-a")
@@ -193,3 +193,19 @@ def test_a_malformed_kubeconfig_is_named_not_a_crash(
 
     assert result.exit_code == 1 and result.exception is None, result.stderr
     assert f"error: cannot read the kubeconfig {config}: {said}" in result.stderr
+
+
+def test_v4_prints_each_request_as_it_is_answered_and_no_credential(
+    run_cli: Callable[..., CliResult], fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    url = fake_apiserver.url.replace("http://", "http://alice:S3CRET-PASSWORD@")
+    config = write_kubeconfig(url, tmp_path / "kubeconfig")
+
+    quiet = run_cli("doctor", "--kubeconfig", str(config))
+    loud = run_cli("doctor", "--kubeconfig", str(config), "-v", "4")
+
+    assert loud.exit_code == quiet.exit_code and loud.exception is None, loud.stderr
+    assert "GET /api/v1/nodes?limit=500: 200" not in quiet.stderr
+    assert "GET /api/v1/nodes?limit=500: 200 OK in " in loud.stderr
+    for secret in ("alice", "S3CRET-PASSWORD"):
+        assert secret not in loud.stdout + loud.stderr
