@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import re
+import socket
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit, urlunsplit
 
+import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
@@ -25,6 +29,7 @@ from urllib3.exceptions import HTTPError, ReadTimeoutError
 
 from kubectl_gpu.errors import ClusterError
 
+log = logging.getLogger(__name__)
 Json = dict[str, Any]
 PAGE_SIZE = 500
 _MAX_BODY_IN_MESSAGE = 256
@@ -101,15 +106,117 @@ class LogTail:
 
 # The request policy, one for every command and the agent. A server that accepts no
 # connection within CONNECT_TIMEOUT, or sends nothing for READ_TIMEOUT while answering, is
-# given up on (before: about 61 s per command against a hung server). Reads (GET) are tried
-# once more after a refused or reset connection, a connect timeout or a 429/502/503/504 answer,
-# RETRY_PAUSE later (or the server's Retry-After, at most MAX_RETRY_PAUSE); a read timeout is
-# not retried (a hung server stays hung) and neither is a write (it may have been applied).
+# given up on (before: about 61 s per command against a hung server); one that keeps sending
+# a byte now and then (headers or body) is given up on when its answer has taken
+# ANSWER_DEADLINE, and one whose answer grows past MAX_ANSWER_BYTES (a list page of unbounded
+# size) is refused, not held in memory. Reads (GET) are tried once more after a refused or
+# reset connection, a connect timeout or a 429/502/503/504 answer, RETRY_PAUSE later (or the
+# server's Retry-After, at most MAX_RETRY_PAUSE); a read timeout or a passed deadline is not
+# retried (a hung server stays hung) and neither is a write (it may have been applied).
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 20.0
+ANSWER_DEADLINE = 60.0
+MAX_ANSWER_BYTES = 256 * 1024 * 1024
 RETRY_PAUSE = 0.5
 MAX_RETRY_PAUSE = 2.0
+_CHUNK = 64 * 1024
 _RETRY_STATUSES = frozenset({429, 502, 503, 504})
+
+
+@dataclasses.dataclass(frozen=True)
+class _Answer:
+    """One HTTP answer, read whole."""
+
+    status: int
+    reason: str
+    headers: Any
+    data: bytes
+
+
+class _TooSlow(Exception):
+    """The answer did not finish within the request's deadline."""
+
+
+class _TooLarge(Exception):
+    """The answer grew past the size a request may hold in memory."""
+
+
+def _body(raw: Any, deadline: float, limit: int) -> bytes:
+    """The answer's body, read a chunk at a time: `read1` returns what has arrived, so the
+    deadline is checked between chunks however slowly the bytes come."""
+    read = raw.read1 if hasattr(raw, "read1") else raw.read  # urllib3 < 2.3 has no read1
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = read(_CHUNK)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge(size)
+        chunks.append(chunk)
+        if time.monotonic() > deadline:
+            raise _TooSlow(size)
+
+
+@dataclasses.dataclass
+class _Watch:
+    """One request's deadline (time.monotonic), and whether the connection was cut at it."""
+
+    at: float
+    expired: bool = False
+
+
+class _Watching(threading.local):
+    current: _Watch | None = None
+
+
+_WATCHING = _Watching()  # the request this thread is sending now
+
+
+def _cut(sock: socket.socket, watch: _Watch) -> None:
+    watch.expired = True
+    try:
+        sock.shutdown(socket.SHUT_RDWR)  # the blocked read returns: the request fails now
+    except OSError:
+        pass
+
+
+def _watched(base: Any) -> Any:
+    """`base` (urllib3's connection class) whose wait for the status line and headers ends at
+    the request's deadline: the socket's read timeout alone lets a server that sends a byte
+    now and then hold a command for ever."""
+
+    class Watched(base):  # type: ignore[misc]
+        def getresponse(self, *args: Any, **kwargs: Any) -> Any:
+            watch = _WATCHING.current
+            if watch is None or self.sock is None:
+                return super().getresponse(*args, **kwargs)
+            timer = threading.Timer(max(0.0, watch.at - time.monotonic()), _cut,
+                                    (self.sock, watch))  # fmt: skip
+            timer.daemon = True
+            timer.start()
+            try:
+                return super().getresponse(*args, **kwargs)
+            finally:
+                timer.cancel()
+
+    return Watched
+
+
+def _pools(pool_manager: Any) -> None:
+    """Make every connection the client opens a watched one."""
+    import urllib3
+
+    classes = {}
+    for scheme, pool in (
+        ("http", urllib3.HTTPConnectionPool),
+        ("https", urllib3.HTTPSConnectionPool),
+    ):
+        classes[scheme] = type(
+            pool.__name__, (pool,), {"ConnectionCls": _watched(pool.ConnectionCls)}
+        )
+    pool_manager.pool_classes_by_scheme = classes
 
 
 @dataclasses.dataclass
@@ -122,6 +229,10 @@ class Api:
     timeout: float = READ_TIMEOUT
     namespace: str = "default"  # the context's namespace, as kubectl defaults -n to it
     connect_timeout: float = CONNECT_TIMEOUT
+    deadline: float = ANSWER_DEADLINE
+    max_answer: int = MAX_ANSWER_BYTES
+    # the credentials the kubeconfig's server URL carries, never to be printed (`redacted`)
+    secrets: tuple[str, ...] = dataclasses.field(default=(), repr=False)
 
     def request(
         self,
@@ -168,6 +279,7 @@ class Api:
     ) -> bytes:
         retry = method == "GET"
         while True:
+            started = time.monotonic()
             try:
                 response = self._call(method, url, headers, query, body)
             except ApiException as e:
@@ -181,21 +293,25 @@ class Api:
                     retry = False
                     time.sleep(RETRY_PAUSE)
                     continue
-                raise _unreachable(self, e) from e
+                raise _unreachable(self, e) from None  # its text may quote the URL
             except HTTPError as e:  # transport: refused, reset, timeout
                 if retry and _retriable(e):
                     retry = False
                     time.sleep(RETRY_PAUSE)
                     continue
-                raise _unreachable(self, e) from e
+                raise _unreachable(self, e) from None  # its text may quote the URL
             if retry and response.status in _RETRY_STATUSES:
                 retry = False
                 time.sleep(_retry_after(response))
                 continue
             break
+        # -v 4 (debug): each request as it is answered, as kubectl -v 6 shows them (the path
+        # only: the server, and what its URL may carry, is never in a log line)
+        log.debug("%s %s: %d %s in %.0f ms", method, _shown(url, query), response.status,
+                  response.reason, 1000 * (time.monotonic() - started))  # fmt: skip
         if not 200 <= response.status <= 299:
             raise _from_status(response.status, response.reason, response.data, method, url)
-        return bytes(response.data or b"")
+        return response.data
 
     def _call(
         self,
@@ -204,23 +320,56 @@ class Api:
         headers: dict[str, str],
         query: Mapping[str, str] | None,
         body: Any,
-    ) -> Any:
+    ) -> _Answer:
         params = list(query.items()) if query else None
         timeouts = (self.connect_timeout, self.timeout)
-        if hasattr(self.client, "param_serialize"):  # kubernetes >= 37
-            request = self.client.param_serialize(
-                method, url, query_params=params, header_params=headers, body=body,
-                auth_settings=["BearerToken"],
-            )  # fmt: skip
-            response = self.client.call_api(*request, _request_timeout=timeouts)
-            response.read()
-            return response
-        # kubernetes 30-36 (what the krew archive vendors): raw urllib3 response
-        return self.client.call_api(
-            url, method, query_params=params, header_params=headers, body=body,
-            auth_settings=["BearerToken"], _preload_content=False,
-            _return_http_data_only=True, _request_timeout=timeouts,
-        )  # fmt: skip
+        watch = _Watch(time.monotonic() + self.deadline)
+        _WATCHING.current = watch  # the connection cuts a status line or headers that drip
+        try:
+            if hasattr(self.client, "param_serialize"):  # kubernetes >= 37
+                request = self.client.param_serialize(
+                    method, url, query_params=params, header_params=headers, body=body,
+                    auth_settings=["BearerToken"],
+                )  # fmt: skip
+                raw = self.client.call_api(*request, _request_timeout=timeouts).response
+            else:  # kubernetes 30-36 (what the krew archive vendors): raw urllib3 response
+                raw = self.client.call_api(
+                    url, method, query_params=params, header_params=headers, body=body,
+                    auth_settings=["BearerToken"], _preload_content=False,
+                    _return_http_data_only=True, _request_timeout=timeouts,
+                )  # fmt: skip
+        except (HTTPError, ApiException):
+            if watch.expired:
+                raise self._too_slow(method, url, query, 0) from None
+            raise
+        finally:
+            _WATCHING.current = None
+        try:
+            data = _body(raw, watch.at, self.max_answer)
+        except _TooSlow as e:
+            raise self._too_slow(method, url, query, e.args[0]) from None
+        except _TooLarge:
+            raise ClusterError(
+                f"{method} {_shown(url, query)}: the API server's answer is larger than "
+                f"{self.max_answer // (1024 * 1024)} MiB; it is refused rather than held "
+                "in memory",
+                hint="a list this large is unusual: check what the server returns "
+                f"(kubectl get --raw '{url}?limit=1')",
+            ) from None
+        finally:
+            raw.release_conn()
+        if watch.expired:  # cut mid-headers, the answer can look whole (and empty)
+            raise self._too_slow(method, url, query, len(data))
+        return _Answer(raw.status, str(raw.reason or ""), raw.headers, data)
+
+    def _too_slow(
+        self, method: str, url: str, query: Mapping[str, str] | None, came: int
+    ) -> ClusterError:
+        return ClusterError(
+            f"{method} {_shown(url, query)}: the API server at {self.server} did not finish "
+            f"its answer within {self.deadline:g}s ({came} bytes of its body came)",
+            hint="the server or the network to it is overloaded; try again later",
+        )
 
     def get(self, url: str) -> Json:
         """GET one object."""
@@ -243,6 +392,14 @@ class Api:
             query["fieldSelector"] = field_selector
         while True:
             page = self.request("GET", url, query=query)
+            wrong = _not_a_list(page)
+            if wrong:
+                raise ClusterError(
+                    f"GET {_shown(url, query)}: the API server's answer is not a list of "
+                    f"objects ({wrong})",
+                    hint="is --kubeconfig pointing at a Kubernetes API server? "
+                    "(kubectl get --raw /version)",
+                )
             yield from page.get("items") or []
             token = (page.get("metadata") or {}).get("continue")
             if not token:
@@ -314,10 +471,70 @@ def connect(
             f"cannot load the cluster configuration: {e}",
             hint="pass --kubeconfig and --context, or check `kubectl config current-context`",
         ) from e
+    except (yaml.YAMLError, OSError, ValueError, LookupError, TypeError, AttributeError) as e:
+        # the client's loader reads whatever the file holds: broken YAML, a list where a
+        # mapping belongs, bytes that are not UTF-8 all reach here as Python errors
+        raise ClusterError(
+            f"cannot read the kubeconfig {_kubeconfig_name(kubeconfig)}: {_config_problem(e)}",
+            hint="check it with `kubectl config view`; pass another with --kubeconfig",
+        ) from None
     configuration.retries = 0  # urllib3 retries nothing: `Api._send` holds the one policy
     api_client = client.ApiClient(configuration)
+    _pools(api_client.rest_client.pool_manager)
     name, namespace = loaded
-    return Api(api_client, name, configuration.host, timeout, namespace)
+    host = str(configuration.host)
+    return Api(api_client, name, redacted(host), timeout, namespace, secrets=_url_secrets(host))
+
+
+def redacted(url: str) -> str:
+    """A server URL as it may be printed: no `user:password@`, no query or fragment (a
+    kubeconfig may carry a token in either; kubectl prints neither)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(a server URL that cannot be read)"
+    netloc = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def _url_secrets(url: str) -> tuple[str, ...]:
+    """The parts of a server URL that may hold a credential: userinfo, query, fragment."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return (url,)
+    userinfo = parts.netloc.rpartition("@")[0]
+    return tuple(p for p in (userinfo, parts.query, parts.fragment) if p)
+
+
+def _scrubbed(text: str, secrets: tuple[str, ...]) -> str:
+    """`text` (a transport error, which may quote the URL it used) without the credentials."""
+    for secret in secrets:
+        text = text.replace(secret, "…")
+    return text
+
+
+def _not_a_list(page: Any) -> str:
+    """What a list answer holds instead of a list of objects, in a few words ("" when fine)."""
+    if not isinstance(page, dict):
+        return f"a JSON {_json_type(page)}"
+    if not isinstance(page.get("metadata") or {}, dict):
+        return f"metadata is a JSON {_json_type(page['metadata'])}"
+    items = page.get("items") or []
+    if not isinstance(items, list):
+        return f"items is a JSON {_json_type(items)}"
+    wrong = [i for i in items if not isinstance(i, dict)]
+    return f"an item is a JSON {_json_type(wrong[0])}" if wrong else ""
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number"}
+    return "null" if value is None else names.get(type(value), "number")
+
+
+def _shown(url: str, query: Mapping[str, str] | None) -> str:
+    """A request as messages name it: the path, with the continue token left out."""
+    return url + (f"?limit={query['limit']}" if query and "limit" in query else "")
 
 
 _SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
@@ -342,6 +559,25 @@ def _load(configuration: Any, kubeconfig: str | None, context: str | None) -> tu
     chosen = next((c for c in contexts if c.get("name") == context), active) if context else active
     namespace = str((chosen.get("context") or {}).get("namespace") or "default")
     return str(chosen.get("name", "")), namespace
+
+
+def _kubeconfig_name(kubeconfig: str | None) -> str:
+    """The file(s) the client read, as kubectl would: --kubeconfig, $KUBECONFIG, the default."""
+    import os
+
+    return kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+
+
+def _config_problem(e: Exception) -> str:
+    if isinstance(e, yaml.MarkedYAMLError) and e.problem_mark is not None:
+        return f"line {e.problem_mark.line + 1}: not valid YAML ({e.problem})"
+    if isinstance(e, yaml.YAMLError):
+        return "not valid YAML"
+    if isinstance(e, UnicodeDecodeError):
+        return f"not UTF-8 text (byte {e.start})"
+    if isinstance(e, OSError):
+        return e.strerror or str(e)
+    return f"not a kubeconfig (apiVersion: v1, kind: Config, clusters, contexts, users): {e}"
 
 
 def _pod_namespace() -> str:
@@ -375,7 +611,7 @@ def _retry_after(response: Any) -> float:
 
 
 def _unreachable(api: Api, e: Exception) -> ClusterError:
-    reason = getattr(e, "reason", None) or e
+    reason = _scrubbed(str(getattr(e, "reason", None) or e), api.secrets)
     return ClusterError(
         f"cannot reach the API server at {api.server} (context {api.context!r}): {reason}",
         hint="check that the cluster is up and that --kubeconfig/--context point at it "

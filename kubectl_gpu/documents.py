@@ -296,7 +296,8 @@ class _Converter:
                 return as_go
         try:
             return self._constructor.construct_object(node)
-        except (ValueError, KeyError, TypeError, ArithmeticError, self._yaml.YAMLError):
+        except (ValueError, LookupError, TypeError, ArithmeticError, self._yaml.YAMLError):
+            # LookupError: PyYAML indexes the text (`!!int ''` raises IndexError)
             self._found.append(_bad_scalar(node, path))
             return node.value
 

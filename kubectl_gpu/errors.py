@@ -81,10 +81,10 @@ class GpuError(Exception):
     exit_code: ExitCode = ExitCode.ERROR
 
     def __init__(self, message: str, *, hint: str = "", details: tuple[str, ...] = ()) -> None:
-        super().__init__(message)
+        super().__init__("\n  ".join((message, *details)))
         self.message = message
         self.hint = hint
-        self.details = details  # one line each under the message (e.g. the pods a change hits)
+        self.details = details  # one line each under the message (pods a change hits, problems)
 
 
 class UsageError(GpuError):

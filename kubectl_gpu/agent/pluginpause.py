@@ -42,9 +42,16 @@ class PluginPause:
         return self.deployment is not None and self.deployment.kind in ("gpu-operator", "bundle")
 
     def paused(self, meta: dict[str, object]) -> bool:
-        """Whether an earlier pass left the plugin paused (e.g. the agent crashed)."""
+        """Whether an earlier pass left the plugin paused (e.g. the agent crashed): our note of
+        the label's value before, and the label still saying paused. The note alone (set by
+        hand, or left when a pass ended between its two writes) pauses nothing: restoring its
+        value could switch the plugin off (`false`) outside any change; the next pause
+        overwrites it."""
         annotations = _dict(meta.get("annotations"))
-        return keys.MIG_PAUSED_PLUGIN_ANNOTATION in annotations
+        label = _dict(meta.get("labels")).get(keys.DEPLOY_DEVICE_PLUGIN_LABEL)
+        return keys.MIG_PAUSED_PLUGIN_ANNOTATION in annotations and (
+            label == keys.PAUSED_FOR_MIG_CHANGE
+        )
 
     def pause(self, timeout: float) -> None:
         """Take the plugin off the node and wait for its pod to go."""

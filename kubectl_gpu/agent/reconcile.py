@@ -16,14 +16,16 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
 from kubectl_gpu import cluster, errors, keys, kubelet, nvml
 from kubectl_gpu.agent import nodestate
 from kubectl_gpu.agent.pluginpause import PluginPause
-from kubectl_gpu.mig import apply, nodes, plan, verdicts
+from kubectl_gpu.mig import apply, nodes, plan, profiles, verdicts
 from kubectl_gpu.mig.apply import Phase, Start, State
+from kubectl_gpu.mig.selection import ALL
 from kubectl_gpu.mig.spec import MigDeviceSpec
 from kubectl_gpu.mig.state import MigState
 from kubectl_gpu.workflows.waiting import Timing
@@ -88,6 +90,7 @@ def _pass(run: _Pass, pause: PluginPause) -> Start:
     with nvml.session(options.reset) as device:
         state = device.read_state()
         run.node.report_gpus(state)
+        refused = refused or _selects_absent(run, state)
         start = Start.NOTHING if refused else _decide(run, state, pause)
         said = log.debug if start is Start.NOTHING else log.info  # at rest: quiet every pass
         said("node %s: %s (desired %s)", options.node, start.value, run.request or "none")
@@ -127,6 +130,7 @@ def _request(run: _Pass) -> bool:
     """Read the desired config into `run`; True when it is refused (reported as failed)."""
     name = run.node.desired
     if not name:
+        _forget_hand_set_state(run.node)
         return False
     refusal = nodestate.operator_refusal(run.api, run.node)
     if refusal:
@@ -141,6 +145,39 @@ def _request(run: _Pass) -> bool:
         _fail_once(run, f"{name}@?", e.message)
         return True
     return False
+
+
+def _selects_absent(run: _Pass, state: MigState) -> bool:
+    """True (reported as failed) when the config lists a GPU index this node does not have:
+    mig-parted would skip it silently and report success for a change never made; the CLI's
+    check calls the node's GPUs `not-covered`."""
+    have = {g.index for g in state.gpus}
+    listed = {i for spec in run.specs if spec.devices != ALL for i in spec.devices}
+    absent = sorted(listed - have)
+    if not run.request or not absent:
+        return False
+    gpus = ", ".join(map(str, absent))
+    _fail_once(
+        run,
+        run.request,
+        f"config {run.node.desired} selects GPU {gpus}, which this node does not have (its GPUs: "
+        f"{', '.join(map(str, sorted(have))) or 'none'}); kubectl gpu mig validate --node "
+        f"{run.options.node} shows which GPUs each spec covers",
+    )
+    return True
+
+
+def _forget_hand_set_state(node: nodestate.NodeState) -> None:
+    """A state label with no request recorded was not written by an agent (each writes the
+    request with its first state): remove it, so that no one reads a change that never ran."""
+    record = node.record()
+    if not record.request and keys.MIG_STATE_LABEL in node.labels:
+        log.info("node %s: removing a %s label no request stands behind", node.name,
+                 keys.MIG_STATE_LABEL)  # fmt: skip
+        node.write(
+            {keys.MIG_STATE_LABEL: None},
+            {keys.MIG_REASON_ANNOTATION: None, keys.MIG_PHASE_ANNOTATION: None},
+        )
 
 
 def _decide(run: _Pass, state: MigState, pause: PluginPause) -> Start:
@@ -289,7 +326,8 @@ def _verify(run: _Pass, device: nvml.Session) -> MigState:
 
 def _await_allocatable(run: _Pass, state: MigState, pause: PluginPause) -> None:
     target = nodes.state_target(state, run.options.node)
-    resources = verdicts.check("desired", run.specs, target, run.node.strategy).resources
+    specs = (*run.specs, *_as_found(run.specs, target, state))
+    resources = verdicts.check("desired", specs, target, run.node.strategy).resources
     deadline = run.timing.deadline(run.options.timeout)
     restarted = pause.touched
     while True:
@@ -304,6 +342,27 @@ def _await_allocatable(run: _Pass, state: MigState, pause: PluginPause) -> None:
         if deadline.passed:
             raise errors.GpuError(_allocatable_message(missing, run.options.timeout))
         deadline.pause()
+
+
+def _as_found(
+    specs: Sequence[MigDeviceSpec], target: nodes.Target, state: MigState
+) -> list[MigDeviceSpec]:
+    """A spec for each GPU the config does not select, describing it as it is: the node's
+    allocatable keeps showing what such a GPU offers, and the change must not wait for it to
+    go (`devices: [0]` on a node whose GPU 1 is partitioned, or whole)."""
+    found = []
+    for selection in nodes.select(specs, target.gpus):
+        if selection.covered:
+            continue
+        gpu = state.gpu(selection.gpu.index)
+        names = [ci.profile for gi in gpu.gpu_instances for ci in gi.compute_instances]
+        try:
+            counts = Counter(profiles.parse(name) for name in names)
+        except profiles.ProfileError as e:
+            raise errors.GpuError(f"GPU {gpu.index} (not in the config) shows {e}") from e
+        enabled = gpu.mig_capable and gpu.mode_current
+        found.append(MigDeviceSpec((gpu.index,), (), enabled, tuple(counts.items())))
+    return found
 
 
 def _replicas(run: _Pass) -> dict[str, int]:

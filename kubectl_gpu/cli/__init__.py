@@ -39,7 +39,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "mig": (
         "kubectl_gpu.cli.mig",
         "mig",
-        "Check MIG layouts against GPU models before they reach a node.",
+        "Partition GPUs with MIG: check, apply, follow and recover layouts.",
     ),
     "map": (
         "kubectl_gpu.cli.map",
@@ -65,6 +65,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "kubectl_gpu.cli.install",
         "status",
         "Show whether every part of the install is there and Ready.",
+    ),
+    "version": (
+        "kubectl_gpu.cli.version",
+        "version",
+        "Print the kubectl-gpu version.",
     ),
 }
 
@@ -132,11 +137,12 @@ def _missing_dependency(e: Exception) -> bool:
 
 
 def report(e: GpuError) -> None:
-    """Print an error the way kubectl does: one line, then an optional hint."""
+    """Print an error the way kubectl does: one line (and its details, one line each), then
+    an optional hint. Each line is made printable on its own: no text can start a line."""
     label = click.style("error", fg="red", bold=True)
     click.echo(f"{label}: {printable(e.message)}", err=True)
-    for line in e.details:
-        click.echo(f"  {printable(line)}", err=True)
+    for detail in e.details:
+        click.echo(f"  {printable(detail)}", err=True)
     if e.hint:
         click.echo(f"hint: {printable(e.hint)}", err=True)
 

@@ -14,7 +14,7 @@ import click
 
 from kubectl_gpu.cli import render
 from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
-from kubectl_gpu.errors import ExitCode
+from kubectl_gpu.errors import ExitCode, UsageError
 
 COLUMNS = (
     render.Column("LAYER", lambda d: d.layer),
@@ -34,8 +34,9 @@ def doctor(settings: Settings, pod_name: str | None) -> None:
     """Name the layer where a GPU pod fails (admission, scheduler, dra, kubelet, runtime,
     driver), with the evidence and the fix. For a pod with ResourceClaims the dra layer names
     the selector clause no published device satisfies, or why the driver could not prepare it.
-    Without POD, check the GPU health of every node. POD is looked up in -n, else the
-    kubeconfig context's namespace (as kubectl does).
+    Without POD, check the GPU health of every node. POD is NAME, pod/NAME or NAMESPACE/NAME;
+    without a namespace it is looked up in -n, else the kubeconfig context's namespace (as
+    kubectl does).
 
     Exits 1 when an error is found.
 
@@ -51,11 +52,29 @@ def doctor(settings: Settings, pod_name: str | None) -> None:
 
     api = cluster.connect(settings.kubeconfig, settings.context)
     if pod_name:
-        result = workflow.pod(api, settings.namespace or api.namespace, pod_name)
+        namespace, name = _pod_ref(pod_name, settings.namespace)
+        result = workflow.pod(api, namespace or api.namespace, name)
     else:
         result = workflow.cluster_health(api)
     _render(result, settings)
     click.get_current_context().exit(int(ExitCode.ERROR if result.failed else ExitCode.OK))
+
+
+_POD_TYPES = ("pod", "pods", "po")
+
+
+def _pod_ref(text: str, namespace: str | None) -> tuple[str | None, str]:
+    """POD as kubectl users type it: NAME, pod/NAME (kubectl's TYPE/NAME) or NS/NAME."""
+    head, slash, name = text.partition("/")
+    if not slash:
+        return namespace, text
+    if not head or not name or "/" in name:
+        raise UsageError(f"{text!r} is not a pod: give NAME, pod/NAME or NAMESPACE/NAME")
+    if head in _POD_TYPES:
+        return namespace, name
+    if namespace and namespace != head:
+        raise UsageError(f"{text!r} names namespace {head}, but -n says {namespace}")
+    return head, name
 
 
 def _render(result: Any, settings: Settings) -> None:

@@ -68,10 +68,25 @@ def _read_regular(name: str, filename: str) -> bytes:
     kind = stat.S_IFMT(os.fstat(fd).st_mode)
     if kind != stat.S_IFREG:
         os.close(fd)
-        what = _KINDS.get(kind, "not a regular file")
-        raise UnreadableInput(name, f"{what}, not a file: give a file, or '-' for stdin")
+        raise _not_regular(name, kind)
     with os.fdopen(fd, "rb") as stream:
         return stream.read(MAX_INPUT_BYTES + 1)
+
+
+def refuse_special(filename: str) -> None:
+    """Raise `UnreadableInput` when `filename` exists but is no regular file: reading a FIFO
+    or a device would block or never end. A missing file is left to the reader to report."""
+    try:
+        kind = stat.S_IFMT(os.stat(filename).st_mode)
+    except (OSError, ValueError):
+        return
+    if kind != stat.S_IFREG:
+        raise _not_regular(display_name(filename), kind)
+
+
+def _not_regular(name: str, kind: int) -> UnreadableInput:
+    what = _KINDS.get(kind, "not a regular file")
+    return UnreadableInput(name, f"{what}, not a file: give a file, or '-' for stdin")
 
 
 _KINDS = {

@@ -48,8 +48,9 @@ def _dry_run_option(f: F) -> F:
 @click.option(
     "--mode",
     type=click.Choice(["bundle", "operator"]),
-    help="bundle: also NVIDIA's device plugin, configured per node; operator: only the agent, "
-    "beside the device plugin that runs (the GPU Operator's, or a Helm/static one). "
+    help="What to install. operator: only the node agent, beside the device plugin already "
+    "running (the GPU Operator's, or a Helm/static one). bundle: the agent and our own NVIDIA "
+    "device plugin DaemonSet, configured per node by `kubectl gpu share`. "
     "Default: operator where a device plugin runs, else bundle.",
 )
 @click.option(
@@ -119,7 +120,8 @@ def install(settings: Settings, dry_run: str, **flags: Any) -> None:
 @pass_settings
 def uninstall(settings: Settings, mode: str | None, dry_run: str) -> None:
     """Delete the agent, the device plugin bundle, RBAC, policy, CRD (and so every report) and
-    our namespace, in reverse order; then remove our kubectl-gpu.io/ keys from the nodes.
+    our namespace, in reverse order; then remove our kubectl-gpu.io/ keys from the nodes, and
+    create again the device plugin DaemonSet that `install --replace-plugin` deleted.
 
     \b
     Examples:
@@ -137,7 +139,12 @@ def uninstall(settings: Settings, mode: str | None, dry_run: str) -> None:
     if mode is not None:
         options = dataclasses.replace(options, mode=cast("bundle.Mode", mode))
     objects = bundle.render(options)
-    _emit(workflow.uninstall(api, objects, dry_run), settings, dry_run)  # type: ignore[arg-type]
+    kept = workflow.kept_plugins(api, options.namespace)  # read before the namespace goes
+    outcomes = workflow.uninstall(api, objects, dry_run)  # type: ignore[arg-type]
+    try:
+        outcomes += workflow.restore(api, kept, dry_run)  # type: ignore[arg-type]
+    finally:
+        _emit(outcomes, settings, dry_run)
 
 
 @click.command(short_help="Show whether every part of the install is there and Ready.")
@@ -181,6 +188,12 @@ def _summarise(found: Any) -> None:
     for node, reason in found.nodes_without_gpus:
         click.echo(f"node {node}: {reason}", err=True)
     bad = [p for p in found.parts if p.state != "ok"]
+    if not found.installed_version:
+        raise GpuError(
+            f"kubectl-gpu is not installed in namespace {found.namespace}",
+            hint=f"`kubectl gpu install` installs it in {found.mode} mode here "
+            f"({len(found.parts)} parts; `kubectl gpu install --dry-run` lists them)",
+        )
     if found.healthy:
         click.echo(
             f"kubectl-gpu {found.installed_version} ({found.mode}): all {len(found.parts)} "

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kubectl_gpu.cli import render
+from kubectl_gpu.cli import inputs, render
 from kubectl_gpu.cli.render import Column
 from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
-from kubectl_gpu.errors import InputError, KubeletError, UsageError, printable
+from kubectl_gpu.errors import GpuError, InputError, KubeletError, UsageError, printable
 from kubectl_gpu.findings import Finding
 from kubectl_gpu.gpumap import allocations, join
 from kubectl_gpu.gpumap.clustermap import MapRow
@@ -144,6 +144,7 @@ def _read_checkpoint(source: str) -> CheckpointContents:
         data = sys.stdin.buffer.read(kubelet.MAX_CHECKPOINT_BYTES + 1)
         contents = kubelet.parse_checkpoint(data, "<stdin>")
     else:
+        inputs.refuse_special(source)
         contents = kubelet.read_checkpoint(Path(source))
     for warning in contents.warnings:
         log.warning("warning: %s", warning)
@@ -161,6 +162,7 @@ def _read_pods(source: str) -> tuple[allocations.PodRef, ...]:
         if source == STDIN:
             data = sys.stdin.buffer.read(MAX_PODS_BYTES + 1)
         else:
+            inputs.refuse_special(source)
             with open(source, "rb") as stream:
                 data = stream.read(MAX_PODS_BYTES + 1)
     except OSError as e:
@@ -213,12 +215,21 @@ def _map_cluster(request: MapRequest, settings: Settings) -> None:
     result = _read_cluster(request, settings)
     for node, finding in result.findings:
         _warn(dataclasses.replace(finding, message=f"node {node}: {finding.message}"))
+    from kubectl_gpu.gpumap.clustermap import NO_NODE
+
     for missing in result.missing:
-        log.warning("node %s: %s", missing.node, missing.reason)
+        if missing.reason != NO_NODE:
+            log.warning("node %s: %s", missing.node, missing.reason)
     shown = result.free() if request.free else result.rows
     rows = [r for r in shown if _wanted(r.row, request, settings)]
     document = render.list_document(MAP_KIND, [row.to_dict() for row in rows])
     render.emit_table(rows, cluster_columns(settings.output), settings.output, document)
+    absent = [m.node for m in result.missing if m.reason == NO_NODE]
+    if absent:  # as `kubectl get nodes NOSUCH`: the others are shown, the command fails
+        raise GpuError(
+            "; ".join(f'nodes "{printable(n)}" not found' for n in absent),
+            hint="kubectl get nodes lists the node names",
+        )
 
 
 def _check_cluster(request: MapRequest) -> None:

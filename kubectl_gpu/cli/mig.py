@@ -38,15 +38,21 @@ FITS, DOES_NOT_FIT = "fits", "does-not-fit"  # verdicts.Status values
 _SLICE_WIDTH = 8
 
 
-@click.group(short_help="Check MIG layouts against GPU models before they reach a node.")
+@click.group(short_help="Partition GPUs with MIG: check, apply, follow and recover layouts.")
 def mig() -> None:
-    """MIG geometry per GPU model, and offline checks of mig-parted configs.
+    """Partition GPUs with MIG. Offline: the profiles of each GPU model (profiles), whether a
+    mig-parted config fits (validate) and the layout it gives (plan). On the cluster: apply a
+    config to nodes (apply; the node agent or the GPU Operator's MIG manager changes the GPUs),
+    follow where each node stands (status), and bring back a node whose change is stuck
+    (recover).
 
     \b
     Examples:
       kubectl gpu mig profiles --gpu H100-80GB
       kubectl gpu mig validate -f config.yaml -c all-balanced --gpu "NVIDIA H100 80GB HBM3"
       kubectl gpu mig plan -f config.yaml -c all-balanced --node gpu-node-1 --strategy mixed
+      kubectl gpu mig apply -f config.yaml -c all-balanced --node gpu-node-1 --wait
+      kubectl gpu mig status
     """
 
 

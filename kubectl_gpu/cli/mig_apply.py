@@ -24,7 +24,7 @@ from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
 from kubectl_gpu.errors import ExitCode
 
 if TYPE_CHECKING:
-    from kubectl_gpu.workflows.mig_apply import ApplyResult
+    from kubectl_gpu.workflows.mig_apply import ApplyResult, NodeResult
 
 HEARTBEAT = 5.0  # seconds between progress lines on a terminal while nothing changes
 _APPLY_COLUMNS = (
@@ -219,6 +219,19 @@ def _load(filename: str, config: str) -> tuple[str, dict[str, Any]]:
     return name, data
 
 
+def _still_asked(row: NodeResult) -> str:
+    """A timed-out wait withdraws nothing: the label stays, and an actuator that starts later
+    applies it (possibly at a worse time): say so, and how to take the request back."""
+    from kubectl_gpu import keys
+    from kubectl_gpu.mig.actuators import Actuator
+
+    label = keys.MIG_CONFIG_LABEL if row.actuator is Actuator.OPERATOR else keys.MIG_DESIRED_LABEL
+    return (
+        f"  the request on {row.node} stays: it is applied whenever the node's actuator takes it "
+        f"up; to withdraw it: kubectl label node {row.node} {label}-"
+    )
+
+
 def _render_apply(result: ApplyResult, output: str) -> None:
     from kubectl_gpu.workflows import mig_report
 
@@ -235,6 +248,8 @@ def _render_apply(result: ApplyResult, output: str) -> None:
     for row in result.nodes:
         if row.failed:
             click.echo(f"node {row.node}: {row.result}: {row.reason}", err=True)
+        if row.result == "timeout":
+            click.echo(_still_asked(row), err=True)
     click.echo(mig_report.summary(result), err=True)
     if result.failed:
         click.get_current_context().exit(int(ExitCode.ERROR))

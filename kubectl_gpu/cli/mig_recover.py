@@ -20,7 +20,10 @@ from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
 _COLUMNS = (
     Column("NODE", lambda r: r.node),
     Column("ACTUATOR", lambda r: r.actuator.value),
-    Column("RESTORED", lambda r: [f"{k}={v}" for k, v in sorted(r.restored.items())]),
+    Column(
+        "RESTORED",
+        lambda r: [*(f"{k}={v}" for k, v in sorted(r.restored.items())), *r.undone],
+    ),
     Column("STATE", lambda r: f"{r.state_label}=failed" if r.state_label else ""),
     Column("WHY", lambda r: list(r.reasons), wide_only=True),
 )
@@ -69,6 +72,7 @@ def _document(done: Any) -> dict[str, Any]:
                 "actuator": r.actuator.value,
                 "reasons": list(r.reasons),
                 "restored": dict(r.restored),
+                "undone": list(r.undone),
                 "state": {r.state_label: "failed"} if r.state_label else {},
                 "next": r.next_step,
             }

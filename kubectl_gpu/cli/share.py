@@ -78,8 +78,10 @@ def _rollout_options(f: F) -> F:
             default="none",
             is_flag=False,
             flag_value="client",
-            help="client: print the objects that would be written; server: have the "
-            "API server check them too. Nothing is written.",
+            help="Change nothing; say what the change would do: each node's capacity before "
+            "and after, the running pods that would lose their GPU, and the ConfigMap keys "
+            "and node labels it would write (client: checked here; server: the API server "
+            "checks the objects too).",
         ),
         click.option(
             "--diff",
@@ -255,7 +257,10 @@ def rollback_cmd(settings: Settings, **flags: Any) -> None:
 def show(
     settings: Settings, nodes: tuple[str, ...], selector: str, resource: str, configmap: str | None
 ) -> None:
-    """Per node: selected key, strategy, replicas, GPUs, capacity, plugin pod, and mismatches.
+    """Show how each GPU node shares its GPUs now: the device plugin config key it selects,
+    the strategy (time-slicing, MPS, none) and replicas, its physical GPUs, the capacity the
+    plugin advertises and how much pods use, the plugin pod, and every mismatch between them
+    (each explained in a line after the table). Changes nothing.
 
     \b
     Examples:
@@ -273,10 +278,11 @@ def show(
     document = sharereport.status_document(status)
     render.emit_table(status.nodes, SHOW_COLUMNS, settings.output, document, name=render.node_name)
     if settings.output in ("table", "wide"):
+        aside = settings.no_headers  # --no-headers: stdout holds the rows and nothing else
         for row in status.nodes:
-            click.echo(f"{row.node}: {row.explain()}")
+            click.echo(f"{row.node}: {row.explain()}", err=aside)
             for problem in row.problems:
-                click.echo(f"  problem: {problem}")
+                click.echo(f"  problem: {problem}", err=aside)
 
 
 # ---- adapters ---------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ Reads the inputs (files, directories, stdin) and hands their text to
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path as FsPath
 
@@ -93,17 +94,37 @@ def _read_inputs(names: tuple[str, ...], recursive: bool) -> Iterator[tuple[str,
             continue
         path = FsPath(name)
         if name and path.is_dir():
-            files = sorted(
-                p
-                for p in (path.rglob("*") if recursive else path.iterdir())
-                if p.is_file() and p.suffix in _SUFFIXES
-            )
-            if not files:
+            entries = _config_files(path, recursive)
+            if not entries:
                 raise UsageError(f"directory {name} holds no .yaml, .yml or .json file")
-            for file in files:
-                yield _read(str(file))
+            for file, problem in entries:
+                yield (inputs.display_name(file), None, problem) if problem else _read(file)
         else:
             yield _read(name)
+
+
+def _config_files(top: FsPath, recursive: bool) -> list[tuple[str, str]]:
+    """(path, problem) of each config file under `top`, sorted; an entry that cannot be
+    listed or looked at (no permission, a path too long) is one with its problem, so that
+    the rest are still checked."""
+    found: list[tuple[str, str]] = []
+
+    def unreadable(e: OSError) -> None:
+        found.append((str(e.filename or top), f"cannot read the directory: {e.strerror or e}"))
+
+    for folder, dirs, names in os.walk(top, onerror=unreadable):
+        if not recursive:
+            dirs.clear()
+        for entry in names:
+            if FsPath(entry).suffix not in _SUFFIXES:
+                continue
+            file = os.path.join(folder, entry)
+            try:
+                if FsPath(file).is_file():
+                    found.append((file, ""))
+            except OSError as e:
+                found.append((file, f"cannot read the file: {e.strerror or e}"))
+    return sorted(found)
 
 
 def _read(filename: str) -> tuple[str, str | None, str]:

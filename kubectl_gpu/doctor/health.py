@@ -57,7 +57,7 @@ def _unhealthy(node: Node) -> list[Diagnosis]:
     found = []
     for resource, capacity in sorted(node.capacity.items()):
         allocatable = node.allocatable.get(resource, 0)
-        if allocatable >= capacity:
+        if allocatable >= capacity or _left_by_mig_change(node, resource):
             continue
         found.append(
             Diagnosis(
@@ -72,6 +72,19 @@ def _unhealthy(node: Node) -> list[Diagnosis]:
             )
         )
     return found
+
+
+def _left_by_mig_change(node: Node, resource: str) -> bool:
+    """A resource the plugin stopped advertising when the node's MIG layout changed (whole
+    GPUs after MIG was enabled, a profile the new layout lacks): kubelet keeps it in capacity
+    with allocatable 0 until it restarts. Not a GPU that fell sick: those leave the rest of
+    their resource allocatable, and the node here advertises MIG devices instead."""
+    if node.allocatable.get(resource, 0):
+        return False
+    return any(
+        amount > 0 and other != resource and other.startswith(keys.MIG_RESOURCE_PREFIX)
+        for other, amount in node.allocatable.items()
+    )
 
 
 def _advertises_nothing(node: Node) -> list[Diagnosis]:

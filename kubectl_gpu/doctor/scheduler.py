@@ -10,6 +10,7 @@ is kept as evidence. Pure: standard library only.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from kubectl_gpu import keys
@@ -48,6 +49,7 @@ def check(
         # A node whose plugin is down is neither full nor missing the resource: say only that.
         silent = {d.object.removeprefix("node/") for d in down}
         found += _capacity(pod, [n for n in nodes if n.name not in silent], asked, bool(down))
+    found += _taints_in_event(pod, latest, found)
     found = [_with(d, evidence) for d in found]
     found += _preemption(pod, latest)
     if latest is not None and not any(d.severity == "error" for d in found):
@@ -82,8 +84,11 @@ def _with(diagnosis: Diagnosis, evidence: tuple[str, ...]) -> Diagnosis:
 def _taints(
     pod: Pod, gpu_nodes: Sequence[Node], roomy: Sequence[Node], asked: dict[str, int]
 ) -> list[Diagnosis]:
-    """Blocking taints not tolerated; errors where GPUs are free, warnings elsewhere."""
-    pool = roomy or [n for n in gpu_nodes if any(n.allocatable.get(r) for r in asked)]
+    """Blocking taints not tolerated; errors where GPUs are free, warnings elsewhere. Only on
+    nodes the pod's selectors allow: a taint elsewhere changes nothing for it."""
+    selected = [n for n in gpu_nodes if not placement.unmet(pod, n)]
+    roomy = [n for n in roomy if n in selected]
+    pool = roomy or [n for n in selected if any(n.allocatable.get(r) for r in asked)]
     by_taint: dict[Taint, list[Node]] = {}
     for node in pool:
         for taint in placement.untolerated(pod, node):
@@ -106,6 +111,36 @@ def _taints(
     return found
 
 
+_EVENT_TAINT = re.compile(
+    r"had untolerated taints?(?:\(s\))? \{(?P<key>[^:{}]+): ?(?P<value>[^{}]*)\}"
+)
+
+
+def _taints_in_event(pod: Pod, latest: Event | None, found: Sequence[Diagnosis]) -> list[Diagnosis]:
+    """Untolerated taints the scheduler's event names that no finding above explains (on
+    nodes doctor did not weigh for this pod, or cannot read): the scheduler's word stands."""
+    fit = placement.parse_fit_error(latest.message) if latest else None
+    named = []
+    for count, reason in fit.reasons if fit else ():
+        taint = _EVENT_TAINT.search(reason)
+        if taint and not any(f"taint {taint['key']}" in d.message for d in found):
+            named.append((count, taint["key"].strip(), taint["value"].strip()))
+    return [
+        Diagnosis(
+            "scheduler",
+            "error",
+            pod.ref,
+            f"untolerated taint {key}={value} on {count} node(s), as the scheduler reports"
+            if value
+            else f"untolerated taint {key} on {count} node(s), as the scheduler reports",
+            (),
+            f"if the pod may run there, add to the pod spec: tolerations: [{{key: {key}, "
+            "operator: Exists}]; otherwise select other nodes",
+        )
+        for count, key, value in named
+    ]
+
+
 def _selectors(
     pod: Pod, gpu_nodes: Sequence[Node], roomy: Sequence[Node], asked: dict[str, int]
 ) -> list[Diagnosis]:
@@ -113,7 +148,10 @@ def _selectors(
     keys = placement.selector_keys(pod)
     if not roomy or not keys or any(not placement.unmet(pod, n) for n in roomy):
         return []
-    matching = [n for n in gpu_nodes if not placement.unmet(pod, n)]
+    selected = [n for n in gpu_nodes if not placement.unmet(pod, n)]
+    # a selected node that advertises none of a resource (an all-MIG node asked for whole
+    # GPUs) is not full: waiting frees nothing there
+    matching = [n for n in selected if all(n.allocatable.get(r, 0) for r in asked)]
     wanted = _wanted(pod)
     products = sorted({n.labels.get(PRODUCT, "<unlabelled>") for n in roomy})
     evidence = [
@@ -122,6 +160,12 @@ def _selectors(
         for n in roomy
     ]
     evidence += [f"matching but full: node {n.name}: {_free(n, asked)}" for n in matching]
+    evidence += [
+        f"matching but advertises no {', '.join(sorted(asked))}: node {n.name} offers "
+        f"{', '.join(sorted(r for r, v in n.allocatable.items() if v)) or 'nothing'}"
+        for n in selected
+        if n not in matching
+    ]
     return [
         Diagnosis(
             "scheduler",

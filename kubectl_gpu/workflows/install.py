@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import logging
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
@@ -27,7 +28,12 @@ from kubectl_gpu.sharing.deployment import Found
 
 log = logging.getLogger(__name__)
 Json = dict[str, Any]
-Action = Literal["created", "configured", "unchanged", "deleted", "not found", "cleaned"]
+Action = Literal[
+    "created", "configured", "unchanged", "deleted", "not found", "cleaned", "kept", "restored"
+]
+# What `--replace-plugin` deleted, kept in our namespace (key `<namespace>.<name>`: the
+# DaemonSet's manifest as JSON) so that `uninstall` can put it back.
+REPLACED_CONFIGMAP = "kubectl-gpu-replaced-plugins"
 DryRun = Literal["none", "client", "server"]
 
 RESOURCES: dict[str, str] = {
@@ -117,10 +123,10 @@ def _list(api: cluster.Api, resource: str) -> list[Json]:
 def check(plan: preflight.Plan) -> preflight.Plan:
     """`plan`, or one GpuError listing every problem (nothing has been written yet)."""
     if plan.problems:
-        lines = "\n".join(f"  - {p}" for p in plan.problems)
         raise GpuError(
-            f"pre-flight found {len(plan.problems)} problem(s); nothing was written:\n{lines}",
+            f"pre-flight found {len(plan.problems)} problem(s); nothing was written:",
             hint="fix them, or choose with the flags each one names",
+            details=tuple(plan.problems),
         )
     return plan
 
@@ -130,13 +136,108 @@ def install(api: cluster.Api, plan: preflight.Plan, dry_run: DryRun = "none") ->
     live = read(api, {"kind": "Namespace", "metadata": {"name": plan.options.namespace}})
     before = bundle.recorded(live)
     objects = bundle.render(plan.options)
-    outcomes = [_replace(api, found, dry_run) for found in plan.replaces]
-    outcomes += apply(api, objects, dry_run)
+    outcomes = _keep(api, objects, plan.replaces, dry_run) if plan.replaces else []
+    outcomes += [_replace(api, found, dry_run) for found in plan.replaces]
+    done = {(o.kind, o.namespace, o.name) for o in outcomes}
+    outcomes += [
+        o for o in apply(api, objects, dry_run) if (o.kind, o.namespace, o.name) not in done
+    ]
     if before is not None:
         wanted = {bundle.identity(o) for o in objects}
         stale = [o for o in bundle.render(before[1]) if bundle.identity(o) not in wanted]
         outcomes += uninstall(api, stale, dry_run, clean_nodes=False)
     return outcomes
+
+
+def _keep(
+    api: cluster.Api, objects: list[Json], replaced: Iterable[Found], dry_run: DryRun
+) -> list[Outcome]:
+    """Save each plugin DaemonSet `--replace-plugin` deletes in a ConfigMap of our namespace
+    (created first), so that `uninstall` can restore what the user had."""
+    namespace = next(o for o in objects if o["kind"] == "Namespace")
+    outcomes = apply(api, [namespace], dry_run)
+    name = str(namespace["metadata"]["name"])
+    data = {}
+    for found in replaced:
+        live = read(api, _daemonset(found.namespace, found.name))
+        if live is not None:
+            data[f"{found.namespace}.{found.name}"] = json.dumps(_portable(live), sort_keys=True)
+    keep = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": REPLACED_CONFIGMAP, "namespace": name},
+        "data": data,
+    }
+    if dry_run == "client" or outcomes[0].action == "created" and dry_run == "server":
+        return [*outcomes, Outcome("ConfigMap", name, REPLACED_CONFIGMAP, "kept")]
+    live = read(api, keep)
+    if live is None:
+        api.create(collection_of(keep), keep, dry_run=dry_run == "server")
+    else:
+        merged_data = {**(live.get("data") or {}), **data}
+        api.replace(url_of(keep), {**live, "data": merged_data}, dry_run=dry_run == "server")
+    return [*outcomes, Outcome("ConfigMap", name, REPLACED_CONFIGMAP, "kept")]
+
+
+def _daemonset(namespace: str, name: str) -> Json:
+    return {"kind": "DaemonSet", "metadata": {"name": name, "namespace": namespace}}
+
+
+def _portable(live: Json) -> Json:
+    """A live object as a manifest to create again: what the server added left out."""
+    meta = live.get("metadata") or {}
+    kept = {k: meta[k] for k in ("name", "namespace", "labels", "annotations") if k in meta}
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": kept,
+            "spec": live.get("spec") or {}}  # fmt: skip
+
+
+def kept_plugins(api: cluster.Api, namespace: str) -> list[Json]:
+    """The DaemonSets `install --replace-plugin` deleted and kept (none when it did not)."""
+    keep = {"kind": "ConfigMap", "metadata": {"name": REPLACED_CONFIGMAP, "namespace": namespace}}
+    live = read(api, keep)
+    found = []
+    for key, text in sorted(((live or {}).get("data") or {}).items()):
+        try:
+            manifest = json.loads(text)
+        except ValueError:
+            log.warning("%s key %s is not a manifest; not restored", REPLACED_CONFIGMAP, key)
+            continue
+        if isinstance(manifest, dict) and manifest.get("kind") == "DaemonSet":
+            found.append(manifest)
+    return found
+
+
+def restore(api: cluster.Api, manifests: list[Json], dry_run: DryRun = "none") -> list[Outcome]:
+    """Create each kept DaemonSet again; one that cannot be created is saved to a file and
+    the command that creates it is said (GpuError, after the others were tried)."""
+    outcomes, failed = [], []
+    for manifest in manifests:
+        kind, namespace, name = bundle.identity(manifest)
+        try:
+            if dry_run != "client" and read(api, manifest) is None:
+                api.create(collection_of(manifest), manifest, dry_run=dry_run == "server")
+        except ClusterError as e:
+            failed.append(f"{kind.lower()}/{name} -n {namespace}: {e.message}; to restore it: "
+                          f"kubectl create -f {_saved(manifest)}")  # fmt: skip
+            continue
+        outcomes.append(Outcome(kind, namespace, name, "restored"))
+    if failed:
+        raise GpuError(
+            "could not restore the device plugin --replace-plugin had replaced: "
+            + "; ".join(failed),
+            hint="the rest of the uninstall is done",
+        )
+    return outcomes
+
+
+def _saved(manifest: Json) -> str:
+    import tempfile
+
+    _, _, name = bundle.identity(manifest)
+    handle, path = tempfile.mkstemp(prefix=f"kubectl-gpu-restore-{name}-", suffix=".json")
+    with open(handle, "w", encoding="utf-8") as stream:
+        json.dump(manifest, stream, indent=2)
+    return path
 
 
 def _replace(api: cluster.Api, found: Found, dry_run: DryRun) -> Outcome:

@@ -74,7 +74,7 @@ def status(api: cluster.Api, namespace: str) -> Status:
     """The install in `namespace`, judged part by part."""
     live_namespace = install.read(api, {"kind": "Namespace", "metadata": {"name": namespace}})
     found = bundle.recorded(live_namespace)
-    version, options = found if found else ("", bundle.Options(namespace=namespace))
+    version, options = found if found else ("", _would_install(api, namespace))
     nodes = list(api.list(cluster.path("nodes")))
     gpu_nodes = tuple(sorted(_name(n) for n in nodes if bundle.is_gpu_node(n)))
     unselected = tuple(sorted(_name(n) for n in nodes
@@ -91,6 +91,15 @@ def status(api: cluster.Api, namespace: str) -> Status:
         tuple(sorted((n, why) for n, why in reported.items() if why and n in gpu_nodes)),
         unselected,
     )
+
+
+def _would_install(api: cluster.Api, namespace: str) -> bundle.Options:
+    """Not installed: the options `kubectl gpu install` would choose here (operator mode
+    beside the GPU Operator), so that the parts listed are the ones it would add."""
+    from kubectl_gpu import preflight
+
+    request = preflight.Request(bundle.Options(namespace=namespace))
+    return preflight.decide(request, install.facts(api, namespace)).options
 
 
 def _name(node: Json) -> str:

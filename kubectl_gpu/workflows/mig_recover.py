@@ -5,7 +5,9 @@ the agent's GPUNodeReport shows per GPU; a cluster without the report resource h
 the recovery write: one merge patch per node that puts the operator's `gpu.deploy.*` labels
 back to their previous values, sets the node's MIG state label to `failed`, records the reason
 and clears our in-progress annotations, so that neither actuator goes on with the old change
-and the device plugin comes back. A node that is not stuck is refused unless forced. Must not
+and the device plugin comes back; a drain that stopped before any MIG change (`mig apply
+--drain`, `share --drain`) is only undone (uncordoned, its record removed): no MIG failure.
+A node that is not stuck is refused unless forced. Must not
 decide what counts as stuck (kubectl_gpu.mig.stuck does).
 """
 
@@ -43,6 +45,7 @@ class Recovery:
     restored: Mapping[str, str]  # label -> the value put back
     state_label: str
     next_step: str
+    undone: tuple[str, ...] = ()  # what else was put back: the drain record, the cordon
 
 
 def reported_gpus(api: cluster.Api) -> dict[str, tuple[stuck.ReportedGpu, ...]]:
@@ -142,23 +145,28 @@ def _recover(
         state_label = keys.MIG_CONFIG_STATE_LABEL if operator else keys.MIG_STATE_LABEL
     reason = f"{RECOVERED}: {'; '.join(reasons)}"
     labels: dict[str, str | None] = {**restored, **({state_label: "failed"} if state_label else {})}
-    notes: dict[str, str | None] = {keys.MIG_REASON_ANNOTATION: reason}
-    if touch_mig:
+    notes: dict[str, str | None] = {}
+    if touch_mig:  # the MIG change failed: say why where `mig status` and doctor read it
+        notes[keys.MIG_REASON_ANNOTATION] = reason
         notes |= dict.fromkeys(
             (keys.MIG_PHASE_ANNOTATION, keys.MIG_PAUSED_PLUGIN_ANNOTATION,
              keys.MIG_PENDING_SINCE_ANNOTATION)
         )  # fmt: skip
     body: dict[str, Any] = {"metadata": {"labels": labels, "annotations": notes}}
     record = stuck.drain_record(facts.annotations)
+    undone: list[str] = []
     if record:  # undo the drain: the node goes back into use
         notes[keys.DRAIN_ANNOTATION] = None
+        undone.append(f"drain of {record.get('change', 'a change')} ended")
         if record.get("cordoned"):
             body["spec"] = {"unschedulable": None}
-            notes[keys.MIG_REASON_ANNOTATION] = reason + "; uncordoned the node it had cordoned"
+            undone.append("uncordoned")
+            if touch_mig:
+                notes[keys.MIG_REASON_ANNOTATION] = f"{reason}; uncordoned the node it had cordoned"
     api.patch(cluster.path("nodes", facts.name), body)
     log.info("node %s: %s", facts.name, reason)
     step = _next(facts) if touch_mig else _after_drain(facts.name, record)
-    return Recovery(facts.name, facts.actuator, reasons, restored, state_label, step)
+    return Recovery(facts.name, facts.actuator, reasons, restored, state_label, step, tuple(undone))
 
 
 def _after_drain(node: str, record: Mapping[str, object]) -> str:

@@ -22,6 +22,7 @@ from kubectl_gpu.workflows.mig_targets import NodeFacts, Scope
 API_VERSION = "kubectl-gpu.io/v1"
 DONE_STATES = ("success", "failed", "reboot-required")  # our agent's final states
 OPERATOR_DONE_STATES = ("success", "failed")  # mig-manager's; `rebooting` goes on after it
+WAITING = "waiting"  # shown (never written) while no agent has taken up the desired config
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,15 +87,27 @@ def of(facts: NodeFacts) -> NodeStatus:
         reason = notes.get(keys.MIG_REASON_ANNOTATION, "") or _operator_reason(state)
         return NodeStatus(facts.name, facts.actuator, desired, applied, state, "", reason,
                           desired, "", gpus)  # fmt: skip
+    desired = labels.get(keys.MIG_DESIRED_LABEL, "")
+    request = notes.get(keys.MIG_REQUEST_ANNOTATION, "")
+    state = labels.get(keys.MIG_STATE_LABEL, "")
+    phase = notes.get(keys.MIG_PHASE_ANNOTATION, "")
+    reason = notes.get(keys.MIG_REASON_ANNOTATION, "")
+    if desired and request.partition("@")[0] != desired:
+        # the state and reason are those of an earlier request: no agent has taken this one
+        # yet (none runs, or it is restarting), so nothing about it succeeded or failed
+        state, phase = WAITING, ""
+        reason = f"no agent has taken up {desired} yet" + (
+            f" (the state shown before was that of {request})" if request else ""
+        )
     return NodeStatus(
         node=facts.name,
         actuator=facts.actuator,
-        desired=labels.get(keys.MIG_DESIRED_LABEL, ""),
+        desired=desired,
         applied=notes.get(keys.MIG_APPLIED_ANNOTATION, ""),
-        state=labels.get(keys.MIG_STATE_LABEL, ""),
-        phase=notes.get(keys.MIG_PHASE_ANNOTATION, ""),
-        reason=notes.get(keys.MIG_REASON_ANNOTATION, ""),
-        request=notes.get(keys.MIG_REQUEST_ANNOTATION, ""),
+        state=state,
+        phase=phase,
+        reason=reason,
+        request=request,
         force=notes.get(keys.MIG_FORCE_ANNOTATION, ""),
         gpus=gpus,
     )
@@ -149,4 +162,6 @@ def to_dict(row: NodeStatus) -> dict[str, Any]:
 
 def document(rows: list[NodeStatus]) -> dict[str, Any]:
     """`kind: MigStatus`, as schemas/mig-status.v1.json describes it."""
-    return {"apiVersion": API_VERSION, "kind": "MigStatus", "nodes": [to_dict(r) for r in rows]}
+    nodes = [to_dict(r) for r in rows]
+    # `items`, as every list; `nodes` (its first name) stays for v1 readers
+    return {"apiVersion": API_VERSION, "kind": "MigStatus", "items": nodes, "nodes": nodes}

@@ -6,8 +6,11 @@ every registered device); one warning kind is shown 20 times, then counted."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from kubectl_gpu import kubelet
 from tests.conftest import CliResult
@@ -83,3 +86,24 @@ def test_many_warnings_of_one_kind_are_counted_after_20(run_cli: Run, tmp_path: 
 
     assert result.stderr.count("[map.device-unhealthy]") == 21
     assert "warning: 70 more like the above [map.device-unhealthy]" in result.stderr
+
+
+@pytest.mark.parametrize("flag", ["--checkpoint", "--pods"])
+def test_a_fifo_or_device_is_refused_like_validate_does(
+    run_cli: Callable[..., CliResult], tmp_path: Path, flag: str
+) -> None:
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    checkpoint = tmp_path / "checkpoint.json"
+    checkpoint.write_text(
+        '{"Data": {"PodDeviceEntries": [], "RegisteredDevices": {}}, "Checksum": 0}'
+    )
+    given = {"--checkpoint": str(checkpoint), "--pods": None, flag: str(fifo)}
+    args = [part for name, value in given.items() if value for part in (name, value)]
+
+    result = run_cli("map", *args)  # no writer ever opens the FIFO: this must not wait
+
+    assert result.exit_code == 1, result.stderr
+    assert f"{fifo}: a FIFO (named pipe), not a file" in result.stderr
+    device = run_cli("map", *[a if a != str(fifo) else "/dev/zero" for a in args])
+    assert device.exit_code == 1 and "a character device, not a file" in device.stderr

@@ -150,3 +150,29 @@ def test_drain_refuses_a_pod_without_a_controller_before_cordoning_unless_forced
     assert forced.exit_code == 0, forced.stderr
     assert "evicting Pods that declare no controller: default/notebook" in forced.stderr
     assert cluster.store.list("pods", "default") == []
+
+
+def test_mig_recover_undoes_a_stopped_share_drain_without_a_mig_failure(
+    run_cli: Run, used: SimCluster
+) -> None:
+    used.store.create(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "train-pdb", "namespace": "default"},
+            "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "train"}}},
+        }
+    )
+    assert share(run_cli, used, *RENAME, "--drain", "--drain-timeout", "0.3s").exit_code == 1
+
+    undo = run_cli("--kubeconfig", str(used.kubeconfig), "mig", "recover", "gpu-a")
+
+    assert undo.exit_code == 0, undo.stderr
+    header, row = undo.stdout.splitlines()
+    assert "RESTORED" in header and "uncordoned" in row, undo.stdout  # the table says what
+    node = used.store.get("nodes", "gpu-a")
+    assert not node["spec"].get("unschedulable")
+    annotations, labels = node["metadata"].get("annotations", {}), node["metadata"]["labels"]
+    assert keys.DRAIN_ANNOTATION not in annotations
+    assert keys.MIG_REASON_ANNOTATION not in annotations  # no MIG change had begun
+    assert keys.MIG_STATE_LABEL not in labels and keys.MIG_CONFIG_STATE_LABEL not in labels

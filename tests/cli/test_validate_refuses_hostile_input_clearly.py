@@ -27,6 +27,7 @@ def _replicas(value: str) -> str:
 
 CASES = {
     "tagged-int": (_count("!!int x"), "yaml.bad-scalar", "'x' is not a valid !!int value"),
+    "tagged-empty-int": (_replicas("!!int ''"), "yaml.bad-scalar", "'' is not a valid !!int"),
     "tagged-float": (_count("!!float x"), "yaml.bad-scalar", "'x' is not a valid !!float"),
     "tagged-bool": (
         MIG.replace("mig-enabled: true", "mig-enabled: !!bool maybe") + "      mig-devices: {}\n",
@@ -132,3 +133,23 @@ def test_terminal_escapes_in_names_and_keys_are_printed_escaped(
     out = result.stdout + result.stderr
     assert "\x1b" not in out and "\x07" not in out and "\x9b" not in out
     assert "evil\\x1b[2J\\nname.yaml" in out and "\\x1b]0;pwned\\x07x" in out
+
+
+def test_an_unreadable_entry_under_recursive_is_named_and_the_rest_checked(
+    run_cli: Run, tmp_path: Path
+) -> None:
+    (tmp_path / "good.yaml").write_text(MIG + "      mig-devices: {}\n")
+    fd = os.open(tmp_path, os.O_RDONLY)
+    for _ in range(18):  # a path longer than PATH_MAX: listing it fails, even for root
+        os.mkdir("d" * 250, dir_fd=fd)
+        inner = os.open("d" * 250, os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    os.close(fd)
+
+    result = run_cli("validate", "-R", "-f", str(tmp_path))
+
+    assert result.exit_code == 1, result.stderr
+    assert result.exception is None
+    assert "cannot read the directory: File name too long" in result.stdout + result.stderr
+    assert "good.yaml: valid" in result.stdout + result.stderr  # the rest is still checked

@@ -44,3 +44,21 @@ def test_operator_mode_installs_the_agent_beside_the_operators_plugin(
     assert agent["state"] == "ok", agent
     assert status.json["nodesWithoutReport"] == ["gpu-a"]  # no agent process runs here
     assert status.exit_code == 1
+
+
+def test_status_before_install_beside_the_operator_says_operator_mode_not_missing_parts(
+    run_cli: Run, sim_cluster: MakeSimCluster
+) -> None:
+    cluster = sim_cluster([NodeSpec("gpu-a", "A100-SXM4-40GB", 1)], "gpu-operator")
+    base = ("--kubeconfig", str(cluster.kubeconfig))
+
+    table = run_cli(*base, "status")
+    document = run_cli(*base, "status", "-o", "json")
+
+    assert table.exit_code == 1 and table.exception is None
+    assert "error: kubectl-gpu is not installed in namespace kubectl-gpu" in table.stderr
+    assert "installs it in operator mode here" in table.stderr
+    assert "parts not ready" not in table.stderr
+    assert document.json["mode"] == "operator"
+    names = {part["name"] for part in document.json["parts"]}
+    assert "kubectl-gpu-device-plugin" not in names  # not a part operator mode would add

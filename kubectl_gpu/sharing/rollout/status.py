@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from kubectl_gpu import keys
 from kubectl_gpu.sharing import deployment as deployments
 from kubectl_gpu.sharing.rollout import plan
 from kubectl_gpu.sharing.rollout.nodes import GpuNode
@@ -152,7 +153,8 @@ def _node_status(
     # Without GFD's count, `gpus` comes from allocatable itself: comparing capacity with it
     # would only restate capacity ≠ allocatable (unhealthy GPUs), not another config.
     counted = gpus if node.physical(resource) else None
-    problems += _capacity_problems(node, resource, name, replicas, counted)
+    if not _partitioned(node):  # GPUs in MIG mode are advertised as nvidia.com/mig-*, not here
+        problems += _capacity_problems(node, resource, name, replicas, counted)
     problems += _plugin_problems(state.deployment, pod)
     problems += _overcommit_problems(node, name, in_use.get(name, 0))
     if not isinstance(doc, Unknown) and chosen.key:
@@ -173,6 +175,12 @@ def _node_status(
         problems=tuple(problems),
         config_error=selection_problems[0] if selection_problems else "",
     )
+
+
+def _partitioned(node: GpuNode) -> bool:
+    """The node advertises MIG devices under their own names (MIG strategy mixed): its
+    physical GPU count says nothing about what it advertises as whole GPUs."""
+    return any(r.startswith(keys.MIG_RESOURCE_PREFIX) and n > 0 for r, n in node.capacity.items())
 
 
 def _selection_problems(state: ClusterState, key: str, error: str, doc: object) -> list[str]:

@@ -7,7 +7,8 @@ controller: true, template labels plus `controller-revision-hash` and `pod-templ
 ControllerRevisions, recreating deleted or failed pods, removing pods from nodes that stop
 matching, replacing pods after a template change (`kubectl rollout restart`) no more than
 `maxUnavailable` nodes at a time (default 1; the next only once the new pod is Ready; OnDelete
-waits for deletes), deleting a deleted DaemonSet's pods (the garbage collector's part), and
+waits for deletes), deleting a deleted DaemonSet's pods and revisions (the garbage collector's
+part), and
 `status`. Must not start pods (podlifecycle.py does).
 """
 
@@ -128,6 +129,16 @@ class DaemonSetController:
         for pod in self.store.list("pods", namespace):
             if _owner_name(pod) == name and pod["metadata"].get("ownerReferences"):
                 self._delete(pod)
+        # the garbage collector takes its ControllerRevisions too: a DaemonSet created again
+        # under the same name (and template) names its first revision the same
+        for revision in self.store.list("controllerrevisions", namespace):
+            if _owner_name(revision) == name:
+                try:
+                    self.store.delete(
+                        "controllerrevisions", revision["metadata"]["name"], namespace
+                    )
+                except ApiError:
+                    pass  # gone meanwhile
 
     # ---- one DaemonSet ------------------------------------------------------------------
 

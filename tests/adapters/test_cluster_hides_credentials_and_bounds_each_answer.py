@@ -1,0 +1,211 @@
+"""Nothing leaked, nothing unbounded: a credential in the kubeconfig's server URL is never
+printed (every `-v` level, `--debug`), a server that drips its answer a byte at a time is given
+up on at the request's deadline, and an answer larger than a request may hold is refused."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from kubectl_gpu import cluster, errors
+from tests.adapters.test_cluster_requests_time_out_and_retry_once import RawServer
+from tests.conftest import CliResult
+from tests.fakes.apiserver import FakeApiServer, write_kubeconfig
+
+SECRETS = ("alice", "S3CRET-PASSWORD", "Q-TOKEN-42", "FRAGMENT-7")
+NODE = cluster.path("nodes", "gpu-a")
+
+
+def _credentialed(port: int, tmp_path: Path) -> Path:
+    url = f"http://alice:S3CRET-PASSWORD@127.0.0.1:{port}/?token=Q-TOKEN-42#FRAGMENT-7"
+    return write_kubeconfig(url, tmp_path / "kubeconfig")
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _everything(result: CliResult) -> str:
+    shown = result.stdout + result.stderr
+    if result.exception is not None:  # --debug: the traceback the user would see
+        shown += "".join(traceback.format_exception(result.exception))
+    return shown
+
+
+@pytest.mark.parametrize("flags", [[], ["-v", "9"], ["--debug"], ["-v", "4", "--debug"]])
+@pytest.mark.parametrize("command", [["map"], ["doctor", "gpu-pod"], ["status"]])
+def test_a_credential_in_the_server_url_is_never_printed(
+    run_cli: Callable[..., CliResult], tmp_path: Path, command: list[str], flags: list[str]
+) -> None:
+    config = _credentialed(_closed_port(), tmp_path)
+
+    result = run_cli(*command, "--kubeconfig", str(config), *flags)
+
+    shown = _everything(result)
+    assert "cannot reach the API server at http://127.0.0.1:" in shown
+    for secret in SECRETS:
+        assert secret not in shown
+
+
+def test_the_printed_server_keeps_scheme_host_port_and_path() -> None:
+    assert cluster.redacted("https://u:p@k8s.example:6443/prefix?token=x#y") == (
+        "https://k8s.example:6443/prefix"
+    )
+    assert cluster.redacted("https://[::1]:6443") == "https://[::1]:6443"
+
+
+def _drip(conn: socket.socket) -> None:
+    conn.recv(65536)
+    conn.sendall(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n"
+    )
+    try:
+        for _ in range(4096):
+            conn.sendall(b" ")
+            time.sleep(0.02)
+    except OSError:
+        pass  # the client gave up and closed the connection
+
+
+def _drip_headers(conn: socket.socket) -> None:
+    conn.recv(65536)
+    try:
+        conn.sendall(b"HTTP/1.1 200 OK\r\n")
+        for _ in range(4096):
+            conn.sendall(b"X")  # one header line that never ends
+            time.sleep(0.02)
+    except OSError:
+        pass
+
+
+def _flood(conn: socket.socket) -> None:
+    conn.recv(65536)
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
+    conn.sendall(b"Transfer-Encoding: chunked\r\n\r\n")
+    chunk = b'{"items":[' + b'{"kind":"Pod"},' * 4000
+    try:
+        while True:
+            conn.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+    except OSError:
+        pass
+
+
+@pytest.fixture
+def raw(request: pytest.FixtureRequest) -> Iterator[RawServer]:
+    server = RawServer(lambda conn: threading.Thread(target=request.param, args=(conn,)).start())
+    yield server
+    server.close()
+
+
+@pytest.mark.parametrize("raw", [_drip, _drip_headers], indirect=True)
+def test_a_server_that_drips_its_answer_is_given_up_on_at_the_deadline(
+    raw: RawServer, tmp_path: Path
+) -> None:
+    api = cluster.connect(str(write_kubeconfig(f"http://127.0.0.1:{raw.port}", tmp_path / "k")))
+    api.deadline = 0.3  # every byte comes well within the read timeout; the whole never does
+
+    with pytest.raises(errors.ClusterError, match="did not finish its answer within 0.3s"):
+        api.get(NODE)
+    assert raw.connections == 1  # not retried: a slow server stays slow
+
+
+@pytest.mark.parametrize("raw", [_flood], indirect=True)
+def test_an_answer_larger_than_the_limit_is_refused_not_held(
+    raw: RawServer, tmp_path: Path
+) -> None:
+    api = cluster.connect(str(write_kubeconfig(f"http://127.0.0.1:{raw.port}", tmp_path / "k")))
+    api.max_answer = 1024 * 1024
+
+    with pytest.raises(errors.ClusterError, match="larger than 1 MiB"):
+        list(api.list(cluster.path("pods")))
+
+
+def test_every_request_has_a_deadline_for_its_whole_answer(tmp_path: Path) -> None:
+    api = cluster.connect(str(write_kubeconfig("http://127.0.0.1:9", tmp_path / "k")))
+    assert api.deadline == cluster.ANSWER_DEADLINE <= 120
+    assert api.max_answer == cluster.MAX_ANSWER_BYTES
+
+
+class _Odd(BaseHTTPRequestHandler):
+    body = b"{}"
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(_Odd.body)))
+        self.end_headers()
+        self.wfile.write(_Odd.body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        (b'{"items": ["gpu-a", "gpu-b"]}', "an item is a JSON string"),
+        (b'{"items": [null]}', "an item is a JSON null"),
+        (b'{"items": {"a": 1}}', "items is a JSON object"),
+        (b'{"items": [], "metadata": "x"}', "metadata is a JSON string"),
+        (b"[1, 2]", "a JSON array"),
+    ],
+)
+def test_list_items_of_the_wrong_type_are_a_cluster_error(
+    tmp_path: Path, body: bytes, said: str
+) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Odd)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    _Odd.body = body
+    try:
+        config = write_kubeconfig(f"http://127.0.0.1:{server.server_address[1]}", tmp_path / "k")
+        api = cluster.connect(str(config))
+        with pytest.raises(errors.ClusterError, match=f"not a list of objects \\({said}\\)"):
+            list(api.list(cluster.path("nodes")))
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (b"apiVersion: v1\nclusters: [\n", "line 3: not valid YAML"),
+        (b"- a\n- b\n", "not a kubeconfig"),
+        (b"\x00\xff\xfe", "not UTF-8 text"),
+    ],
+)
+def test_a_malformed_kubeconfig_is_named_not_a_crash(
+    run_cli: Callable[..., CliResult], tmp_path: Path, text: bytes, said: str
+) -> None:
+    config = tmp_path / "my-kubeconfig"
+    config.write_bytes(text)
+
+    result = run_cli("map", "--kubeconfig", str(config))
+
+    assert result.exit_code == 1 and result.exception is None, result.stderr
+    assert f"error: cannot read the kubeconfig {config}: {said}" in result.stderr
+
+
+def test_v4_prints_each_request_as_it_is_answered_and_no_credential(
+    run_cli: Callable[..., CliResult], fake_apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    url = fake_apiserver.url.replace("http://", "http://alice:S3CRET-PASSWORD@")
+    config = write_kubeconfig(url, tmp_path / "kubeconfig")
+
+    quiet = run_cli("doctor", "--kubeconfig", str(config))
+    loud = run_cli("doctor", "--kubeconfig", str(config), "-v", "4")
+
+    assert loud.exit_code == quiet.exit_code and loud.exception is None, loud.stderr
+    assert "GET /api/v1/nodes?limit=500: 200" not in quiet.stderr
+    assert "GET /api/v1/nodes?limit=500: 200 OK in " in loud.stderr
+    for secret in ("alice", "S3CRET-PASSWORD"):
+        assert secret not in loud.stdout + loud.stderr
