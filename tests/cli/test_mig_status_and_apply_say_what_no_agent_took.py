@@ -15,6 +15,7 @@ from tests.cli.test_mig_apply_reaches_allocatable import (
     BALANCED,
     STATUS_SCHEMA,
     Run,
+    agent_pod,
     gpu,
     write_config,
 )
@@ -57,6 +58,7 @@ def test_a_timed_out_apply_says_the_request_stays_and_how_to_withdraw_it(
     tmp_path: Path,
 ) -> None:
     config = write_config(tmp_path, balanced=BALANCED)
+    agent_pod(cluster, "gpu-1")  # an agent pod runs there, but never takes the request up
 
     result = gpu(cluster, run_cli, "apply", "-f", config, "-c", "balanced", "--node", "gpu-1",
                  "--wait", "--timeout", "300ms")  # fmt: skip
