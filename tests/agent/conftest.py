@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Callable, Iterator
@@ -10,15 +11,17 @@ from typing import Any
 
 import pytest
 
+from kubectl_gpu import agent as agent_main
 from kubectl_gpu import cluster as api_client
 from kubectl_gpu import keys
 from kubectl_gpu.agent import reconcile
 from kubectl_gpu.mig.apply import Start
 from kubectl_gpu.workflows.waiting import Timing
 from tests.fakes import libnvml
-from tests.fakes.cluster import SimCluster
+from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster import manifests as m
 from tests.fakes.cluster.fixture import sim_cluster as sim_cluster  # noqa: F401
+from tests.gpumap import reportbuilders
 
 FAST = Timing(poll=0.05, first_poll=0.01)
 
@@ -109,3 +112,48 @@ def agent() -> Agent:
         return start
 
     return run
+
+
+@dataclasses.dataclass(frozen=True)
+class Fleet:
+    """GPU nodes with the real agent running on each, on some API server: all a test may use,
+    so that the same test runs against the stand-in and a real kube-apiserver."""
+
+    kubeconfig: Path  # the test's own credentials (not the agents')
+    nodes: tuple[str, ...]
+    resync: float  # the agents' --resync, longer than any test waits
+    requests: Callable[[str], list[str]]  # "VERB path?query" the agent of a node sent so far
+
+
+FLEET_RESYNC = 3600.0
+
+
+@pytest.fixture
+def agent_fleet(sim_cluster: Callable[..., SimCluster]) -> Fleet:  # noqa: F811
+    """Three simulated L4 nodes whose agents run as their own processes (a DaemonSet's pods),
+    the GPUNodeReport CRD installed; the server's request log, by user agent, counts them."""
+    nodes = ("gpu-1", "gpu-2", "gpu-3")
+    sim = sim_cluster([NodeSpec(n, "L4", 1) for n in nodes], agents=True)
+    api = api_client.connect(str(sim.kubeconfig))
+    reportbuilders.install(sim.server, api)
+    sim.store.create(m.namespace(keys.NAMESPACE))
+    container = {
+        "name": "agent",
+        "image": "kubectl-gpu-agent:test",
+        "command": ["kubectl-gpu-agent"],
+        "args": ["--resync", str(FLEET_RESYNC)],
+    }
+    selector = {"app": "kubectl-gpu-agent"}
+    sim.store.create(
+        m.daemonset("kubectl-gpu-agent", keys.NAMESPACE, selector=selector, labels=selector,
+                    pod_spec={"containers": [container]})
+    )  # fmt: skip
+
+    def requests(node: str) -> list[str]:
+        mark = agent_main.user_agent(node)
+        return [
+            f"{r.method} {r.path}?{r.query}" for r in list(sim.server.requests)
+            if r.user_agent == mark
+        ]  # fmt: skip
+
+    return Fleet(sim.kubeconfig, nodes, FLEET_RESYNC, requests)
