@@ -3,7 +3,14 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(abspath $(VENV)/bin)
 
-.PHONY: demo test lint test-gpu dist bench release
+.PHONY: demo test lint test-gpu dist bench release bins
+
+# Kubernetes' own control plane and kubectl (K8S=1.37 or 1.34), etcd and KWOK, built from their Go
+# modules at the versions pinned in tools/go/ into ~/.cache/kubectl-gpu (minutes the first time,
+# then reused). Tests and the demo run against them, with kubectl of the server's release first on PATH.
+K8S ?= 1.37
+GOBINS := python3 scripts/gobins.py
+KUBE_BIN = $$($(GOBINS) --print-dir kubernetes-$(K8S))
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	python3 -m venv $(VENV)
@@ -11,11 +18,14 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PY) -m pip install -q -e '.[agent,test,dev]'
 	touch $@
 
-demo: $(VENV)/.installed
-	PATH="$(BIN):$$PATH" bash scripts/demo.sh
+bins:
+	$(GOBINS) kubernetes-$(K8S) etcd kwok
 
-test: $(VENV)/.installed
-	$(PY) -m pytest -q
+demo: $(VENV)/.installed bins
+	PATH="$(BIN):$(KUBE_BIN):$$PATH" KUBECTL_GPU_CONTROL_PLANE=$(K8S) bash scripts/demo.sh
+
+test: $(VENV)/.installed bins
+	PATH="$(KUBE_BIN):$$PATH" KUBECTL_GPU_CONTROL_PLANE=$(K8S) $(PY) -m pytest -q
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check kubectl_gpu tests benchmarks scripts

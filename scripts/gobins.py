@@ -48,6 +48,9 @@ class Target:
     cold_minutes: str = "1-2"  # measured first build on a 2-core machine, for the progress line
     rename: tuple[tuple[str, str], ...] = ()  # (built name, wanted name)
     module: str = ""  # the module's folder relative to the repository; default tools/go/<name>
+    # (module path, files in it): data files that ship inside a pinned module, copied beside
+    # the binaries (KWOK's stage definitions: `kwok` runs nothing without them).
+    data: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def module_dir(self) -> Path:
@@ -89,6 +92,18 @@ TARGETS: dict[str, Target] = {
             packages=("sigs.k8s.io/kwok/cmd/kwok", "sigs.k8s.io/kwok/cmd/kwokctl"),
             binaries=("kwok", "kwokctl"),
             cold_minutes="5-8",
+            data=(
+                (
+                    "sigs.k8s.io/kwok",
+                    (
+                        "kustomize/stage/node/fast/node-initialize.yaml",
+                        "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+                        "kustomize/stage/pod/fast/pod-ready.yaml",
+                        "kustomize/stage/pod/fast/pod-complete.yaml",
+                        "kustomize/stage/pod/fast/pod-delete.yaml",
+                    ),
+                ),
+            ),
         ),
     )
 }
@@ -135,7 +150,7 @@ def _go_version(go: str) -> str:
 def cache_key(target: Target, go_version: str) -> str:
     """Changes when the pins, go.sum, our Go sources, the build flags or Go itself change."""
     digest = hashlib.sha256()
-    digest.update(f"{go_version}\0{target.ldflags}\0{target.packages}\0".encode())
+    digest.update(f"{go_version}\0{target.ldflags}\0{target.packages}\0{target.data}\0".encode())
     for path in sorted(target.module_dir.rglob("*")):
         if path.is_file() and path.suffix in {".mod", ".sum", ".go"}:
             digest.update(str(path.relative_to(target.module_dir)).encode() + b"\0")
@@ -160,7 +175,8 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def _complete(directory: Path, target: Target) -> bool:
-    return all((directory / b).is_file() for b in target.binaries)
+    wanted = [*target.binaries, *(Path(f).name for _, files in target.data for f in files)]
+    return all((directory / name).is_file() for name in wanted)
 
 
 def ensure(name: str, *, quiet: bool = False) -> Path:
@@ -181,7 +197,7 @@ def ensure(name: str, *, quiet: bool = False) -> Path:
 def _build(go: str, target: Target, directory: Path, *, quiet: bool) -> None:
     if not (target.module_dir / "go.sum").is_file():
         raise BuildError(f"{target.module_dir}/go.sum is missing: the pins cannot be verified")
-    say = (lambda _msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    say = (lambda _msg: None) if quiet else _say
     say(
         f"gobins: building {target.name} ({', '.join(target.binaries)}) into {directory}; "
         f"the first build takes about {target.cold_minutes} min on 2 cores, later runs reuse it"
@@ -205,6 +221,7 @@ def _build(go: str, target: Target, directory: Path, *, quiet: bool) -> None:
         for built, wanted in target.rename:
             if (staging / built).exists() and not (staging / wanted).exists():
                 (staging / built).rename(staging / wanted)
+        _copy_data(go, target, env, staging)
         missing = [b for b in target.binaries if not (staging / b).is_file()]
         if missing:
             raise BuildError(f"{target.name}: the build left no {', '.join(missing)}")
@@ -214,6 +231,33 @@ def _build(go: str, target: Target, directory: Path, *, quiet: bool) -> None:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     say(f"gobins: {target.name} built in {time.monotonic() - started:.0f} s")
+
+
+def _say(message: str) -> None:
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+
+
+def _copy_data(go: str, target: Target, env: dict[str, str], into: Path) -> None:
+    """Copy data files from the pinned modules' directories in the module cache."""
+    for module, files in target.data:
+        _copy_module_files(go, target, env, module, files, into)
+
+
+def _copy_module_files(  # noqa: PLR0913 - one call site, each argument a different fact
+    go: str, target: Target, env: dict[str, str], module: str, files: tuple[str, ...], into: Path
+) -> None:
+    where = subprocess.run(
+        [go, "list", "-m", "-f", "{{.Dir}}", module],
+        cwd=target.module_dir, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    source = Path(where.stdout.strip())
+    if where.returncode != 0 or not source.is_dir():
+        raise BuildError(f"{target.name}: cannot find {module} in the module cache: {where.stderr}")
+    for name in files:
+        copied = into / Path(name).name
+        shutil.copyfile(source / name, copied)
+        copied.chmod(0o644)
 
 
 @contextlib.contextmanager
@@ -242,7 +286,7 @@ def _explain(target: Target, stderr: str) -> str:
             f"cannot build {target.name}: the Go module proxy ({proxy}) is unreachable and the "
             f"modules are not in the module cache yet.\n{tail}"
         )
-    if "missing go.sum entry" in stderr or "SECURITY ERROR" in stderr or "checksum mismatch" in stderr:
+    if any(s in stderr for s in ("missing go.sum entry", "SECURITY ERROR", "checksum mismatch")):
         return f"cannot build {target.name}: a module does not match the pinned go.sum.\n{tail}"
     return f"cannot build {target.name}:\n{tail}"
 
@@ -261,14 +305,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 target = resolve(name)
                 directory = bin_dir(target, go_version)
                 state = "built" if _complete(directory, target) else "not built"
-                print(f"{target.name}\t{state}\t{directory}")
+                sys.stdout.write(f"{target.name}\t{state}\t{directory}\n")
             return 0
         for name in names:
             directory = ensure(name)
             if args.print_dir:
-                print(directory)
+                sys.stdout.write(f"{directory}\n")
     except BuildError as error:
-        print(f"gobins: error: {error}", file=sys.stderr)
+        _say(f"gobins: error: {error}")
         return 1
     return 0
 

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-# The API server stand-in's fixtures (fake_apiserver, kubeconfig, raw, api_client, kubectl).
-pytest_plugins = ["tests.fakes.apiserver.fixtures"]
+# The API server stand-in's fixtures (fake_apiserver, kubeconfig, raw, api_client, kubectl) and
+# the real control plane's (control_plane).
+pytest_plugins = ["tests.fakes.apiserver.fixtures", "tests.controlplane.fixtures"]
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -25,7 +25,7 @@ def slices() -> list[Obj]:
         "dra-1": [DraGpu(0, "GPU-a0"), DraGpu(1, "GPU-a1")],
         "dra-2": [DraGpu(0, "GPU-b0", migs=(MigSlot("1g.10gb", "MIG-b0", 10, 14),))],
     }
-    return [dradriver.resource_slice(n, g, "v1") for n, g in nodes.items()]
+    return [s for n, g in nodes.items() for s in dradriver.resource_slices(n, g, "v1")]
 
 
 def claim(request: Obj, *, allocated: bool = False, config: list[Obj] | None = None) -> Obj:

@@ -74,28 +74,45 @@ def device_classes(version: str) -> list[Obj]:
     return found
 
 
-def resource_slice(node: str, gpus: list[DraGpu], version: str) -> Obj:
-    """The node's one ResourceSlice: its devices, and a counter set per partitionable GPU."""
+def resource_slices(node: str, gpus: list[DraGpu], version: str) -> list[Obj]:
+    """The node's pool: a slice of devices and, where GPUs are partitionable, a second slice
+    holding their counter sets (the API server refuses `sharedCounters` beside `devices` in
+    one slice since Kubernetes 1.36: "only one of `sharedCounters` or `devices` is allowed")."""
+    counters = [_counter_set(gpu) for gpu in gpus if gpu.migs]
+    count = 2 if counters else 1
+    slices = [resource_slice(node, gpus, version, count)]
+    if counters:
+        slices.append(
+            _slice(node, f"{node}-{DRIVER}-counters", version, count, sharedCounters=counters)
+        )
+    return slices
+
+
+def resource_slice(node: str, gpus: list[DraGpu], version: str, pool_slices: int = 1) -> Obj:
+    """The node's devices: whole GPUs, or the MIG partitions of a partitionable GPU."""
     devices: list[Obj] = []
-    counters: list[Obj] = []
     for gpu in gpus:
         if gpu.migs:
-            counters.append(_counter_set(gpu))
             devices += [_mig_device(gpu, slot, n) for n, slot in enumerate(gpu.migs)]
         else:
             devices.append(_gpu_device(gpu))
+    return _slice(
+        node, f"{node}-{DRIVER}-sim", version, pool_slices,
+        devices=[_versioned(d, version) for d in devices],
+    )  # fmt: skip
+
+
+def _slice(node: str, name: str, version: str, pool_slices: int, **content: Any) -> Obj:
     spec: Obj = {
         "driver": DRIVER,
         "nodeName": node,
-        "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-        "devices": [_versioned(d, version) for d in devices],
+        "pool": {"name": node, "generation": 1, "resourceSliceCount": pool_slices},
+        **content,
     }
-    if counters:
-        spec["sharedCounters"] = counters
     return {
         "apiVersion": f"{GROUP}/{version}",
         "kind": "ResourceSlice",
-        "metadata": {"name": f"{node}-{DRIVER}-sim"},
+        "metadata": {"name": name},
         "spec": spec,
     }
 
@@ -105,7 +122,8 @@ def install(store: Store, nodes: dict[str, list[DraGpu]], version: str = "v1") -
     for obj in device_classes(version):
         store.create(obj)
     for node, gpus in nodes.items():
-        store.create(resource_slice(node, gpus, version))
+        for obj in resource_slices(node, gpus, version):
+            store.create(obj)
 
 
 def _gpu_device(gpu: DraGpu) -> Obj:
