@@ -5,6 +5,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -13,15 +17,19 @@ import pytest
 
 from kubectl_gpu import agent as agent_main
 from kubectl_gpu import cluster as api_client
-from kubectl_gpu import keys
+from kubectl_gpu import errors, keys
 from kubectl_gpu.agent import reconcile
 from kubectl_gpu.mig.apply import Start
 from kubectl_gpu.workflows.waiting import Timing
+from tests.controlplane.plane import ControlPlane
 from tests.fakes import libnvml
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster import manifests as m
+from tests.fakes.cluster.agents import REPO_ROOT
 from tests.fakes.cluster.fixture import sim_cluster as sim_cluster  # noqa: F401
+from tests.fakes.cluster.nodes import SimNode
 from tests.gpumap import reportbuilders
+from tests.gpumap.test_report_crd_matches_the_schema import crd
 
 FAST = Timing(poll=0.05, first_poll=0.01)
 
@@ -128,10 +136,19 @@ class Fleet:
 FLEET_RESYNC = 3600.0
 
 
-@pytest.fixture
-def agent_fleet(sim_cluster: Callable[..., SimCluster]) -> Fleet:  # noqa: F811
-    """Three simulated L4 nodes whose agents run as their own processes (a DaemonSet's pods),
-    the GPUNodeReport CRD installed; the server's request log, by user agent, counts them."""
+@pytest.fixture(params=["stand-in", "kube-apiserver"])
+def agent_fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fleet]:
+    """Three L4 nodes whose agents run as their own processes, the GPUNodeReport CRD
+    installed; requests are counted at the server by user agent (the stand-in's request log,
+    the real kube-apiserver's audit log)."""
+    if request.param == "stand-in":
+        yield _stand_in_fleet(request.getfixturevalue("sim_cluster"))
+    else:
+        yield from _real_fleet(request.getfixturevalue("control_plane"), tmp_path)
+
+
+def _stand_in_fleet(sim_cluster: Callable[..., SimCluster]) -> Fleet:
+    """A simulated cluster whose agent DaemonSet's pods run the agent processes."""
     nodes = ("gpu-1", "gpu-2", "gpu-3")
     sim = sim_cluster([NodeSpec(n, "L4", 1) for n in nodes], agents=True)
     api = api_client.connect(str(sim.kubeconfig))
@@ -157,3 +174,83 @@ def agent_fleet(sim_cluster: Callable[..., SimCluster]) -> Fleet:  # noqa: F811
         ]  # fmt: skip
 
     return Fleet(sim.kubeconfig, nodes, FLEET_RESYNC, requests)
+
+
+def _real_fleet(plane: ControlPlane, tmp_path: Path) -> Iterator[Fleet]:
+    """KWOK nodes on the real control plane, each with the real agent as a process of its
+    own (the NVML stand-in behind it, as on a simulated node)."""
+    api = api_client.connect(str(plane.kubeconfig))
+    nodes = tuple(f"fleet-gpu-{i}" for i in range(1, 4))
+    _create(api, "customresourcedefinitions", crd())
+    _create(api, "namespaces", m.namespace(keys.NAMESPACE))
+    for node in nodes:
+        labels = {"nvidia.com/gpu.present": "true"}
+        _create(api, "nodes", {"apiVersion": "v1", "kind": "Node",
+                               "metadata": {"name": node, "labels": labels}})  # fmt: skip
+    _established(api, "gpunodereports.kubectl-gpu.io")
+    agents = [_spawn_agent(plane, node, i, tmp_path) for i, node in enumerate(nodes)]
+    try:
+        yield Fleet(
+            plane.kubeconfig,
+            nodes,
+            FLEET_RESYNC,
+            lambda n: plane.requests(agent_main.user_agent(n)),
+        )
+    finally:
+        for process in agents:
+            process.terminate()
+        for process in agents:
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        for node in nodes:
+            api.delete(api_client.path("nodes", node))
+        _delete(api, api_client.path("configmaps", keys.MIG_CONFIGMAP, keys.NAMESPACE))
+
+
+def _spawn_agent(plane: ControlPlane, node: str, index: int, tmp_path: Path) -> Any:
+    side = tmp_path / node
+    (side / "kubelet").mkdir(parents=True)
+    SimNode(NodeSpec(node, "L4", 1), index).share_state(side / "gpus.json")
+    command = [
+        sys.executable, "-m", "tests.fakes.node.agent", "--gpu-state", str(side / "gpus.json"),
+        "--", "--node-name", node, "--kubeconfig", str(plane.kubeconfig),
+        "--kubelet-root", str(side / "kubelet"), "--heartbeat", str(side / "heartbeat"),
+        "--interval", "0.5", "--resync", str(FLEET_RESYNC),
+    ]  # fmt: skip
+    with (side / "agent.log").open("w") as log:  # the child keeps its own descriptor
+        return subprocess.Popen(  # noqa: S603 (fixed argv)
+            command,
+            cwd=REPO_ROOT,
+            env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+
+
+def _create(api: api_client.Api, resource: str, body: dict[str, Any]) -> None:
+    try:
+        api.create(api_client.path(resource), body)
+    except errors.ClusterError as e:
+        if e.status != 409:
+            raise
+
+
+def _delete(api: api_client.Api, url: str) -> None:
+    try:
+        api.delete(url)
+    except errors.ClusterError as e:
+        if e.status != 404:
+            raise
+
+
+def _established(api: api_client.Api, name: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        found = api.get(api_client.path("customresourcedefinitions", name))
+        conditions = (found.get("status") or {}).get("conditions") or []
+        if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"the CRD {name} was never established")

@@ -3,7 +3,7 @@
 watch, long before its resync, while the other agents stay quiet.
 
 Uses only the API and the `agent_fleet` fixture (kubeconfig, nodes, each agent's requests), so
-that it runs unchanged against a real kube-apiserver."""
+that it runs unchanged on the stand-in and on the real kube-apiserver (its audit log counts)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from kubectl_gpu import cluster, keys
+from kubectl_gpu.errors import ClusterError
 from tests.agent.conftest import Fleet
 
 DISABLED = "version: v1\nmig-configs:\n  all-disabled:\n  - devices: all\n    mig-enabled: false\n"
+pytestmark = pytest.mark.timeout(240)  # the real control plane starts once per session
 QUIET_S = 3.0  # several of the agents' --interval (0.5 s): a poller would have asked by then
 
 
@@ -55,7 +59,13 @@ def test_agents_at_rest_send_nothing_and_a_label_reaches_one_through_its_watch(
         "metadata": {"name": keys.MIG_CONFIGMAP, "namespace": keys.NAMESPACE},
         "data": {},
     }
-    api.create(cluster.path("configmaps", namespace=keys.NAMESPACE), configmap)
+    path = cluster.path("configmaps", keys.MIG_CONFIGMAP, keys.NAMESPACE)
+    try:
+        api.create(cluster.path("configmaps", namespace=keys.NAMESPACE), configmap)
+    except ClusterError as e:  # a real server shared with other tests: start it empty
+        if e.status != 409:
+            raise
+        api.replace(path, {**configmap, "metadata": api.get(path)["metadata"]})
     reports = {r["metadata"]["name"] for r in api.list(cluster.path("gpunodereports"))}
     assert eventually(
         lambda: (
@@ -70,9 +80,7 @@ def test_agents_at_rest_send_nothing_and_a_label_reaches_one_through_its_watch(
     assert {n: len(agent_fleet.requests(n)) for n in agent_fleet.nodes} == at_rest
     for node in agent_fleet.nodes:  # what keeps them informed: a watch on their own Node
         sent = agent_fleet.requests(node)
-        assert any(
-            r.startswith("GET /api/v1/nodes?") and "watch=true" in r and node in r for r in sent
-        ), sent
+        assert any("/api/v1/nodes?" in r and "watch=true" in r and node in r for r in sent), sent
 
     target, *others = agent_fleet.nodes
     body = {"metadata": {"labels": {keys.MIG_DESIRED_LABEL: "all-disabled"}}}
@@ -90,6 +98,5 @@ def test_agents_at_rest_send_nothing_and_a_label_reaches_one_through_its_watch(
         assert len(agent_fleet.requests(node)) == at_rest[node], agent_fleet.requests(node)
 
     # The config arrives in the ConfigMap, which every agent watches too.
-    path = cluster.path("configmaps", keys.MIG_CONFIGMAP, keys.NAMESPACE)
     api.patch(path, {"data": {"all-disabled": DISABLED}})
     assert eventually(lambda: reported() != "failed"), reason
