@@ -5,9 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,9 +23,8 @@ from tests.controlplane.plane import ControlPlane
 from tests.fakes import libnvml
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster import manifests as m
-from tests.fakes.cluster.agents import REPO_ROOT
 from tests.fakes.cluster.fixture import sim_cluster as sim_cluster  # noqa: F401
-from tests.fakes.cluster.nodes import SimNode
+from tests.fakes.node.agent import spawn
 from tests.gpumap import reportbuilders
 from tests.gpumap.test_report_crd_matches_the_schema import crd
 
@@ -188,7 +185,11 @@ def _real_fleet(plane: ControlPlane, tmp_path: Path) -> Iterator[Fleet]:
         _create(api, "nodes", {"apiVersion": "v1", "kind": "Node",
                                "metadata": {"name": node, "labels": labels}})  # fmt: skip
     _established(api, "gpunodereports.kubectl-gpu.io")
-    agents = [_spawn_agent(plane, node, i, tmp_path) for i, node in enumerate(nodes)]
+    agents = [
+        spawn(plane.kubeconfig, node, i, tmp_path / node, "--interval", "0.5",
+              "--resync", str(FLEET_RESYNC))
+        for i, node in enumerate(nodes)
+    ]  # fmt: skip
     try:
         yield Fleet(
             plane.kubeconfig,
@@ -207,26 +208,6 @@ def _real_fleet(plane: ControlPlane, tmp_path: Path) -> Iterator[Fleet]:
         for node in nodes:
             api.delete(api_client.path("nodes", node))
         _delete(api, api_client.path("configmaps", keys.MIG_CONFIGMAP, keys.NAMESPACE))
-
-
-def _spawn_agent(plane: ControlPlane, node: str, index: int, tmp_path: Path) -> Any:
-    side = tmp_path / node
-    (side / "kubelet").mkdir(parents=True)
-    SimNode(NodeSpec(node, "L4", 1), index).share_state(side / "gpus.json")
-    command = [
-        sys.executable, "-m", "tests.fakes.node.agent", "--gpu-state", str(side / "gpus.json"),
-        "--", "--node-name", node, "--kubeconfig", str(plane.kubeconfig),
-        "--kubelet-root", str(side / "kubelet"), "--heartbeat", str(side / "heartbeat"),
-        "--interval", "0.5", "--resync", str(FLEET_RESYNC),
-    ]  # fmt: skip
-    with (side / "agent.log").open("w") as log:  # the child keeps its own descriptor
-        return subprocess.Popen(  # noqa: S603 (fixed argv)
-            command,
-            cwd=REPO_ROOT,
-            env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-        )
 
 
 def _create(api: api_client.Api, resource: str, body: dict[str, Any]) -> None:

@@ -240,26 +240,30 @@ class ControlPlane:
         self._wait(apiserver, deadline, lambda: self._ready("/readyz"))
 
     def _audit_policy(self) -> Path:
-        """Every request, once, when it arrives (a watch too, while it is still open)."""
+        """Every request when it arrives (a watch too, while it is still open) and when it is
+        answered (with its status code)."""
         policy = self.dir / "audit-policy.yaml"
         policy.write_text(
             "apiVersion: audit.k8s.io/v1\nkind: Policy\n"
-            "omitStages: [ResponseStarted, ResponseComplete, Panic]\n"
+            "omitStages: [ResponseStarted, Panic]\n"
             "rules:\n- level: Metadata\n"
         )
         return policy
 
-    def requests(self, user_agent: str) -> list[str]:
-        """`VERB requestURI` of each request the server received from `user_agent`."""
+    def audit(self) -> list[dict[str, Any]]:
+        """The audit events so far (RequestReceived and ResponseComplete of each request)."""
         try:
             lines = self.audit_log.read_text().splitlines()
         except FileNotFoundError:
             return []
-        events = [json.loads(line) for line in lines if line.strip()]
+        return [json.loads(line) for line in lines if line.strip()]
+
+    def requests(self, user_agent: str) -> list[str]:
+        """`VERB requestURI` of each request the server received from `user_agent`."""
         return [
             f"{e.get('verb', '').upper()} {e.get('requestURI', '')}"
-            for e in events
-            if e.get("userAgent") == user_agent
+            for e in self.audit()
+            if e.get("userAgent") == user_agent and e.get("stage") == "RequestReceived"
         ]
 
     def _start_controller_manager(self) -> None:
