@@ -61,8 +61,7 @@ def emit_table(
     if not rows:
         click.echo("No resources found.", err=True)
         return
-    table = list(zip(*(_cells(map(c.value, rows)) for c in shown), strict=True))
-    text = plain_table(table, [c.header for c in shown])
+    text = _layout([_cells(map(c.value, rows)) for c in shown], [c.header for c in shown])
     click.echo(text.split("\n", 1)[1] if _no_headers() and "\n" in text else text)
 
 
@@ -102,21 +101,26 @@ def plain_table(table: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
     budget (docs/performance.md); anything else (wide or control characters, newlines, blanks
     around a cell) still goes to tabulate.
     """
-    if not _plain(headers, table):
+    return _layout([list(column) for column in zip(*table, strict=True)], list(headers))
+
+
+def _layout(columns: list[list[str]], headers: list[str]) -> str:
+    """`plain_table` of a table given column by column (100,000 rows: no transposing)."""
+    if not _plain([headers, *columns]):
         from tabulate import tabulate
 
+        table = list(zip(*columns, strict=True))
         return tabulate(table, headers=headers, tablefmt="plain", disable_numparse=True)
-    widths = [len(h) + 2 for h in headers]
-    for i, column in enumerate(zip(*table, strict=True)):  # column by column: in C, 100,000 rows
-        widths[i] = max(widths[i], *map(len, column))
+    widths = [max(len(h) + 2, *map(len, c)) for h, c in zip(headers, columns, strict=True)]
     line = "  ".join(f"{{:<{w}}}" for w in widths)
-    return "\n".join(line.format(*cells).rstrip() for cells in [headers, *table])
+    rows = zip(*columns, strict=True)
+    return "\n".join(line.format(*cells).rstrip() for cells in [headers, *rows])
 
 
-def _plain(headers: Sequence[str], table: Sequence[Sequence[str]]) -> bool:
-    """Every cell printable ASCII without blanks around it, checked on the table joined
+def _plain(groups: Sequence[Sequence[str]]) -> bool:
+    """Every cell printable ASCII without blanks around it, checked on the cells joined
     (the only blank printable ASCII has is the space)."""
-    text = "\n".join("\n".join(cells) for cells in [headers, *table])
+    text = "\n".join("\n".join(cells) for cells in groups)
     return (
         text.isascii()
         and text.replace("\n", "").isprintable()
