@@ -1,17 +1,17 @@
 """Benchmark (not a test): the node agent at rest — RSS, CPU and API writes with nothing changing.
 
-DESIGN.md budget: at the default poll interval (10 s) the agent stays within 100 MiB RSS and
-2 % of one core, and writes to the API only on change. The real `kubectl-gpu-agent` binary
-loads `libnvidia-ml.so.1`, which this machine lacks, and the NVML stand-in only works inside
-the process that installs it; so the agent runs in a child Python process (this module with
-`--child`) that installs the NVML stand-in (an L4 ×4 node) and then loops as `agent.main`
-does: every interval one `reconcile.reconcile` pass and one `reporting.publish` pass (the
-reporting pass the agent performs; the digest carries over between passes). The API server
+DESIGN.md budget: at the default interval (10 s) the agent stays within 100 MiB RSS and 2 % of
+one core, and sends the API server nothing at rest (it learns of changes by watching). The real
+`kubectl-gpu-agent` binary loads `libnvidia-ml.so.1`, which this machine lacks, and the NVML
+stand-in only works inside the process that installs it; so the agent runs in a child Python
+process (this module with `--child`) that installs the NVML stand-in (an L4 ×4 node) and then
+calls the agent's own `agent.main` loop. The API server
 stand-in (a simulated cluster, Helm layout, time-sliced ×4, pods placed) and the kubelet
 stand-in (checkpoint + PodResources socket) run in this, the parent, process, so the child's
 RSS and CPU are the agent's own. After the child's first pass (which writes its report), the
 parent samples /proc/<pid>/status (VmRSS, VmHWM) and /proc/<pid>/stat (utime + stime) over
-the window and counts the write requests (POST/PUT/PATCH/DELETE) the server received.
+the window and counts the requests, and of them the writes (POST/PUT/PATCH/DELETE), that the
+server received.
 
 Run: `.venv/bin/python -m benchmarks.agent_at_rest [--seconds 60] [--interval 10]`.
 """
@@ -54,30 +54,17 @@ class AtRest:
     cpu_percent: float  # of one core, over the window
     writes: int  # API write requests during the window
     first_pass_writes: int
-    passes: int
+    requests: int  # every API request during the window (watches opened included)
 
 
 def _child(kubelet_root: Path, interval: float, ready: Path) -> None:
-    """The agent loop with the NVML stand-in installed (runs in the child process)."""
-    from kubectl_gpu import cluster, errors
-    from kubectl_gpu.agent import reconcile, reporting
+    """The real agent loop (`agent.main`) with the NVML stand-in installed (in the child)."""
+    from kubectl_gpu import agent
     from tests.fakes import libnvml
 
     libnvml.install(libnvml.FakeLibNvml([MODEL] * GPUS))
-    api = cluster.connect()
-    options = reconcile.Options(node=NODE, timeout=30.0)
-    sources = reporting.Sources(NODE, kubelet_root=kubelet_root, timeout=5.0)
-    digest: str | None = None
-    passes = 0
-    while True:
-        try:
-            reconcile.reconcile(api, options)
-            digest = reporting.publish(api, sources, digest)
-        except errors.GpuError as e:  # as agent.main: log and carry on
-            print(f"pass failed: {e.message}", file=sys.stderr)
-        passes += 1
-        ready.write_text(str(passes))
-        time.sleep(interval)
+    argv = ["--node-name", NODE, "--kubelet-root", str(kubelet_root), "--timeout", "30"]
+    sys.exit(agent.main([*argv, "--interval", str(interval), "--heartbeat", str(ready)]))
 
 
 def _cluster(kubelet_root: Path) -> tuple[SimCluster, FakeKubelet]:
@@ -167,19 +154,20 @@ def _observe(sim: SimCluster, root: Path, ready: Path, seconds: float, interval:
     child = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)  # noqa: S603
     try:
         _wait_ready(child, ready)
-        first = _writes(sim)
+        time.sleep(2 * interval)  # the pass its own first writes wake, then rest
+        first, before = _writes(sim), len(sim.server.requests)
         _rss, _peak, cpu0 = _proc(child.pid)
         started = time.monotonic()
         time.sleep(seconds)
         rss, peak, cpu1 = _proc(child.pid)
         elapsed = time.monotonic() - started
-        passes = int(ready.read_text() or 0)
         writes = _writes(sim) - first
+        requests = len(sim.server.requests) - before
     finally:
         child.terminate()
         child.wait(10)
     return AtRest(
-        elapsed, interval, rss, peak, 100 * (cpu1 - cpu0) / elapsed, writes, first, passes
+        elapsed, interval, rss, peak, 100 * (cpu1 - cpu0) / elapsed, writes, first, requests
     )
 
 
@@ -196,9 +184,10 @@ def main() -> None:
     result = measure(options.seconds, options.interval)
     print(
         f"agent at rest over {result.seconds:.0f} s (interval {result.interval:g} s, "
-        f"{result.passes} passes): RSS {result.rss_mib:.1f} MiB (peak {result.peak_rss_mib:.1f}), "
+        f"{result.requests} API requests): RSS {result.rss_mib:.1f} MiB "
+        f"(peak {result.peak_rss_mib:.1f}), "
         f"CPU {result.cpu_percent:.2f} % of a core, API writes {result.writes} "
-        f"(first pass: {result.first_pass_writes}); budgets 100 MiB, 2 %, 0 writes"
+        f"(first pass: {result.first_pass_writes}); budgets 100 MiB, 2 %, 0 requests"
     )
 
 

@@ -174,7 +174,7 @@ def share_rows(nodes: int, runs: int) -> list[Row]:
 
 def agent_rows(seconds: float) -> list[Row]:
     rest = agent_at_rest.measure(seconds, 10.0)
-    window = f"{rest.seconds:.0f} s, {rest.passes} passes"
+    window = f"{rest.seconds:.0f} s, {rest.requests} API requests"
     per_minute = rest.writes * 60 / rest.seconds
     rss = f"{rest.rss_mib:.1f} MiB (peak {rest.peak_rss_mib:.1f})"
     writes = f"{per_minute:.1f} / min (first pass {rest.first_pass_writes})"

@@ -121,6 +121,9 @@ RETRY_PAUSE = 0.5
 MAX_RETRY_PAUSE = 2.0
 _CHUNK = 64 * 1024
 _RETRY_STATUSES = frozenset({429, 502, 503, 504})
+# A watch hears at least a bookmark about every minute from kube-apiserver; this much
+# silence means the connection is gone without a FIN (a NAT or load balancer dropped it).
+WATCH_IDLE = 150.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -371,6 +374,30 @@ class Api:
             hint="the server or the network to it is overloaded; try again later",
         )
 
+    def _stream(
+        self,
+        url: str,
+        headers: dict[str, str],
+        query: Mapping[str, str],
+        idle: float,
+    ) -> Any:
+        """A watch: urllib3's response with its body left unread, to be read as events come;
+        `idle` is the read timeout (a watch has no deadline for its whole answer)."""
+        params = list(query.items())
+        timeouts = (self.connect_timeout, idle)
+        if hasattr(self.client, "param_serialize"):  # kubernetes >= 37
+            request = self.client.param_serialize(
+                "GET", url, query_params=params, header_params=headers,
+                auth_settings=["BearerToken"],
+            )  # fmt: skip
+            return self.client.call_api(*request, _request_timeout=timeouts).response
+        # kubernetes 30-36 (what the krew archive vendors): raw urllib3 response
+        return self.client.call_api(
+            url, "GET", query_params=params, header_params=headers,
+            auth_settings=["BearerToken"], _preload_content=False,
+            _return_http_data_only=True, _request_timeout=timeouts,
+        )  # fmt: skip
+
     def get(self, url: str) -> Json:
         """GET one object."""
         result: Json = self.request("GET", url)
@@ -406,6 +433,44 @@ class Api:
                 return
             query["continue"] = token
 
+    def watch(
+        self,
+        url: str,
+        *,
+        field_selector: str = "",
+        resource_version: str = "",
+        seconds: int = 300,
+        idle: float = WATCH_IDLE,
+    ) -> Iterator[Json]:
+        """The events (`{"type", "object"}`, BOOKMARKs included) of one watch from
+        `resource_version`, until the server ends it after `seconds`. The server sends a
+        bookmark about every minute, so `idle` seconds of silence mean a dead connection:
+        a `ClusterError`, as is every other failure; an `ERROR` event is yielded as sent
+        (410 Gone: the version is too old, list again). No retry here: the watcher decides."""
+        query = {"watch": "true", "allowWatchBookmarks": "true", "timeoutSeconds": str(seconds)}
+        if field_selector:
+            query["fieldSelector"] = field_selector
+        if resource_version:
+            query["resourceVersion"] = resource_version
+        headers = {"Accept": "application/json"}
+        try:
+            response = self._stream(url, headers, query, idle)
+        except ApiException as e:
+            if e.status:
+                raise _from_status(e.status, e.reason, e.body, "GET", url) from e
+            raise _unreachable(self, e) from None  # its text may quote the URL
+        except HTTPError as e:
+            raise _unreachable(self, e) from None  # its text may quote the URL
+        try:
+            if not 200 <= response.status <= 299:
+                raise _from_status(response.status, response.reason, response.data, "GET", url)
+            yield from _events(response, f"GET {url}")
+        except HTTPError as e:  # the connection dropped or went silent
+            raise _unreachable(self, e) from None  # its text may quote the URL
+        finally:  # a stream read part way cannot go back into the pool: close it first
+            response.close()
+            response.release_conn()
+
     def create(self, url: str, body: Json, *, dry_run: bool = False) -> Json:
         """POST a new object into a collection (`dry_run`: validated by the server, not kept)."""
         result: Json = self.request("POST", url, body=body, query=_dry(dry_run))
@@ -439,6 +504,24 @@ class Api:
                      query=_dry(dry_run))  # fmt: skip
 
 
+def _events(response: Any, what: str) -> Iterator[Json]:
+    """Decode a watch stream: one JSON object per line, as chunks arrive."""
+    chunks = response.read_chunked() if response.chunked else response.stream(64 * 1024)
+    pending = b""
+    for chunk in chunks:
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                event = json.loads(line)
+            except (ValueError, RecursionError) as e:
+                raise ClusterError(f"{what}: a watch event cannot be read: {e}") from e
+            if isinstance(event, dict):
+                yield event
+
+
 def served_versions(api: Api, group: str) -> list[str]:
     """The versions the server serves of an API group, its preferred one first; [] when it
     serves none (an older server, or the group's feature is off)."""
@@ -459,10 +542,16 @@ def _dry(dry_run: bool) -> dict[str, str] | None:
 
 
 def connect(
-    kubeconfig: str | None = None, context: str | None = None, timeout: float = READ_TIMEOUT
+    kubeconfig: str | None = None,
+    context: str | None = None,
+    timeout: float = READ_TIMEOUT,
+    *,
+    user_agent: str = "",
 ) -> Api:
     """Connect as kubectl would: --kubeconfig, else $KUBECONFIG, else ~/.kube/config;
-    inside a pod with none of those, the pod's service account."""
+    inside a pod with none of those, the pod's service account. `user_agent` names the caller
+    in the server's audit log (5,000 agents share one service account: the node tells them
+    apart)."""
     configuration = client.Configuration()
     try:
         loaded = _load(configuration, kubeconfig, context)
@@ -481,6 +570,8 @@ def connect(
     configuration.retries = 0  # urllib3 retries nothing: `Api._send` holds the one policy
     api_client = client.ApiClient(configuration)
     _pools(api_client.rest_client.pool_manager)
+    if user_agent:
+        api_client.user_agent = user_agent
     name, namespace = loaded
     host = str(configuration.host)
     return Api(api_client, name, redacted(host), timeout, namespace, secrets=_url_secrets(host))

@@ -39,6 +39,8 @@ GPU_RESOURCE = "nvidia.com/gpu"
 MIG_STRATEGY_LABEL = "nvidia.com/mig.strategy"
 MPS_CAPABLE_LABEL = "nvidia.com/mps.capable"
 MIG_CAPABLE_LABEL = "nvidia.com/mig.capable"
+GFD_TIMESTAMP_LABEL = "nvidia.com/gfd.timestamp"  # GFD rewrites it every relabel (60 s)
+NVIDIA_PREFIX = "nvidia.com/"
 
 # Labels that identify the device plugin's DaemonSet (reference sharing-config.md §6).
 APP_LABEL = "app"  # GPU Operator: app=nvidia-device-plugin-daemonset

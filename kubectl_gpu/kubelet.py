@@ -101,11 +101,11 @@ def parse_checkpoint(data: bytes, name: str) -> CheckpointContents:
     if problem:
         return _unreadable(name, problem)
     warnings: list[str] = []
-    decode = _decoder(name, warnings)
     entries = document["Data"].get("PodDeviceEntries") or []
-    allocations = [
-        _entry(e, f"{name}: PodDeviceEntries[{i}]", decode, warnings) for i, e in enumerate(entries)
-    ]
+    # protobuf is imported only for a file that records AllocResp (kubelet >= 1.20 does)
+    recorded = any(isinstance(e, dict) and e.get("AllocResp") is not None for e in entries)
+    decode = _decoder(name, warnings) if recorded else None
+    allocations = [_entry(e, i, name, decode, warnings) for i, e in enumerate(entries)]
     registered = _registered(document["Data"].get("RegisteredDevices"), name, warnings)
     log.info(CHECKSUM_NOTE.format(name=name))
     return CheckpointContents(tuple(a for a in allocations if a), registered, tuple(warnings))
@@ -129,18 +129,25 @@ def _shape_problem(document: Any) -> str:
     return ""
 
 
-def _entry(raw: Any, where: str, decode: Decoder | None, warnings: list[str]) -> Allocation | None:
+def _entry(
+    raw: Any, index: int, name: str, decode: Decoder | None, warnings: list[str]
+) -> Allocation | None:
+    where = f"{name}: PodDeviceEntries[{index}]"
     if not isinstance(raw, dict):
         warnings.append(f"{where}: not an object; skipped")
         return None
-    fields = [raw.get(k) for k in ("PodUID", "ContainerName", "ResourceName")]
+    uid, container, resource = raw.get("PodUID"), raw.get("ContainerName"), raw.get("ResourceName")
     device_ids = _device_ids(raw.get("DeviceIDs"))
-    if not all(isinstance(f, str) for f in fields) or device_ids is None:
+    if (
+        not isinstance(uid, str)
+        or not isinstance(container, str)
+        or not isinstance(resource, str)
+        or device_ids is None
+    ):
         warnings.append(
             f"{where}: PodUID, ContainerName, ResourceName or DeviceIDs unusable; skipped"
         )
         return None
-    uid, container, resource = (str(f) for f in fields)
     response = _alloc_resp(raw.get("AllocResp"), decode, where, warnings)
     return Allocation(uid, None, None, container, resource, device_ids, Source.CHECKPOINT, response)
 
@@ -155,7 +162,7 @@ def _device_ids(raw: Any) -> tuple[str, ...] | None:
         raw = [i for ids in lists if isinstance(ids, list) for i in ids]
     if not isinstance(raw, list) or not all(isinstance(i, str) for i in raw):
         return None
-    return tuple(dict.fromkeys(raw))
+    return tuple(raw) if len(raw) < 2 else tuple(dict.fromkeys(raw))
 
 
 def _numa_order(key: str) -> tuple[int, str]:

@@ -1,20 +1,25 @@
 """The node agent (`kubectl-gpu-agent`, a DaemonSet): reconciles its own node's MIG layout.
 
 Owns the entry point and its options: `--node-name` (default $NODE_NAME, from the downward
-API), `--kubelet-root`, `--namespace`, `--interval`, `--timeout`, `--once`, `--heartbeat`
-(touched after every pass), `--check-health --max-age S` (the pod's probes), `--version` and
-`--debug`; the loop calls `reconcile.reconcile` and then `reporting.publish` every interval and
-never stops on an error, not even a bug: an unexpected exception ends that pass (the reconcile
-pass reports it on the Node as `failed`) and is logged as one line; outside the loop it exits
-70 (ExitCode.INTERNAL). NVML that has lost the driver marks the agent unhealthy; SIGTERM
-(agent/lifecycle.py) ends it at a safe point, noting on the Node where a MIG change stopped so
-that the next agent resumes it. Must not hold
-rules (mig.plan and mig.apply decide) nor import pynvml/kubernetes itself (the adapters do).
+API), `--kubelet-root`, `--namespace`, `--interval`, `--resync`, `--timeout`, `--once`,
+`--heartbeat` (touched after every pass and every interval), `--check-health --max-age S` (the
+pod's probes), `--version` and `--debug`. A pass calls `reconcile.reconcile` and then
+`reporting.publish`; it runs at start, when a watch (agent/watches.py) sees the Node's labels or
+annotations or our MIG ConfigMap change, when NVML shows the GPUs changed, at the resync, and
+after a failed pass with a jittered back-off; between passes the agent reads only local facts
+(no API request unless the report changed). The loop never stops on an error, not even a
+bug: an unexpected exception ends that pass (the reconcile pass reports it on the Node as
+`failed`) and is logged as one line; outside the loop it exits 70 (ExitCode.INTERNAL). NVML
+that has lost the driver marks the agent unhealthy; SIGTERM (agent/lifecycle.py) ends it at a
+safe point, noting on the Node where a MIG change stopped so that the next agent resumes it.
+Must not hold rules (mig.plan and mig.apply decide) nor import pynvml/kubernetes itself (the
+adapters do).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import subprocess
@@ -24,15 +29,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kubectl_gpu import __version__, cluster, errors, keys, kubelet, nvml
-from kubectl_gpu.agent import lifecycle, nodestate, reconcile, reporting
+from kubectl_gpu.agent import lifecycle, nodestate, reconcile, reporting, watches
 from kubectl_gpu.agent.lifecycle import Shutdown, Stopped, beat, check_health
 from kubectl_gpu.mig.apply import State
 
-__all__ = ["beat", "check_health", "main", "smi_reset"]
+__all__ = ["beat", "check_health", "main", "smi_reset", "user_agent"]
 
 log = logging.getLogger("kubectl_gpu.agent")
 _SMI_TIMEOUT = 120.0
 HEARTBEAT = Path("/run/kubectl-gpu/heartbeat")
+_MIN_LOOK = 0.05  # seconds: --interval 0 must not spin
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -44,7 +50,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--kubelet-root", type=Path, default=kubelet.DEFAULT_ROOT)
     parser.add_argument("--namespace", default=keys.NAMESPACE)
-    parser.add_argument("--interval", type=float, default=10.0, help="seconds between passes")
+    parser.add_argument(
+        "--interval",
+        type=float,
+        default=10.0,
+        help="seconds between looks at the node's own GPUs and kubelet (no API request unless "
+        "they changed), and the first retry delay after a failed pass",
+    )
+    parser.add_argument(
+        "--resync",
+        type=float,
+        default=watches.RESYNC,
+        help="seconds between passes when no watched change arrives (a safety net)",
+    )
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds for every wait")
     parser.add_argument("--once", action="store_true", help="one pass, then exit")
     parser.add_argument(
@@ -59,6 +77,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"kubectl-gpu-agent {__version__}")
     parser.add_argument("--debug", action="store_true", help="log tracebacks of internal errors")
     return parser
+
+
+def user_agent(node: str) -> str:
+    """How the agent of `node` names itself to the API server (its audit log, a test's count)."""
+    return f"kubectl-gpu-agent/{__version__} (node {node})"
 
 
 def smi_reset(index: int, bus_id: str) -> None:
@@ -121,7 +144,7 @@ def _run(args: argparse.Namespace) -> int:
     if not args.node_name:
         log.error("no node name: pass --node-name or set NODE_NAME")
         return int(errors.ExitCode.USAGE)
-    api = cluster.connect(args.kubeconfig)
+    api = cluster.connect(args.kubeconfig, user_agent=user_agent(args.node_name))
     with Shutdown().installed() as shutdown:
         options = reconcile.Options(
             node=args.node_name,
@@ -149,38 +172,114 @@ def _loop(
     sources: reporting.Sources,
     args: argparse.Namespace,
 ) -> int:
+    """Run a pass when one is due, and between passes look at the node's own facts every
+    interval: at rest that costs the API server nothing (the watches are open streams)."""
+    if args.once:
+        return _pass(api, options, sources, args, None).status
+    wakeups = watches.Wakeups(
+        api, args.node_name, args.namespace, resync=args.resync, retry=args.interval
+    )
+    backoff = watches.Backoff(args.interval)
+    wakeups.start()
+    try:
+        done: Pass | None = None
+        while True:
+            wakeups.passed()
+            done = _pass(api, options, sources, args, done.published if done else None)
+            if done.status:  # an API error, a bug: again after a jittered, growing delay
+                done.retry_at = time.monotonic() + backoff.next()
+            else:
+                backoff.reset()
+            _rest(api, sources, args, wakeups, done)
+    finally:
+        wakeups.stop()
+
+
+@dataclasses.dataclass
+class Pass:
+    """How a pass ended: its exit status, the report stored, whether NVML lost the driver."""
+
+    status: int
+    published: reporting.Published | None
+    lost: bool = False
+    retry_at: float = float("inf")  # time.monotonic() of the retry after a failed pass
+
+
+def _pass(
+    api: cluster.Api,
+    options: reconcile.Options,
+    sources: reporting.Sources,
+    args: argparse.Namespace,
+    published: reporting.Published | None,
+) -> Pass:
     """Reconcile MIG, then publish the node's GPU report; a failure of one never skips the
     other, and every pass ends with a heartbeat (the loop is alive even when it reports),
     unless NVML has lost the driver: then the probes fail until the container is replaced."""
-    digest: str | None = None
+    status, lost = 0, ""
+    try:
+        reconcile.reconcile(api, options)
+    except nvml.NvmlUnavailableError as e:
+        log.error("NVML has lost the driver: %s", e.message)
+        status, lost = int(e.exit_code), e.message
+    except errors.GpuError as e:
+        log.error("reconcile failed: %s", errors.printable(e.message))
+        status = int(e.exit_code)
+    except Exception as e:  # noqa: BLE001 - a bug ends this pass, never the agent
+        _internal_error("the reconcile pass", e, args.debug)
+        status = int(errors.ExitCode.INTERNAL)
+    report_status, published = _publish(api, sources, args, published)
+    if lost:
+        lifecycle.mark_unhealthy(args.heartbeat, f"NVML: {lost}")
+    else:
+        beat(args.heartbeat)
+    return Pass(status or report_status, published, bool(lost))
+
+
+def _publish(
+    api: cluster.Api,
+    sources: reporting.Sources,
+    args: argparse.Namespace,
+    published: reporting.Published | None,
+) -> tuple[int, reporting.Published | None]:
+    """Publish the report if it changed; the status and what is now stored."""
+    try:
+        return 0, reporting.publish(api, sources, published.digest if published else None)
+    except errors.GpuError as e:
+        log.error("publishing the GPU report failed: %s", errors.printable(e.message))
+        return int(e.exit_code), published
+    except Exception as e:  # noqa: BLE001 - as in a pass
+        _internal_error("publishing the GPU report", e, args.debug)
+        return int(errors.ExitCode.INTERNAL), published
+
+
+def _rest(
+    api: cluster.Api,
+    sources: reporting.Sources,
+    args: argparse.Namespace,
+    wakeups: watches.Wakeups,
+    done: Pass,
+) -> None:
+    """Until a pass is due (a watched change, the resync, the retry after a failed pass, or
+    GPUs that NVML shows changed), beat every interval, and publish the report when the
+    node's own facts changed; a failing agent publishes nothing until its retry."""
+    every = max(args.interval, _MIN_LOOK)
     while True:
-        status, lost = 0, ""
-        try:
-            reconcile.reconcile(api, options)
-        except nvml.NvmlUnavailableError as e:
-            log.error("NVML has lost the driver: %s", e.message)
-            status, lost = int(e.exit_code), e.message
-        except errors.GpuError as e:
-            log.error("reconcile failed: %s", errors.printable(e.message))
-            status = int(e.exit_code)
-        except Exception as e:  # noqa: BLE001 - a bug ends this pass, never the agent
-            _internal_error("the reconcile pass", e, args.debug)
-            status = int(errors.ExitCode.INTERNAL)
-        try:
-            digest = reporting.publish(api, sources, digest)
-        except errors.GpuError as e:
-            log.error("publishing the GPU report failed: %s", errors.printable(e.message))
-            status = status or int(e.exit_code)
-        except Exception as e:  # noqa: BLE001 - as above
-            _internal_error("publishing the GPU report", e, args.debug)
-            status = status or int(errors.ExitCode.INTERNAL)
-        if lost:
-            lifecycle.mark_unhealthy(args.heartbeat, f"NVML: {lost}")
-        else:
-            beat(args.heartbeat)
-        if args.once:
-            return status
-        time.sleep(args.interval)
+        if wakeups.wait(min(every, max(0.0, done.retry_at - time.monotonic()))):
+            return
+        if time.monotonic() >= done.retry_at:
+            return
+        if not done.lost:
+            beat(args.heartbeat)  # alive, whatever the API server answers
+        if done.status:
+            continue
+        before = done.published
+        status, done.published = _publish(api, sources, args, before)
+        if status:  # a pass follows at once, and backs off if it fails too
+            return
+        if before is not None and done.published is not None:
+            if done.published.gpus != before.gpus:
+                log.info("the GPUs changed outside a pass: reconciling")
+                return
 
 
 def _record_stop(api: cluster.Api, node: str) -> None:

@@ -1,5 +1,8 @@
 """One reporting pass of the agent: read the node's GPU facts and publish them on change.
 
+Reading costs the API server nothing (NVML and kubelet are local): the agent looks every
+interval and writes only when the digest changed.
+
 Owns gathering NVML's inventory, kubelet's checkpoint and PodResources for this node and
 handing them to `gpumap.report.build` and `workflows.reports.publish`. Each source may
 fail on its own (kubelet restarting, NVML not ready): the report is still published from
@@ -32,8 +35,18 @@ class Sources:
     timeout: float = kubelet.DEFAULT_TIMEOUT
 
 
-def publish(api: cluster.Api, sources: Sources, previous_digest: str | None) -> str:
-    """Build this node's report and write it if it changed; return the digest now stored."""
+@dataclasses.dataclass(frozen=True)
+class Published:
+    """The digest of the report now stored, and the GPUs NVML showed: a change of those
+    (someone changed MIG by hand) calls for a reconcile pass, a change of pods does not."""
+
+    digest: str
+    gpus: tuple[report.InventoryGpu, ...]
+
+
+def publish(api: cluster.Api, sources: Sources, previous_digest: str | None) -> Published:
+    """Build this node's report and write it if it changed (no request at all when its digest
+    is `previous_digest`)."""
     inventory, problem = read_inventory()
     node_report = report.build(
         sources.node,
@@ -42,7 +55,7 @@ def publish(api: cluster.Api, sources: Sources, previous_digest: str | None) -> 
         dt.datetime.now(dt.timezone.utc),
         inventory_error=problem,
     )
-    return reports.publish(api, node_report, previous_digest)
+    return Published(reports.publish(api, node_report, previous_digest), node_report.gpus)
 
 
 def read_inventory() -> tuple[list[report.InventoryGpu] | None, str | None]:

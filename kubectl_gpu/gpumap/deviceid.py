@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import re
 
 # Numbers in IDs are at most 9 digits: a 5,000-digit replica suffix is an unknown ID, not an
@@ -23,7 +24,6 @@ _GPU = re.compile(rf"GPU-{_HEX_UUID}")
 _MIG = re.compile(rf"MIG-{_HEX_UUID}")
 _LEGACY_MIG = re.compile(rf"MIG-(?P<gpu>GPU-{_HEX_UUID})/(?P<gi>{_N})/(?P<ci>{_N})")
 _GKE = re.compile(rf"nvidia(?P<n>{_N})(?:/gi(?P<gi>{_N}))?(?:/vgpu(?P<vgpu>{_N}))?")
-_REPLICA = re.compile(rf"(?P<base>.+?)::(?P<replica>{_N})")
 TEGRA = "tegra"  # NVIDIA's plugin on Jetson advertises its one SoC GPU under this name
 REPLICA_SEPARATOR = "::"  # NVIDIA's AnnotatedID: <id>::<replica>
 
@@ -75,23 +75,44 @@ class DeviceId:
 
 def parse(raw: str) -> DeviceId:
     """Classify one advertised device ID; an ID that fits no known form is `Kind.UNKNOWN`."""
-    replica_match = _REPLICA.fullmatch(raw)
-    base = replica_match["base"] if replica_match else raw
-    replica = int(replica_match["replica"]) if replica_match else None
+    base, replica = _replica(raw)
     if REPLICA_SEPARATOR in base:  # `a::1::2`, `a::`, `a::x`: nothing upstream writes
         return unknown(raw)
-    found = _parse_base(base, raw)
-    if found.kind is Kind.UNKNOWN or replica is None:
-        return found
-    if found.replica is not None:  # both `::N` and GKE's `/vgpuM`: two replica markers
+    f = _base(base)  # a GPU's replicas share their base: classified once
+    if f.kind is Kind.UNKNOWN:
         return unknown(raw)
-    f = found  # the constructor, not dataclasses.replace: 5x cheaper for 100,000 IDs
+    if replica is not None and f.replica is not None:  # `::N` and GKE's `/vgpuM`: two markers
+        return unknown(raw)
+    if replica is None:  # then `base` is `raw`
+        return f
+    # the constructor, not dataclasses.replace: 5x cheaper for 100,000 IDs
     return DeviceId(f.kind, f.gpu_uuid, f.mig_uuid, replica, f.gi, f.ci, f.index, raw)
+
+
+def _replica(raw: str) -> tuple[str, int | None]:
+    """`<base>::<N>` (N of 1 to 9 ASCII digits) split, else `raw` and None. String methods,
+    not a regex: a third of `parse`'s time for 100,000 replica IDs."""
+    base, separator, digits = raw.rpartition(REPLICA_SEPARATOR)
+    if (
+        separator
+        and base
+        and "\n" not in base
+        and 0 < len(digits) <= 9
+        and digits.isascii()
+        and digits.isdigit()
+    ):
+        return base, int(digits)
+    return raw, None
 
 
 def unknown(raw: str) -> DeviceId:
     """An ID of no known form: shown as advertised, resolved to nothing."""
     return DeviceId(Kind.UNKNOWN, None, None, None, None, None, None, raw)
+
+
+@functools.lru_cache(maxsize=1024)
+def _base(base: str) -> DeviceId:
+    return _parse_base(base, base)
 
 
 def _parse_base(base: str, raw: str) -> DeviceId:

@@ -139,3 +139,34 @@ def test_kubeconfig_is_read_from_the_environment_at_connect_time(
     # The kubernetes client reads $KUBECONFIG once, when imported (long before this test).
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
     assert cluster.connect().server == fake_apiserver.url
+
+
+def test_watch_streams_one_objects_changes_until_the_server_ends_it(
+    api: cluster.Api, fake_apiserver: FakeApiServer
+) -> None:
+    fake_apiserver.store.create(samples.node("gpu-1"))
+    fake_apiserver.store.create(samples.node("gpu-2"))
+    listed = api.request(
+        "GET", cluster.path("nodes"), query={"fieldSelector": "metadata.name=gpu-1"}
+    )
+    version = listed["metadata"]["resourceVersion"]
+    fake_apiserver.store.patch("nodes", "gpu-2", {"metadata": {"labels": {"x": "1"}}})
+    fake_apiserver.store.patch("nodes", "gpu-1", {"metadata": {"labels": {"x": "2"}}})
+
+    events = api.watch(
+        cluster.path("nodes"), field_selector="metadata.name=gpu-1", resource_version=version,
+        seconds=1,
+    )  # fmt: skip
+    seen = [(e["type"], e["object"]["metadata"]["name"]) for e in events if e["type"] != "BOOKMARK"]
+
+    assert seen == [("MODIFIED", "gpu-1")]  # and the stream ended after its 1 s
+
+
+def test_a_watch_on_a_server_that_went_away_is_a_cluster_error(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    kubeconfig = write_kubeconfig(f"http://127.0.0.1:{port}", tmp_path / "kubeconfig")
+    api = cluster.connect(str(kubeconfig))
+    with pytest.raises(ClusterError, match="cannot reach the API server"):
+        list(api.watch(cluster.path("nodes"), seconds=1))

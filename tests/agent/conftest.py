@@ -2,23 +2,31 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kubectl_gpu import agent as agent_main
 from kubectl_gpu import cluster as api_client
-from kubectl_gpu import keys
+from kubectl_gpu import errors, keys
 from kubectl_gpu.agent import reconcile
 from kubectl_gpu.mig.apply import Start
 from kubectl_gpu.workflows.waiting import Timing
+from tests.controlplane.plane import ControlPlane
 from tests.fakes import libnvml
-from tests.fakes.cluster import SimCluster
+from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster import manifests as m
 from tests.fakes.cluster.fixture import sim_cluster as sim_cluster  # noqa: F401
+from tests.fakes.node.agent import spawn
+from tests.gpumap import reportbuilders
+from tests.gpumap.test_report_crd_matches_the_schema import crd
 
 FAST = Timing(poll=0.05, first_poll=0.01)
 
@@ -109,3 +117,121 @@ def agent() -> Agent:
         return start
 
     return run
+
+
+@dataclasses.dataclass(frozen=True)
+class Fleet:
+    """GPU nodes with the real agent running on each, on some API server: all a test may use,
+    so that the same test runs against the stand-in and a real kube-apiserver."""
+
+    kubeconfig: Path  # the test's own credentials (not the agents')
+    nodes: tuple[str, ...]
+    resync: float  # the agents' --resync, longer than any test waits
+    requests: Callable[[str], list[str]]  # "VERB path?query" the agent of a node sent so far
+
+
+FLEET_RESYNC = 3600.0
+
+
+@pytest.fixture(params=["stand-in", "kube-apiserver"])
+def agent_fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fleet]:
+    """Three L4 nodes whose agents run as their own processes, the GPUNodeReport CRD
+    installed; requests are counted at the server by user agent (the stand-in's request log,
+    the real kube-apiserver's audit log)."""
+    if request.param == "stand-in":
+        yield _stand_in_fleet(request.getfixturevalue("sim_cluster"))
+    else:
+        yield from _real_fleet(request.getfixturevalue("control_plane"), tmp_path)
+
+
+def _stand_in_fleet(sim_cluster: Callable[..., SimCluster]) -> Fleet:
+    """A simulated cluster whose agent DaemonSet's pods run the agent processes."""
+    nodes = ("gpu-1", "gpu-2", "gpu-3")
+    sim = sim_cluster([NodeSpec(n, "L4", 1) for n in nodes], agents=True)
+    api = api_client.connect(str(sim.kubeconfig))
+    reportbuilders.install(sim.server, api)
+    sim.store.create(m.namespace(keys.NAMESPACE))
+    container = {
+        "name": "agent",
+        "image": "kubectl-gpu-agent:test",
+        "command": ["kubectl-gpu-agent"],
+        "args": ["--resync", str(FLEET_RESYNC)],
+    }
+    selector = {"app": "kubectl-gpu-agent"}
+    sim.store.create(
+        m.daemonset("kubectl-gpu-agent", keys.NAMESPACE, selector=selector, labels=selector,
+                    pod_spec={"containers": [container]})
+    )  # fmt: skip
+
+    def requests(node: str) -> list[str]:
+        mark = agent_main.user_agent(node)
+        return [
+            f"{r.method} {r.path}?{r.query}" for r in list(sim.server.requests)
+            if r.user_agent == mark
+        ]  # fmt: skip
+
+    return Fleet(sim.kubeconfig, nodes, FLEET_RESYNC, requests)
+
+
+def _real_fleet(plane: ControlPlane, tmp_path: Path) -> Iterator[Fleet]:
+    """KWOK nodes on the real control plane, each with the real agent as a process of its
+    own (the NVML stand-in behind it, as on a simulated node)."""
+    api = api_client.connect(str(plane.kubeconfig))
+    nodes = tuple(f"fleet-gpu-{i}" for i in range(1, 4))
+    _create(api, "customresourcedefinitions", crd())
+    _create(api, "namespaces", m.namespace(keys.NAMESPACE))
+    for node in nodes:
+        labels = {"nvidia.com/gpu.present": "true"}
+        _create(api, "nodes", {"apiVersion": "v1", "kind": "Node",
+                               "metadata": {"name": node, "labels": labels}})  # fmt: skip
+    _established(api, "gpunodereports.kubectl-gpu.io")
+    agents = [
+        spawn(plane.kubeconfig, node, i, tmp_path / node, "--interval", "0.5",
+              "--resync", str(FLEET_RESYNC))
+        for i, node in enumerate(nodes)
+    ]  # fmt: skip
+    try:
+        yield Fleet(
+            plane.kubeconfig,
+            nodes,
+            FLEET_RESYNC,
+            lambda n: plane.requests(agent_main.user_agent(n)),
+        )
+    finally:
+        for process in agents:
+            process.terminate()
+        for process in agents:
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        for node in nodes:
+            api.delete(api_client.path("nodes", node))
+        _delete(api, api_client.path("configmaps", keys.MIG_CONFIGMAP, keys.NAMESPACE))
+
+
+def _create(api: api_client.Api, resource: str, body: dict[str, Any]) -> None:
+    try:
+        api.create(api_client.path(resource), body)
+    except errors.ClusterError as e:
+        if e.status != 409:
+            raise
+
+
+def _delete(api: api_client.Api, url: str) -> None:
+    try:
+        api.delete(url)
+    except errors.ClusterError as e:
+        if e.status != 404:
+            raise
+
+
+def _established(api: api_client.Api, name: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        found = api.get(api_client.path("customresourcedefinitions", name))
+        conditions = (found.get("status") or {}).get("conditions") or []
+        if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"the CRD {name} was never established")

@@ -76,8 +76,8 @@ def test_report_is_read_from_the_node_and_published_once(
     sources = reporting.Sources("gpu-a", kubelet_root=fake_kubelet.root, timeout=5)
 
     with libnvml.installed(sim.nvml("gpu-a")):
-        digest = reporting.publish(api, sources, None)
-        again = reporting.publish(api, sources, digest)
+        digest = reporting.publish(api, sources, None).digest
+        again = reporting.publish(api, sources, digest).digest
 
     assert again == digest and writes_of_reports(sim) == 1
     result = run_cli("--kubeconfig", str(sim.kubeconfig), "map", "-A", "-o", "json")

@@ -102,10 +102,30 @@ def test_the_agent_loop_goes_on_after_a_bug_in_a_pass(
         passes.append(1)
         raise KeyError("surprise")
 
-    monkeypatch.setattr(cluster, "connect", lambda kubeconfig: object())
+    class Due:
+        """Every wait ends with a pass due (as after a failed pass's back-off); the fourth
+        pass stops the loop."""
+
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            pass
+
+        def start(self) -> None:
+            pass
+
+        def passed(self) -> None:
+            if len(passes) >= 3:
+                _stop()
+
+        def wait(self, seconds: float) -> bool:
+            return True
+
+        def stop(self) -> None:
+            pass
+
+    monkeypatch.setattr(cluster, "connect", lambda kubeconfig, **kwargs: object())
     monkeypatch.setattr(reconcile, "reconcile", buggy)
     monkeypatch.setattr(agent.reporting, "publish", lambda api, sources, digest: digest)
-    monkeypatch.setattr(agent.time, "sleep", lambda s: None if len(passes) < 3 else _stop())
+    monkeypatch.setattr(agent.watches, "Wakeups", Due)
     heartbeat = tmp_path / "beat"
 
     with pytest.raises(_Stop), caplog.at_level(logging.ERROR):

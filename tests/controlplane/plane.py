@@ -121,6 +121,7 @@ class ControlPlane:
         self.bins: dict[str, Path] = {}
         self.port = 0
         self.kubeconfig = self.dir / "admin.kubeconfig"
+        self.audit_log = self.dir / "audit.log"  # one line per request received (`requests`)
         self.creds: certs.Credentials | None = None
 
     # ---- lifetime ---------------------------------------------------------------------------
@@ -232,6 +233,9 @@ class ControlPlane:
             "--enable-admission-plugins", "NodeRestriction",
             "--allow-privileged=true",
             "--profiling=false",
+            "--audit-policy-file", self._audit_policy(),
+            "--audit-log-path", self.audit_log,
+            "--audit-log-maxbackup", "1",
             "--v", "1",
         ]  # fmt: skip
         if runtime:
@@ -240,6 +244,33 @@ class ControlPlane:
             args += ["--feature-gates", gates]
         apiserver = self._spawn("kube-apiserver", args)
         self._wait(apiserver, deadline, lambda: self._ready("/readyz"))
+
+    def _audit_policy(self) -> Path:
+        """Every request when it arrives (a watch too, while it is still open) and when it is
+        answered (with its status code)."""
+        policy = self.dir / "audit-policy.yaml"
+        policy.write_text(
+            "apiVersion: audit.k8s.io/v1\nkind: Policy\n"
+            "omitStages: [ResponseStarted, Panic]\n"
+            "rules:\n- level: Metadata\n"
+        )
+        return policy
+
+    def audit(self) -> list[dict[str, Any]]:
+        """The audit events so far (RequestReceived and ResponseComplete of each request)."""
+        try:
+            lines = self.audit_log.read_text().splitlines()
+        except FileNotFoundError:
+            return []
+        return [json.loads(line) for line in lines if line.strip()]
+
+    def requests(self, user_agent: str) -> list[str]:
+        """`VERB requestURI` of each request the server received from `user_agent`."""
+        return [
+            f"{e.get('verb', '').upper()} {e.get('requestURI', '')}"
+            for e in self.audit()
+            if e.get("userAgent") == user_agent and e.get("stage") == "RequestReceived"
+        ]
 
     def _start_controller_manager(self) -> None:
         assert self.creds is not None

@@ -35,7 +35,8 @@ def crd() -> dict[str, Any]:
 
 def structural(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     """A JSON Schema → Kubernetes structural schema: refs inlined, `[T, null]` → nullable,
-    no additionalProperties beside properties, `const` → a one-value enum."""
+    no additionalProperties beside properties, `const` → a one-value enum, an enum that allows
+    null → nullable without the enum."""
     if "$ref" in node:
         target = structural(defs[node["$ref"].rsplit("/", 1)[1]], defs)
         return {**target, **({"description": node["description"]} if "description" in node else {})}
@@ -45,7 +46,9 @@ def structural(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
         out["type"] = next(t for t in types if t != "null")
         out["nullable"] = True
     if "enum" in node and None in node["enum"]:
-        out["enum"] = [v for v in node["enum"] if v is not None]
+        # kube-apiserver (1.37) checks an enum even on a nullable field's null and refuses it
+        # ("Unsupported value: null"), with or without null among the values: no enum then
+        del out["enum"]
         out["nullable"] = True
     if "enum" in node and "type" not in node:
         out["type"] = "string"

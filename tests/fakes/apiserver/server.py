@@ -36,6 +36,7 @@ class LoggedRequest:
     query: str
     content_type: str
     code: int
+    user_agent: str = ""
 
 
 @dataclass(frozen=True)
@@ -214,7 +215,14 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as exc:  # a stand-in bug must reach the test as a 500, not a hang
             reply = Reply(500, errors.ApiError(500, "InternalError", repr(exc)).body())
         app.requests.append(
-            LoggedRequest(self.command, url.path, url.query, content_type, reply.code)
+            LoggedRequest(
+                self.command,
+                url.path,
+                url.query,
+                content_type,
+                reply.code,
+                self.headers.get("User-Agent") or "",
+            )  # fmt: skip
         )
         if reply.watcher is not None:
             self._stream(app, reply)

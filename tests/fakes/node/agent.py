@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -21,6 +22,8 @@ from pathlib import Path
 from tests.fakes import libnvml
 from tests.fakes.libnvml.statefile import GpuStateFile, load_library
 from tests.fakes.node.smi import STATE_ENV
+
+_REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def _die_with(parent: int) -> None:
@@ -44,6 +47,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     from kubectl_gpu import agent  # after the stand-in is in place, as the driver is on a node
 
     return agent.main(args)
+
+
+def spawn(
+    kubeconfig: Path, node: str, index: int, directory: Path, *agent_args: str
+) -> subprocess.Popen[bytes]:
+    """The real agent of `node` (one L4, the NVML stand-in) as a process of its own, against
+    any API server; its log goes to `directory/agent.log`. Used where no simulated kubelet
+    starts it (the real control plane's KWOK nodes, the fleet benchmark)."""
+    from tests.fakes.cluster.nodes import NodeSpec, SimNode
+
+    (directory / "kubelet").mkdir(parents=True, exist_ok=True)
+    SimNode(NodeSpec(node, "L4", 1), index).share_state(directory / "gpus.json")
+    command = [
+        sys.executable, "-m", "tests.fakes.node.agent", "--gpu-state", str(directory / "gpus.json"),
+        "--", "--node-name", node, "--kubeconfig", str(kubeconfig),
+        "--kubelet-root", str(directory / "kubelet"), "--heartbeat", str(directory / "heartbeat"),
+        *agent_args,
+    ]  # fmt: skip
+    with (directory / "agent.log").open("w") as log:  # the child keeps its own descriptor
+        return subprocess.Popen(  # noqa: S603 (fixed argv)
+            command,
+            cwd=_REPO_ROOT,
+            env={**os.environ, "PYTHONPATH": str(_REPO_ROOT)},
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
 
 
 if __name__ == "__main__":
