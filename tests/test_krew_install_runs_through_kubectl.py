@@ -103,9 +103,14 @@ def test_a_cluster_command_names_the_package_it_needs(installed: dict[str, str])
 def test_validate_names_jsonschema_when_it_was_not_vendored(
     installed: dict[str, str], tmp_path: Path
 ) -> None:
-    config = tmp_path / "c.yaml"
-    config.write_text("version: v1\n")
-    done = kubectl(installed, "gpu", "validate", "-f", str(config))
-    # vendor=venv leaves jsonschema out (rpds-py is compiled); `make release` vendors 4.17.3.
+    # A document our compiled schema check passes needs no jsonschema; one it refuses does,
+    # to find and word every error. vendor=venv leaves jsonschema out (rpds-py is compiled);
+    # `make release` vendors 4.17.3.
+    valid, invalid = tmp_path / "valid.yaml", tmp_path / "invalid.yaml"
+    valid.write_text("version: v1\n")
+    invalid.write_text("version: v1\nflags: {migStrategy: sometimes}\n")
+
+    assert kubectl(installed, "gpu", "validate", "-f", str(valid)).returncode == 0
+    done = kubectl(installed, "gpu", "validate", "-f", str(invalid))
     assert done.returncode == 1, done.stderr
     assert "needs the Python package jsonschema" in done.stderr
