@@ -114,11 +114,10 @@ class _Compiler:
         simple = _SIMPLE.get(key)
         if simple is not None:
             return simple(value)
-        method = getattr(self, "_" + key.replace("$", "dollar_"), None)
+        method = _WITH_SUBSCHEMAS.get(key)
         if method is None:
             raise Unsupported(key)
-        found: Check | None = method(value, schema)
-        return found
+        return method(self, value, schema)
 
     # --- keywords with subschemas -------------------------------------------------------------
 
@@ -177,7 +176,7 @@ class _Compiler:
         otherwise = self.build(schema.get("else", True))
         return lambda x: then(x) if condition(x) else otherwise(x)
 
-    def _dollar_id(self, value: Any, schema: dict[str, Any]) -> None:
+    def _id(self, value: Any, schema: dict[str, Any]) -> None:
         return None  # the root's (build refuses one below it)
 
     def _then(self, value: Any, schema: dict[str, Any]) -> None:
@@ -186,7 +185,7 @@ class _Compiler:
     def _else(self, value: Any, schema: dict[str, Any]) -> None:
         return None  # with `if`
 
-    def _dollar_ref(self, value: Any, schema: dict[str, Any]) -> Check:
+    def _ref(self, value: Any, schema: dict[str, Any]) -> Check:
         if not isinstance(value, str) or not value.startswith("#/$defs/"):
             raise Unsupported(f"$ref {value!r}")
         name = value[len("#/$defs/") :]
@@ -201,6 +200,23 @@ class _Compiler:
             self.refs[name] = built
         refs = self.refs
         return lambda x: refs[name](x)
+
+
+_WITH_SUBSCHEMAS: dict[str, Callable[[_Compiler, Any, dict[str, Any]], Check | None]] = {
+    "properties": _Compiler._properties,
+    "additionalProperties": _Compiler._additionalProperties,
+    "propertyNames": _Compiler._propertyNames,
+    "items": _Compiler._items,
+    "allOf": _Compiler._allOf,
+    "anyOf": _Compiler._anyOf,
+    "oneOf": _Compiler._oneOf,
+    "not": _Compiler._not,
+    "if": _Compiler._if,
+    "then": _Compiler._then,
+    "else": _Compiler._else,
+    "$ref": _Compiler._ref,
+    "$id": _Compiler._id,
+}
 
 
 def _type(value: Any) -> Check:

@@ -180,8 +180,8 @@ def _loop(
         api, args.node_name, args.namespace, resync=args.resync, retry=args.interval
     )
     backoff = watches.Backoff(args.interval)
-    wakeups.start()
     try:
+        wakeups.start()
         done: Pass | None = None
         while True:
             wakeups.passed()

@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 Json = dict[str, Any]
 
 RESYNC = 12 * 3600.0  # as kube-controller-manager's --min-resync-period: a safety net only
-MAX_BACKOFF = 300.0
+MAX_BACKOFF = 60.0  # a watch or a pass retried at most a minute after the server is back
 _SYNC_WAIT = 10.0  # at start, how long the first pass waits for the watches' baselines
 
 

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from kubectl_gpu import bundle, cluster, keys, preflight
 from kubectl_gpu.errors import ClusterError, GpuError
 from kubectl_gpu.sharing.deployment import Found
+from kubectl_gpu.workflows.waiting import Timing
 
 log = logging.getLogger(__name__)
 Json = dict[str, Any]
@@ -353,8 +354,35 @@ def uninstall(
         outcomes.append(Outcome(kind, namespace, name, "deleted"))
     if not clean_nodes:
         return outcomes
+    if dry_run == "none" and any(_is_our_agent(obj) for obj in objects):
+        _await_agents_gone(api)
     plugin_gone = any(_is_our_plugin(obj) for obj in objects)
     return outcomes + _clean_nodes(api, dry_run, plugin_gone)
+
+
+AGENTS_GONE_TIMEOUT = 60.0
+
+
+def _is_our_agent(obj: Json) -> bool:
+    kind, _, name = bundle.identity(obj)
+    return kind == "DaemonSet" and name == bundle.AGENT
+
+
+def _await_agents_gone(api: cluster.Api, timing: Timing | None = None) -> None:
+    """A running agent watches its Node: our keys removed under it are a change it acts on,
+    writing some back. So the nodes are cleaned once the agent pods are gone (a bounded wait:
+    after it, they are cleaned anyway, with a warning)."""
+    deadline = (timing or Timing()).deadline(AGENTS_GONE_TIMEOUT)
+    selector = f"{keys.APP_NAME_LABEL}={bundle.AGENT}"
+    while next(api.list(cluster.path("pods"), label_selector=selector), None) is not None:
+        if deadline.passed:
+            log.warning(
+                "agent pods still running after %gs; removing our keys from the nodes anyway "
+                "(an agent may write some back before it stops)",
+                AGENTS_GONE_TIMEOUT,
+            )
+            return
+        deadline.pause()
 
 
 def _is_our_plugin(obj: Json) -> bool:
