@@ -48,6 +48,7 @@ class Target:
     cold_minutes: str = "1-2"  # measured first build on a 2-core machine, for the progress line
     rename: tuple[tuple[str, str], ...] = ()  # (built name, wanted name)
     module: str = ""  # the module's folder relative to the repository; default tools/go/<name>
+    cgo: bool = False  # go-nvml (under go-nvlib) is cgo-only: it loads libnvidia-ml with dlopen
 
     @property
     def module_dir(self) -> Path:
@@ -83,6 +84,23 @@ TARGETS: dict[str, Target] = {
             binaries=("etcd",),
             rename=(("v3", "etcd"), ("server", "etcd")),
             cold_minutes="3-5",
+        ),
+        Target(
+            name="device-plugin-oracle",
+            packages=(".",),
+            binaries=("device-plugin-oracle",),
+            rename=(("device-plugin", "device-plugin-oracle"),),
+            module="tests/oracles/device-plugin",
+            cold_minutes="0.5-1",
+        ),
+        Target(
+            name="mig-parted-oracle",
+            packages=(".",),
+            binaries=("mig-parted-oracle",),
+            rename=(("mig-parted", "mig-parted-oracle"),),
+            module="tests/oracles/mig-parted",
+            cold_minutes="1-2",
+            cgo=True,
         ),
         Target(
             name="kwok",
@@ -135,7 +153,7 @@ def _go_version(go: str) -> str:
 def cache_key(target: Target, go_version: str) -> str:
     """Changes when the pins, go.sum, our Go sources, the build flags or Go itself change."""
     digest = hashlib.sha256()
-    digest.update(f"{go_version}\0{target.ldflags}\0{target.packages}\0".encode())
+    digest.update(f"{go_version}\0{target.ldflags}\0{target.packages}\0{target.cgo}\0".encode())
     for path in sorted(target.module_dir.rglob("*")):
         if path.is_file() and path.suffix in {".mod", ".sum", ".go"}:
             digest.update(str(path.relative_to(target.module_dir)).encode() + b"\0")
@@ -187,7 +205,9 @@ def _build(go: str, target: Target, directory: Path, *, quiet: bool) -> None:
         f"the first build takes about {target.cold_minutes} min on 2 cores, later runs reuse it"
     )
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=directory.parent))
-    env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=readonly -buildvcs=false")
+    env = dict(
+        os.environ, CGO_ENABLED="1" if target.cgo else "0", GOFLAGS="-mod=readonly -buildvcs=false"
+    )
     command = [go, "build", "-trimpath", "-ldflags", target.ldflags, "-o", f"{staging}/"]
     started = time.monotonic()
     try:
