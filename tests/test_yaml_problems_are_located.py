@@ -65,13 +65,18 @@ def test_every_document_of_a_stream_is_read() -> None:
 
 
 def test_merge_keys_are_applied_like_go_yaml() -> None:
-    docs, _ = documents.load_documents("base: &b {x: 1}\nother:\n  <<: *b\n  y: 2\n", "f.yaml")
-    assert docs[0].data["other"] == {"x": 1, "y": 2}
+    docs, _ = documents.load_documents("base: &b {x: 1}\nother:\n  <<: *b\n  z: 2\n", "f.yaml")
+    assert docs[0].data["other"] == {"x": 1, "z": 2}
 
 
-def test_keys_keep_the_text_the_user_wrote() -> None:
-    docs, _ = documents.load_documents("1: a\nnull: b\n", "f.yaml")
-    assert docs[0].data == {"1": "a", "null": "b"}
+def test_keys_are_named_as_go_names_them_and_a_null_key_is_refused() -> None:
+    docs, found = documents.load_documents("1: a\n0x10: b\non: c\n'on': d\nnull: e\n", "f.yaml")
+    assert docs[0].data == {"1": "a", "16": "b", "true": "c", "on": "d"}
+    assert [(f.code, f.line) for f in found] == [
+        ("yaml.key-not-string", 2),
+        ("yaml.key-not-string", 3),
+        ("yaml.null-key", 5),
+    ]
 
 
 def test_a_value_in_a_block_scalar_is_located_in_the_outer_file() -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from kubectl_gpu import validation
 from kubectl_gpu.findings import Severity
-from tests.differential import oracle
+from tests.differential import oracle, reasons
 from tests.differential.configs import Case
 from tests.differential.render import to_yaml
 
@@ -38,6 +38,7 @@ def deliberate_codes() -> set[str]:
 class Tally:
     files: int = 0
     refused_by_upstream: int = 0
+    same_reason: int = 0  # refused by both, for the same class of reason (reasons.py)
     accepted_as_meant: int = 0
     disagreements: list[str] = dataclasses.field(default_factory=list)
 
@@ -67,10 +68,18 @@ def compare(
             errors = [f for f in report.findings if f.severity is Severity.ERROR]
             if not verdict["accepted"]:
                 tally.refused_by_upstream += 1
+                why = reasons.upstream_class(verdict)
                 if not errors:
                     tally.disagreements.append(
                         _show("upstream refuses, validate accepts", text, verdict["error"], report)
                     )
+                elif not reasons.stands_for([f.code for f in errors], why):
+                    tally.disagreements.append(
+                        _show(f"upstream refuses ({why}), validate for another reason", text,
+                              verdict["error"], report)
+                    )  # fmt: skip
+                else:
+                    tally.same_reason += 1
             elif meant and verdict["accepted"] and effective(verdict) == effective(base):
                 tally.accepted_as_meant += 1
                 wrong = [f for f in errors if f.code not in allowed]
