@@ -39,6 +39,7 @@ class Tally:
     files: int = 0
     refused_by_upstream: int = 0
     same_reason: int = 0  # refused by both, for the same class of reason (reasons.py)
+    sharing_gpus: int = 0  # of those accepted as meant: time-slicing or MPS in effect
     accepted_as_meant: int = 0
     disagreements: list[str] = dataclasses.field(default_factory=list)
 
@@ -82,6 +83,8 @@ def compare(
                     tally.same_reason += 1
             elif meant and verdict["accepted"] and effective(verdict) == effective(base):
                 tally.accepted_as_meant += 1
+                if verdict.get("sharingStrategy") in ("time-slicing", "mps"):
+                    tally.sharing_gpus += 1
                 wrong = [f for f in errors if f.code not in allowed]
                 if wrong:
                     tally.disagreements.append(
