@@ -239,7 +239,7 @@ def test_a_key_in_two_spellings_says_upstream_merges_both() -> None:
     text = "version: v1\nFlags: {migStrategy: single}\nflags: {failOnInitError: false}\n"
     message = messages(text)["sharing.key-twice"]
     assert "fields are merged" in message and "'flags' wins" in message
-    assert "'flags' wins" in messages("version: V1\nVersion: v1\n")["sharing.key-twice"]
+    assert "so 'version' wins" in messages("version: V1\nVersion: v1\n")["sharing.key-twice"]
 
 
 def test_yaml_read_as_go_reads_it_is_explained() -> None:
