@@ -11,6 +11,7 @@ Two rules, from the issue that asked for this suite:
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import re
@@ -95,11 +96,21 @@ def compare(
 
 
 def _show(what: str, text: str, upstream: str, report: validation.FileReport) -> str:
+    _save(what, text, upstream)
     ours = "\n".join(
         f"  {f.severity.value} {f.code} line {f.line}: {f.message}" for f in report.findings
     )
     ours = ours or "  (nothing)"
     return f"{what}\n--- file ---\n{text}--- upstream: {upstream}\n--- validate:\n{ours}"
+
+
+def _save(what: str, text: str, upstream: str) -> None:
+    """Keep a disagreeing file in $KUBECTL_GPU_DIFFERENTIAL_SAVE, to review for corpus/."""
+    target = os.environ.get("KUBECTL_GPU_DIFFERENTIAL_SAVE")
+    if target:
+        name = hashlib.sha256(text.encode()).hexdigest()[:12]
+        note = f"# found: {what}\n# upstream said: {upstream or 'accepted'}\n"
+        Path(target, f"{name}.yaml").write_text(note + text, "utf-8")
 
 
 def _record(tally: Tally, oracle_name: str) -> None:

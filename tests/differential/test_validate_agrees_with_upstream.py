@@ -6,7 +6,8 @@ file: a file upstream refuses must get an error; a file upstream runs as its aut
 get none (warnings allowed), bar the deliberate strictness listed in
 docs/validate-vs-upstream.md. The number of configs is
 KUBECTL_GPU_DIFFERENTIAL_EXAMPLES (default 3000 device-plugin and 1000 mig-parted configs,
-each written canonically and in a drawn spelling).
+each written canonically and in a drawn spelling). Past disagreements are kept in corpus/
+and judged on every run (test_past_disagreements_stay_fixed.py).
 """
 
 from __future__ import annotations
@@ -24,10 +25,14 @@ from tests.differential import agreement, configs
 
 BATCH = 20
 EXAMPLES = int(os.environ.get("KUBECTL_GPU_DIFFERENTIAL_EXAMPLES", "3000"))
+# CI draws the same configs every run (a fixed seed); set this to draw new ones, and
+# KUBECTL_GPU_DIFFERENTIAL_SAVE=DIR to keep each disagreement as a file for corpus/.
+EXPLORE = os.environ.get("KUBECTL_GPU_DIFFERENTIAL_EXPLORE") == "1"
 RUNS = settings(
     max_examples=max(1, EXAMPLES // BATCH),
     deadline=None,
     database=None,
+    derandomize=not EXPLORE,
     suppress_health_check=list(HealthCheck),
     phases=[Phase.explicit, Phase.generate],  # a failing batch already shows each file
 )
