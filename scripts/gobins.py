@@ -86,6 +86,13 @@ TARGETS: dict[str, Target] = {
             cold_minutes="3-5",
         ),
         Target(
+            name="krew",
+            packages=("sigs.k8s.io/krew/cmd/krew",),
+            binaries=("kubectl-krew",),
+            rename=(("krew", "kubectl-krew"),),
+            cold_minutes="1-2",
+        ),
+        Target(
             name="device-plugin-oracle",
             packages=(".",),
             binaries=("device-plugin-oracle",),
