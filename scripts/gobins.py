@@ -110,6 +110,14 @@ TARGETS: dict[str, Target] = {
             cgo=True,
         ),
         Target(
+            name="cel-oracle",
+            packages=(".",),
+            binaries=("cel-oracle",),
+            rename=(("cel", "cel-oracle"),),
+            module="tests/oracles/cel",
+            cold_minutes="3-6",
+        ),
+        Target(
             name="kwok",
             packages=("sigs.k8s.io/kwok/cmd/kwok", "sigs.k8s.io/kwok/cmd/kwokctl"),
             binaries=("kwok", "kwokctl"),

@@ -27,3 +27,8 @@ def device_plugin_oracle() -> Path:
 @pytest.fixture(scope="session")
 def mig_parted_oracle() -> Path:
     return _built(oracle.MIG_PARTED)
+
+
+@pytest.fixture(scope="session")
+def cel_oracle() -> Path:
+    return _built(oracle.CEL)

@@ -50,3 +50,6 @@ def verdicts(program: Path, texts: list[str], *options: str) -> list[dict[str, A
         by_file[verdict["file"]] = verdict
     assert len(by_file) == len(names), run.stderr
     return [by_file[name] for name in names]
+
+
+CEL = "cel-oracle"
