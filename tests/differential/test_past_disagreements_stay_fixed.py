@@ -67,6 +67,9 @@ def test_upstream_and_validate_still_agree(path: Path, upstream: dict[Path, Any]
     deliberate = meta.get("validate", "").removeprefix("error ").split()
     assert set(deliberate) <= agreement.deliberate_codes()
     assert sorted(set(errors)) == sorted(deliberate), report.findings
+    if kind == "mig-config":  # the config names as mig-parted knows them (`on` is `true`)
+        (doc,), _ = documents.load_documents(path.read_text("utf-8"), path.name)
+        assert sorted(doc.data["mig-configs"]) == verdict["configs"]
 
 
 @pytest.mark.parametrize("path", [f for f in FILES if "matches" in header(f)], ids=lambda f: f.stem)
