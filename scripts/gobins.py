@@ -110,6 +110,14 @@ TARGETS: dict[str, Target] = {
             cgo=True,
         ),
         Target(
+            name="dra-driver-oracle",
+            packages=(".",),
+            binaries=("dra-driver-oracle",),
+            rename=(("dra-driver", "dra-driver-oracle"),),
+            module="tests/oracles/dra-driver",
+            cold_minutes="1-2",
+        ),
+        Target(
             name="cel-oracle",
             packages=(".",),
             binaries=("cel-oracle",),

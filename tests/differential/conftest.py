@@ -32,3 +32,8 @@ def mig_parted_oracle() -> Path:
 @pytest.fixture(scope="session")
 def cel_oracle() -> Path:
     return _built(oracle.CEL)
+
+
+@pytest.fixture(scope="session")
+def dra_driver_oracle() -> Path:
+    return _built(oracle.DRA_DRIVER)

@@ -53,3 +53,4 @@ def verdicts(program: Path, texts: list[str], *options: str) -> list[dict[str, A
 
 
 CEL = "cel-oracle"
+DRA_DRIVER = "dra-driver-oracle"

@@ -1,0 +1,158 @@
+"""`validate` on NVIDIA's opaque DRA configs (GpuConfig, MigDeviceConfig) against the driver's
+own reading: strict decoding by apimachinery, Normalize, Validate and the per-strategy checks
+its kubelet plugin makes (tests/oracles/dra-driver, built by gobins).
+
+Each drawn config sits in a ResourceClaim as `opaque.parameters` for gpu.nvidia.com. With the
+driver's two alpha gates on, a config it refuses must get an error and one it accepts none;
+with them off (the default), a config that fails only for its gate must get validate's
+dra.feature-gate warning.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from kubectl_gpu import validation
+from kubectl_gpu.findings import Severity
+from tests.differential import oracle
+
+BATCH = 40
+EXAMPLES = int(os.environ.get("KUBECTL_GPU_DIFFERENTIAL_EXAMPLES", "3000")) // 3
+EXPLORE = os.environ.get("KUBECTL_GPU_DIFFERENTIAL_EXPLORE") == "1"
+ABSENT = object()
+
+
+def _fields(**pools: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(pools).map(
+        lambda d: {k: v for k, v in d.items() if v is not ABSENT}
+    )
+
+
+def _maybe(*values: Any) -> st.SearchStrategy[Any]:
+    return st.one_of(st.just(ABSENT), st.sampled_from(values))
+
+
+QUANTITIES = ("10Gi", "512Mi", "1Mi", "1Ki", "0", "1.5Gi", "10G", "lots", 1024, -1)
+MPS = _fields(
+    defaultActiveThreadPercentage=_maybe(0, 50, 100, 101, -1, "50", 50.5),
+    defaultPinnedDeviceMemoryLimit=_maybe(*QUANTITIES),
+    defaultPerDevicePinnedMemoryLimit=_maybe(
+        {"0": "8Gi"}, {"1": "8Gi"}, {"GPU-8f4c2bbe-1111-2222-3333-444455556666": "1Gi"},
+        {"x": "1Gi"}, {"0": "1Ki"}, {"0": "lots"}, "8Gi",
+    ),
+    multiUser=st.sampled_from([ABSENT, ABSENT, ABSENT, True]),  # not a driver field
+)  # fmt: skip
+SHARING = _fields(
+    strategy=st.sampled_from(["TimeSlicing", "MPS", "MPS", "TimeSlicing", "timeslicing", "None"]),
+    timeSlicingConfig=st.one_of(
+        st.just(ABSENT),
+        _fields(interval=_maybe("Default", "Short", "Medium", "Long", "long", 5)),
+    ),
+    mpsConfig=st.one_of(st.just(ABSENT), st.just(ABSENT), MPS),
+    extra=st.sampled_from([ABSENT] * 8 + [1]),
+)
+CONFIG = _fields(
+    apiVersion=st.sampled_from(["resource.nvidia.com/v1beta1"] * 8 + ["resource.nvidia.com/v1"]),
+    kind=st.sampled_from(["GpuConfig", "GpuConfig", "MigDeviceConfig", "gpuConfig"]),
+    sharing=st.one_of(st.just(ABSENT), SHARING, SHARING, SHARING, st.just(None)),
+    Sharing=st.sampled_from([ABSENT] * 10 + [{"strategy": "MPS"}]),
+)
+
+
+def claim(parameters: dict[str, Any]) -> str:
+    device_class = (
+        "mig.nvidia.com" if parameters.get("kind") == "MigDeviceConfig" else "gpu.nvidia.com"
+    )
+    body = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "drawn", "namespace": "default"},
+        "spec": {
+            "devices": {
+                "requests": [{"name": "gpu", "exactly": {"deviceClassName": device_class}}],
+                "config": [
+                    {
+                        "requests": ["gpu"],
+                        "opaque": {"driver": "gpu.nvidia.com", "parameters": parameters},
+                    }
+                ],
+            }
+        },
+    }
+    return yaml.safe_dump(body, sort_keys=False)
+
+
+@dataclasses.dataclass
+class Tally:
+    configs: int = 0
+    refused: int = 0
+    accepted: int = 0
+    gated: int = 0
+    disagreements: list[str] = dataclasses.field(default_factory=list)
+
+
+def compare(program: Path, configs: list[dict[str, Any]]) -> Tally:
+    texts = [json.dumps(c) for c in configs]
+    gated_on = oracle.verdicts(program, texts, "-gates", "TimeSlicingSettings,MPSSupport")
+    gated_off = oracle.verdicts(program, texts)
+    tally = Tally()
+    for config, on, off in zip(configs, gated_on, gated_off, strict=True):
+        tally.configs += 1
+        report = validation.validate_text(claim(config), "claim.yaml")
+        errors = [f"{f.code}: {f.message}" for f in report.findings if f.severity is Severity.ERROR]
+        codes = {f.code for f in report.findings}
+        wrong = ""
+        if not on["accepted"]:
+            tally.refused += 1
+            wrong = "" if errors else "the driver refuses it, validate accepts it"
+        else:
+            tally.accepted += 1
+            wrong = "the driver accepts it, validate refuses it" if errors else ""
+            if not off["accepted"] and not wrong:
+                tally.gated += 1
+                if "feature gate" in off["error"] and "dra.feature-gate" not in codes:
+                    wrong = "it needs a feature gate, validate does not say so"
+        if wrong:
+            tally.disagreements.append(
+                f"{wrong}\n{yaml.safe_dump(config, sort_keys=False)}driver (gates on): "
+                f"{on.get('error', 'accepted')}\nvalidate: {errors or 'no error'}"
+            )
+    _record(tally)
+    return tally
+
+
+def _record(tally: Tally) -> None:
+    target = os.environ.get("KUBECTL_GPU_DIFFERENTIAL_REPORT")
+    if target:
+        with open(target, "a", encoding="utf-8") as out:
+            figures = dataclasses.asdict(tally)
+            figures["disagreements"] = len(tally.disagreements)
+            figures["oracle"] = "dra-driver-oracle"
+            out.write(json.dumps(figures) + "\n")
+
+
+@pytest.mark.timeout(600)
+@settings(
+    max_examples=max(1, EXAMPLES // BATCH),
+    deadline=None,
+    database=None,
+    derandomize=not EXPLORE,
+    suppress_health_check=list(HealthCheck),
+    phases=[Phase.explicit, Phase.generate],
+)
+@given(configs=st.lists(CONFIG, min_size=BATCH, max_size=BATCH))
+def test_validate_reads_dra_configs_as_the_driver_does(
+    dra_driver_oracle: Path, configs: list[dict[str, Any]]
+) -> None:
+    tally = compare(dra_driver_oracle, configs)
+    shown = "\n\n".join(tally.disagreements[:3])
+    assert not tally.disagreements, f"{len(tally.disagreements)} disagreement(s):\n{shown}"
