@@ -48,6 +48,7 @@ CLAUSES = [
     f"{A}.index == 0",
     f"{A}.index > 1",
     f"{A}.index in [0, 2]",
+    f"{A}.index == 0.0",  # heterogeneous equality: 0 == 0.0
     f'{A}.type == "gpu"',
     f'{A}.type != "mig"',
     f"{A}.migCapable",

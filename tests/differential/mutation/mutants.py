@@ -219,4 +219,48 @@ MUTANTS: list[tuple[str, str, str, str]] = [
         '_NULL_MEANS = {"mig-devices": None, "device-filter": None}',
         "null mig-enabled not false",
     ),
+    # dra/sharing.py: the driver's reading of opaque configs
+    (
+        "kubectl_gpu/dra/sharing.py",
+        "    if value > 100:",
+        "    if value > 101:",
+        "thread percentage cap off by one",
+    ),
+    (
+        "kubectl_gpu/dra/sharing.py",
+        '    if wrong in sharing and wrong in _FIELDS[f"{kind}.sharing"] and kind == "GpuConfig":',
+        '    if wrong in sharing and wrong in _FIELDS[f"{kind}.sharing"]:',
+        "MigDeviceConfig mismatch refused",
+    ),
+    (
+        "kubectl_gpu/dra/sharing.py",
+        "        if str(key).isdigit() and devices is not None and int(key) >= devices:",
+        "        if str(key).isdigit() and devices is not None and int(key) > devices:",
+        "device index off by one",
+    ),
+    (
+        "kubectl_gpu/dra/sharing.py",
+        "    if not active or quantity.whole_mebibytes(parsed) > 0:",
+        "    if quantity.whole_mebibytes(parsed) > 0:",
+        "inactive limits validated",
+    ),
+    # cel.py: doctor's CEL evaluation
+    (
+        "kubectl_gpu/cel.py",
+        "    if isinstance(value, bool):\n        return celtypes.BoolType(value)",
+        "    if False:\n        return celtypes.BoolType(value)",
+        "booleans as ints",
+    ),
+    (
+        "kubectl_gpu/cel.py",
+        "        return super().__getitem__(key) if key in self else celtypes.MapType()",
+        "        return super().__getitem__(key)",
+        "missing domain is an error",
+    ),
+    (
+        "kubectl_gpu/cel.py",
+        "        return celtypes.BoolType(float(a) == float(b))",
+        "        return celtypes.BoolType(type(a) is type(b) and a == b)",
+        "1 == 1.0 is false",
+    ),
 ]
