@@ -117,6 +117,9 @@ def test_krew_installs_the_archive_and_kubectl_runs_the_plugin(installed: dict[s
     for command in ("share", "mig", "map", "validate", "doctor", "install"):
         done = kubectl(installed, "gpu", command, "--help")
         assert done.returncode == 0, (command, done.stderr)
+    # cel-python needs compiled modules, so the archive leaves it out and doctor says so
+    doctor_help = kubectl(installed, "gpu", "doctor", "--help").stdout
+    assert "krew archive cannot" in doctor_help and "cel-python" in doctor_help
 
 
 def test_cluster_commands_from_the_krew_install_run_against_the_simulated_cluster(
