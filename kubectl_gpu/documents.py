@@ -110,7 +110,7 @@ def _load_documents(
             docs.append(doc)
             problems.extend(doc.place(f) for f in found)
     except yaml.MarkedYAMLError as e:
-        if "duplicate anchor" in str(e) and loader is not _GO_ANCHORS.get("loader"):
+        if "duplicate anchor" in str(e) and loader is not _go_anchors_loader():
             raise _AnchorRedefined from e
         problems.append(_syntax_finding(e, file))
     except RecursionError:
@@ -131,24 +131,19 @@ def _load_documents(
     return docs, problems
 
 
-_GO_ANCHORS: dict[str, Any] = {}
-
-
+@functools.lru_cache(maxsize=1)
 def _go_anchors_loader() -> Any:
     """PyYAML's pure-Python safe loader, but a second `&name` replaces the first, as in Go."""
     import yaml
 
-    if "loader" not in _GO_ANCHORS:
+    class GoAnchorsLoader(yaml.SafeLoader):
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if not self.check_event(yaml.AliasEvent):
+                event = self.peek_event()  # type: ignore[no-untyped-call]
+                self.anchors.pop(event.anchor, None)
+            return super().compose_node(parent, index)
 
-        class GoAnchorsLoader(yaml.SafeLoader):
-            def compose_node(self, parent: Any, index: Any) -> Any:
-                if not self.check_event(yaml.AliasEvent):
-                    event = self.peek_event()  # type: ignore[no-untyped-call]
-                    self.anchors.pop(event.anchor, None)
-                return super().compose_node(parent, index)
-
-        _GO_ANCHORS["loader"] = GoAnchorsLoader
-    return _GO_ANCHORS["loader"]
+    return GoAnchorsLoader
 
 
 def _too_many_documents(root: Any, file: str, line_base: int) -> Finding:

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from kubectl_gpu import validation
 from kubectl_gpu.findings import Severity
 from tests.differential import oracle
+from tests.differential.configs import _weighted
 
 BATCH = 40
 EXAMPLES = int(os.environ.get("KUBECTL_GPU_DIFFERENTIAL_EXAMPLES", "3000")) // 3
@@ -37,34 +38,37 @@ def _fields(**pools: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]
     )
 
 
-def _maybe(*values: Any) -> st.SearchStrategy[Any]:
-    return st.one_of(st.just(ABSENT), st.sampled_from(values))
+def _maybe(*values: Any, absent: int = 1) -> st.SearchStrategy[Any]:
+    """Absent (weight `absent`) or one of the values, each as likely as the others."""
+    return _weighted((absent, st.just(ABSENT)), (len(values), st.sampled_from(values)))
 
 
 QUANTITIES = ("10Gi", "512Mi", "1Mi", "1Ki", "0", "1.5Gi", "10G", "lots", 1024, -1)
 MPS = _fields(
-    defaultActiveThreadPercentage=_maybe(0, 50, 100, 101, -1, "50", 50.5),
-    defaultPinnedDeviceMemoryLimit=_maybe(*QUANTITIES),
+    defaultActiveThreadPercentage=_maybe(0, 50, 100, 101, -1, "50", 50.5, absent=3),
+    defaultPinnedDeviceMemoryLimit=_maybe(*QUANTITIES, absent=5),
     defaultPerDevicePinnedMemoryLimit=_maybe(
         {"0": "8Gi"}, {"1": "8Gi"}, {"GPU-8f4c2bbe-1111-2222-3333-444455556666": "1Gi"},
-        {"x": "1Gi"}, {"0": "1Ki"}, {"0": "lots"}, "8Gi",
+        {"x": "1Gi"}, {"0": "1Ki"}, {"0": "lots"}, "8Gi", absent=4,
     ),
-    multiUser=st.sampled_from([ABSENT, ABSENT, ABSENT, True]),  # not a driver field
+    multiUser=_maybe(True, absent=8),  # not a driver field
 )  # fmt: skip
 SHARING = _fields(
-    strategy=st.sampled_from(["TimeSlicing", "MPS", "MPS", "TimeSlicing", "timeslicing", "None"]),
-    timeSlicingConfig=st.one_of(
-        st.just(ABSENT),
-        _fields(interval=_maybe("Default", "Short", "Medium", "Long", "long", 5)),
+    strategy=_maybe("TimeSlicing", "MPS", "timeslicing", "None", 1, absent=0),
+    timeSlicingConfig=_weighted(
+        (3, st.just(ABSENT)),
+        (2, _fields(interval=_maybe("Default", "Short", "Medium", "Long", "long", 5))),
     ),
-    mpsConfig=st.one_of(st.just(ABSENT), st.just(ABSENT), MPS),
-    extra=st.sampled_from([ABSENT] * 8 + [1]),
+    mpsConfig=_weighted((1, st.just(ABSENT)), (2, MPS)),
+    extra=_maybe(1, absent=10),
 )
 CONFIG = _fields(
-    apiVersion=st.sampled_from(["resource.nvidia.com/v1beta1"] * 8 + ["resource.nvidia.com/v1"]),
-    kind=st.sampled_from(["GpuConfig", "GpuConfig", "MigDeviceConfig", "gpuConfig"]),
-    sharing=st.one_of(st.just(ABSENT), SHARING, SHARING, SHARING, st.just(None)),
-    Sharing=st.sampled_from([ABSENT] * 10 + [{"strategy": "MPS"}]),
+    apiVersion=_weighted(
+        (10, st.just("resource.nvidia.com/v1beta1")), (1, st.just("resource.nvidia.com/v1"))
+    ),
+    kind=_maybe("GpuConfig", "GpuConfig", "MigDeviceConfig", "gpuConfig", absent=0),
+    sharing=_weighted((1, st.just(ABSENT)), (6, SHARING), (1, st.just(None))),
+    Sharing=_maybe({"strategy": "MPS"}, absent=12),
 )
 
 

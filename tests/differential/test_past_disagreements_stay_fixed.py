@@ -22,6 +22,7 @@ from kubectl_gpu.findings import Severity
 from kubectl_gpu.mig.spec import MigConfigFile
 from tests.differential import agreement, oracle, reasons
 
+pytestmark = pytest.mark.timeout(600)  # the first use builds the oracles (gobins)
 CORPUS = Path(__file__).parent / "corpus"
 FILES = sorted(CORPUS.glob("*.yaml"))
 _HEADER = re.compile(r"^# (\w+): (.*)$", re.MULTILINE)
@@ -80,7 +81,7 @@ def test_device_filters_select_the_gpus_mig_parted_selects(
     (doc,), _ = documents.load_documents(path.read_text("utf-8"), path.name)
     model = MigConfigFile.from_dict(doc.data)
     ours = {
-        f"{name}/{index}": [h for h in hardware if spec.selects(0, int(h, 16))]
+        f"{name}/{index}": [h for h in hardware if spec.selects(0, *_pci_ids(h))]
         for name in model.names
         for index, spec in enumerate(model.select(name))
     }
@@ -88,3 +89,9 @@ def test_device_filters_select_the_gpus_mig_parted_selects(
         key: sorted(set(ids) & set(hardware)) for key, ids in upstream[path]["matches"].items()
     }
     assert ours == theirs
+
+
+def _pci_ids(text: str) -> tuple[int, int | None]:
+    """`0xDDDDVVVV` or `0xDDDDVVVV:0xSSSSVVVV` as (device+vendor, subsystem or None)."""
+    primary, _, subsystem = text.partition(":")
+    return int(primary, 16), int(subsystem, 16) if subsystem else None
