@@ -90,8 +90,14 @@ def _sharing(
     sharing: Mapping[str, Any], kind: str, path: Path, devices: int | None
 ) -> list[Finding]:
     strategy = sharing.get("strategy")
+    if strategy is not None and not isinstance(strategy, str):
+        return [_decoding((*path, "strategy"), "strategy must be a string", "")]
     if not isinstance(strategy, str) or strategy not in GATES:
-        return [find("dra.unknown-strategy", (*path, "strategy"), strategy=strategy or "")]
+        # decoded (strictly) before the strategy is looked at
+        return [
+            *_inactive(sharing, kind, path, devices),
+            find("dra.unknown-strategy", (*path, "strategy"), strategy=strategy or ""),
+        ]
     upstream = (
         f'"{strategy}" is selected as the GPU sharing strategy, but the "{GATES[strategy]}" '
         "feature gate is not enabled"
@@ -111,8 +117,14 @@ def _sharing(
                 other=other,
             )
         )
-    # A config of the other strategy is still decoded (strictly); only the active one is
-    # validated and applied.
+    return found + _inactive(sharing, kind, path, devices, strategy)
+
+
+def _inactive(
+    sharing: Mapping[str, Any], kind: str, path: Path, devices: int | None, strategy: str = ""
+) -> list[Finding]:
+    """The strategy configs: each is decoded (strictly), only the active one is validated."""
+    found = []
     if "timeSlicingConfig" in sharing and kind == "GpuConfig":
         active = strategy == TIME_SLICING
         found += _time_slicing(sharing["timeSlicingConfig"], (*path, "timeSlicingConfig"), active)
