@@ -90,7 +90,7 @@ TARGETS: dict[str, Target] = {
             packages=("sigs.k8s.io/krew/cmd/krew",),
             binaries=("kubectl-krew",),
             rename=(("krew", "kubectl-krew"),),
-            cold_minutes="1-2",
+            cold_minutes="0.5-1",
         ),
         Target(
             name="device-plugin-oracle",
@@ -106,7 +106,7 @@ TARGETS: dict[str, Target] = {
             binaries=("mig-parted-oracle",),
             rename=(("mig-parted", "mig-parted-oracle"),),
             module="tests/oracles/mig-parted",
-            cold_minutes="1-2",
+            cold_minutes="0.5-1",
             cgo=True,
         ),
         Target(
@@ -115,7 +115,7 @@ TARGETS: dict[str, Target] = {
             binaries=("dra-driver-oracle",),
             rename=(("dra-driver", "dra-driver-oracle"),),
             module="tests/oracles/dra-driver",
-            cold_minutes="1-2",
+            cold_minutes="2",
         ),
         Target(
             name="cel-oracle",
@@ -123,7 +123,7 @@ TARGETS: dict[str, Target] = {
             binaries=("cel-oracle",),
             rename=(("cel", "cel-oracle"),),
             module="tests/oracles/cel",
-            cold_minutes="3-6",
+            cold_minutes="3-4",
         ),
         Target(
             name="kwok",
