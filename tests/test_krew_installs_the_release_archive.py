@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.differential import oracle
 from tests.fakes.cluster import NodeSpec
 from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
@@ -32,22 +33,12 @@ pytestmark = [
 ]
 
 
-def _gobins() -> object:
-    spec = importlib.util.spec_from_file_location("gobins", ROOT / "scripts" / "gobins.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gobins"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def release(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """The krew binary's directory, and the manifest beside the archive release.py built."""
-    gobins: object = _gobins()
     try:
-        krew_dir: Path = gobins.ensure("krew", quiet=True)  # type: ignore[attr-defined]
-    except gobins.BuildError as error:  # type: ignore[attr-defined]
+        krew_dir = oracle.gobins.ensure("krew", quiet=True)
+    except oracle.gobins.BuildError as error:
         if os.environ.get("CI"):
             raise
         pytest.skip(f"cannot build krew here: {error}")

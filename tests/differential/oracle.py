@@ -9,6 +9,7 @@ them skip with gobins' reason.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -17,11 +18,24 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-import gobins  # noqa: E402
+
+
+def _gobins() -> Any:
+    """scripts/gobins.py (a script, not a package: loaded by path)."""
+    spec = importlib.util.spec_from_file_location("gobins", ROOT / "scripts" / "gobins.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gobins"] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+gobins = _gobins()
 
 DEVICE_PLUGIN = "device-plugin-oracle"
 MIG_PARTED = "mig-parted-oracle"
+DRA_DRIVER = "dra-driver-oracle"
+CEL = "cel-oracle"
 
 
 def build(name: str) -> Path:
@@ -50,7 +64,3 @@ def verdicts(program: Path, texts: list[str], *options: str) -> list[dict[str, A
         by_file[verdict["file"]] = verdict
     assert len(by_file) == len(names), run.stderr
     return [by_file[name] for name in names]
-
-
-CEL = "cel-oracle"
-DRA_DRIVER = "dra-driver-oracle"
