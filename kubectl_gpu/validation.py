@@ -244,11 +244,12 @@ def _validate_as(doc: documents.Document, kind: Kind) -> list[Finding]:
 
 def _before(doc: documents.Document, found: list[Finding]) -> list[Finding]:
     """The findings located before `doc` starts (the YAML loader's, about later documents,
-    go: upstream never parses them)."""
+    go: upstream never parses them), and the one saying the file was not read to its end."""
     start, _ = doc.locate(())
     if start is None or not doc.exact:
         return found
-    return [f for f in found if f.line is None or f.line < start]
+    kept = [f for f in found if f.line is None or f.line < start]
+    return kept + [f for f in found if f.code == "yaml.too-many-documents" and f not in kept]
 
 
 def _ignored_document(doc: documents.Document, kind: Kind) -> Finding:
