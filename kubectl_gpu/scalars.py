@@ -143,6 +143,7 @@ def go_key(text: str, pyyaml_tag: str) -> str | None:
     return str(value)
 
 
+_FLOAT32_MAX = 3.4028234663852886e38
 _SPECIAL_FLOATS = {".inf": float("inf"), "-.inf": float("-inf"), ".nan": float("nan")}
 
 
@@ -151,8 +152,10 @@ def _go_float32(value: float) -> str:
     import math
     import struct
 
-    if math.isinf(value) or math.isnan(value):
-        return {True: "+Inf", False: "-Inf"}[value > 0] if math.isinf(value) else "NaN"
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value) or abs(value) > _FLOAT32_MAX:  # float32(1e100) is +Inf in Go
+        return "+Inf" if value > 0 else "-Inf"
     single = struct.unpack("f", struct.pack("f", value))[0]
     shown = f"{single:.8e}"
     for digits in range(1, 10):
