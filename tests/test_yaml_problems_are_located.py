@@ -106,3 +106,9 @@ def test_a_quoted_configmap_value_maps_to_the_key_line_only() -> None:
 def test_pathological_nesting_is_refused_without_crashing_the_parser(text: str) -> None:
     # libyaml would overflow the C stack on these; the loader must not hand them to it.
     assert [c for c, _, _ in problems(text)] == ["yaml.too-complex"]
+
+
+def test_a_float_key_beyond_float32_is_named_as_go_names_it() -> None:
+    docs, found = documents.load_documents("1E100: a\n1.5: b\n", "f.yaml")
+    assert docs[0].data == {"+Inf": "a", "1.5": "b"}
+    assert [f.code for f in found] == ["yaml.key-not-string"]
