@@ -5,9 +5,10 @@ BIN := $(abspath $(VENV)/bin)
 
 .PHONY: demo test lint test-gpu dist bench release bins
 
-# Kubernetes' own control plane and kubectl (K8S=1.37 or 1.34), etcd and KWOK, built from their Go
-# modules at the versions pinned in tools/go/ into ~/.cache/kubectl-gpu (minutes the first time,
-# then reused). Tests and the demo run against them, with kubectl of the server's release first on PATH.
+# Kubernetes' own control plane and kubectl (K8S=1.37 or 1.34), etcd, KWOK, krew and the config
+# oracles (tests/oracles), built from their Go modules at the versions pinned in tools/go/ and
+# tests/oracles/ into ~/.cache/kubectl-gpu (minutes the first time, then reused). Tests and the
+# demo run against them, with kubectl of the server's release first on PATH.
 K8S ?= 1.37
 GOBINS := python3 scripts/gobins.py
 KUBE_BIN = $$($(GOBINS) --print-dir kubernetes-$(K8S))
@@ -19,7 +20,7 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 	touch $@
 
 bins:
-	$(GOBINS) kubernetes-$(K8S) etcd kwok
+	$(GOBINS) kubernetes-$(K8S) etcd kwok krew device-plugin-oracle mig-parted-oracle dra-driver-oracle cel-oracle
 
 demo: $(VENV)/.installed bins
 	PATH="$(BIN):$(KUBE_BIN):$$PATH" KUBECTL_GPU_CONTROL_PLANE=$(K8S) bash scripts/demo.sh

@@ -82,20 +82,36 @@ def load_documents(
     located. A syntax error stops parsing at that document, as any YAML parser would.
     `line_base` is where `text` starts in its file, for line numbers quoted in messages.
     """
+    try:
+        return _load_documents(text, file, line_base, _loader_for(text))
+    except _AnchorRedefined:
+        # Legal YAML that PyYAML refuses; Go's yaml.v2 lets each alias use the latest anchor.
+        return _load_documents(text, file, line_base, _go_anchors_loader())
+
+
+class _AnchorRedefined(Exception):
+    pass
+
+
+def _load_documents(
+    text: str, file: str, line_base: int, loader: Any
+) -> tuple[list[Document], list[Finding]]:
     import yaml
 
     docs: list[Document] = []
     problems: list[Finding] = []
     try:
-        for index, root in enumerate(yaml.compose_all(text, Loader=_loader_for(text))):
+        for index, root in enumerate(yaml.compose_all(text, Loader=loader)):
             if index == MAX_DOCUMENTS:
                 problems.append(_too_many_documents(root, file, line_base))
                 break
-            doc, found = _document_from_node(root, file, line_base)
+            doc, found = _document_from_node(root, file, line_base, text)
             doc = dataclasses.replace(doc, text=text)
             docs.append(doc)
             problems.extend(doc.place(f) for f in found)
     except yaml.MarkedYAMLError as e:
+        if "duplicate anchor" in str(e) and loader is not _go_anchors_loader():
+            raise _AnchorRedefined from e
         problems.append(_syntax_finding(e, file))
     except RecursionError:
         problems.append(
@@ -113,6 +129,21 @@ def load_documents(
     if not docs and not problems:
         docs.append(Document(file, None))  # an empty file is one empty document
     return docs, problems
+
+
+@functools.lru_cache(maxsize=1)
+def _go_anchors_loader() -> Any:
+    """PyYAML's pure-Python safe loader, but a second `&name` replaces the first, as in Go."""
+    import yaml
+
+    class GoAnchorsLoader(yaml.SafeLoader):
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if not self.check_event(yaml.AliasEvent):
+                event = self.peek_event()  # type: ignore[no-untyped-call]
+                self.anchors.pop(event.anchor, None)
+            return super().compose_node(parent, index)
+
+    return GoAnchorsLoader
 
 
 def _too_many_documents(root: Any, file: str, line_base: int) -> Finding:
@@ -173,13 +204,13 @@ def load_nested(outer: Document, path: Path, text: str) -> tuple[list[Document],
 
 
 def _document_from_node(
-    root: yaml.Node | None, file: str, line_base: int
+    root: yaml.Node | None, file: str, line_base: int, text: str
 ) -> tuple[Document, list[Finding]]:
     found: list[Finding] = []
     if root is None:
         return Document(file, None), found
     try:
-        data = _Converter(found, line_base).convert(root, ())
+        data = _Converter(found, line_base, text).convert(root, ())
     except _TooComplex as e:
         found = [
             findings.error(
@@ -193,16 +224,17 @@ def _document_from_node(
 class _Converter:
     """Builds plain data from composed nodes, reporting what a plain load would hide."""
 
-    def __init__(self, found: list[Finding], line_base: int) -> None:
+    def __init__(self, found: list[Finding], line_base: int, text: str) -> None:
         import yaml
 
         self._line_base = line_base
+        self._text = text
         self._yaml = yaml
         self._constructor = yaml.constructor.SafeConstructor()
         self._found = found
         self._budget = MAX_NODES
         self._merged_sizes: dict[int, int] = {}
-        self._merged: dict[int, int] = {}  # id(mapping node) -> how many pairs came from <<
+        self._merged: dict[int, set[int]] = {}  # id(mapping node) -> ids of pairs from <<
 
     def convert(self, node: yaml.Node, path: Path) -> Any:
         self._budget -= 1
@@ -244,7 +276,8 @@ class _Converter:
         merged = self._flatten(node)
         result: dict[str, Any] = {}
         first_line: dict[str, int] = {}
-        for index, (key_node, value_node) in enumerate(node.value):
+        for pair in node.value:
+            key_node, value_node = pair
             if not isinstance(key_node, self._yaml.ScalarNode):
                 self._found.append(
                     findings.error(
@@ -255,26 +288,48 @@ class _Converter:
                     )
                 )
                 continue
-            key = key_node.value
-            if key in first_line:
+            key = self._key(key_node, path)
+            if key is None:
+                continue
+            if key in first_line and id(pair) not in merged:
                 self._found.append(_duplicate_key(key, (*path, key), first_line[key]))
-            if index >= merged:  # a key merged in by << may be overridden; that is its purpose
+            if id(pair) not in merged:  # a key merged in by << may be overridden: its purpose
                 first_line.setdefault(key, key_node.start_mark.line + 1 + self._line_base)
             result[key] = self.convert(value_node, (*path, key))
         return result
 
-    def _flatten(self, node: yaml.MappingNode) -> int:
-        """Resolve YAML merge keys (<<) as Go's yaml does; return how many pairs they added.
+    def _flatten(self, node: yaml.MappingNode) -> set[int]:
+        """Resolve YAML merge keys (<<) as Go's yaml.v2 does; return the ids of merged pairs.
 
-        The merged pairs come first, so a key written after them overrides them. A node
-        reached again through an alias is already flattened: its count is remembered.
+        yaml.v2 applies the pairs in the order written, a merge setting every key it brings
+        (so it overrides a key written before it, and a key written after it overrides the
+        merge); of a list of mappings (`<<: [*a, *b]`) the earlier one wins. The pairs are
+        laid out in that order, so that building the dict (the last pair wins) gives Go's
+        result. A node reached again through an alias is already flattened.
         """
-        if id(node) not in self._merged:
-            written = len(node.value)
-            merges = sum(1 for k, _ in node.value if k.tag == "tag:yaml.org,2002:merge")
-            self._constructor.flatten_mapping(node)
-            self._merged[id(node)] = len(node.value) - (written - merges)
-        return self._merged[id(node)]
+        if id(node) in self._merged:
+            return self._merged[id(node)]
+        pairs: list[tuple[Any, Any]] = []
+        merged: set[int] = set()
+        for key, value in node.value:
+            if key.tag != "tag:yaml.org,2002:merge":
+                pairs.append((key, value))
+                continue
+            sources = value.value if isinstance(value, self._yaml.SequenceNode) else [value]
+            for source in reversed(sources):
+                if not isinstance(source, self._yaml.MappingNode):
+                    raise self._yaml.constructor.ConstructorError(
+                        "while constructing a mapping",
+                        node.start_mark,
+                        "map merge requires map or sequence of maps as the value",
+                        source.start_mark,
+                    )
+                self._flatten(source)
+                pairs.extend(source.value)
+                merged.update(id(pair) for pair in source.value)
+        node.value = pairs
+        self._merged[id(node)] = merged
+        return merged
 
     def _scalar(self, node: yaml.Node, path: Path) -> Any:
         tag = node.tag.rsplit(":", 1)[-1]
@@ -288,7 +343,11 @@ class _Converter:
                 self._found.append(problem)
                 if problem.severity is findings.Severity.ERROR:
                     return node.value  # kept as text: no field takes it as a number
-        if not getattr(node, "style", None) and node.tag.startswith("tag:yaml.org,2002:"):
+        if (
+            not getattr(node, "style", None)
+            and node.tag.startswith("tag:yaml.org,2002:")
+            and not self._tagged(node)
+        ):
             as_go = scalars.go_plain(node.value, tag)  # where PyYAML and upstream's yaml differ
             if isinstance(as_go, bool):
                 self._found.append(_ambiguous_boolean(node.value, path))
@@ -300,6 +359,62 @@ class _Converter:
             # LookupError: PyYAML indexes the text (`!!int ''` raises IndexError)
             self._found.append(_bad_scalar(node, path))
             return node.value
+
+    def _key(self, node: yaml.ScalarNode, path: Path) -> str | None:
+        """The key as upstream names it: Go converts a plain `on`, `1.0` or `~` key to JSON as
+        "true", "1" or nothing at all (the file is refused)."""
+        if getattr(node, "style", None) or self._tagged(node):
+            return str(node.value)
+        tag = node.tag.rsplit(":", 1)[-1]
+        key = scalars.go_key(node.value, tag)
+        if key is None:
+            self._found.append(
+                dataclasses.replace(_null_key(node.value, (*path, node.value)), at_key=True)
+            )
+        elif key != node.value:
+            self._found.append(_key_renamed(node.value, key, (*path, key)))
+        return key
+
+    def _tagged(self, node: yaml.Node) -> bool:
+        """True when the scalar carries an explicit tag (`!!str 4`): Go honours it too."""
+        text = self._text[node.start_mark.index : node.end_mark.index]
+        if text.startswith("&"):  # an anchor comes before the tag
+            text = text.split(None, 1)[1] if " " in text else ""
+        return text.startswith("!")
+
+
+def _null_key(text: str, path: Path) -> Finding:
+    shown = text or "an empty key"
+    return findings.error(
+        path,
+        "yaml.null-key",
+        f"'{shown}' is a null key: the device plugin, mig-parted and Kubernetes convert YAML to "
+        'JSON and refuse the whole file ("unsupported map key")',
+        "quote the key if it is a name",
+    )
+
+
+def _key_renamed(text: str, key: str, path: Path) -> Finding:
+    problem = findings.warning(
+        path,
+        "yaml.key-not-string",
+        f"the key '{text}' is not a string to YAML 1.1: NVIDIA's tools read it as {key} and "
+        f"name it '{key}', so looking it up as '{text}' (nvidia-mig-parted apply -c {text}, a "
+        f"nvidia.com/mig.config={text} label) finds nothing",
+        f"quote the key: '{text}'",
+    )
+    return dataclasses.replace(problem, at_key=True)
+
+
+def _not_json(text: str, path: Path) -> Finding:
+    return findings.error(
+        path,
+        "yaml.not-json",
+        f"'{text}' is infinity or not-a-number, which JSON cannot hold: the device plugin, "
+        "mig-parted and Kubernetes convert YAML to JSON and refuse the whole file "
+        '("json: unsupported value")',
+        "write a number, or quote the text",
+    )
 
 
 def _bad_scalar(node: yaml.Node, path: Path) -> Finding:
@@ -316,6 +431,8 @@ def _bad_scalar(node: yaml.Node, path: Path) -> Finding:
 
 def _number_problem(text: str, tag: str, path: Path) -> Finding | None:
     """A number the YAML parsers read differently, or one too long to be any field's value."""
+    if tag == "float" and text.lstrip("+-").lower() in (".inf", ".nan"):
+        return _not_json(text, path)
     if len(text) > MAX_NUMBER_CHARS:
         return findings.error(
             path,
@@ -437,9 +554,17 @@ def _keys_of(node: Any, folded: bool = False) -> _Index:
     found = _KEY_INDEX.get(node)
     if found is None or len(found[0]) > len(node.value):  # flattened or edited since
         keyed = [(k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode)]
-        found = ({k.value: (k, v) for k, v in keyed}, {k.value.lower(): (k, v) for k, v in keyed})
+        exact = {_go_name(k): (k, v) for k, v in keyed}  # `on:` is found as `true`, as loaded
+        exact.update((k.value, (k, v)) for k, v in keyed)
+        found = (exact, {k.value.lower(): (k, v) for k, v in keyed})
         _KEY_INDEX[node] = found
     return found[1] if folded else found[0]
+
+
+def _go_name(key: Any) -> str:
+    if getattr(key, "style", None):
+        return str(key.value)
+    return scalars.go_key(key.value, key.tag.rsplit(":", 1)[-1]) or str(key.value)
 
 
 def _nested_offsets(outer: Document, node: Any) -> tuple[int, int, bool]:

@@ -36,7 +36,12 @@ def check_against(doc: Document, validator: Any) -> list[Finding]:
     """Validate with a jsonschema validator, translating its errors into located findings."""
     translated: list[Finding] = []
     seen: set[tuple[str, Path]] = set()
-    for err in validator.iter_errors(doc.data):
+    errors = list(validator.iter_errors(doc.data))
+    # A value of the wrong type fails to decode; that is upstream's error, not "not one of".
+    mistyped = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
+    for err in errors:
+        if err.validator == "enum" and tuple(err.absolute_path) in mistyped:
+            continue
         for finding in _translate(err):
             key = (finding.code + finding.message, finding.path)
             if key not in seen:
@@ -200,7 +205,8 @@ def _type_hint(value: Any, expected: list[str]) -> str:
         text = value.strip().lower()
         if "boolean" in expected and text in ("true", "false"):
             return f"remove the quotes: write {text}"
-        if "integer" in expected and text.lstrip("-").isdigit() and len(text) < 20:
+        digits = text.lstrip("-")
+        if "integer" in expected and digits.isascii() and digits.isdigit() and len(text) < 20:
             return f"remove the quotes: write {text}"
     if isinstance(value, float) and "integer" in expected:
         return "use a whole number"

@@ -145,12 +145,18 @@ def validate_text(text: str, file: str, kind: str = AUTO) -> FileReport:
     kinds = _with_dra(docs)
     reports: list[DocumentReport] = []
     for index, doc in enumerate(docs):
+        first = KINDS.get(reports[0].kind) if reports else None  # a config file upstream reads
+        if first is not None:
+            # NVIDIA's tools read only the first document: nothing in the others matters to
+            # them, so the only finding there is that they are ignored.
+            reports.append(DocumentReport(index, detect(doc.data)))
+            if index == 1:
+                found = _before(doc, found)
+                found.append(_ignored_document(doc, first))
+            continue
         report, doc_findings = _validate_document(doc, index, kind, kinds)
         reports.append(report)
         found.extend(doc_findings)
-        first = KINDS.get(reports[0].kind)  # a config file upstream reads itself
-        if index == 1 and first is not None and report.kind == first.name:
-            found.append(_ignored_document(doc, first))  # once: the rest are ignored alike
     found = _without_echoes(found)
     ordered = sorted(found, key=lambda f: (f.line or 0, f.column or 0, f.pointer))
     return FileReport(file, tuple(reports), tuple(ordered))
@@ -280,6 +286,16 @@ def _validate_as(doc: documents.Document, kind: Kind) -> list[Finding]:
     return located
 
 
+def _before(doc: documents.Document, found: list[Finding]) -> list[Finding]:
+    """The findings located before `doc` starts (the YAML loader's, about later documents,
+    go: upstream never parses them), and the one saying the file was not read to its end."""
+    start, _ = doc.locate(())
+    if start is None or not doc.exact:
+        return found
+    kept = [f for f in found if f.line is None or f.line < start]
+    return kept + [f for f in found if f.code == "yaml.too-many-documents" and f not in kept]
+
+
 def _ignored_document(doc: documents.Document, kind: Kind) -> Finding:
     """Upstream reads only the first YAML document of a config file; say so about the rest."""
     problem = findings.warning(
@@ -399,12 +415,15 @@ def _validate_configmap_value(
     value_kind = detect(inner_docs[0].data) if inner_docs else "device-plugin-config"
     for index, inner in enumerate(inner_docs):
         inner_kind = detect(inner.data)
+        if index == 1 and inner_kind in KINDS:  # read as a config file is: the first only
+            inner_found = _before(inner, inner_found)
+            inner_found.append(_ignored_document(inner, KINDS[inner_kind]))
+        if index > 0:
+            continue
         if inner_kind in KINDS:
             inner_found.extend(_validate_as(inner, KINDS[inner_kind]))
         else:
             inner_found.append(inner.place(_unrecognised(inner.data)))
-        if index > 0 and inner_kind in KINDS:
-            inner_found.append(_ignored_document(inner, KINDS[inner_kind]))
     found = [f.under(path) for f in inner_found]
     if value_kind == "device-plugin-config":
         found.extend(_check_selectable_key(doc, path))

@@ -51,6 +51,7 @@ class Target:
     # (module path, files in it): data files that ship inside a pinned module, copied beside
     # the binaries (KWOK's stage definitions: `kwok` runs nothing without them).
     data: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    cgo: bool = False  # go-nvml (under go-nvlib) is cgo-only: it loads libnvidia-ml with dlopen
 
     @property
     def module_dir(self) -> Path:
@@ -86,6 +87,46 @@ TARGETS: dict[str, Target] = {
             binaries=("etcd",),
             rename=(("v3", "etcd"), ("server", "etcd")),
             cold_minutes="3-5",
+        ),
+        Target(
+            name="krew",
+            packages=("sigs.k8s.io/krew/cmd/krew",),
+            binaries=("kubectl-krew",),
+            rename=(("krew", "kubectl-krew"),),
+            cold_minutes="0.5-1",
+        ),
+        Target(
+            name="device-plugin-oracle",
+            packages=(".",),
+            binaries=("device-plugin-oracle",),
+            rename=(("device-plugin", "device-plugin-oracle"),),
+            module="tests/oracles/device-plugin",
+            cold_minutes="0.5-1",
+        ),
+        Target(
+            name="mig-parted-oracle",
+            packages=(".",),
+            binaries=("mig-parted-oracle",),
+            rename=(("mig-parted", "mig-parted-oracle"),),
+            module="tests/oracles/mig-parted",
+            cold_minutes="0.5-1",
+            cgo=True,
+        ),
+        Target(
+            name="dra-driver-oracle",
+            packages=(".",),
+            binaries=("dra-driver-oracle",),
+            rename=(("dra-driver", "dra-driver-oracle"),),
+            module="tests/oracles/dra-driver",
+            cold_minutes="2",
+        ),
+        Target(
+            name="cel-oracle",
+            packages=(".",),
+            binaries=("cel-oracle",),
+            rename=(("cel", "cel-oracle"),),
+            module="tests/oracles/cel",
+            cold_minutes="3-4",
         ),
         Target(
             name="kwok",
@@ -151,6 +192,8 @@ def cache_key(target: Target, go_version: str) -> str:
     """Changes when the pins, go.sum, our Go sources, the build flags or Go itself change."""
     digest = hashlib.sha256()
     digest.update(f"{go_version}\0{target.ldflags}\0{target.packages}\0{target.data}\0".encode())
+    if target.cgo:
+        digest.update(b"cgo\0")
     for path in sorted(target.module_dir.rglob("*")):
         if path.is_file() and path.suffix in {".mod", ".sum", ".go"}:
             digest.update(str(path.relative_to(target.module_dir)).encode() + b"\0")
@@ -203,7 +246,9 @@ def _build(go: str, target: Target, directory: Path, *, quiet: bool) -> None:
         f"the first build takes about {target.cold_minutes} min on 2 cores, later runs reuse it"
     )
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=directory.parent))
-    env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=readonly -buildvcs=false")
+    env = dict(
+        os.environ, CGO_ENABLED="1" if target.cgo else "0", GOFLAGS="-mod=readonly -buildvcs=false"
+    )
     command = [go, "build", "-trimpath", "-ldflags", target.ldflags, "-o", f"{staging}/"]
     started = time.monotonic()
     try:

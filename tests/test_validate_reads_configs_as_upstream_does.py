@@ -228,3 +228,24 @@ def test_helm_example_produces_exactly_its_expected_findings(path: pathlib.Path)
     expected = {(code, int(line)) for code, line in EXPECT.findall(text)}
     assert {(f.code, f.line) for f in report.findings} == expected
     assert report.valid is (path.parent.name == "valid")
+
+
+def messages(text: str, kind: str = "auto") -> dict[str, str]:
+    report = validation.validate_text(text, "f.yaml", kind)
+    return {f.code: f.message for f in report.findings}
+
+
+def test_a_key_in_two_spellings_says_upstream_merges_both() -> None:
+    text = "version: v1\nFlags: {migStrategy: single}\nflags: {failOnInitError: false}\n"
+    message = messages(text)["sharing.key-twice"]
+    assert "fields are merged" in message and "'flags' wins" in message
+    assert "so 'version' wins" in messages("version: V1\nVersion: v1\n")["sharing.key-twice"]
+
+
+def test_yaml_read_as_go_reads_it_is_explained() -> None:
+    named_on = "version: v1\nmig-configs:\n  on:\n  - {devices: all, mig-enabled: false}\n"
+    message = messages(named_on, "mig-config")["yaml.key-not-string"]
+    assert "read it as true" in message and "apply -c on" in message
+    assert "unsupported value" in messages("version: v1\nx: .inf\n")["yaml.not-json"]
+    assert "unsupported map key" in messages("version: v1\n~: 1\n")["yaml.null-key"]
+    assert errors("version: v1\nflags: {migStrategy: 1}\n") == ["schema.wrong-type"]

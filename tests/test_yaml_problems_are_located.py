@@ -65,13 +65,18 @@ def test_every_document_of_a_stream_is_read() -> None:
 
 
 def test_merge_keys_are_applied_like_go_yaml() -> None:
-    docs, _ = documents.load_documents("base: &b {x: 1}\nother:\n  <<: *b\n  y: 2\n", "f.yaml")
-    assert docs[0].data["other"] == {"x": 1, "y": 2}
+    docs, _ = documents.load_documents("base: &b {x: 1}\nother:\n  <<: *b\n  z: 2\n", "f.yaml")
+    assert docs[0].data["other"] == {"x": 1, "z": 2}
 
 
-def test_keys_keep_the_text_the_user_wrote() -> None:
-    docs, _ = documents.load_documents("1: a\nnull: b\n", "f.yaml")
-    assert docs[0].data == {"1": "a", "null": "b"}
+def test_keys_are_named_as_go_names_them_and_a_null_key_is_refused() -> None:
+    docs, found = documents.load_documents("1: a\n0x10: b\non: c\n'on': d\nnull: e\n", "f.yaml")
+    assert docs[0].data == {"1": "a", "16": "b", "true": "c", "on": "d"}
+    assert [(f.code, f.line) for f in found] == [
+        ("yaml.key-not-string", 2),
+        ("yaml.key-not-string", 3),
+        ("yaml.null-key", 5),
+    ]
 
 
 def test_a_value_in_a_block_scalar_is_located_in_the_outer_file() -> None:
@@ -101,3 +106,9 @@ def test_a_quoted_configmap_value_maps_to_the_key_line_only() -> None:
 def test_pathological_nesting_is_refused_without_crashing_the_parser(text: str) -> None:
     # libyaml would overflow the C stack on these; the loader must not hand them to it.
     assert [c for c, _, _ in problems(text)] == ["yaml.too-complex"]
+
+
+def test_a_float_key_beyond_float32_is_named_as_go_names_it() -> None:
+    docs, found = documents.load_documents("1E100: a\n1.5: b\n", "f.yaml")
+    assert docs[0].data == {"+Inf": "a", "1.5": "b"}
+    assert [f.code for f in found] == ["yaml.key-not-string"]

@@ -38,6 +38,12 @@ def doctor(settings: Settings, pod_name: str | None) -> None:
     without a namespace it is looked up in -n, else the kubeconfig context's namespace (as
     kubectl does).
 
+    Evaluating DRA selectors needs cel-python, which the krew archive cannot carry (it needs
+    the compiled google-re2 and pendulum): install it with
+    python3 -m pip install --user 'cel-python>=0.5,<1'. Without it the dra layer says so and
+    checks everything else. Functions only Kubernetes' CEL has (semver, quantity, ...) are
+    reported as not evaluable here, never guessed.
+
     Exits 1 when an error is found.
 
     \b

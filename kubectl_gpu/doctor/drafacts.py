@@ -216,14 +216,23 @@ def _by_domain(values: Mapping[str, Any], driver: str, read: Any) -> dict[str, d
     return found
 
 
+class Version(str):
+    """A `version` attribute: text to doctor's messages, a semver (not a string) to CEL."""
+
+
+class Quantity(str):
+    """A capacity: text to doctor's messages, a Kubernetes quantity (not a string) to CEL."""
+
+
 def _attribute_value(raw: Any) -> Any:
     if not isinstance(raw, Mapping):
         return None
     for kind in ("string", "int", "bool", "version"):
         if kind in raw:
-            return raw[kind]
+            value = raw[kind]
+            return Version(value) if kind == "version" and isinstance(value, str) else value
     return None
 
 
 def _capacity_value(raw: Any) -> Any:
-    return str(raw.get("value")) if isinstance(raw, Mapping) and "value" in raw else None
+    return Quantity(raw.get("value")) if isinstance(raw, Mapping) and "value" in raw else None

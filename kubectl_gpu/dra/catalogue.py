@@ -144,6 +144,12 @@ RULES: dict[str, tuple[Severity, str, str]] = {
         + _AT_PREPARE,
         "key each limit by the allocated device's index (0, 1, …) or its UUID (GPU-…, MIG-…)",
     ),
+    "dra.memory-device-index": (
+        _E,
+        "defaultPerDevicePinnedMemoryLimit key '{key}' is an index, but this config applies to "
+        "{devices} device(s), indexed from 0" + _AT_PREPARE,
+        "use an index below {devices}, or the device's UUID",
+    ),
     "dra.config-device-kind": (
         _E,
         "cannot apply {config} to {device} devices ({why}){at_prepare}",

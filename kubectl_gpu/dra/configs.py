@@ -42,7 +42,7 @@ def check_claim(data: Mapping[str, Any], catalogue: Mapping[str, str]) -> list[F
         names = entry.get("requests")
         named = [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
         found += _references(named, requests, (*here, "requests"))
-        found += _opaque(entry, here)
+        found += _opaque(entry, here, _devices(named, requests))
         found += _fit(entry, here, _targets(named, requests), catalogue)
     return found
 
@@ -101,7 +101,15 @@ def _targets(named: list[str], requests: Sequence[Request]) -> list[_Target]:
     return found
 
 
-def _opaque(entry: Mapping[str, Any], path: Path) -> list[Finding]:
+def _devices(named: list[str], requests: Sequence[Request]) -> int | None:
+    """How many devices a config applies to (the driver indexes them from 0), or None when
+    that is not known before allocation."""
+    reached = [r for r in requests if not named or r.names() & set(named)]
+    counts = [r.count for r in reached]
+    return None if not counts or None in counts else sum(c for c in counts if c is not None)
+
+
+def _opaque(entry: Mapping[str, Any], path: Path, devices: int | None = None) -> list[Finding]:
     opaque = entry.get("opaque")
     if not isinstance(opaque, Mapping):
         return [_required((*path, "opaque"), "add opaque: {driver: gpu.nvidia.com, parameters: …}")]
@@ -111,7 +119,7 @@ def _opaque(entry: Mapping[str, Any], path: Path) -> list[Finding]:
     if "parameters" not in opaque:
         found.append(_required((*path, "opaque", "parameters"), "add the GpuConfig parameters"))
     elif opaque.get("driver") == sharing.DRIVER:
-        found += sharing.check(opaque["parameters"], (*path, "opaque", "parameters"))
+        found += sharing.check(opaque["parameters"], (*path, "opaque", "parameters"), devices)
     return found
 
 

@@ -74,6 +74,7 @@ class Request:
     path: Path
     classes: tuple[str, ...]
     alternatives: tuple[str, ...] = ()  # firstAvailable subrequest names, in order
+    count: int | None = 1  # devices it allocates; None: not known before allocation (All)
 
     def names(self) -> set[str]:
         """The names a config's `requests` may use for it: `main` and `main/alternative`."""
@@ -102,12 +103,24 @@ def requests_of(data: Mapping[str, Any]) -> list[Request]:
         if alternatives:
             names = tuple(str(a.get("name", "")) for a in alternatives)
             classes = tuple(str(a.get("deviceClassName", "")) for a in alternatives)
-            found.append(Request(request["name"], path, classes, names))
+            counts = [_count(a) for a in alternatives]
+            most = None if None in counts else max(c for c in counts if c is not None)
+            found.append(Request(request["name"], path, classes, names, most))
             continue
         exact = request if flat else request.get("exactly")
         cls = exact.get("deviceClassName") if isinstance(exact, Mapping) else None
-        found.append(Request(request["name"], path, (cls,) if isinstance(cls, str) else ()))
+        classes = (cls,) if isinstance(cls, str) else ()
+        count = _count(exact) if isinstance(exact, Mapping) else None
+        found.append(Request(request["name"], path, classes, count=count))
     return found
+
+
+def _count(request: Mapping[str, Any]) -> int | None:
+    """How many devices a request allocates: `count` (default 1), or None for All."""
+    if request.get("allocationMode", "ExactCount") != "ExactCount":
+        return None
+    count = request.get("count", 1)
+    return count if isinstance(count, int) and not isinstance(count, bool) else None
 
 
 def _list(value: Any) -> list[Any]:

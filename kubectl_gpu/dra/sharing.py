@@ -45,15 +45,15 @@ _FIELDS: dict[str, frozenset[str]] = {
             "defaultActiveThreadPercentage",
             "defaultPinnedDeviceMemoryLimit",
             "defaultPerDevicePinnedMemoryLimit",
-            "multiUser",
         }
     ),
 }
 _UUID = re.compile(r"^(GPU|MIG)-[0-9A-Fa-f-]{8,}$")
 
 
-def check(parameters: Any, path: Path) -> list[Finding]:
-    """Every finding about one opaque `parameters` object meant for gpu.nvidia.com."""
+def check(parameters: Any, path: Path, devices: int | None = None) -> list[Finding]:
+    """Every finding about one opaque `parameters` object meant for gpu.nvidia.com, which
+    applies to `devices` devices (None: not known)."""
     if not isinstance(parameters, Mapping):
         return [_decoding(path, "parameters must be an object", "write parameters as a mapping")]
     kind, api_version = parameters.get("kind"), parameters.get("apiVersion")
@@ -68,7 +68,7 @@ def check(parameters: Any, path: Path) -> list[Finding]:
     if not isinstance(sharing, Mapping):
         return [*found, _decoding((*path, "sharing"), "sharing must be an object", "")]
     found += _unknown_fields(sharing, f"{kind}.sharing", (*path, "sharing"))
-    return found + _sharing(sharing, str(kind), (*path, "sharing"))
+    return found + _sharing(sharing, str(kind), (*path, "sharing"), devices)
 
 
 def kind_of(parameters: Any) -> str | None:
@@ -86,10 +86,18 @@ def strategy_of(parameters: Any) -> str | None:
     return strategy if isinstance(strategy, str) else None
 
 
-def _sharing(sharing: Mapping[str, Any], kind: str, path: Path) -> list[Finding]:
+def _sharing(
+    sharing: Mapping[str, Any], kind: str, path: Path, devices: int | None
+) -> list[Finding]:
     strategy = sharing.get("strategy")
+    if strategy is not None and not isinstance(strategy, str):
+        return [_decoding((*path, "strategy"), "strategy must be a string", "")]
     if not isinstance(strategy, str) or strategy not in GATES:
-        return [find("dra.unknown-strategy", (*path, "strategy"), strategy=strategy or "")]
+        # decoded (strictly) before the strategy is looked at
+        return [
+            *_inactive(sharing, kind, path, devices),
+            find("dra.unknown-strategy", (*path, "strategy"), strategy=strategy or ""),
+        ]
     upstream = (
         f'"{strategy}" is selected as the GPU sharing strategy, but the "{GATES[strategy]}" '
         "feature gate is not enabled"
@@ -97,7 +105,8 @@ def _sharing(sharing: Mapping[str, Any], kind: str, path: Path) -> list[Finding]
     found = [find("dra.feature-gate", (*path, "strategy"), gate=GATES[strategy], upstream=upstream)]
     other = MPS if strategy == TIME_SLICING else TIME_SLICING
     wrong = "mpsConfig" if strategy == TIME_SLICING else "timeSlicingConfig"
-    if wrong in sharing and wrong in _FIELDS[f"{kind}.sharing"]:
+    # MigDeviceConfig's TimeSlicing getter checks nothing: its mpsConfig is ignored there.
+    if wrong in sharing and wrong in _FIELDS[f"{kind}.sharing"] and kind == "GpuConfig":
         found.append(
             find(
                 "dra.strategy-config-mismatch",
@@ -108,10 +117,19 @@ def _sharing(sharing: Mapping[str, Any], kind: str, path: Path) -> list[Finding]
                 other=other,
             )
         )
-    if strategy == TIME_SLICING and "timeSlicingConfig" in sharing and kind == "GpuConfig":
-        found += _time_slicing(sharing["timeSlicingConfig"], (*path, "timeSlicingConfig"))
-    if strategy == MPS and "mpsConfig" in sharing:
-        found += _mps(sharing["mpsConfig"], (*path, "mpsConfig"))
+    return found + _inactive(sharing, kind, path, devices, strategy)
+
+
+def _inactive(
+    sharing: Mapping[str, Any], kind: str, path: Path, devices: int | None, strategy: str = ""
+) -> list[Finding]:
+    """The strategy configs: each is decoded (strictly), only the active one is validated."""
+    found = []
+    if "timeSlicingConfig" in sharing and kind == "GpuConfig":
+        active = strategy == TIME_SLICING
+        found += _time_slicing(sharing["timeSlicingConfig"], (*path, "timeSlicingConfig"), active)
+    if "mpsConfig" in sharing:
+        found += _mps(sharing["mpsConfig"], (*path, "mpsConfig"), devices, strategy == MPS)
     return found
 
 
@@ -119,11 +137,15 @@ def _title(field: str) -> str:
     return field[0].upper() + field[1:]  # the driver's Go type names: MpsConfig, TimeSlicingConfig
 
 
-def _time_slicing(config: Any, path: Path) -> list[Finding]:
+def _time_slicing(config: Any, path: Path, active: bool) -> list[Finding]:
     if not isinstance(config, Mapping):
         return [_decoding(path, "timeSlicingConfig must be an object", "")]
     found = _unknown_fields(config, "timeSlicingConfig", path)
     interval = config.get("interval")
+    if interval is not None and not isinstance(interval, str):
+        return [*found, _decoding((*path, "interval"), "interval must be a string", "")]
+    if not active:
+        return found
     if interval is None:
         return [*found, find("dra.timeslicing-without-interval", path)]
     if interval not in INTERVALS:
@@ -131,22 +153,26 @@ def _time_slicing(config: Any, path: Path) -> list[Finding]:
     return found
 
 
-def _mps(config: Any, path: Path) -> list[Finding]:
+def _mps(config: Any, path: Path, devices: int | None, active: bool) -> list[Finding]:
+    """`active`: MPS is the strategy, so the config is validated and its limits applied;
+    otherwise it is only decoded (types, unknown fields, quantities that do not parse)."""
     if not isinstance(config, Mapping):
         return [_decoding(path, "mpsConfig must be an object", "")]
     found = _unknown_fields(config, "mpsConfig", path)
     percentage = config.get("defaultActiveThreadPercentage")
     if percentage is not None:
-        found += _thread_percentage(percentage, (*path, "defaultActiveThreadPercentage"))
+        found += _thread_percentage(percentage, (*path, "defaultActiveThreadPercentage"), active)
     if "defaultPinnedDeviceMemoryLimit" in config:
         found += _limit(
             config["defaultPinnedDeviceMemoryLimit"],
             (*path, "defaultPinnedDeviceMemoryLimit"),
             "defaultPinnedDeviceMemoryLimit",
+            active=active,
         )
     per_device = config.get("defaultPerDevicePinnedMemoryLimit")
     if isinstance(per_device, Mapping):
-        found += _per_device(per_device, (*path, "defaultPerDevicePinnedMemoryLimit"))
+        where = (*path, "defaultPerDevicePinnedMemoryLimit")
+        found += _per_device(per_device, where, devices if active else None, active)
     elif per_device is not None:
         found.append(
             _decoding(
@@ -155,14 +181,14 @@ def _mps(config: Any, path: Path) -> list[Finding]:
                 "",
             )
         )
-    if "multiUser" in config and not isinstance(config["multiUser"], bool):
-        found.append(_decoding((*path, "multiUser"), "multiUser must be true or false", ""))
     return found
 
 
-def _thread_percentage(value: Any, path: Path) -> list[Finding]:
+def _thread_percentage(value: Any, path: Path, active: bool) -> list[Finding]:
     if isinstance(value, bool) or not isinstance(value, int):
         return [_decoding(path, "defaultActiveThreadPercentage must be a whole number", "")]
+    if not active:
+        return []
     if value < 0:
         return [find("dra.thread-percentage", path, problem="negative")]
     if value > 100:
@@ -170,9 +196,20 @@ def _thread_percentage(value: Any, path: Path) -> list[Finding]:
     return []
 
 
-def _per_device(limits: Mapping[str, Any], path: Path) -> list[Finding]:
+def _per_device(
+    limits: Mapping[str, Any], path: Path, devices: int | None, active: bool
+) -> list[Finding]:
     found = []
     for key, value in limits.items():
+        if not active:
+            found += _limit(value, (*path, key), f"the limit for device {key}", key, active=False)
+            continue
+        if str(key).isdigit() and devices is not None and int(key) >= devices:
+            upstream = f"invalid device: invalid device index: {int(key)}"
+            found.append(
+                find("dra.memory-device-index", (*path, key), at_key=True, key=key,
+                     devices=devices, upstream=upstream)
+            )  # fmt: skip
         if not (str(key).isdigit() or _UUID.match(str(key))):
             upstream = f"invalid device: unable to parse key as an integer: {key}"
             found.append(
@@ -182,11 +219,13 @@ def _per_device(limits: Mapping[str, Any], path: Path) -> list[Finding]:
     return found
 
 
-def _limit(value: Any, path: Path, what: str, key: str | None = None) -> list[Finding]:
+def _limit(
+    value: Any, path: Path, what: str, key: str | None = None, *, active: bool = True
+) -> list[Finding]:
     parsed = quantity.parse(value)
     if parsed is None:
         return [find("dra.memory-quantity", path, what=what, value=value)]
-    if quantity.whole_mebibytes(parsed) > 0:
+    if not active or quantity.whole_mebibytes(parsed) > 0:
         return []
     upstream = (
         f"invalid limit: default value set too low: {value}"

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final, Literal, TypeAlias
 
-from kubectl_gpu import findings
+from kubectl_gpu import findings, scalars
 from kubectl_gpu.findings import Finding, Path
 
 ALL: Final = "all"
@@ -23,8 +23,6 @@ Devices: TypeAlias = Literal["all"] | tuple[int, ...]
 
 _HEX_ID = r"0[xX][0-9A-Fa-f]{8}"
 _DEVICE_FILTER = re.compile(rf"{_HEX_ID}(?::{_HEX_ID})?")
-_SHORT_HEX = re.compile(r"0[xX][0-9A-Fa-f]{1,8}")
-_DECIMAL = re.compile(r"[1-9][0-9]{0,9}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,11 +40,12 @@ class DeviceFilter:
 
 
 def parse_device_filter(text: str) -> DeviceFilter | None:
-    """Parse `0x20B010DE` or `0x20B010DE:0x147E10DE`; None when it is not in that form."""
-    if not _DEVICE_FILTER.fullmatch(text):
+    """Parse `0x20B010DE` or `0x20B010DE:0x147E10DE` in any form mig-parted reads (see
+    `_as_mig_parted_reads`); None when mig-parted cannot parse it (it then matches no GPU)."""
+    read = _as_mig_parted_reads(text)
+    if read is None:
         return None
-    primary, _, subsystem = text.partition(":")
-    return DeviceFilter(int(primary, 16), int(subsystem, 16) if subsystem else None)
+    return DeviceFilter(read[0], read[1] if len(read) == 2 else None)
 
 
 def whole(value: object) -> int | None:
@@ -107,19 +106,15 @@ def _check_filter_text(path: Path, text: str) -> list[Finding]:
 
 
 def _as_mig_parted_reads(text: str) -> tuple[int, ...] | None:
-    # mig-parted reads each half with Go's strconv.ParseUint(s, 0, 32): hex or decimal.
+    """Each half as mig-parted reads it: Go's strconv.ParseUint(s, 0, 32), so `0x20B0_10DE`,
+    `0o…`, `0b…`, decimal and a leading-zero octal all name the same IDs as the 0x form."""
     parts = text.split(":")
     if len(parts) > 2:
         return None
-    values: list[int] = []
-    for part in parts:
-        if _SHORT_HEX.fullmatch(part):
-            values.append(int(part, 16))
-        elif _DECIMAL.fullmatch(part) and int(part) < 2**32:
-            values.append(int(part))
-        else:
-            return None
-    return tuple(values)
+    values = [scalars.go_parse_uint(part, 32) for part in parts]
+    if any(value is None for value in values):
+        return None
+    return tuple(v for v in values if v is not None)
 
 
 def check_devices(path: Path, value: object) -> list[Finding]:
@@ -236,7 +231,8 @@ def _filter_set(value: object) -> frozenset[str] | None:
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
         return None
-    usable = frozenset(i.upper() for i in items if _DEVICE_FILTER.fullmatch(i))
+    parsed = (_as_mig_parted_reads(i) for i in items)
+    usable = frozenset(":".join(f"0x{part:08X}" for part in ids) for ids in parsed if ids)
     if items and not usable:
         return None
     return usable

@@ -67,39 +67,65 @@ def read(data: object) -> tuple[object, list[Finding]]:
     if not isinstance(data, Mapping):
         return data, []
     found: list[Finding] = []
-    result = _struct(data, STRUCTS, (), found)
+    result = _struct(list(data.items()), STRUCTS, (), found)
     if result.get("version") == "":
         del result["version"]  # upstream: an empty version means v1
     return result, found
 
 
-def _struct(
-    body: Mapping[str, Any], fields: dict[str, Any], path: Path, found: list[Finding]
-) -> dict[str, Any]:
-    spelling = {name.lower(): name for name in fields}
-    result: dict[str, Any] = {}
-    for key, value in body.items():
-        name = key if key in fields else spelling.get(str(key).lower(), key)
-        # Go's JSON decoding reads every spelling, in sorted key order: the last one wins.
-        spelt = [k for k in body if str(k).lower() == name.lower()] if name in fields else [key]
-        if name != key:
-            winner = max(spelt) if len(spelt) > 1 else ""
-            found.append(_respelt(str(key), name, (*path, key), winner=winner))
-        if key != max(spelt):
+def fold(key: str) -> str:
+    """Go's encoding/json key folding: ASCII upper case, other letters ToUpper(ToLower(r)).
+
+    Simple (one letter to one letter) case mapping, so `ſ` folds with `s` and the Kelvin sign
+    with `k`; `str.lower()` uses full mappings and misses both.
+    """
+    out = []
+    for char in key:
+        if char.isascii():
+            out.append(char.upper())
             continue
-        kind = fields.get(name)
-        if kind is None:
+        lower = char.lower() if len(char.lower()) == 1 else char
+        out.append(lower.upper() if len(lower.upper()) == 1 else lower)
+    return "".join(out)
+
+
+def _struct(
+    pairs: list[tuple[Any, Any]], fields: dict[str, Any], path: Path, found: list[Finding]
+) -> dict[str, Any]:
+    """Decode pairs into a Go struct as encoding/json does.
+
+    A key that is not a field's exact name matches the field whose name folds the same. The
+    plugin's JSON has its keys in sorted order (sigs.k8s.io/yaml marshals a map), and each
+    spelling of one field decodes into the same value in turn: a scalar takes the last
+    non-null one, a nested struct merges the fields of every spelling.
+    """
+    spelling = {fold(name): name for name in fields}
+    spelt: dict[str, list[tuple[Any, Any]]] = {}
+    result: dict[str, Any] = {}
+    for key, value in sorted(pairs, key=lambda pair: str(pair[0])):
+        name = key if key in fields else spelling.get(fold(str(key)), key)
+        if name in fields:
+            spelt.setdefault(name, []).append((key, value))
+        else:
             result[name] = value  # not upstream's: the schema reports it
+    for name, written in spelt.items():
+        keys = [str(key) for key, _ in written]
+        for key in keys:
+            if key != name:
+                found.append(_respelt(key, name, (*path, key), fields[name], keys))
+        kind = fields[name]
+        values = [value for _, value in written if value is not None or kind == _BLOCK]
+        if not values:
+            continue  # null leaves a Go struct field unset
+        if isinstance(kind, dict) and all(isinstance(v, Mapping) for v in values):
+            merged = [pair for v in values for pair in v.items()]
+            result[name] = _struct(merged, kind, (*path, name), found)
         elif kind == _BLOCK:
-            result[name] = _block(name, value)
+            result[name] = _block(name, values[-1])
             if result[name] is None:
                 del result[name]
-        elif value is None:
-            continue  # null leaves a Go struct field unset
-        elif isinstance(kind, dict) and isinstance(value, Mapping):
-            result[name] = _struct(value, kind, (*path, name), found)
         else:
-            result[name] = value
+            result[name] = values[-1]
     return result
 
 
@@ -113,14 +139,21 @@ def _block(name: str, body: object) -> object:
     return {k: v for k, v in body.items() if not (v is None and k in _BLOCK_OPTIONS)}
 
 
-def _respelt(key: str, name: str, path: Path, *, winner: str) -> Finding:
-    if winner:
+def _respelt(key: str, name: str, path: Path, kind: object, keys: list[str]) -> Finding:
+    if len(keys) > 1:
+        others = ", ".join(f"'{k}'" for k in keys)
+        merged = (
+            "decodes each into the same section in sorted key order, so their fields are "
+            f"merged and where both set one, '{keys[-1]}' wins"
+            if isinstance(kind, dict)
+            else f"reads each in sorted key order, so '{keys[-1]}' wins"
+        )
         problem = findings.error(
             path,
             "sharing.key-twice",
-            f"'{key}' and '{name}' are the same key to the device plugin (it matches this key "
-            f"case-insensitively): it reads both in sorted order, so '{winner}' wins",
-            f"keep only '{name}'",
+            f"{others} are the same key to the device plugin (it matches this key "
+            f"case-insensitively): it {merged}",
+            f"write the section once, as '{name}'",
         )
     else:
         problem = findings.warning(

@@ -11,6 +11,7 @@ Two rules, from the issue that asked for this suite:
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import re
@@ -20,7 +21,7 @@ from typing import Any
 
 from kubectl_gpu import validation
 from kubectl_gpu.findings import Severity
-from tests.differential import oracle
+from tests.differential import oracle, reasons
 from tests.differential.configs import Case
 from tests.differential.render import to_yaml
 
@@ -38,6 +39,8 @@ def deliberate_codes() -> set[str]:
 class Tally:
     files: int = 0
     refused_by_upstream: int = 0
+    same_reason: int = 0  # refused by both, for the same class of reason (reasons.py)
+    sharing_gpus: int = 0  # of those accepted as meant: time-slicing or MPS in effect
     accepted_as_meant: int = 0
     disagreements: list[str] = dataclasses.field(default_factory=list)
 
@@ -67,12 +70,22 @@ def compare(
             errors = [f for f in report.findings if f.severity is Severity.ERROR]
             if not verdict["accepted"]:
                 tally.refused_by_upstream += 1
+                why = reasons.upstream_class(verdict)
                 if not errors:
                     tally.disagreements.append(
                         _show("upstream refuses, validate accepts", text, verdict["error"], report)
                     )
+                elif not reasons.stands_for([f.code for f in errors], why):
+                    tally.disagreements.append(
+                        _show(f"upstream refuses ({why}), validate for another reason", text,
+                              verdict["error"], report)
+                    )  # fmt: skip
+                else:
+                    tally.same_reason += 1
             elif meant and verdict["accepted"] and effective(verdict) == effective(base):
                 tally.accepted_as_meant += 1
+                if verdict.get("sharingStrategy") in ("time-slicing", "mps"):
+                    tally.sharing_gpus += 1
                 wrong = [f for f in errors if f.code not in allowed]
                 if wrong:
                     tally.disagreements.append(
@@ -83,11 +96,21 @@ def compare(
 
 
 def _show(what: str, text: str, upstream: str, report: validation.FileReport) -> str:
+    _save(what, text, upstream)
     ours = "\n".join(
         f"  {f.severity.value} {f.code} line {f.line}: {f.message}" for f in report.findings
     )
     ours = ours or "  (nothing)"
     return f"{what}\n--- file ---\n{text}--- upstream: {upstream}\n--- validate:\n{ours}"
+
+
+def _save(what: str, text: str, upstream: str) -> None:
+    """Keep a disagreeing file in $KUBECTL_GPU_DIFFERENTIAL_SAVE, to review for corpus/."""
+    target = os.environ.get("KUBECTL_GPU_DIFFERENTIAL_SAVE")
+    if target:
+        name = hashlib.sha256(text.encode()).hexdigest()[:12]
+        note = f"# found: {what}\n# upstream said: {upstream or 'accepted'}\n"
+        Path(target, f"{name}.yaml").write_text(note + text, "utf-8")
 
 
 def _record(tally: Tally, oracle_name: str) -> None:

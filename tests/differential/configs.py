@@ -14,7 +14,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from tests.differential.render import Style
+from tests.differential.render import BARE_NAMES, Style
 
 BIG = 2**63  # one past Go's int
 ABSENT = object()
@@ -140,7 +140,37 @@ IMEX = _fields(
 CUSTOM = _fields(
     gpus=_maybe([[{"pattern": "*", "name": "gpu"}]], [[{"name": "gpu"}], [{"pattern": "A100*"}]], 0)
 )
-DEVICE_PLUGIN = _fields(
+# Configs that share GPUs as written (time-slicing or MPS, with the MIG strategies that go
+# with them): most drawn files are these, so that agreement is measured where it matters.
+SHARING_ENTRY = _fields(
+    name=st.sampled_from(NAMES[:4]),
+    replicas=st.sampled_from([2, 3, 4, 8, 16, 48, 4.0]),
+    devices=_maybe(["all"], absent=3),
+)
+SHARING_BLOCK = _fields(
+    renameByDefault=_maybe([True, False], absent=3),
+    failRequestsGreaterThanOne=_maybe([True, False], absent=3),
+    resources=st.lists(SHARING_ENTRY, min_size=1, max_size=2, unique_by=lambda e: e["name"]),
+)
+SHARING_CONFIG = _fields(
+    version=_maybe(["v1"], absent=1),
+    flags=_weighted(
+        (1, st.just(ABSENT)),
+        (
+            2,
+            _fields(
+                migStrategy=_maybe(["none", "single", "mixed"], absent=1),
+                failOnInitError=_maybe([True, False], absent=2),
+                plugin=_weighted((2, st.just(ABSENT)), (1, PLUGIN)),
+            ),
+        ),
+    ),
+    sharing=_weighted(
+        (3, st.fixed_dictionaries({"timeSlicing": SHARING_BLOCK})),
+        (2, st.fixed_dictionaries({"mps": SHARING_BLOCK})),
+    ),
+)
+ANY_CONFIG = _fields(
     version=_maybe(["v1"], ["v2", "V1", "", 1], 2),
     flags=_weighted((1, st.just(ABSENT)), (1, FLAGS)),
     sharing=_weighted((1, st.just(ABSENT)), (3, SHARING)),
@@ -148,6 +178,7 @@ DEVICE_PLUGIN = _fields(
     resources=_weighted((10, st.just(ABSENT)), (1, CUSTOM)),
     unknown=_maybe([], ["x"], 20),
 )
+DEVICE_PLUGIN = _weighted((1, ANY_CONFIG), (2, SHARING_CONFIG))
 
 
 # Where the device plugin reads a map by hand: keys there are case-sensitive (in the test's
@@ -174,11 +205,26 @@ MIG_KEYS = {
 }
 
 _MIG_DEVICES = _maybe(
-    [{}, {"1g.5gb": 7}, {"1g.10gb": 2, "3g.40gb": 1}, {"1g.5gb": BIG - 1}, {"2g.10gb": 1.0}],
-    [{"1g.5gb": 0}, {"1g.5gb": -1}, {"bogus": 1}, {"1g.5gb": BIG}],
+    [
+        *({}, {"1g.5gb": 7}, {"1g.10gb": 2, "3g.40gb": 1}, {"1g.5gb": BIG - 1}),
+        *({"2g.10gb": 1.0}, {"1g.10gb+me": 1, "1g.10gb": 5}, {"1g.10gb+gfx": 2}),
+        *({"1g.10gb-me": 3}, {"1c.3g.40gb": 3}, {"7g.80gb+me": 1}, {"1g.20gb+me+gfx": 1}),
+    ],
+    [
+        *({"1g.5gb": 0}, {"1g.5gb": -1}, {"bogus": 1}, {"1g.5gb": BIG}),
+        *({"1g.5gb+me": 2}, {"1g.5gb+foo": 1}, {"1g.5gb+me-me": 1}, {"1g.5GB": 1}),
+    ],
     0,
     often=15,
 )
+
+
+# mig-parted reads each half with Go's ParseUint(s, 0, 32): every form below names A100s.
+DEVICE_FILTERS = [
+    *("0x20B010DE", ["0x20B010DE", "0x20B210DE"], "0x20b010de", "0x20B010DE:0x147E10DE"),
+    *("0x20B0_10DE", "548409566", "0o4054010336", "04054010336", "0x20B010D"),
+    "0b100000101100000001000011011110",
+]
 
 
 @st.composite
@@ -187,9 +233,7 @@ def _spec(draw: st.DrawFn) -> dict[str, Any]:
         _fields(
             devices=_maybe(["all", [0, 1], [0]], [[-1], "some", 3, ["0"]], 0, often=15),
             **{
-                "device-filter": _maybe(
-                    ["0x20B010DE", ["0x20B010DE", "0x20B210DE"]], [123, "garbage"], 20, often=15
-                ),
+                "device-filter": _maybe(DEVICE_FILTERS, [123, "garbage", "0x1_0000_0000"], 12),
                 "mig-enabled": _maybe([True, False], ["true", 1], 0, often=15),
             },
         )
@@ -211,7 +255,10 @@ MIG = _fields(
             (
                 8,
                 st.dictionaries(
-                    st.sampled_from(["all-disabled", "all-1g.5gb", "custom", "Bad Name!"]),
+                    _weighted(
+                        (6, st.sampled_from(["all-disabled", "all-1g.5gb", "custom", "Bad Name!"])),
+                        (1, st.sampled_from(BARE_NAMES)),  # YAML reads these as other types
+                    ),
                     _weighted(
                         (12, st.lists(SPEC, min_size=1, max_size=2)),
                         (1, st.sampled_from([[], "x"])),
@@ -256,7 +303,16 @@ _RESPELL = {
     "upper": str.upper,
     "title": lambda s: s[:1].upper() + s[1:],
     "swap": str.swapcase,
+    # Go folds with Unicode simple case folding: ſ is s, the Kelvin sign is k
+    "long-s": lambda s: s.replace("s", "\u017f", 1),
+    "kelvin": lambda s: s.replace("k", "\u212a", 1).replace("K", "\u212a", 1),
 }
+
+
+NUMBER_FORMS = [
+    *("dec", "hex", "oct", "under", "float", "exp"),
+    *("dotexp", "tagstr", "tagint", "fullwidth", "arabic"),
+]
 
 
 @st.composite
@@ -285,15 +341,15 @@ def styles(draw: st.DrawFn, intent: Any, known: Any, mig: bool) -> tuple[Style, 
         key_case=respelt,
         nulls=nulls,
         booleans=tuple(draw(st.lists(st.integers(0, 8), max_size=3))),
-        numbers=tuple(
-            draw(
-                st.lists(
-                    st.sampled_from(["dec", "hex", "oct", "under", "float", "exp"]), max_size=3
-                )
-            )
-        ),
+        numbers=tuple(draw(st.lists(st.sampled_from(NUMBER_FORMS), max_size=3))),
         merges=merges,
-        second_document=draw(st.integers(0, 4)) == 0,
+        merge_form=draw(st.sampled_from(["map", "map", "list", "before"])),
+        second_document=draw(st.sampled_from(["", "", "", "", "same", "broken"])),
+        anchors=draw(st.integers(0, 5)) == 0,
+        bare_keys=draw(st.integers(0, 2)) == 0,
+        special_float=(
+            draw(st.sampled_from(maps)) if maps and draw(st.integers(0, 15)) == 0 else None
+        ),
     )
     map_level = any(mig or _map_decoded(p) for p in respelt)
     return style, map_level

@@ -1,29 +1,49 @@
-"""Running NVIDIA's own config code (../shared/oracles, built from upstream's sources) on files.
+"""Running the config oracles the project builds (tests/oracles/, via scripts/gobins.py) on files.
 
 Each oracle takes many files per run and prints one JSON verdict per file; this module writes
 a batch of texts to a temporary directory, runs the oracle once, and returns the verdicts in
-order. The binaries stay where they are: they are never copied into the repository.
+order. The binaries are built once per machine into gobins' cache (a session-scoped fixture
+asks for them); where Go is missing or the module proxy cannot be reached, the tests that need
+them skip with gobins' reason.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-ORACLES = Path(__file__).resolve().parents[3] / "shared" / "oracles"
-DEVICE_PLUGIN = ORACLES / "dp-oracle"
-MIG_PARTED = ORACLES / "mig-oracle"
-MISSING = f"NVIDIA's config code is not built on this machine ({ORACLES} is absent)"
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def available() -> bool:
-    return DEVICE_PLUGIN.is_file() and MIG_PARTED.is_file()
+def _gobins() -> Any:
+    """scripts/gobins.py (a script, not a package: loaded by path)."""
+    spec = importlib.util.spec_from_file_location("gobins", ROOT / "scripts" / "gobins.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gobins"] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
 
 
-def verdicts(program: Path, texts: list[str]) -> list[dict[str, Any]]:
+gobins = _gobins()
+
+DEVICE_PLUGIN = "device-plugin-oracle"
+MIG_PARTED = "mig-parted-oracle"
+DRA_DRIVER = "dra-driver-oracle"
+CEL = "cel-oracle"
+
+
+def build(name: str) -> Path:
+    """The oracle's binary, built first if this machine's cache lacks it (gobins.BuildError)."""
+    return gobins.ensure(name, quiet=True) / name
+
+
+def verdicts(program: Path, texts: list[str], *options: str) -> list[dict[str, Any]]:
     """The oracle's verdict on each text, in order."""
     with tempfile.TemporaryDirectory(prefix="oracle-") as tmp:
         names = []
@@ -32,7 +52,11 @@ def verdicts(program: Path, texts: list[str]) -> list[dict[str, Any]]:
             path.write_text(text, "utf-8")
             names.append(str(path))
         run = subprocess.run(
-            [str(program), *names], capture_output=True, text=True, timeout=60, check=False
+            [str(program), *options, *names],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
         )
     by_file = {}
     for line in run.stdout.splitlines():

@@ -1,7 +1,9 @@
 """Writing a config (plain data) as YAML text, in the many spellings YAML allows.
 
-A `Style` says which spellings to use: key case, null for absent keys, YAML 1.1 booleans,
-other number forms, merge keys (<<) with overridden decoys, and a second document. Each one
+A `Style` says which spellings to use: key case (Unicode folding included), null for absent
+keys, YAML 1.1 booleans, other number forms (Unicode digits, tags, `.4e1`), merge keys (<<)
+and merge lists with decoys, one anchor defined many times, keys YAML reads as non-strings,
+a special float, and a second document. Each one
 keeps the meaning for some readers and changes it for others; the differential tests let
 upstream's own code decide which.
 """
@@ -15,6 +17,8 @@ from typing import Any
 
 _PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9./_-]*")
 _RESERVED = {"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"}
+# Names YAML 1.1 reads as another type when written plain: a bool, a number, null.
+BARE_NAMES = ("on", "off", "yes", "y", "1.0", "0x10", "010", "~", "null")
 TRUE_WORDS = ("true", "True", "TRUE", "yes", "Yes", "on", "ON", "y", "Y")
 FALSE_WORDS = ("false", "False", "no", "NO", "off", "Off", "n", "N")
 
@@ -28,14 +32,22 @@ class Style:
     booleans: tuple[int, ...] = ()  # index into TRUE_WORDS / FALSE_WORDS, cycled
     numbers: tuple[str, ...] = ()  # spelling per integer met, cycled: dec hex oct under float exp
     merges: dict[tuple[Any, ...], tuple[int, bool]] = dataclasses.field(default_factory=dict)
-    second_document: bool = False  # append the config again, as a second YAML document
+    # how a merge is written: "map" (<<: {...}), "list" (<<: [base, decoy]: the earlier wins
+    # in Go), "before" (a key written before the merge, which then overrides it in Go)
+    merge_form: str = "map"
+    second_document: str = ""  # "" none, "same" the config again, "broken" an invalid one
+    anchors: bool = False  # every string value anchored as &a: one anchor defined many times
+    bare_keys: bool = False  # write keys like on, 1.0, ~ plain (YAML reads them as non-strings)
+    special_float: tuple[Any, ...] | None = None  # a mapping that gets an extra `x: .inf`
 
 
 def to_yaml(data: Any, style: Style | None = None) -> str:
     writer = _Writer(style or Style())
     body = writer.document(data)
-    if writer.style.second_document:
+    if writer.style.second_document == "same":
         body += "---\n" + to_yaml(data)
+    elif writer.style.second_document == "broken":
+        body += "---\nversion: v2\nflags: {migStrategy: 7, x: .inf}\nmig-configs: ~\n"
     return body
 
 
@@ -59,15 +71,9 @@ class _Writer:
         lines: list[str] = []
         explicit = dict(data)
         if path in self.style.merges and data:
-            moved, decoy = self.style.merges[path]
-            keys = list(data)
-            base = {k: data[k] for k in keys[: max(1, moved % (len(keys) + 1))]}
-            for k in base:
-                del explicit[k]
-            if decoy and explicit:
-                first = next(iter(explicit))
-                base[first] = _decoy(explicit[first])
-            lines.append(f"{pad}<<: {json.dumps(base)}")
+            lines.extend(self._merge(data, path, explicit, pad))
+        if self.style.special_float == path:
+            lines.append(f"{pad}x-note: .inf")
         for key, value in explicit.items():
             spelt = self._key(self.style.key_case.get((*path, key), key))
             lines.extend(self._entry(f"{pad}{spelt}:", value, (*path, key), indent))
@@ -75,6 +81,29 @@ class _Writer:
             if tuple(parent) == path and key not in data:
                 lines.append(f"{pad}{self._key(key)}:{spelling}")
         return lines
+
+    def _merge(
+        self, data: dict[Any, Any], path: tuple[Any, ...], explicit: dict[Any, Any], pad: str
+    ) -> list[str]:
+        """Move some keys into a merge (<<), with decoys Go's yaml.v2 lets lose, or not."""
+        moved, decoy = self.style.merges[path]
+        keys = list(data)
+        base = {k: data[k] for k in keys[: max(1, moved % (len(keys) + 1))]}
+        for k in base:
+            del explicit[k]
+        anchor = "&a " if self.style.anchors else ""
+        if self.style.merge_form == "list":
+            decoys = {k: _decoy(v) for k, v in base.items()}
+            return [f"{pad}<<: [{anchor}{json.dumps(base)}, {json.dumps(decoys)}]"]
+        if self.style.merge_form == "before" and base:
+            # the key is written first, then a merge that sets it again: Go keeps the merge's
+            key, value = next(iter(base.items()))
+            line = self._entry(f"{pad}{self._key(key)}:", _decoy(value), (*path, key), len(pad))
+            return [*line, f"{pad}<<: {anchor}{json.dumps(base)}"]
+        if decoy and explicit:
+            first = next(iter(explicit))
+            base[first] = _decoy(explicit[first])
+        return [f"{pad}<<: {anchor}{json.dumps(base)}"]
 
     def _entry(self, head: str, value: Any, path: tuple[Any, ...], indent: int) -> list[str]:
         if isinstance(value, dict) and value:
@@ -101,6 +130,8 @@ class _Writer:
 
     def _key(self, key: Any) -> str:
         text = str(key)
+        if self.style.bare_keys and text in BARE_NAMES:
+            return text
         return (
             text if _PLAIN.fullmatch(text) and text.lower() not in _RESERVED else json.dumps(text)
         )
@@ -113,11 +144,14 @@ class _Writer:
         if isinstance(value, int):
             return self._integer(value)
         if isinstance(value, float):
-            return repr(value) if value == value and abs(value) != float("inf") else ".nan"
+            if value != value:
+                return ".nan"
+            return repr(value) if abs(value) != float("inf") else ("-.inf" if value < 0 else ".inf")
         text = str(value)
+        anchor = "&a " if self.style.anchors else ""
         if _PLAIN.fullmatch(text) and text.lower() not in _RESERVED:
-            return text
-        return json.dumps(text)
+            return anchor + text
+        return anchor + json.dumps(text)
 
     def _boolean(self, value: bool) -> str:
         if not self.style.booleans:
@@ -140,6 +174,11 @@ class _Writer:
             "under": sign + "_".join(digits[i : i + 2] for i in range(0, len(digits), 2)),
             "float": f"{value}.0",
             "exp": f"{value}e0",
+            "dotexp": f"{sign}.{digits}e{len(digits)}",  # .4e1: a number to Go, not to PyYAML
+            "tagstr": f"!!str {value}",  # a string to both
+            "tagint": f"!!int {value}",
+            "fullwidth": sign + digits[:-1] + chr(0xFF10 + int(digits[-1])),  # 1１: a string
+            "arabic": sign + "".join(chr(0x0660 + int(d)) for d in digits),  # ٤: a string
         }
         return spelt.get(form, str(value)) if abs(value) < 2**53 else str(value)
 
