@@ -68,7 +68,8 @@ def sim_cluster(tmp_path: Path) -> Iterator[MakeSimCluster]:
 
 def kubectl_for(cluster: SimCluster, tmp_path: Path) -> KubectlRunner:
     """The real kubectl against `cluster`, isolated from ~/.kube; skips without kubectl."""
-    binary = shutil.which("kubectl")
+    # a real server's own kubectl release, else the one on PATH
+    binary = str(cluster.plane.kubectl) if cluster.plane else shutil.which("kubectl")
     if binary is None:
         pytest.skip("no kubectl on PATH")
     return KubectlRunner(binary, cluster.kubeconfig, tmp_path / "kubectl")
