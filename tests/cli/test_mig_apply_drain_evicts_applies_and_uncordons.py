@@ -23,13 +23,16 @@ from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
 
 Run = Callable[..., CliResult]
+pytestmark = pytest.mark.timeout(120)  # each test starts a cluster on a real control plane
 BALANCED = {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}
 
 
 @pytest.fixture
 def busy(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
     """An H100 node whose GPU pod `train` (label app=train) runs on the whole GPU."""
-    cluster = sim_cluster(["gpu-1=H100-SXM5-80GB:1"], layouts.helm(env={"MIG_STRATEGY": "mixed"}))
+    cluster = sim_cluster(
+        ["gpu-1=H100-SXM5-80GB:1"], layouts.helm(env={"MIG_STRATEGY": "mixed"}), backend="real"
+    )
     pod = mig_pod("train", "nvidia.com/gpu")
     pod["metadata"]["labels"] = {"app": "train"}
     cluster.store.create(pod)

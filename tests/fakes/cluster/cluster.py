@@ -377,10 +377,6 @@ def _api_store(plane: ControlPlane) -> ApiStore:
     return ApiStore(plane.url, plane.creds.admin_token, plane.creds.ca_cert)
 
 
-def _converged(store: Any) -> bool:
-    return _unconverged(store) is None
-
-
 def _unconverged(store: Any) -> str | None:
     """What the real controllers have not caught up with yet (DaemonSets placed, pods bound
     and started, or reported unschedulable), or None."""
