@@ -15,6 +15,7 @@ Must not allocate (that is `drascheduler`).
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 from tests.fakes.apiserver import Store
@@ -100,12 +101,29 @@ def resource_slice(node: str, gpus: list[DraGpu], version: str) -> Obj:
     }
 
 
+def resource_slices(node: str, gpus: list[DraGpu], version: str) -> list[Obj]:
+    """The node's pool as a real API server takes it: since partitionable devices moved their
+    counter sets into slices of their own (KEP-4815), a slice holds either `sharedCounters`
+    or `devices`, so a node with MIG partitions publishes two slices in one pool."""
+    whole = resource_slice(node, gpus, version)
+    counters = whole["spec"].pop("sharedCounters", None)
+    if not counters:
+        return [whole]
+    whole["spec"]["pool"]["resourceSliceCount"] = 2
+    shared = json.loads(json.dumps(whole))
+    del shared["spec"]["devices"]
+    shared["spec"]["sharedCounters"] = counters
+    shared["metadata"]["name"] += "-counters"
+    return [shared, whole]
+
+
 def install(store: Store, nodes: dict[str, list[DraGpu]], version: str = "v1") -> None:
-    """Publish the chart's classes and each node's slice into `store`."""
+    """Publish the chart's classes and each node's slices into `store`."""
     for obj in device_classes(version):
         store.create(obj)
     for node, gpus in nodes.items():
-        store.create(resource_slice(node, gpus, version))
+        for piece in resource_slices(node, gpus, version):
+            store.create(piece)
 
 
 def _gpu_device(gpu: DraGpu) -> Obj:
