@@ -379,7 +379,10 @@ def _api_store(plane: ControlPlane) -> ApiStore:
 
 def _unconverged(store: Any) -> str | None:
     """What the real controllers have not caught up with yet (DaemonSets placed, pods bound
-    and started, or reported unschedulable), or None."""
+    and started, or reported unschedulable, namespaces deleted), or None."""
+    for namespace in store.list("namespaces"):
+        if namespace["metadata"].get("deletionTimestamp"):
+            return f"namespace {namespace['metadata']['name']}: being deleted"
     for ds in store.list("daemonsets"):
         status, meta = ds.get("status") or {}, ds["metadata"]
         where = f"daemonset {meta['namespace']}/{meta['name']}"
