@@ -12,7 +12,7 @@ from pathlib import Path
 from kubectl_gpu import agent
 from tests.fakes.cluster import NodeSpec
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 
 def health(heartbeat: Path, max_age: str = "120") -> int:

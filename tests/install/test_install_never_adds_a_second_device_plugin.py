@@ -16,7 +16,7 @@ from tests.conftest import CliResult
 from tests.fakes.apiserver import ApiError, discovery
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
 NODES = [NodeSpec("gpu-a", "A100-SXM4-40GB", 1), NodeSpec("gpu-b", "L4", 1), NodeSpec("cpu-1")]

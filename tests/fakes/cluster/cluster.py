@@ -378,8 +378,8 @@ def _api_store(plane: ControlPlane) -> ApiStore:
 
 
 def _unconverged(store: Any) -> str | None:
-    """What the real controllers have not caught up with yet (DaemonSets placed, pods bound
-    and started, or reported unschedulable, namespaces deleted), or None."""
+    """What the real controllers have not caught up with yet (namespaces deleted, DaemonSets'
+    pods placed, pods bound and started or reported unschedulable), or None."""
     for namespace in store.list("namespaces"):
         if namespace["metadata"].get("deletionTimestamp"):
             return f"namespace {namespace['metadata']['name']}: being deleted"
@@ -388,27 +388,26 @@ def _unconverged(store: Any) -> str | None:
         where = f"daemonset {meta['namespace']}/{meta['name']}"
         if (status.get("observedGeneration") or 0) < meta.get("generation", 0):
             return f"{where}: not observed yet"
-        if status.get("currentNumberScheduled", 0) != status.get("desiredNumberScheduled", 0):
-            return (
-                f"{where}: {status.get('currentNumberScheduled', 0)} of "
-                f"{status.get('desiredNumberScheduled', 0)} pods placed"
-            )
-    for pod in store.list("pods"):
-        meta, status = pod["metadata"], pod.get("status") or {}
-        where = f"pod {meta['namespace']}/{meta['name']}"
-        if meta.get("deletionTimestamp"):
-            return f"{where}: being deleted"
-        if pod["spec"].get("nodeName"):
-            if status.get("phase") == "Pending":
-                return f"{where}: bound, not started"
-            continue
-        unschedulable = any(
-            c.get("type") == "PodScheduled" and c.get("status") == "False"
-            for c in status.get("conditions") or []
+        placed, desired = (
+            status.get(k, 0) for k in ("currentNumberScheduled", "desiredNumberScheduled")
         )
-        if not unschedulable:
-            return f"{where}: not scheduled yet"
-    return None
+        if placed != desired:
+            return f"{where}: {placed} of {desired} pods placed"
+    return next(filter(None, map(_pod_unsettled, store.list("pods"))), None)
+
+
+def _pod_unsettled(pod: Obj) -> str | None:
+    meta, status = pod["metadata"], pod.get("status") or {}
+    where = f"pod {meta['namespace']}/{meta['name']}"
+    if meta.get("deletionTimestamp"):
+        return f"{where}: being deleted"
+    if pod["spec"].get("nodeName"):
+        return f"{where}: bound, not started" if status.get("phase") == "Pending" else None
+    unschedulable = any(
+        c.get("type") == "PodScheduled" and c.get("status") == "False"
+        for c in status.get("conditions") or []
+    )
+    return None if unschedulable else f"{where}: not scheduled yet"
 
 
 class _CrdWatch:
