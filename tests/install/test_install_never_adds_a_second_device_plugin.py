@@ -19,6 +19,7 @@ from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
+pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane
 NODES = [NodeSpec("gpu-a", "A100-SXM4-40GB", 1), NodeSpec("gpu-b", "L4", 1), NodeSpec("cpu-1")]
 HELM_DS = ("nvidia-device-plugin", "nvdp-nvidia-device-plugin")
 STATIC_DS = ("kube-system", "nvidia-device-plugin-daemonset")

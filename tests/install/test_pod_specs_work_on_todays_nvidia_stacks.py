@@ -19,6 +19,7 @@ from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F40
 from tests.fakes.cluster.matching import selector_matches
 
 Run = Callable[..., CliResult]
+pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane
 Obj = dict[str, Any]
 NFD = "feature.node.kubernetes.io/pci-10de.present"
 PRESENT = "nvidia.com/gpu.present"
