@@ -6,13 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from tests.cli.doctorpods import by_layer, gpu_pod, run_pods
 from tests.conftest import CliResult
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
+pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane
 
 
 def run(run_cli: Run, cluster: SimCluster, *args: str) -> CliResult:

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from kubectl_gpu import cluster
 from kubectl_gpu.gpumap import join, report
 from kubectl_gpu.gpumap.allocations import Allocation, Source, group_devices
@@ -16,10 +18,11 @@ from kubectl_gpu.workflows import reports
 from tests.conftest import CliResult
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.gpumap import reportbuilders as b
 
 Run = Callable[..., CliResult]
+pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane
 CONFIG = (
     "version: v1\nflags:\n  migStrategy: mixed\nsharing:\n  timeSlicing:\n    resources:\n"
     "    - name: nvidia.com/mig-1g.10gb\n      replicas: 2\n"

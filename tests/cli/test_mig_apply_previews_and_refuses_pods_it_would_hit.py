@@ -18,9 +18,10 @@ from tests.cli.test_map_cluster_on_a_simulated_mig_node import mig_pod, publish_
 from tests.conftest import ROOT, CliResult
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
+pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane
 SCHEMA = json.loads((ROOT / "schemas" / "mig-apply-result.v1.json").read_text())
 MIXED = "version: v1\nflags:\n  migStrategy: mixed\n"
 ALL_3G = {"version": "v1", "mig-configs": {"all-3g": [

@@ -20,9 +20,10 @@ from tests.conftest import ROOT, CliResult
 from tests.fakes.apiserver import ApiError
 from tests.fakes.cluster import SimCluster, layouts
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster  # noqa: F401
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
+pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane
 # file order small first: NVML's unplaced create would leave no room for the 3g (mig.md §2.2)
 BALANCED = {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}
 APPLY_SCHEMA = json.loads((ROOT / "schemas" / "mig-apply-result.v1.json").read_text())

@@ -18,9 +18,10 @@ from tests.cli.doctorpods import by_layer, gpu_pod, run_pods
 from tests.conftest import ROOT, CliResult
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
+pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane
 STATUS_SCHEMA = json.loads((ROOT / "schemas" / "mig-status.v1.json").read_text())
 PAUSED = keys.PAUSED_FOR_MIG_CHANGE
 GFD = keys.DEPLOY_LABEL_PREFIX + "gpu-feature-discovery"

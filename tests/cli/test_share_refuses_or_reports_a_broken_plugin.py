@@ -10,9 +10,10 @@ import pytest
 from tests.conftest import CliResult
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
+pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane
 NAMESPACE, CONFIGMAP = "nvidia-device-plugin", "nvdp-nvidia-device-plugin-configs"
 
 
@@ -57,7 +58,11 @@ def mig_cluster(sim_cluster: MakeSimCluster) -> SimCluster:
     node = NodeSpec("gpu-a", "A100-SXM4-80GB", 2, mig={0: ["3g.40gb"], 1: ["3g.40gb"]})
     single = "version: v1\nflags:\n  migStrategy: single\n"
     controllers = ("daemonsets", "scheduler", "kubelet", "device-plugin")
-    return sim_cluster([node], "helm", {"any": single}, "any", controllers=controllers)
+    # On the stand-in: under KWOK the crash loop shows only after the node side has caught up
+    # with the new pod, which a loaded machine can delay past share's 10 s (flaky when moved).
+    return sim_cluster(
+        [node], "helm", {"any": single}, "any", controllers=controllers, backend="stand-in"
+    )
 
 
 def test_a_crash_looping_plugin_is_reported_with_the_rollback_hint(
@@ -87,7 +92,11 @@ def test_restarts_stop_at_the_first_node_that_does_not_come_back(
     ]
     single = "version: v1\nflags:\n  migStrategy: single\n"
     controllers = ("daemonsets", "scheduler", "kubelet", "device-plugin")
-    cluster = sim_cluster(nodes, "helm", {"any": single}, "any", controllers=controllers)
+    # On the stand-in: KWOK marks every started pod Ready at once, so a plugin that crashes at
+    # start looks back for a moment before the node side reports the crash.
+    cluster = sim_cluster(
+        nodes, "helm", {"any": single}, "any", controllers=controllers, backend="stand-in"
+    )
     before = cluster.plugin_pod("gpu-b")
     result = run_cli(
         "--kubeconfig",

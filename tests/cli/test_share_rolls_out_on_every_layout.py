@@ -29,6 +29,7 @@ NODES = [
     NodeSpec("gpu-b", "A100-SXM4-80GB", 4),
     NodeSpec("cpu-1"),
 ]
+pytestmark = pytest.mark.timeout(120)  # a real control plane under each layout
 SCHEMA = jsonschema.Draft202012Validator(
     json.loads((ROOT / "schemas" / "share-result.v1.json").read_text())
 )
@@ -37,13 +38,16 @@ SCHEMA = jsonschema.Draft202012Validator(
 @pytest.fixture(params=["gpu-operator", "helm", "bundle"])
 def cluster(request: pytest.FixtureRequest, sim_cluster: MakeSimCluster) -> SimCluster:
     if request.param == "bundle":
-        return sim_cluster(NODES, sharebuilders.bundle({"default": PLAIN}))
-    return sim_cluster(NODES, request.param, {"any": PLAIN}, "any")
+        return sim_cluster(NODES, sharebuilders.bundle({"default": PLAIN}), backend="real")
+    return sim_cluster(NODES, request.param, {"any": PLAIN}, "any", backend="real")
 
 
 def share(run_cli: Run, cluster: SimCluster, *args: str) -> CliResult:
     result = run_cli("--kubeconfig", str(cluster.kubeconfig), "share", *args)
     assert result.exception is None, result.exception
+    # share may verify on the outgoing plugin's numbers (its sidecar reloaded before the pod
+    # restart): look at the nodes once the node side has seen the restart through
+    cluster.settle()
     return result
 
 

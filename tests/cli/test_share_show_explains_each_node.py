@@ -12,10 +12,11 @@ import pytest
 from tests.conftest import ROOT, CliResult
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.workflows.sharebuilders import ts
 
 Run = Callable[..., CliResult]
+pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane
 NAMESPACE, CONFIGMAP = "nvidia-device-plugin", "nvdp-nvidia-device-plugin-configs"
 SCHEMA = jsonschema.Draft202012Validator(
     json.loads((ROOT / "schemas" / "share-result.v1.json").read_text())

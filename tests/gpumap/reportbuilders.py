@@ -9,10 +9,12 @@ ResourceClaim / ResourceSlice / Pod objects shaped like NVIDIA's DRA driver's. M
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Sequence
 from typing import Any
 
 from kubectl_gpu import cluster
+from kubectl_gpu.errors import ClusterError
 from kubectl_gpu.gpumap import join, report
 from kubectl_gpu.gpumap.allocations import (
     Allocation,
@@ -62,9 +64,22 @@ def healthy(devices: dict[str, Sequence[str]]) -> RegisteredDevices:
     return group_devices(pairs, Source.PODRESOURCES)
 
 
-def install(server: FakeApiServer, api: cluster.Api) -> None:
-    """The CRD, as `kubectl apply -f` of the shipped manifest would create it."""
-    api.create(cluster.path("customresourcedefinitions"), crd())
+def install(server: FakeApiServer | None, api: cluster.Api) -> None:
+    """The CRD, as `kubectl apply -f` of the shipped manifest would create it; returns once it
+    is served (a real API server establishes a new CRD a moment after the create)."""
+    document = crd()
+    api.create(cluster.path("customresourcedefinitions"), document)
+    group, plural = document["spec"]["group"], document["spec"]["names"]["plural"]
+    version = document["spec"]["versions"][0]["name"]
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            api.get(f"/apis/{group}/{version}/{plural}")
+            return
+        except ClusterError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 def add_node(server: FakeApiServer, name: str, gpu: bool = True) -> None:

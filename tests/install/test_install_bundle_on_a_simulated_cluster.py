@@ -22,6 +22,7 @@ from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
 
 Run = Callable[..., CliResult]
+pytestmark = pytest.mark.timeout(120)  # each test starts a cluster on a real control plane
 GPU_NODES = ("gpu-a", "gpu-b", "gpu-c")
 RESOURCES = install.RESOURCES  # kind → the stand-in store's resource name
 

@@ -16,9 +16,10 @@ from tests.conftest import CliResult
 from tests.fakes.apiserver import ApiError, discovery
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
+pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane
 NODES = [NodeSpec("gpu-a", "A100-SXM4-40GB", 1), NodeSpec("gpu-b", "L4", 1), NodeSpec("cpu-1")]
 HELM_DS = ("nvidia-device-plugin", "nvdp-nvidia-device-plugin")
 STATIC_DS = ("kube-system", "nvidia-device-plugin-daemonset")
@@ -150,7 +151,7 @@ def test_another_bundle_in_another_namespace_is_refused(
 def test_every_problem_is_reported_at_once_before_anything_is_written(
     run_cli: Run, sim_cluster: MakeSimCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cluster = sim_cluster(NODES)
+    cluster = sim_cluster(NODES, backend="stand-in")  # it fakes the server's version
     monkeypatch.setitem(discovery.SERVER_VERSION, "minor", "29")
     before = everything(cluster)
 
@@ -223,7 +224,7 @@ def test_switching_modes_leaves_nothing_of_the_other_mode(
 def test_a_write_that_fails_half_way_leaves_nothing_half_installed(
     run_cli: Run, sim_cluster: MakeSimCluster
 ) -> None:
-    cluster = sim_cluster(NODES)
+    cluster = sim_cluster(NODES, backend="stand-in")  # the stand-in's injected refusal
     # An admin who may not create admission policies: refused after the namespace, the CRD
     # and the RBAC objects were created.
     before = everything(cluster)

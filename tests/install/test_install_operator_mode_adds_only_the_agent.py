@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from tests.conftest import CliResult
 from tests.fakes.apiserver import ApiError
 from tests.fakes.cluster import NodeSpec
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
+pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane
 
 
 def test_operator_mode_installs_the_agent_beside_the_operators_plugin(

@@ -1,5 +1,10 @@
 """Kubernetes API server stand-in (test code only): HTTP on 127.0.0.1, real REST semantics.
 
+For unit-level tests and fault injection only (`deny()`, seeded status, served logs, a faked
+server version): end-to-end tests and the demo run on a real kube-apiserver
+(tests/controlplane, `SimCluster(backend="real")`), which is what decides how Kubernetes
+behaves. Where the two differed, the real server was right (see the closing note of issue 20).
+
 Owns nothing itself; it names the public pieces: `FakeApiServer` (the HTTP server, with
 `.url`, `.store`, `.deny()`, `.requests`), `Store` (thread-safe objects with `create`, `get`,
 `list`, `update`, `update_status`, `patch`, `delete`, `subscribe`, `wait_until`),

@@ -2,9 +2,12 @@
 
 Owns nothing itself; it names the public pieces: `SimCluster` (API server stand-in plus
 simulated DaemonSet controller, scheduler, kubelet, NVIDIA device plugin, GFD and GPU Operator),
-`NodeSpec`, the deployment `layouts` and `Allocation`. Tests use the `sim_cluster` fixture from
-`tests.fakes.cluster.fixture`; `python -m tests.fakes.cluster` starts one for a demo. Must not be
-imported by product code.
+`NodeSpec`, the deployment `layouts` and `Allocation`. Tests use the `sim_cluster` fixture
+(stand-in API server and simulated DaemonSet controller, scheduler and pod lifecycle: for
+unit-level tests and fault injection only) or `real_cluster` (a real control plane, only the
+node side simulated: end-to-end tests) from `tests.fakes.cluster.fixture`;
+`python -m tests.fakes.cluster --real` starts one for a demo. Must not be imported by product
+code.
 """
 
 from __future__ import annotations

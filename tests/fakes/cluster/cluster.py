@@ -130,6 +130,7 @@ class SimCluster:
         self._wire(runtimes)
         self._started = False
         self._stopped = False
+        self.busy: str | None = None  # what the last settle on a real server waited for
 
     def _wire(self, runtimes: list[PodRuntime]) -> None:
         namespace = self.layout.namespace if self.layout else "gpu-operator"
@@ -268,15 +269,18 @@ class SimCluster:
                 f"a simulated controller failed: {self.errors[0]!r}"
             ) from self.errors[0]
         if not quiet:
-            raise TimeoutError(f"the simulated controllers were still busy after {timeout} s")
+            busy = f" ({self.busy})" if self.busy else ""
+            raise TimeoutError(f"the simulated controllers were still busy after {timeout} s{busy}")
 
     def _settle_real(self, timeout: float) -> bool:
         deadline = time.monotonic() + max(timeout, 30.0)
         calm = 0
         while time.monotonic() < deadline:
             left = deadline - time.monotonic()
-            done = self.loop.settle(left) and _converged(self.store) and self.store.synced()  # type: ignore[union-attr]
-            calm = calm + 1 if done and self.loop.settle(0) else 0
+            self.busy = "the node side" if not self.loop.settle(left) else _unconverged(self.store)
+            if self.busy is None and not self.store.synced():  # type: ignore[union-attr]
+                self.busy = "watch events still on their way"
+            calm = calm + 1 if self.busy is None and self.loop.settle(0) else 0
             if calm >= 2:  # twice in a row: nothing was in flight between the two looks
                 return True
             time.sleep(0.1)
@@ -387,29 +391,37 @@ def _api_store(plane: ControlPlane) -> ApiStore:
     return ApiStore(plane.url, plane.creds.admin_token, plane.creds.ca_cert)
 
 
-def _converged(store: Any) -> bool:
-    """The real controllers have caught up: DaemonSets placed, pods bound and started."""
+def _unconverged(store: Any) -> str | None:
+    """What the real controllers have not caught up with yet (namespaces deleted, DaemonSets'
+    pods placed, pods bound and started or reported unschedulable), or None."""
+    for namespace in store.list("namespaces"):
+        if namespace["metadata"].get("deletionTimestamp"):
+            return f"namespace {namespace['metadata']['name']}: being deleted"
     for ds in store.list("daemonsets"):
-        status = ds.get("status") or {}
-        if (status.get("observedGeneration") or 0) < ds["metadata"].get("generation", 0):
-            return False
-        if status.get("currentNumberScheduled", 0) != status.get("desiredNumberScheduled", 0):
-            return False
-    for pod in store.list("pods"):
-        if pod["metadata"].get("deletionTimestamp"):
-            return False
-        status = pod.get("status") or {}
-        if pod["spec"].get("nodeName"):
-            if status.get("phase") == "Pending":
-                return False  # KWOK has not started it yet
-            continue
-        unschedulable = any(
-            c.get("type") == "PodScheduled" and c.get("status") == "False"
-            for c in status.get("conditions") or []
+        status, meta = ds.get("status") or {}, ds["metadata"]
+        where = f"daemonset {meta['namespace']}/{meta['name']}"
+        if (status.get("observedGeneration") or 0) < meta.get("generation", 0):
+            return f"{where}: not observed yet"
+        placed, desired = (
+            status.get(k, 0) for k in ("currentNumberScheduled", "desiredNumberScheduled")
         )
-        if not unschedulable:
-            return False
-    return True
+        if placed != desired:
+            return f"{where}: {placed} of {desired} pods placed"
+    return next(filter(None, map(_pod_unsettled, store.list("pods"))), None)
+
+
+def _pod_unsettled(pod: Obj) -> str | None:
+    meta, status = pod["metadata"], pod.get("status") or {}
+    where = f"pod {meta['namespace']}/{meta['name']}"
+    if meta.get("deletionTimestamp"):
+        return f"{where}: being deleted"
+    if pod["spec"].get("nodeName"):
+        return f"{where}: bound, not started" if status.get("phase") == "Pending" else None
+    unschedulable = any(
+        c.get("type") == "PodScheduled" and c.get("status") == "False"
+        for c in status.get("conditions") or []
+    )
+    return None if unschedulable else f"{where}: not scheduled yet"
 
 
 class _CrdWatch:

@@ -1,5 +1,8 @@
 """A DaemonSet controller: one pod per eligible node, rolling updates, truthful status.
 
+Stand-in backend only (unit-level tests, fault injection): on `backend="real"` Kubernetes'
+own controller does this.
+
 Owns, per DaemonSet: which nodes should run a pod (nodeSelector, required node affinity, and the
 node's NoSchedule/NoExecute taints against the template's tolerations plus the ones the real
 controller adds), creating `<ds>-<5 chars>` pods bound to their node (ownerReference with

@@ -31,13 +31,26 @@ class MakeSimCluster(Protocol):
 
 @pytest.fixture
 def sim_cluster(tmp_path: Path) -> Iterator[MakeSimCluster]:
-    """`sim_cluster(nodes, layout, configs, default_config, controllers=…)` → started cluster."""
+    """`sim_cluster(nodes, layout, configs, default_config, controllers=…)` → started cluster
+    (on the API server stand-in unless `backend="real"` is given)."""
+    yield from _clusters(tmp_path, "stand-in")
+
+
+@pytest.fixture
+def real_cluster(tmp_path: Path) -> Iterator[MakeSimCluster]:
+    """As `sim_cluster`, on the session's real control plane unless `backend=` says otherwise;
+    a test module moves to it with `from … import real_cluster as sim_cluster`."""
+    yield from _clusters(tmp_path, "real")
+
+
+def _clusters(tmp_path: Path, backend: str) -> Iterator[MakeSimCluster]:
     made: list[SimCluster] = []
     before = set(threading.enumerate())
 
     def make(*args: Any, **kwargs: Any) -> SimCluster:
         kwargs.setdefault("kubeconfig", tmp_path / f"kubeconfig-{len(made)}")
-        if kwargs.get("backend") == "real" and "plane" not in kwargs:
+        kwargs.setdefault("backend", backend)
+        if kwargs["backend"] == "real" and "plane" not in kwargs:
             from tests.fakes.cluster import sharedplane  # lazy: needs the built binaries
 
             kwargs["plane"] = sharedplane.plane()
@@ -68,7 +81,8 @@ def sim_cluster(tmp_path: Path) -> Iterator[MakeSimCluster]:
 
 def kubectl_for(cluster: SimCluster, tmp_path: Path) -> KubectlRunner:
     """The real kubectl against `cluster`, isolated from ~/.kube; skips without kubectl."""
-    binary = shutil.which("kubectl")
+    # a real server's own kubectl release, else the one on PATH
+    binary = str(cluster.plane.kubectl) if cluster.plane else shutil.which("kubectl")
     if binary is None:
         pytest.skip("no kubectl on PATH")
     return KubectlRunner(binary, cluster.kubeconfig, tmp_path / "kubectl")

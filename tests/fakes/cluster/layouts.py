@@ -226,7 +226,10 @@ def helm(
 ) -> Layout:
     """`helm install nvdp nvdp/nvidia-device-plugin --set-file config.map.KEY=…` with GFD on."""
     chart = _Chart(release, namespace, configs, default or "", fallback_strategies, env or {})
-    objects: list[Obj] = [m.namespace(namespace)]
+    account = m.service_account(
+        f"{release}-nvidia-device-plugin-service-account", namespace, _chart_labels(release)
+    )
+    objects: list[Obj] = [m.namespace(namespace), account]
     if chart.configmap and configs:
         objects.append(m.configmap(chart.configmap, namespace, configs, _chart_labels(release)))
     objects += [_helm_plugin(chart), _helm_gfd(chart)]

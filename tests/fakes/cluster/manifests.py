@@ -153,3 +153,10 @@ def with_config_manager(spec: Obj, main: str, wiring: ConfigWiring) -> None:
     )
     spec["containers"] = [sidecar, *containers] if wiring.sidecar_first else [*containers, sidecar]
     spec.setdefault("volumes", []).extend(config_volumes(wiring.configmap, wiring.volume))
+
+
+def service_account(name: str, namespace: str, labels: dict[str, str] | None = None) -> Obj:
+    meta: Obj = {"name": name, "namespace": namespace}
+    if labels:
+        meta["labels"] = dict(labels)
+    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta}

@@ -139,7 +139,9 @@ def render_gfd(policy: Obj, namespace: str) -> Obj:
     }
     pod_spec = _pod_spec(spec, "gpu-feature-discovery", "gpu-feature-discovery", main)
     pod_spec["volumes"] = [
-        m.host_path("output-dir", "/etc/kubernetes/node-feature-discovery/features.d")
+        m.host_path("output-dir", "/etc/kubernetes/node-feature-discovery/features.d"),
+        # what its toolkit-validation init container mounts (the API server checks it)
+        m.host_path("run-nvidia-validations", "/run/nvidia/validations", "DirectoryOrCreate"),
     ]
     _configure(pod_spec, spec.get("devicePlugin") or {}, "gpu-feature-discovery", spec)
     m.set_env(pod_spec["containers"][0], {k: v for k, v in _env(section).items()})
@@ -199,7 +201,7 @@ def _daemonset(name: str, namespace: str, policy: Obj, pod_spec: Obj, notes: Obj
         labels={"app": name},
         pod_spec=pod_spec,
         annotations=notes,
-        max_unavailable=rolling.get("maxUnavailable", "1"),
+        max_unavailable=_int_or_string(rolling.get("maxUnavailable", "1")),
     )
     meta = policy["metadata"]
     ds["metadata"]["ownerReferences"] = [
@@ -213,6 +215,13 @@ def _daemonset(name: str, namespace: str, policy: Obj, pod_spec: Obj, notes: Obj
         }
     ]
     return ds
+
+
+def _int_or_string(value: Any) -> Any:
+    """The ClusterPolicy keeps maxUnavailable as a string; the operator parses it as an
+    IntOrString (intstr.Parse), so "1" becomes 1: the API server rejects a non-percent string."""
+    text = str(value)
+    return int(text) if text.isdigit() else text
 
 
 class GpuOperator:
@@ -262,6 +271,8 @@ class GpuOperator:
             and (spec.get("migManager") or {}).get("enabled", True),
         }
         self._entrypoint()
+        for ds in wanted.values():
+            self._service_account(ds["spec"]["template"]["spec"]["serviceAccountName"])
         for name, ds in wanted.items():
             self._ensure(name, ds if enabled[name] else None)
         status = {"state": "ready", "namespace": self.namespace}
@@ -288,6 +299,14 @@ class GpuOperator:
             self.store.create(
                 m.configmap(ENTRYPOINT, self.namespace, {"entrypoint.sh": script}, labels)
             )
+
+    def _service_account(self, name: str) -> None:
+        """Each operand's ServiceAccount, which the operator creates with its state (a pod
+        naming a missing one is refused by the API server's ServiceAccount admission)."""
+        try:
+            self.store.get("serviceaccounts", name, self.namespace)
+        except ApiError:
+            self.store.create(m.service_account(name, self.namespace))
 
     def _ensure(self, name: str, wanted: Obj | None) -> None:
         try:

@@ -1,5 +1,8 @@
 """A minimal kube-scheduler: binds pending pods to nodes with room for their extended resources.
 
+Stand-in backend only (unit-level tests, fault injection): on `backend="real"` Kubernetes'
+own controller does this.
+
 Owns filtering in the default plugin order (NodeUnschedulable, TaintToleration, NodeAffinity,
 NodeResourcesFit against allocatable minus what bound pods request), a least-allocated choice
 among the nodes that fit, binding (`spec.nodeName` plus a `Scheduled` event), and, when no node
