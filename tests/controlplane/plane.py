@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,18 @@ def binaries(version: str = DEFAULT_VERSION) -> dict[str, Path]:
         if target == "kwok":
             found["kwok-stages"] = directory
     return found
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 60) -> Any:
+    """`check()`'s first truthy value, looked for every 0.3 s: the real controllers act on
+    their own time; an AssertionError naming `what` when it never comes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 def free_port() -> int:

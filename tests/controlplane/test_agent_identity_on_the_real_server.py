@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.controlplane.plane import ControlPlane
+from tests.controlplane.plane import ControlPlane, wait_for
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -61,16 +60,6 @@ class Kubectl:
 
     def json(self, *args: str) -> Any:
         return json.loads(self.ok(*args, "-o", "json"))
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture(scope="module")

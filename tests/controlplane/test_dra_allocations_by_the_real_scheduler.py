@@ -13,14 +13,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.controlplane.plane import ControlPlane
+from tests.controlplane.plane import ControlPlane, wait_for
 from tests.fakes.cluster import dradriver
 from tests.fakes.cluster.dradriver import DraGpu, MigSlot
 
@@ -57,16 +56,6 @@ def run(
         [str(binary), "--kubeconfig", str(kubeconfig), *args],
         input=stdin, capture_output=True, text=True, timeout=90, check=False,
     )  # fmt: skip
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def node(name: str) -> Obj:

@@ -6,30 +6,18 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 
 from kubectl_gpu import cluster
 from kubectl_gpu.workflows import drain
 from kubectl_gpu.workflows.waiting import Timing
-from tests.controlplane.plane import ControlPlane
+from tests.controlplane.plane import ControlPlane, wait_for
 
 pytestmark = pytest.mark.timeout(180)
 
 Where = tuple[cluster.Api, str, str]  # the client, the node, the namespace (one per test)
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture
