@@ -17,10 +17,13 @@ from tests.cli.doctorpods import gpu_pod, run_pods
 from tests.conftest import CliResult
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
+from tests.fakes.cluster.fixture import sim_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
-pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane
+# On the stand-in: `train` is owned by a ReplicaSet that does not exist (kubectl drain's rule
+# needs a controller), which the real garbage collector would delete at once. The real Eviction
+# API and disruption controller are exercised in tests/controlplane/test_drain_meets_real_...
+pytestmark = pytest.mark.timeout(120)
 RENAME = ("--replicas", "2", "--rename-by-default")
 OWNER = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "train-5d8f", "uid": "rs-1",
          "controller": True}  # fmt: skip

@@ -115,7 +115,18 @@ def agent_a(
     pod = agent_pod(installed, NODES[0])
     token = control_plane.token("kubectl-gpu-agent", NAMESPACE, bound_kind="Pod", bound_name=pod)
     path = tmp_path_factory.mktemp("agent-a") / "kubeconfig"
-    return Kubectl(control_plane.kubectl, control_plane.kubeconfig_for(path, token, NAMESPACE))
+    agent = Kubectl(control_plane.kubectl, control_plane.kubeconfig_for(path, token, NAMESPACE))
+    # A new ValidatingAdmissionPolicy is enforced once the server has loaded and compiled it,
+    # a moment after it is created (seen under load): wait until a cordon (a server-side dry
+    # run, nothing changes) is refused by it, or fail saying the policy never took effect.
+    cordon = ("patch", "node", NODES[0], "--type", "merge", "--dry-run=server",
+              "-p", json.dumps({"spec": {"unschedulable": True}}))  # fmt: skip
+    wait_for(
+        "the agent's admission policy to be in force",
+        lambda: "kubectl-gpu-agent-own-node" in agent(*cordon).stderr,
+        timeout=30,
+    )
+    return agent
 
 
 def patch_node(who: Kubectl, node: str, patch: dict[str, Any]) -> subprocess.CompletedProcess[str]:
