@@ -91,7 +91,7 @@ def compare(
                     tally.disagreements.append(
                         _show("upstream runs it as written, validate refuses", text, "", report)
                     )
-    _record(tally, program.name)
+    record(tally, program.name)
     return tally
 
 
@@ -113,8 +113,9 @@ def _save(what: str, text: str, upstream: str) -> None:
         Path(target, f"{name}.yaml").write_text(note + text, "utf-8")
 
 
-def _record(tally: Tally, oracle_name: str) -> None:
-    """Append this batch's figures to $KUBECTL_GPU_DIFFERENTIAL_REPORT, for the docs."""
+def record(tally: Any, oracle_name: str) -> None:
+    """Append a batch's figures (any oracle's tally: a dataclass with `disagreements`) to
+    $KUBECTL_GPU_DIFFERENTIAL_REPORT, for the docs."""
     target = os.environ.get("KUBECTL_GPU_DIFFERENTIAL_REPORT")
     if target:
         with open(target, "a", encoding="utf-8") as out:

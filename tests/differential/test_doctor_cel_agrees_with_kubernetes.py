@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from tests.differential import oracle
+from tests.differential import agreement, oracle
 
 celpy = pytest.importorskip("celpy", reason="cel-python (the dra extra) is not installed")
 
@@ -136,18 +136,8 @@ def compare(program: Path, pairs: list[tuple[str, dict[str, Any]]]) -> Tally:
             f"{expression}\n  device: {json.dumps(device)}\n  Kubernetes: "
             f"{theirs.get('matches', theirs.get('error'))}\n  doctor: {ours}"
         )
-    _record(tally)
+    agreement.record(tally, "cel-oracle")
     return tally
-
-
-def _record(tally: Tally) -> None:
-    target = os.environ.get("KUBECTL_GPU_DIFFERENTIAL_REPORT")
-    if target:
-        with open(target, "a", encoding="utf-8") as out:
-            figures = dataclasses.asdict(tally)
-            figures["disagreements"] = len(tally.disagreements)
-            figures["oracle"] = "cel-oracle"
-            out.write(json.dumps(figures) + "\n")
 
 
 @pytest.mark.timeout(600)

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from kubectl_gpu import validation
 from kubectl_gpu.findings import Severity
-from tests.differential import oracle
+from tests.differential import agreement, oracle
 from tests.differential.configs import _weighted
 
 BATCH = 40
@@ -176,18 +176,8 @@ def compare(program: Path, configs: list[dict[str, Any]]) -> Tally:
                 f"{wrong}\n{yaml.safe_dump(config, sort_keys=False)}driver (gates on): "
                 f"{on.get('error', 'accepted')}\nvalidate: {errors or 'no error'}"
             )
-    _record(tally)
+    agreement.record(tally, "dra-driver-oracle")
     return tally
-
-
-def _record(tally: Tally) -> None:
-    target = os.environ.get("KUBECTL_GPU_DIFFERENTIAL_REPORT")
-    if target:
-        with open(target, "a", encoding="utf-8") as out:
-            figures = dataclasses.asdict(tally)
-            figures["disagreements"] = len(tally.disagreements)
-            figures["oracle"] = "dra-driver-oracle"
-            out.write(json.dumps(figures) + "\n")
 
 
 @pytest.mark.timeout(600)
