@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Sequence
 from typing import Any, Protocol
 
 from tests.fakes.apiserver.samples import node as sample_node
@@ -60,7 +59,3 @@ def publish(store: Creates, nodes: dict[str, list[dradriver.DraGpu]], version: s
     for name, gpus in nodes.items():
         for obj in dradriver.resource_slices(name, gpus, version):
             store.create(obj)
-
-
-def names(nodes: dict[str, Sequence[dradriver.DraGpu]]) -> str:
-    return ", ".join(f"{n} ({len(g)}x {g[0].model} via DRA)" for n, g in nodes.items())
