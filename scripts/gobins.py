@@ -11,6 +11,9 @@ clone, keyed by the target's files and the Go version, so a fresh clone on the s
 
     ${KUBECTL_GPU_CACHE:-${XDG_CACHE_HOME:-~/.cache}/kubectl-gpu}/gobin/<target>-<key>/
 
+A build of a new key removes the target's other keys not used for STALE_DAYS (each use touches
+its directory): a Kubernetes build is ~350 MB, and every pin or Go change makes a new one.
+
 Usable alone (`python scripts/gobins.py kubernetes etcd kwok`, `--print-dir`), and imported
 by the tests (`ensure("kubernetes")` returns the bin directory). Standard library only: it runs
 before the virtual environment has anything in it.
@@ -24,6 +27,7 @@ import dataclasses
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -35,6 +39,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = ROOT / "tools" / "go"
+STALE_DAYS = 14
+_KEY = re.compile(r"[0-9a-f]{16}")  # cache_key's form
 
 
 @dataclasses.dataclass(frozen=True)
@@ -229,12 +235,37 @@ def ensure(name: str, *, quiet: bool = False) -> Path:
     go_version = _go_version(go)
     directory = bin_dir(target, go_version)
     if _complete(directory, target):
+        os.utime(directory)  # in use: not stale (see prune)
         return directory
-    with _locked(directory.with_suffix(".lock")):
+    # not with_suffix: "kubernetes-1.37-<key>" has the suffix ".37-<key>", so every
+    # Kubernetes release would share one lock
+    with _locked(directory.parent / f"{directory.name}.lock"):
         if _complete(directory, target):  # another process built it while we waited
             return directory
         _build(go, target, directory, quiet=quiet)
+    prune(target, keep=directory, quiet=quiet)
     return directory
+
+
+def prune(
+    target: Target, keep: Path, *, quiet: bool = False, now: float | None = None
+) -> list[Path]:
+    """Remove `target`'s other cache directories (other keys) unused for STALE_DAYS; return
+    them. A directory in use by another clone is touched at each use, so it is kept."""
+    cutoff = time.time() - STALE_DAYS * 86400
+    removed = []
+    for other in sorted(keep.parent.glob(f"{target.name}-*")):
+        key = other.name[len(target.name) + 1 :]
+        if other == keep or not other.is_dir() or not _KEY.fullmatch(key):
+            continue  # a lock, or another target whose name extends ours
+        if other.stat().st_mtime < cutoff:
+            shutil.rmtree(other, ignore_errors=True)
+            (other.parent / f"{other.name}.lock").unlink(missing_ok=True)
+            removed.append(other)
+    if removed and not quiet:
+        unused = f"unused for {STALE_DAYS} days"
+        _say(f"gobins: removed {len(removed)} stale build(s) of {target.name} ({unused})")
+    return removed
 
 
 def _build(go: str, target: Target, directory: Path, *, quiet: bool) -> None:
