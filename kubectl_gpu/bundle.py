@@ -5,7 +5,7 @@ admission policy, NVIDIA's device plugin with its config, the agent; `operator`:
 without the device plugin, the agent's plugin-restart Role placed in the operator's
 namespace), the pinned device-plugin versions, checking the options before they reach a
 template (a namespace or image is substituted into YAML text), and the order objects are
-applied in (reversed for removal). Must not talk to a cluster (workflows/install.py does).
+applied in (reversed for removal). Must not talk to a cluster (workflows/install/ does).
 The manifests are data files shipped in the package (kubectl_gpu/manifests/*.yaml).
 """
 

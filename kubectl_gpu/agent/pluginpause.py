@@ -20,7 +20,7 @@ from collections.abc import Callable
 from kubectl_gpu import cluster, keys
 from kubectl_gpu.errors import ClusterError, GpuError
 from kubectl_gpu.sharing.deployment import Deployment
-from kubectl_gpu.workflows import sharestate
+from kubectl_gpu.workflows.share import state as sharestate
 from kubectl_gpu.workflows.waiting import Timing
 
 log = logging.getLogger(__name__)

@@ -54,7 +54,7 @@ def doctor(settings: Settings, pod_name: str | None) -> None:
       kubectl gpu doctor -o wide
     """
     from kubectl_gpu import cluster
-    from kubectl_gpu.workflows import doctor as workflow
+    from kubectl_gpu.workflows.doctor import diagnosis as workflow
 
     api = cluster.connect(settings.kubeconfig, settings.context)
     if pod_name:

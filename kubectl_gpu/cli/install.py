@@ -1,7 +1,7 @@
 """`kubectl gpu install`, `uninstall` and `status`: the node agent and device plugin bundle.
 
 Reads flags, renders the manifests (kubectl_gpu.bundle), calls one workflow function
-(kubectl_gpu.workflows.install / install_status) and prints one line per object, as
+(kubectl_gpu.workflows.install: install, uninstall, status) and prints one line per object, as
 `kubectl apply` does. `install --dry-run=client -o yaml` prints the manifests without
 contacting the cluster. The cluster adapter and workflows are imported inside the commands so
 that `--help` stays light. Exit 0 on success, 1 when `status` finds a part missing, not Ready
@@ -129,20 +129,22 @@ def uninstall(settings: Settings, mode: str | None, dry_run: str) -> None:
       kubectl gpu uninstall
     """
     from kubectl_gpu import bundle, cluster
-    from kubectl_gpu.workflows import install as workflow
+    from kubectl_gpu.workflows.install import replaced
+    from kubectl_gpu.workflows.install import uninstall as workflow
+    from kubectl_gpu.workflows.install.objects import read
 
     api = cluster.connect(settings.kubeconfig, settings.context)
     namespace = settings.namespace or _DEFAULT_NAMESPACE
-    live = workflow.read(api, {"kind": "Namespace", "metadata": {"name": namespace}})
+    live = read(api, {"kind": "Namespace", "metadata": {"name": namespace}})
     found = bundle.recorded(live)
     options = found[1] if found else bundle.Options(namespace=namespace)
     if mode is not None:
         options = dataclasses.replace(options, mode=cast("bundle.Mode", mode))
     objects = bundle.render(options)
-    kept = workflow.kept_plugins(api, options.namespace)  # read before the namespace goes
+    kept = replaced.kept_plugins(api, options.namespace)  # read before the namespace goes
     outcomes = workflow.uninstall(api, objects, dry_run)  # type: ignore[arg-type]
     try:
-        outcomes += workflow.restore(api, kept, dry_run)  # type: ignore[arg-type]
+        outcomes += replaced.restore(api, kept, dry_run)  # type: ignore[arg-type]
     finally:
         _emit(outcomes, settings, dry_run)
 
@@ -160,7 +162,7 @@ def status(settings: Settings) -> None:
       kubectl gpu status -o json
     """
     from kubectl_gpu import cluster
-    from kubectl_gpu.workflows import install_status
+    from kubectl_gpu.workflows.install import status as install_status
 
     api = cluster.connect(settings.kubeconfig, settings.context)
     found = install_status.status(api, settings.namespace or _DEFAULT_NAMESPACE)
@@ -233,10 +235,11 @@ def _request(settings: Settings, flags: dict[str, Any]) -> Any:
 
 def _install(settings: Settings, request: Any, dry_run: str) -> None:
     from kubectl_gpu import cluster, preflight
-    from kubectl_gpu.workflows import install as workflow
+    from kubectl_gpu.workflows.install import facts
+    from kubectl_gpu.workflows.install import install as workflow
 
     api = cluster.connect(settings.kubeconfig, settings.context)
-    plan = preflight.decide(request, workflow.facts(api, request.options.namespace))
+    plan = preflight.decide(request, facts.facts(api, request.options.namespace))
     for note in plan.notes:
         click.echo(note, err=True)
     for warning in plan.warnings:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jsonschema
 
-from kubectl_gpu.cli.mig import draw
+from kubectl_gpu.cli.mig.validate import draw
 from kubectl_gpu.mig import models, profiles
 from kubectl_gpu.mig.fit import layout
 from tests.conftest import ROOT, CliResult
@@ -117,7 +117,7 @@ def test_profiles_of_an_unknown_model_is_a_usage_error(run_cli: Run) -> None:
 
 
 def test_the_cli_offers_the_strategies_and_statuses_the_domain_knows() -> None:
-    from kubectl_gpu.cli import mig as cli_mig
+    from kubectl_gpu.cli.mig import validate as cli_mig
     from kubectl_gpu.mig import verdicts
 
     assert cli_mig.STRATEGIES == verdicts.STRATEGIES

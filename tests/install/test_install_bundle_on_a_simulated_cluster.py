@@ -14,7 +14,7 @@ import pytest
 
 from kubectl_gpu import bundle, keys
 from kubectl_gpu.sharing import deployment
-from kubectl_gpu.workflows import install
+from kubectl_gpu.workflows.install import objects
 from tests.conftest import CliResult
 from tests.fakes.apiserver import ApiError
 from tests.fakes.cluster import NodeSpec, SimCluster
@@ -24,7 +24,7 @@ from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
 Run = Callable[..., CliResult]
 pytestmark = pytest.mark.timeout(120)  # each test starts a cluster on a real control plane
 GPU_NODES = ("gpu-a", "gpu-b", "gpu-c")
-RESOURCES = install.RESOURCES  # kind → the stand-in store's resource name
+RESOURCES = objects.RESOURCES  # kind → the stand-in store's resource name
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kubectl_gpu.workflows import install
+from kubectl_gpu.workflows.install import replaced
 from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.cluster.fixture import sim_cluster as sim_cluster  # noqa: F401
 from tests.install.test_install_never_adds_a_second_device_plugin import (
@@ -36,8 +36,8 @@ def test_uninstall_restores_the_plugin_replace_plugin_deleted(
     installed = gpu(run_cli, cluster, "install", "--mode", "bundle", "--replace-plugin")
 
     assert installed.exit_code == 0, installed.stderr
-    assert f"configmap/{install.REPLACED_CONFIGMAP} -n kubectl-gpu kept" in installed.stdout
-    kept = cluster.store.get("configmaps", install.REPLACED_CONFIGMAP, "kubectl-gpu")
+    assert f"configmap/{replaced.REPLACED_CONFIGMAP} -n kubectl-gpu kept" in installed.stdout
+    kept = cluster.store.get("configmaps", replaced.REPLACED_CONFIGMAP, "kubectl-gpu")
     assert json.loads(kept["data"][f"{where[0]}.{where[1]}"])["spec"] == before["spec"]
 
     removed = gpu(run_cli, cluster, "uninstall")

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kubectl_gpu import bundle
-from kubectl_gpu.workflows import install
+from kubectl_gpu.workflows.install import objects
 from tests.conftest import CliResult
 from tests.fakes.apiserver import ApiError, discovery
 from tests.fakes.cluster import NodeSpec, SimCluster
@@ -44,7 +44,7 @@ def plugin_daemonsets(cluster: SimCluster) -> list[tuple[str, str]]:
 def everything(cluster: SimCluster) -> dict[tuple[str, str, str], str]:
     """Every object in the store but pods, events and nodes: (resource, ns, name) -> rv."""
     kept = {}
-    for resource in install.RESOURCES.values():
+    for resource in objects.RESOURCES.values():
         if resource in ("nodes",):
             continue
         for obj in cluster.store.list(resource):

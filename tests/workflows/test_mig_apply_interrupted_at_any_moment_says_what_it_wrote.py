@@ -11,7 +11,9 @@ import signal
 import pytest
 
 from kubectl_gpu import cluster, errors, keys
-from kubectl_gpu.workflows import mig_apply, mig_targets
+from kubectl_gpu.workflows.mig import apply as mig_apply
+from kubectl_gpu.workflows.mig.request import ApplyRequest
+from kubectl_gpu.workflows.mig.targets import Scope
 from tests.cli.test_mig_apply_reaches_allocatable import agent_pod
 from tests.fakes.cluster import SimCluster, layouts
 from tests.fakes.cluster.fixture import MakeSimCluster
@@ -38,9 +40,7 @@ def test_an_interruption_at_any_request_tells_the_truth(
     api = cluster.connect(str(node.kubeconfig))
     fields = {f.name: getattr(api, f.name) for f in dataclasses.fields(cluster.Api)}
     stopping = Interrupting(**fields, at=at, after=after, signum=signal.SIGINT)
-    request = mig_apply.ApplyRequest(
-        "mig.yaml", json.loads(json.dumps(ALL_3G)), "all-3g", mig_targets.Scope(("gpu-1",))
-    )
+    request = ApplyRequest("mig.yaml", json.loads(json.dumps(ALL_3G)), "all-3g", Scope(("gpu-1",)))
 
     try:
         mig_apply.run(stopping, request)

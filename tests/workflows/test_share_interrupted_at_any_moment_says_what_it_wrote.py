@@ -14,13 +14,14 @@ import pytest
 
 from kubectl_gpu import cluster, errors, keys
 from kubectl_gpu.sharing import rollout
-from kubectl_gpu.workflows import share
+from kubectl_gpu.workflows.share import change
+from kubectl_gpu.workflows.share.options import Options
 from tests.fakes.apiserver import FakeApiServer
 from tests.workflows.test_share_workflow_on_a_static_api import NAMESPACE
 from tests.workflows.test_share_workflow_on_a_static_api import api as api  # noqa: F401
 
 CONFIGMAP = ("configmaps", "nvdp-nvidia-device-plugin-configs", NAMESPACE)
-NO_RESTART = share.Options(restart=False)
+NO_RESTART = Options(restart=False)
 
 
 @dataclasses.dataclass
@@ -60,14 +61,14 @@ def test_an_interruption_at_any_request_tells_the_truth(
     at: int,
     after: bool,
 ) -> None:
-    share.share(api, rollout.ShareRequest(replicas=2), NO_RESTART)  # the change before
+    change.share(api, rollout.ShareRequest(replicas=2), NO_RESTART)  # the change before
     before = state(fake_apiserver)
     fields = {f.name: getattr(api, f.name) for f in dataclasses.fields(cluster.Api)}
     stopping = Interrupting(**fields, at=at, after=after, signum=signal.SIGTERM)
     request = rollout.ShareRequest(replicas=4, nodes=("gpu-a",))  # a key and a label
 
     try:
-        share.share(stopping, request, NO_RESTART)
+        change.share(stopping, request, NO_RESTART)
     except errors.GpuError as e:
         stopped: errors.GpuError | None = e
     else:
@@ -88,6 +89,6 @@ def test_an_interruption_at_any_request_tells_the_truth(
         labelled = "node gpu-a's nvidia.com/device-plugin.config label" in stopped.message
         assert labelled == (now[1] is not None)
         assert "to undo, run `kubectl gpu share rollback`" in stopped.hint
-        share.rollback(api, NO_RESTART)  # as the advice says: back to the change before
+        change.rollback(api, NO_RESTART)  # as the advice says: back to the change before
         data, label = state(fake_apiserver)
         assert (data["any"], label) == (before[0]["any"], before[1])  # added keys stay

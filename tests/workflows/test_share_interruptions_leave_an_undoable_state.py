@@ -11,7 +11,9 @@ import pytest
 
 from kubectl_gpu import cluster, errors, keys
 from kubectl_gpu.sharing import rollout
-from kubectl_gpu.workflows import share
+from kubectl_gpu.workflows.share import change
+from kubectl_gpu.workflows.share.options import Options
+from kubectl_gpu.workflows.share.show import show
 from kubectl_gpu.workflows.waiting import Timing
 from tests.fakes.apiserver import FakeApiServer
 from tests.fakes.cluster import layouts
@@ -60,9 +62,7 @@ def test_ctrl_c_mid_rollout_says_what_was_written_and_rollback_undoes_it(
     clock = Interrupting()
 
     with pytest.raises(errors.GpuError) as stopped:
-        share.share(
-            api, rollout.ShareRequest(replicas=2), share.Options(), Timing(clock, clock.sleep)
-        )
+        change.share(api, rollout.ShareRequest(replicas=2), Options(), Timing(clock, clock.sleep))
 
     e = stopped.value
     assert e.exit_code == errors.ExitCode.INTERRUPTED
@@ -71,10 +71,10 @@ def test_ctrl_c_mid_rollout_says_what_was_written_and_rollback_undoes_it(
     assert "not restarted (they still run the previous config): gpu-a, gpu-b" in e.message
     assert "kubectl gpu share rollback" in e.hint and "run the same command again" in e.hint
     assert "replicas: 2" in _text(fake_apiserver)["data"]["any"]
-    shown = share.show(api, share.Options())
+    shown = show(api, Options())
     assert shown.configmap.record  # `share show` reads the state the interruption left
 
-    share.rollback(api, share.Options(restart=False))
+    change.rollback(api, Options(restart=False))
 
     assert _text(fake_apiserver)["data"]["any"] == "version: v1\n"
 
@@ -85,7 +85,7 @@ def test_a_denied_pod_delete_says_what_was_written_and_restarted(
     fake_apiserver.deny("delete", "pods")
 
     with pytest.raises(errors.GpuError) as stopped:
-        share.share(api, rollout.ShareRequest(replicas=2), share.Options())
+        change.share(api, rollout.ShareRequest(replicas=2), Options())
 
     message = stopped.value.message
     assert f"failed after writing ConfigMap {NAMESPACE}/{CONFIGMAP}" in message
@@ -97,9 +97,11 @@ def test_timeout_bounds_the_whole_rollout_not_each_batch(
     api: cluster.Api, fake_apiserver: FakeApiServer
 ) -> None:
     clock = Recreating(fake_apiserver.store, delay=6)
-    options = share.Options(timeout=10, max_unavailable=1)
+    options = Options(timeout=10, max_unavailable=1)
 
-    result = share.share(api, rollout.ShareRequest(replicas=2), options, Timing(clock, clock.sleep))
+    result = change.share(
+        api, rollout.ShareRequest(replicas=2), options, Timing(clock, clock.sleep)
+    )
 
     rows = {r.node: r for r in result.nodes}
     assert rows["gpu-a"].result == "restarted"  # after 6 s
@@ -118,7 +120,7 @@ def test_a_change_whose_record_cannot_be_kept_is_refused_up_front(
     api = cluster.connect(str(kubeconfig))
 
     with pytest.raises(rollout.RecordTooLarge, match="nothing was written"):
-        share.share(api, rollout.ShareRequest(replicas=2), share.Options())
+        change.share(api, rollout.ShareRequest(replicas=2), Options())
 
     written = _text(fake_apiserver)
     assert written["data"]["any"] == huge
@@ -143,9 +145,11 @@ def test_a_concurrent_change_ends_the_wait_and_names_the_winner(
     api: cluster.Api, fake_apiserver: FakeApiServer
 ) -> None:
     clock = OtherWriter(fake_apiserver.store)
-    options = share.Options(restart=False, wait=True, timeout=300)
+    options = Options(restart=False, wait=True, timeout=300)
 
-    result = share.share(api, rollout.ShareRequest(replicas=3), options, Timing(clock, clock.sleep))
+    result = change.share(
+        api, rollout.ShareRequest(replicas=3), options, Timing(clock, clock.sleep)
+    )
 
     assert {r.result for r in result.nodes} == {"failed"}
     message = result.nodes[0].message

@@ -10,7 +10,8 @@ import pytest
 
 from kubectl_gpu import cluster
 from kubectl_gpu.sharing import rollout
-from kubectl_gpu.workflows import share
+from kubectl_gpu.workflows.share import change
+from kubectl_gpu.workflows.share.options import Options
 from tests.fakes.apiserver import FakeApiServer
 from tests.fakes.cluster import layouts
 from tests.workflows.sharebuilders import gpu_node
@@ -34,7 +35,7 @@ def test_opening_comments_and_key_order_survive_an_edit(
     api = cluster.connect(str(kubeconfig))
 
     with caplog.at_level(logging.WARNING, logger="kubectl_gpu"):
-        share.share(api, rollout.ShareRequest(replicas=2), share.Options(restart=False))
+        change.share(api, rollout.ShareRequest(replicas=2), Options(restart=False))
 
     text = fake_apiserver.store.get("configmaps", CONFIGMAP, NAMESPACE)["data"]["any"]
     assert text.startswith("# Owned by the platform team: ask #gpu-infra before changing.\n")

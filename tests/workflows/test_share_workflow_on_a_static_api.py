@@ -16,7 +16,8 @@ import pytest
 
 from kubectl_gpu import cluster
 from kubectl_gpu.sharing import rollout
-from kubectl_gpu.workflows import share, sharereport
+from kubectl_gpu.workflows.share import change, report
+from kubectl_gpu.workflows.share.options import Options
 from kubectl_gpu.workflows.waiting import Timing
 from tests.conftest import ROOT
 from tests.fakes.apiserver import FakeApiServer
@@ -101,8 +102,10 @@ def test_a_plugin_that_never_comes_back_fails_at_the_deadline(
     api: cluster.Api, fake_apiserver: FakeApiServer
 ) -> None:
     clock = FakeClock()
-    options = share.Options(timeout=30, max_unavailable=1)
-    result = share.share(api, rollout.ShareRequest(replicas=2), options, Timing(clock, clock.sleep))
+    options = Options(timeout=30, max_unavailable=1)
+    result = change.share(
+        api, rollout.ShareRequest(replicas=2), options, Timing(clock, clock.sleep)
+    )
     rows = {r.node: r for r in result.nodes}
     assert rows["gpu-a"].result == "failed"
     assert rows["gpu-a"].message.startswith(
@@ -122,7 +125,7 @@ def test_no_restart_leaves_the_plugins_and_says_so(
     api: cluster.Api, fake_apiserver: FakeApiServer
 ) -> None:
     before = {p["metadata"]["uid"] for p in fake_apiserver.store.list("pods", NAMESPACE)}
-    result = share.share(api, rollout.ShareRequest(replicas=2), share.Options(restart=False))
+    result = change.share(api, rollout.ShareRequest(replicas=2), Options(restart=False))
     assert {r.result for r in result.nodes} == {"not-restarted"}
     assert "reads a changed key only at start" in result.nodes[0].message
     assert {p["metadata"]["uid"] for p in fake_apiserver.store.list("pods", NAMESPACE)} == before
@@ -133,9 +136,9 @@ def test_wait_times_out_with_what_it_saw(
     api: cluster.Api, caplog: pytest.LogCaptureFixture
 ) -> None:
     clock = FakeClock()
-    options = share.Options(restart=False, wait=True, timeout=12)
+    options = Options(restart=False, wait=True, timeout=12)
     with caplog.at_level(logging.INFO, logger="kubectl_gpu.workflows"):
-        result = share.share(
+        result = change.share(
             api, rollout.ShareRequest(replicas=3), options, Timing(clock, clock.sleep)
         )
     rows = {r.node: r for r in result.nodes}
@@ -154,8 +157,8 @@ def test_wait_times_out_with_what_it_saw(
 
 
 def test_the_result_document_matches_its_schema(api: cluster.Api) -> None:
-    result = share.share(api, rollout.ShareRequest(replicas=20), share.Options(restart=False))
-    document = sharereport.result_document(result)
+    result = change.share(api, rollout.ShareRequest(replicas=20), Options(restart=False))
+    document = report.result_document(result)
     schema = json.loads((ROOT / "schemas" / "share-result.v1.json").read_text())
     jsonschema.Draft202012Validator(schema).validate(document)
     [warning] = document["warnings"]  # more than 16 time-slicing replicas: no isolation
@@ -167,8 +170,10 @@ def test_max_unavailable_restarts_nodes_together(
     api: cluster.Api, fake_apiserver: FakeApiServer
 ) -> None:
     clock = FakeClock()
-    options = share.Options(timeout=5, max_unavailable=2)
-    result = share.share(api, rollout.ShareRequest(replicas=2), options, Timing(clock, clock.sleep))
+    options = Options(timeout=5, max_unavailable=2)
+    result = change.share(
+        api, rollout.ShareRequest(replicas=2), options, Timing(clock, clock.sleep)
+    )
     # one batch of two: both plugins were deleted at once, both then missed the deadline
     assert {r.node: r.result for r in result.nodes} == {"gpu-a": "failed", "gpu-b": "failed"}
     assert fake_apiserver.store.list("pods", NAMESPACE) == []
@@ -181,4 +186,4 @@ def test_rollback_without_a_record_says_there_is_nothing_to_undo(api: cluster.Ap
     with pytest.raises(
         errors.GpuError, match="nothing to roll back: ConfigMap nvidia-device-plugin/"
     ):
-        share.rollback(api, share.Options())
+        change.rollback(api, Options())

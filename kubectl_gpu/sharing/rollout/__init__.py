@@ -4,7 +4,7 @@ Owns the decisions behind the share command, as data: which key each GPU node re
 (`selection`), the planner's inputs (`state`, `nodes`), what a request wants written
 (`targets`), the checked plan with its expected capacities and refusals (`plan`), the rollback
 record (`record`) and the per-node survey (`status`). Must not do I/O: the workflow
-(kubectl_gpu.workflows.share) reads the cluster, calls these, validates and writes. Pure.
+(kubectl_gpu.workflows.share.change) reads the cluster, calls these, validates and writes. Pure.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ from typing import Any
 from kubectl_gpu import cluster, keys, numbers
 from kubectl_gpu.mig import stuck
 from kubectl_gpu.mig.actuators import Actuator
-from kubectl_gpu.workflows import mig_targets
-from kubectl_gpu.workflows.mig_targets import NodeFacts, Scope
+from kubectl_gpu.workflows.mig import nodemig, targets
+from kubectl_gpu.workflows.mig.targets import NodeFacts, Scope
 
 API_VERSION = "kubectl-gpu.io/v1"
 DONE_STATES = ("success", "failed", "reboot-required")  # our agent's final states
@@ -59,18 +59,16 @@ def status(
     after: dt.timedelta = stuck.DEFAULT_AFTER,
 ) -> list[NodeStatus]:
     """Every GPU node in scope (all of them when none is named), with why a node is stuck."""
-    from kubectl_gpu.workflows import mig_recover
-
     if not (scope.names or scope.selector):
         scope = Scope(all_nodes=True)
-    policies = mig_targets.cluster_policies(api)
-    found = mig_targets.read(api, scope, policies)
-    reported = mig_recover.reported_gpus(api)
+    policies = targets.cluster_policies(api)
+    found = targets.read(api, scope, policies)
+    reported = nodemig.reported_gpus(api)
     now = now or dt.datetime.now(dt.timezone.utc)
     return [
         dataclasses.replace(
             of(facts),
-            stuck=stuck.reasons(mig_recover.node_mig(facts, reported, api), now, after),
+            stuck=stuck.reasons(nodemig.node_mig(facts, reported, api), now, after),
         )
         for facts in found
     ]
@@ -136,7 +134,7 @@ def _gpus(notes: dict[str, str]) -> tuple[GpuStatus, ...]:
 
 
 def _json(text: str) -> Any:
-    if not text or len(text) > mig_targets.MAX_REPORT_CHARS:
+    if not text or len(text) > targets.MAX_REPORT_CHARS:
         return None
     try:
         return json.loads(text)

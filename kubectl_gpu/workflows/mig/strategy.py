@@ -19,7 +19,7 @@ from kubectl_gpu import cluster, keys
 from kubectl_gpu.errors import ClusterError
 from kubectl_gpu.sharing import deployment as deployments
 from kubectl_gpu.sharing.deployment import DeploymentError, Overrides
-from kubectl_gpu.workflows import sharestate
+from kubectl_gpu.workflows.share import state as sharestate
 
 log = logging.getLogger(__name__)
 

@@ -12,15 +12,12 @@ write anything.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from kubectl_gpu import cluster, errors, keys
 from kubectl_gpu.mig.actuators import Actuator
 from kubectl_gpu.workflows import drain
-from kubectl_gpu.workflows.mig_targets import NodeFacts
-
-if TYPE_CHECKING:
-    from kubectl_gpu.workflows.mig_apply import ApplyRequest
+from kubectl_gpu.workflows.mig.request import ApplyRequest
+from kubectl_gpu.workflows.mig.targets import NodeFacts
 
 DRAIN_CHANGE = "mig apply "  # how a mig apply's drain record names its change
 

@@ -23,7 +23,8 @@ from kubectl_gpu.mig import actuators, stuck
 from kubectl_gpu.sharing import deployment as deployments
 from kubectl_gpu.sharing.rollout.status import NodeStatus as PluginNodeStatus
 from kubectl_gpu.sharing.rollout.status import PluginPod
-from kubectl_gpu.workflows import doctor_dra, sharestate
+from kubectl_gpu.workflows.doctor import dra
+from kubectl_gpu.workflows.share import state as sharestate
 
 log = logging.getLogger(__name__)
 Json = dict[str, Any]
@@ -83,14 +84,15 @@ def pod(api: cluster.Api, namespace: str, name: str) -> Result:
         logs=_logs(api, subject),
         survey=() if subject.node else _survey(api),
         stuck=_stuck(api, [n for n in case_nodes if n.name == subject.node] or case_nodes),
-        dra=doctor_dra.gather(api, raw),
+        dra=dra.gather(api, raw),
     )
     return Result("Pod", namespace, name, doctor.diagnose_pod(case))
 
 
 def cluster_health(api: cluster.Api) -> Result:
     """Diagnose every GPU node (and the GPU pods' placement choices)."""
-    from kubectl_gpu.workflows import share
+    from kubectl_gpu.workflows.share.options import Options
+    from kubectl_gpu.workflows.share.show import show
 
     raw_pods = _optional(lambda: api.list(cluster.path("pods")))
     nodes = _nodes(api, raw_pods)
@@ -98,7 +100,7 @@ def cluster_health(api: cluster.Api) -> Result:
     elsewhere: dict[str, PluginPod] = {}
     found: list[doctor.Diagnosis] = []
     try:
-        status = share.show(api, share.Options())
+        status = show(api, Options())
     except deployments.DeploymentError as e:
         found.append(
             doctor.Diagnosis(
@@ -122,10 +124,11 @@ def cluster_health(api: cluster.Api) -> Result:
 
 def _survey(api: cluster.Api) -> tuple[PluginNodeStatus, ...]:
     """The device plugin on each GPU node (empty when none is found or it may not be read)."""
-    from kubectl_gpu.workflows import share
+    from kubectl_gpu.workflows.share.options import Options
+    from kubectl_gpu.workflows.share.show import show
 
     try:
-        return share.show(api, share.Options()).nodes
+        return show(api, Options()).nodes
     except deployments.DeploymentError as e:
         log.info("device plugin not checked: %s", e.message)
     except errors.ClusterError as e:
@@ -137,16 +140,16 @@ def _survey(api: cluster.Api) -> tuple[PluginNodeStatus, ...]:
 
 def _stuck(api: cluster.Api, nodes: Iterable[facts.Node]) -> dict[str, tuple[str, ...]]:
     """Why each GPU node's MIG change is stuck (nodes that are not left out)."""
-    from kubectl_gpu.workflows import mig_recover
+    from kubectl_gpu.workflows.mig import nodemig
 
-    reported = mig_recover.reported_gpus(api)
+    reported = nodemig.reported_gpus(api)
     policies = _optional(lambda: api.list(cluster.path("clusterpolicies")))
     now = dt.datetime.now(dt.timezone.utc)
     found = {}
     for node in (n for n in nodes if n.is_gpu_node):
         actuator = actuators.choose(policies, node.labels)
         seen = stuck.NodeMig(node.name, node.labels, node.annotations, reported.get(node.name))
-        subject = mig_recover.with_actuator(api, seen, actuator)
+        subject = nodemig.with_actuator(api, seen, actuator)
         reasons = stuck.reasons(subject, now)
         if reasons:
             found[node.name] = reasons

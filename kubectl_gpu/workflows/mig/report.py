@@ -1,7 +1,7 @@
 """The outcome of `kubectl gpu mig apply` as data: the document and the one-line summary.
 
 Owns `document` (what schemas/mig-apply-result.v1.json describes) and `summary` (the line on
-stderr). Must not decide outcomes (mig_apply does) nor print.
+stderr). Must not decide outcomes (`apply` does) nor print.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubectl_gpu.mig import verdicts
-from kubectl_gpu.workflows.mig_apply import ApplyResult, NodeResult
+from kubectl_gpu.workflows.mig.results import ApplyResult, NodeResult
 
 API_VERSION = "kubectl-gpu.io/v1"
 

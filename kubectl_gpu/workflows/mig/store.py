@@ -6,7 +6,8 @@ single-config mig-parted document; or the GPU Operator's MIG manager ConfigMap (
 `ClusterPolicy.spec.migManager.config.name`, default `default-mig-parted-config`, key
 `config.yaml`), where our config name is added only when absent or identical. Every ConfigMap
 write is a read-modify-write on `resourceVersion`, retried on 409. `dry_run` "client" writes
-nothing and returns the objects; "server" sends them with `dryRun=All`. Must not validate
+nothing and returns the objects; "server" sends them with `dryRun=All`. `put` and `ask` choose,
+per node's actuator, where the config goes and which label asks for it. Must not validate
 configs (the workflow did) nor wait.
 """
 
@@ -14,17 +15,23 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from kubectl_gpu import cluster, keys
 from kubectl_gpu.errors import ClusterError, GpuError
+from kubectl_gpu.mig.actuators import Actuator
+from kubectl_gpu.workflows.mig.request import ApplyRequest
+from kubectl_gpu.workflows.mig.targets import NodeFacts
 
+log = logging.getLogger(__name__)
 Json = dict[str, Any]
 Edit = Callable[[dict[str, str]], "dict[str, str] | None"]  # new data, or None: unchanged
 OPERATOR_CONFIGMAP = "default-mig-parted-config"  # the operator's shipped default (§3.5)
 _ATTEMPTS = 5
 MAX_CONFIG_CHARS = 1024 * 1024  # a ConfigMap holds at most 1 MiB
+_OPERATOR_APPS = ("nvidia-device-plugin-daemonset", "gpu-feature-discovery", "nvidia-mig-manager")
 
 
 def document_text(name: str, specs: list[Any]) -> str:
@@ -154,3 +161,71 @@ def _get(api: cluster.Api, url: str) -> Json | None:
         if e.status == 404:
             return None
         raise
+
+
+# ---- a request, per actuator ---------------------------------------------------------------
+
+
+def put(
+    api: cluster.Api,
+    request: ApplyRequest,
+    facts: list[NodeFacts],
+    content: tuple[str, str, list[Any]],
+    policies: list[Json],
+) -> list[Json]:
+    """The config where each of these nodes' actuators reads it."""
+    text, _, raw = content
+    written: list[Json | None] = []
+    if any(f.actuator is Actuator.AGENT for f in facts):
+        namespace = request.namespace or keys.NAMESPACE
+        written.append(store_ours(api, namespace, request.config, text, request.dry_run))
+    if any(f.actuator is Actuator.OPERATOR for f in facts):
+        namespace = request.namespace or _operator_namespace(api)
+        name = operator_configmap(policies)
+        edit = operator_edit(request.config, raw, f"ConfigMap {namespace}/{name}")
+        written.append(update_configmap(api, namespace, name, edit, request.dry_run))
+        if request.force:
+            log.warning(
+                "--force applies to kubectl gpu's agent only; the MIG manager has no such check"
+            )
+    return [o for o in written if o is not None]
+
+
+def ask(api: cluster.Api, facts: NodeFacts, request: ApplyRequest, key: str) -> Json:
+    """Set the request label on one node, as its actuator reads it."""
+    if facts.actuator is Actuator.OPERATOR:
+        return _request_operator(api, facts, request)
+    return _request_ours(api, facts, request, key)
+
+
+def _request_ours(api: cluster.Api, facts: NodeFacts, request: ApplyRequest, key: str) -> Json:
+    notes: dict[str, str | None] = {keys.MIG_FORCE_ANNOTATION: key} if request.force else {}
+    labels: dict[str, str | None] = {keys.MIG_DESIRED_LABEL: request.config}
+    log.info("node %s: asking kubectl gpu's agent for %s", facts.name, key)
+    return label_node(api, facts.name, labels, notes, request.dry_run)
+
+
+def _request_operator(api: cluster.Api, facts: NodeFacts, request: ApplyRequest) -> Json:
+    """The MIG manager acts on a *change* of its label: the same name again goes through ""
+    first (mig-parted#108); the old state label goes, so that a wait sees the new one."""
+    if facts.labels.get(keys.MIG_CONFIG_LABEL) == request.config:
+        label_node(api, facts.name, {keys.MIG_CONFIG_LABEL: ""}, {}, request.dry_run)
+    labels: dict[str, str | None] = {
+        keys.MIG_CONFIG_LABEL: request.config,
+        keys.MIG_CONFIG_STATE_LABEL: None,
+    }
+    log.info("node %s: asking the GPU Operator's MIG manager for %s", facts.name, request.config)
+    return label_node(api, facts.name, labels, {}, request.dry_run)
+
+
+def _operator_namespace(api: cluster.Api) -> str:
+    for daemonset in api.list(cluster.path("daemonsets")):
+        meta = daemonset.get("metadata") or {}
+        template = ((daemonset.get("spec") or {}).get("template") or {}).get("metadata") or {}
+        apps = {(meta.get("labels") or {}).get("app"), (template.get("labels") or {}).get("app")}
+        if apps & set(_OPERATOR_APPS):
+            return str(meta.get("namespace", ""))
+    raise GpuError(
+        "cannot find the GPU Operator's namespace (no device plugin or GFD DaemonSet of it)",
+        hint="name the operator's namespace with -n",
+    )

@@ -1,13 +1,11 @@
-"""`kubectl gpu mig`: MIG profiles per GPU model, and whether a mig-parted config fits.
+"""`kubectl gpu mig validate` and `mig plan`: whether a mig-parted config fits, and its layout.
 
-`profiles` lists the geometry tables; `validate` and `plan` read a mig-parted config, build the
-targets (GPU models named with --gpu, or with --node each node's GPUs and MIG strategy read
-as `mig apply` reads them: the agent's report, else GPU Feature Discovery labels; the strategy
-of the device plugin serving the node, workflows.mig_strategy), hand both to
-`verdicts` and render the verdicts: `validate` as one line
-per config, target and GPU, `plan` as a drawing of each GPU's memory slices. `-o json|yaml`
-print the document `schemas/mig-validate-result.v1.json` describes (for both), or for
-`profiles` a `MigProfileList` (models, products, profiles with placements). The kubernetes
+Both read a mig-parted config, build the targets (GPU models named with --gpu, or with --node
+each node's GPUs and MIG strategy read as `mig apply` reads them: the agent's report, else GPU
+Feature Discovery labels; the strategy of the device plugin serving the node,
+workflows.mig.strategy), hand both to `verdicts` and render the verdicts: `validate` as one
+line per config, target and GPU, `plan` as a drawing of each GPU's memory slices. `-o
+json|yaml` print the document `schemas/mig-validate-result.v1.json` describes. The kubernetes
 client is imported only for --node, inside the function.
 """
 
@@ -27,7 +25,6 @@ from kubectl_gpu.errors import ExitCode, GpuError, UsageError
 
 if TYPE_CHECKING:  # the MIG domain is imported when a command runs: `--help` lists this group
     from kubectl_gpu.mig.fit import Layout, PlacedInstance
-    from kubectl_gpu.mig.models import GiProfile, GpuModel
     from kubectl_gpu.mig.nodes import Target
     from kubectl_gpu.mig.spec import MigConfigFile
     from kubectl_gpu.mig.verdicts import ConfigVerdict, GpuVerdict
@@ -36,50 +33,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 STRATEGIES = ("none", "single", "mixed")  # verdicts.STRATEGIES (a test keeps the two equal)
 FITS, DOES_NOT_FIT = "fits", "does-not-fit"  # verdicts.Status values
 _SLICE_WIDTH = 8
-
-
-@click.group(short_help="Partition GPUs with MIG: check, apply, follow and recover layouts.")
-def mig() -> None:
-    """Partition GPUs with MIG. Offline: the profiles of each GPU model (profiles), whether a
-    mig-parted config fits (validate) and the layout it gives (plan). On the cluster: apply a
-    config to nodes (apply; the node agent or the GPU Operator's MIG manager changes the GPUs),
-    follow where each node stands (status), and bring back a node whose change is stuck
-    (recover).
-
-    \b
-    Examples:
-      kubectl gpu mig profiles --gpu H100-80GB
-      kubectl gpu mig validate -f config.yaml -c all-balanced --gpu "NVIDIA H100 80GB HBM3"
-      kubectl gpu mig plan -f config.yaml -c all-balanced --node gpu-node-1 --strategy mixed
-      kubectl gpu mig apply -f config.yaml -c all-balanced --node gpu-node-1 --wait
-      kubectl gpu mig status
-    """
-
-
-@mig.command("profiles")
-@click.option(
-    "--gpu",
-    "gpus",
-    multiple=True,
-    metavar="MODEL",
-    help="Only this model (key, NVML product name, nvidia.com/gpu.product value or PCI ID).",
-)
-@global_options
-@pass_settings
-def profiles_cmd(settings: Settings, gpus: tuple[str, ...]) -> None:
-    """List the GPU-instance profiles of each known GPU model, with their placements.
-
-    PLACEMENTS are the memory slices an instance may start at and how many it spans, as
-    `nvidia-smi mig -lgipp` prints them; a trailing ? marks placements not verified.
-    """
-    from kubectl_gpu.mig import models
-
-    chosen = list(dict.fromkeys(models.find(g)[0] for g in gpus)) if gpus else models.MODELS
-    rows = [(model, profile) for model in chosen for profile in model.profiles]
-    render.emit_table(rows, _PROFILE_COLUMNS, settings.output, _profiles_document(chosen))
-    for model in chosen:
-        if model.note:
-            click.echo(f"note: {model.key}: {model.note}", err=True)
 
 
 _TARGET_OPTIONS = (
@@ -106,7 +59,7 @@ def _target_options(f: F) -> F:
     return f
 
 
-@mig.command("validate")
+@click.command("validate")
 @_target_options
 @global_options
 @pass_settings
@@ -130,7 +83,7 @@ def validate_cmd(settings: Settings, **flags: Any) -> None:
     _finish(results)
 
 
-@mig.command("plan")
+@click.command("plan")
 @_target_options
 @global_options
 @pass_settings
@@ -191,7 +144,8 @@ def _node_targets(settings: Settings, names: Sequence[str]) -> list[tuple[Target
     """Each node's GPUs and device-plugin MIG strategy, read as `mig apply` reads them (the
     agent's report, else GFD's labels), so that both give one verdict for one node."""
     from kubectl_gpu import cluster  # lazy: offline checks never import kubernetes
-    from kubectl_gpu.workflows import mig_strategy, mig_targets
+    from kubectl_gpu.workflows.mig import strategy as mig_strategy
+    from kubectl_gpu.workflows.mig import targets as mig_targets
 
     api = cluster.connect(settings.kubeconfig, settings.context)
     scope = mig_targets.Scope(names=tuple(dict.fromkeys(names)))
@@ -226,24 +180,6 @@ def _finish(results: Sequence[ConfigVerdict]) -> None:
 
 
 # --- tables ----------------------------------------------------------------------------------
-
-
-def _placements(model: GpuModel, profile: GiProfile) -> str:
-    return str(profile.shape) + ("" if model.placements_verified else " ?")
-
-
-_PROFILE_COLUMNS = (
-    Column("MODEL", lambda r: r[0].key),
-    Column("PROFILE", lambda r: r[1].name),
-    Column("COMPUTE", lambda r: f"{r[1].compute_slices}/{r[0].board.compute_slices}"),
-    Column("MEMORY", lambda r: f"{r[1].shape.memory_slices}/{r[0].board.memory_slices}"),
-    Column("MAX", lambda r: r[1].max_instances),
-    Column("PLACEMENTS", lambda r: _placements(r[0], r[1])),
-    Column(
-        "COMPUTE INSTANCES", lambda r: [n.split(".", 1)[0] for n in r[1].compute_instance_profiles]
-    ),
-    Column("PCI IDS", lambda r: [p.pci_id for p in r[0].products], wide_only=True),
-)
 
 
 def _grouped(result: ConfigVerdict) -> list[tuple[str, GpuVerdict]]:
@@ -380,17 +316,3 @@ def _document(results: Sequence[ConfigVerdict], flags: dict[str, Any]) -> dict[s
         "fits": all(r.fits for r in results),
         "results": [to_dict(r) for r in results],
     }
-
-
-def _profiles_document(chosen: Sequence[GpuModel]) -> dict[str, Any]:
-    """`kind: MigProfileList`: each model's products, slices and profiles with placements."""
-    from kubectl_gpu.mig import models
-
-    return {
-        "apiVersion": render.API_VERSION,
-        "kind": "MigProfileList",
-        "models": [models.to_dict(m) for m in chosen],
-    }
-
-
-from kubectl_gpu.cli import mig_apply, mig_recover  # noqa: E402,F401  (register subcommands)

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from kubectl_gpu import cluster, errors, keys
 from kubectl_gpu.sharing import rollout
-from kubectl_gpu.workflows import drain, sharedrain
-from kubectl_gpu.workflows.sharestate import Json
-from kubectl_gpu.workflows.sharewrites import ROLLBACK
+from kubectl_gpu.workflows import drain
+from kubectl_gpu.workflows.share.drain import CHANGE
+from kubectl_gpu.workflows.share.state import Json
+from kubectl_gpu.workflows.share.writes import ROLLBACK
 
 
 def before_rollout(
@@ -92,5 +93,5 @@ def _cordoned(api: cluster.Api) -> list[str]:
     return sorted(
         str(n["metadata"]["name"])
         for n in api.list(cluster.path("nodes"))
-        if drain.record_of(n).get("change") == sharedrain.CHANGE
+        if drain.record_of(n).get("change") == CHANGE
     )

@@ -1,7 +1,7 @@
 """`kubectl gpu mig recover NODE…`: bring back a node whose MIG change is stuck.
 
-Registered on the `mig` group by an import at the end of cli/mig.py. Reads the flags, calls
-`workflows.mig_recover.recover` and says per node what it put back and what to do next. Exit 0
+Registered on the `mig` group by cli/mig/__init__.py. Reads the flags, calls
+`workflows.mig.recover.recover` and says per node what it put back and what to do next. Exit 0
 when every node was recovered, 1 when a named node is not stuck (nothing is written then).
 """
 
@@ -12,7 +12,6 @@ from typing import Any
 import click
 
 from kubectl_gpu.cli import render
-from kubectl_gpu.cli.mig import mig
 from kubectl_gpu.cli.params import stuck_after_option
 from kubectl_gpu.cli.render import Column
 from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
@@ -29,7 +28,7 @@ _COLUMNS = (
 )
 
 
-@mig.command("recover")
+@click.command("recover")
 @click.argument("nodes", nargs=-1, required=True, metavar="NODE...")
 @stuck_after_option
 @click.option("--force", is_flag=True, help="Recover a node although it does not look stuck.")
@@ -50,7 +49,7 @@ def recover_cmd(
     import datetime as dt
 
     from kubectl_gpu import cluster
-    from kubectl_gpu.workflows import mig_recover
+    from kubectl_gpu.workflows.mig import recover as mig_recover
 
     names = tuple(n.strip() for item in nodes for n in item.split(",") if n.strip())
     api = cluster.connect(settings.kubeconfig, settings.context)

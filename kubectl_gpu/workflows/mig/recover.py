@@ -1,14 +1,12 @@
-"""Finding GPU nodes whose MIG change is stuck, and `kubectl gpu mig recover NODE…`.
+"""`kubectl gpu mig recover NODE…`: bring back a node whose MIG change is stuck.
 
-Owns the reads behind `mig.stuck` (each GPU node's labels and annotations, and the MIG devices
-the agent's GPUNodeReport shows per GPU; a cluster without the report resource has none) and
-the recovery write: one merge patch per node that puts the operator's `gpu.deploy.*` labels
-back to their previous values, sets the node's MIG state label to `failed`, records the reason
-and clears our in-progress annotations, so that neither actuator goes on with the old change
-and the device plugin comes back; a drain that stopped before any MIG change (`mig apply
---drain`, `share --drain`) is only undone (uncordoned, its record removed): no MIG failure.
-A node that is not stuck is refused unless forced. Must not
-decide what counts as stuck (kubectl_gpu.mig.stuck does).
+Owns the recovery write (whether a node is stuck is read through `nodemig`): one merge patch
+per node that puts the operator's `gpu.deploy.*` labels back to their previous values, sets
+the node's MIG state label to `failed`, records the reason and clears our in-progress
+annotations, so that neither actuator goes on with the old change and the device plugin comes
+back; a drain that stopped before any MIG change (`mig apply --drain`, `share --drain`) is only
+undone (uncordoned, its record removed): no MIG failure. A node that is not stuck is refused
+unless forced. Must not decide what counts as stuck (kubectl_gpu.mig.stuck does).
 """
 
 from __future__ import annotations
@@ -20,11 +18,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubectl_gpu import cluster, errors, keys
-from kubectl_gpu.gpumap import report
 from kubectl_gpu.mig import stuck
 from kubectl_gpu.mig.actuators import Actuator
-from kubectl_gpu.workflows import mig_silence, mig_targets
-from kubectl_gpu.workflows.mig_targets import NodeFacts, Scope
+from kubectl_gpu.workflows.mig import nodemig, targets
+from kubectl_gpu.workflows.mig.targets import NodeFacts, Scope
 
 log = logging.getLogger(__name__)
 Json = dict[str, Any]
@@ -48,65 +45,6 @@ class Recovery:
     undone: tuple[str, ...] = ()  # what else was put back: the drain record, the cordon
 
 
-def reported_gpus(api: cluster.Api) -> dict[str, tuple[stuck.ReportedGpu, ...]]:
-    """Per node, the GPUs its agent's report shows (nodes without a report left out)."""
-    try:
-        objects = list(api.list(cluster.path("gpunodereports")))
-    except errors.ClusterError as e:
-        if e.status not in (403, 404):
-            raise
-        log.info("MIG devices not compared with agent reports: %s", e.message)
-        return {}
-    found: dict[str, tuple[stuck.ReportedGpu, ...]] = {}
-    for obj in objects:
-        try:
-            node_report = report.from_dict(obj)
-        except report.ReportError:
-            continue
-        found[node_report.node] = tuple(
-            stuck.ReportedGpu(g.index, g.mig_mode == report.MIG_ENABLED, len(g.mig_devices))
-            for g in node_report.gpus
-            if g.index is not None
-        )
-    return found
-
-
-def node_mig(
-    facts: NodeFacts,
-    reported: Mapping[str, Sequence[stuck.ReportedGpu]],
-    api: cluster.Api | None = None,
-) -> stuck.NodeMig:
-    """The node as kubectl_gpu.mig.stuck judges it; with `api`, a pending node's actuator pod
-    is looked for (one read per pending node)."""
-    node = stuck.NodeMig(facts.name, facts.labels, facts.annotations, reported.get(facts.name))
-    return with_actuator(api, node, facts.actuator)
-
-
-def with_actuator(
-    api: cluster.Api | None, node: stuck.NodeMig, actuator: Actuator
-) -> stuck.NodeMig:
-    """Who acts on the node, and (with `api`, only while a change is pending) whether its
-    pod runs there."""
-    operator = actuator is Actuator.OPERATOR
-    who = "the GPU Operator's MIG manager" if operator else "the kubectl-gpu agent"
-    runs = None
-    if api is not None and stuck.pending_label(node.labels):
-        selector = mig_silence.MIG_MANAGER_SELECTOR if operator else mig_silence.AGENT_SELECTOR
-        runs = _runs_on(api, node.name, selector)
-    return dataclasses.replace(node, actuator=who, actuator_runs=runs)
-
-
-def _runs_on(api: cluster.Api, node: str, selector: str) -> bool | None:
-    field = f"spec.nodeName={node}"
-    try:
-        pods = list(api.list(cluster.path("pods"), label_selector=selector, field_selector=field))
-    except errors.ClusterError as e:
-        if e.status != 403:
-            raise
-        return None  # may not read pods: unknown, never "not running"
-    return any((p.get("status") or {}).get("phase") == "Running" for p in pods)
-
-
 def recover(
     api: cluster.Api,
     names: Sequence[str],
@@ -115,9 +53,12 @@ def recover(
     force: bool = False,
 ) -> list[Recovery]:
     """Recover each named node; NotStuck (before any write) for one that is not stuck."""
-    found = mig_targets.read(api, Scope(tuple(names)), mig_targets.cluster_policies(api))
-    reported = reported_gpus(api)
-    plans = [(facts, stuck.reasons(node_mig(facts, reported, api), now, after)) for facts in found]
+    found = targets.read(api, Scope(tuple(names)), targets.cluster_policies(api))
+    reported = nodemig.reported_gpus(api)
+    plans = [
+        (facts, stuck.reasons(nodemig.node_mig(facts, reported, api), now, after))
+        for facts in found
+    ]
     calm = [facts.name for facts, reasons in plans if not reasons]
     if calm and not force:
         raise NotStuck(
@@ -127,7 +68,7 @@ def recover(
         )
     done = []
     for facts, reasons in plans:
-        subject = node_mig(facts, reported, api)
+        subject = nodemig.node_mig(facts, reported, api)
         # a drain that stopped before any MIG change began leaves the MIG state alone
         touch_mig = bool(stuck.mig_reasons(subject, now, after)) or not reasons
         done.append(_recover(api, facts, reasons or ("recovered with --force",), touch_mig))

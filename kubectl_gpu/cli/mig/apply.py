@@ -1,8 +1,8 @@
 """`kubectl gpu mig apply` and `kubectl gpu mig status`: hand a MIG config to the nodes, and
 show where each node stands.
 
-Registered on the `mig` group by an import at the end of cli/mig.py. Reads flags, calls one
-workflow (`workflows.mig_apply.run`, `workflows.mig_status.status`) and renders its rows; the
+Registered on the `mig` group by cli/mig/__init__.py. Reads flags, calls one workflow
+(`workflows.mig.apply.run`, `workflows.mig.status.status`) and renders its rows; the
 cluster adapter and workflows are imported inside the commands so that `--help` stays light.
 `apply` exits 0 when every node took the request (or reached `success` with --wait), 1 when
 any node failed the offline check (then nothing is written), failed, or timed out.
@@ -17,14 +17,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from kubectl_gpu.cli import inputs, render, signals
-from kubectl_gpu.cli.mig import mig
 from kubectl_gpu.cli.params import Duration, stuck_after_option
 from kubectl_gpu.cli.render import Column
 from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
 from kubectl_gpu.errors import ExitCode
 
 if TYPE_CHECKING:
-    from kubectl_gpu.workflows.mig_apply import ApplyResult, NodeResult
+    from kubectl_gpu.workflows.mig.results import ApplyResult, NodeResult
 
 HEARTBEAT = 5.0  # seconds between progress lines on a terminal while nothing changes
 _APPLY_COLUMNS = (
@@ -54,7 +53,7 @@ _STATUS_COLUMNS = (
 )
 
 
-@mig.command("apply")
+@click.command("apply")
 @click.option("-f", "--filename", required=True, metavar="FILE", help="Config; - is stdin.")
 @click.option(
     "-c",
@@ -139,14 +138,16 @@ def apply_cmd(settings: Settings, **flags: Any) -> None:
       kubectl gpu mig apply -f mig.yaml -c all-3g.40gb --node gpu-node-1 --drain
     """
     from kubectl_gpu import cluster
-    from kubectl_gpu.workflows import mig_apply, mig_targets
+    from kubectl_gpu.workflows.mig import apply as mig_apply
+    from kubectl_gpu.workflows.mig import targets as mig_targets
+    from kubectl_gpu.workflows.mig.request import ApplyRequest
     from kubectl_gpu.workflows.waiting import Timing
 
     names = tuple(n.strip() for item in flags["nodes"] for n in item.split(",") if n.strip())
     scope = mig_targets.Scope(names, flags["selector"], flags["all_nodes"])
     scope.check()
     filename, document = _load(flags["filename"], flags["config_name"])
-    request = mig_apply.ApplyRequest(
+    request = ApplyRequest(
         file=filename,
         document=document,
         config=flags["config_name"],
@@ -169,7 +170,7 @@ def apply_cmd(settings: Settings, **flags: Any) -> None:
     _render_apply(result, settings.output)
 
 
-@mig.command("status")
+@click.command("status")
 @click.option("--node", "nodes", multiple=True, metavar="NAME", help="Only this node (repeatable).")
 @click.option(
     "-l",
@@ -194,7 +195,8 @@ def status_cmd(
     import datetime as dt
 
     from kubectl_gpu import cluster
-    from kubectl_gpu.workflows import mig_status, mig_targets
+    from kubectl_gpu.workflows.mig import status as mig_status
+    from kubectl_gpu.workflows.mig import targets as mig_targets
 
     names = tuple(n.strip() for item in nodes for n in item.split(",") if n.strip())
     api = cluster.connect(settings.kubeconfig, settings.context)
@@ -233,7 +235,7 @@ def _still_asked(row: NodeResult) -> str:
 
 
 def _render_apply(result: ApplyResult, output: str) -> None:
-    from kubectl_gpu.workflows import mig_report
+    from kubectl_gpu.workflows.mig import report as mig_report
 
     dry = result.request.dry_run != "none"
     if dry and result.written is False and not result.failed and render.is_data(output):

@@ -8,22 +8,19 @@ the plugin (config-manager reloads a changed key; the GPU Operator rolls its Dae
 ClusterPolicy change). A refused eviction stops the run there: nothing was written, the nodes
 stay cordoned with their step recorded, and running the command again resumes. After the
 rollout each drained node whose new capacity showed is uncordoned. Must not plan the change
-(sharing.rollout does) nor roll it (share.py does).
+(sharing.rollout does) nor roll it (`change` does).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from kubectl_gpu import cluster
 from kubectl_gpu.doctor.preview import Preview
 from kubectl_gpu.sharing import rollout
 from kubectl_gpu.workflows import drain
+from kubectl_gpu.workflows.share.options import Options
 from kubectl_gpu.workflows.waiting import Timing
-
-if TYPE_CHECKING:
-    from kubectl_gpu.workflows.share import Options
 
 CHANGE = "kubectl gpu share"
 

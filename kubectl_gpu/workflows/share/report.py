@@ -15,7 +15,8 @@ from typing import Any
 from kubectl_gpu import keys
 from kubectl_gpu.sharing import rollout
 from kubectl_gpu.sharing.deployment import Deployment
-from kubectl_gpu.workflows.share import NodeResult, ShareResult, Status
+from kubectl_gpu.workflows.share.results import NodeResult, ShareResult
+from kubectl_gpu.workflows.share.show import Status
 
 API_VERSION = "kubectl-gpu.io/v1"
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from kubectl_gpu import __version__, bundle, cluster
 from kubectl_gpu.errors import ClusterError
 from kubectl_gpu.gpumap import report
-from kubectl_gpu.workflows import install
+from kubectl_gpu.workflows.install import facts, objects
 
 Json = dict[str, Any]
 State = Literal["ok", "missing", "not ready", "outdated"]
@@ -72,7 +72,7 @@ class Status:
 
 def status(api: cluster.Api, namespace: str) -> Status:
     """The install in `namespace`, judged part by part."""
-    live_namespace = install.read(api, {"kind": "Namespace", "metadata": {"name": namespace}})
+    live_namespace = objects.read(api, {"kind": "Namespace", "metadata": {"name": namespace}})
     found = bundle.recorded(live_namespace)
     version, options = found if found else ("", _would_install(api, namespace))
     nodes = list(api.list(cluster.path("nodes")))
@@ -99,7 +99,7 @@ def _would_install(api: cluster.Api, namespace: str) -> bundle.Options:
     from kubectl_gpu import preflight
 
     request = preflight.Request(bundle.Options(namespace=namespace))
-    return preflight.decide(request, install.facts(api, namespace)).options
+    return preflight.decide(request, facts.facts(api, namespace)).options
 
 
 def _name(node: Json) -> str:
@@ -108,14 +108,14 @@ def _name(node: Json) -> str:
 
 def _part(api: cluster.Api, obj: Json, version: str, gpu_nodes: tuple[str, ...]) -> Part:
     kind, namespace, name = bundle.identity(obj)
-    live = install.read(api, obj)
+    live = objects.read(api, obj)
     if live is None:
         return Part(kind, namespace, name, "missing", "not found")
     if version and version != __version__ and _carries_version(obj):
         return Part(kind, namespace, name, "outdated", f"installed by kubectl-gpu {version}")
     if kind == "DaemonSet":
         return _daemonset(api, obj, live, gpu_nodes)
-    if not install.owned_fields_match(live, obj):
+    if not objects.owned_fields_match(live, obj):
         return Part(kind, namespace, name, "outdated", "differs from the manifest")
     return Part(kind, namespace, name, "ok")
 

@@ -1,15 +1,14 @@
-"""`kubectl gpu share`, `share off`, `share rollback` and `share show`, end to end.
+"""`kubectl gpu share`, `share off` and `share rollback`, end to end.
 
-Owns the order of a sharing rollout: read (sharestate), plan (the domain's rollout planner),
+Owns the order of a sharing rollout: read (`state`), plan (the domain's rollout planner),
 refuse what cannot go well (pods hit, a --drain or --wait that cannot succeed: the same verdict
 in a dry run), validate every text to write, write the ConfigMap with its resourceVersion as
-precondition
-(re-reading and re-planning on a conflict, so no concurrent edit is lost), then the
-ClusterPolicy and node labels (sharewrites), restart the plugin on the nodes the change reaches,
-`--max-unavailable` at a time, stopping at the first that does not come back (restarts), and
-with `--wait` prove each node's allocatable became physical × replicas (capacity). An
-interruption says what was written (sharestop before the rollout). Returns rows for the CLI to
-render. Must not decide what to change nor render anything.
+precondition (re-reading and re-planning on a conflict, so no concurrent edit is lost), then
+the ClusterPolicy and node labels (`writes`), restart the plugin on the nodes the change
+reaches, `--max-unavailable` at a time, stopping at the first that does not come back
+(`restarts`), and with `--wait` prove each node's allocatable became physical × replicas
+(`capacity`). An interruption says what was written (`stop` before the rollout). Returns rows
+(`results`) for the CLI to render. Must not decide what to change nor render anything.
 """
 
 from __future__ import annotations
@@ -20,97 +19,27 @@ from collections.abc import Callable, Mapping
 
 from kubectl_gpu import cluster, errors, keys
 from kubectl_gpu.doctor.preview import Preview
-from kubectl_gpu.findings import Finding
-from kubectl_gpu.sharing import names, rollout
-from kubectl_gpu.sharing.deployment import Deployment, Overrides
+from kubectl_gpu.sharing import rollout
+from kubectl_gpu.sharing.deployment import Overrides
 from kubectl_gpu.sharing.rollout import waits
-from kubectl_gpu.workflows import (
+from kubectl_gpu.workflows import preview
+from kubectl_gpu.workflows.share import (
     capacity,
-    preview,
+    drain,
     restarts,
-    sharedrain,
-    sharestate,
-    sharestop,
-    sharewrites,
+    results,
+    stop,
+    writes,
 )
-from kubectl_gpu.workflows.sharestate import Json, Snapshot
+from kubectl_gpu.workflows.share import state as sharestate
+from kubectl_gpu.workflows.share.options import Options
+from kubectl_gpu.workflows.share.results import ShareResult
+from kubectl_gpu.workflows.share.state import Json, Snapshot
 from kubectl_gpu.workflows.waiting import Timing
 
 log = logging.getLogger(__name__)
 ATTEMPTS = 5  # read-modify-write rounds before giving up on a ConfigMap that keeps changing
 Planner = Callable[[Snapshot], rollout.Plan]
-
-
-@dataclasses.dataclass(frozen=True)
-class Options:
-    """How to roll a change out, and where (flags of `kubectl gpu share`)."""
-
-    dry_run: str = "none"  # none | client | server
-    diff: bool = False  # preview only: never writes
-    restart: bool = True
-    wait: bool = False
-    timeout: float = 300.0  # seconds, per restart batch and for --wait
-    max_unavailable: int = 1
-    drain: bool = False  # evict the pods the change hits, node by node (workflows.sharedrain)
-    drain_timeout: float = 300.0
-    force: bool = False  # go on although pods use a resource that shrinks or goes
-    namespace: str | None = None
-    configmap: str | None = None
-    selector: str = ""  # -l: per-node scope by label selector
-
-    @property
-    def previewing(self) -> bool:
-        return self.diff or self.dry_run == "client"
-
-
-@dataclasses.dataclass(frozen=True)
-class NodeResult:
-    """One row of the result table (schemas/share-result.v1.json)."""
-
-    node: str
-    key: str
-    strategy: str
-    replicas: int
-    resource: str
-    gpus: int | None
-    before: int
-    expected: int | None
-    after: int | None
-    plugin_pod: str
-    result: str  # planned | unchanged | restarted | verified | failed | timed-out | not-restarted
-    seconds: float | None
-    message: str
-
-    @property
-    def failed(self) -> bool:
-        return self.result in ("failed", "timed-out")
-
-
-@dataclasses.dataclass(frozen=True)
-class ShareResult:
-    """What a share, off or rollback did (or, in a dry run or diff, would do)."""
-
-    action: str
-    plan: rollout.Plan
-    options: Options
-    texts: Mapping[str, str]  # the text written under each changed key
-    objects: tuple[Json, ...]  # objects written, or that would be written
-    nodes: tuple[NodeResult, ...]
-    warnings: tuple[Finding, ...]
-    preview: Preview | None = None  # dry run, diff, drain: who the change hits
-
-    @property
-    def failed(self) -> bool:
-        return any(n.failed for n in self.nodes)
-
-
-@dataclasses.dataclass(frozen=True)
-class Status:
-    """`share show`: the deployment found and a row per GPU node."""
-
-    deployment: Deployment
-    configmap: rollout.ConfigMapState
-    nodes: tuple[rollout.NodeStatus, ...]
 
 
 def share(
@@ -125,7 +54,7 @@ def share(
         try:
             found = sharestate.node_names(api, request.nodes or (), options.selector)
         except KeyboardInterrupt as e:
-            raise sharestop.before_rollout(api, None, e) from e
+            raise stop.before_rollout(api, None, e) from e
         request = dataclasses.replace(request, nodes=found)
 
     def planner(snapshot: Snapshot) -> rollout.Plan:
@@ -146,30 +75,6 @@ def rollback(api: cluster.Api, options: Options, timing: Timing | None = None) -
     return _run(api, options, timing, lambda s: _plan_rollback(s, options.force), "rollback")
 
 
-def show(
-    api: cluster.Api,
-    options: Options,
-    resource: str = names.DEFAULT_RESOURCE,
-    nodes: tuple[str, ...] = (),
-) -> Status:
-    """Each GPU node's selected key, sharing, capacity, plugin pod and mismatches."""
-    overrides = Overrides(options.namespace, options.configmap)
-    snapshot = sharestate.read(api, overrides, reading=True)
-    state = snapshot.state
-    deployment = state.deployment
-    pods = {
-        node: rollout.PluginPod.from_dict(pod, deployment.container)
-        for node, pod in sharestate.plugin_pods(api, deployment).items()
-    }
-    rows = rollout.survey(
-        state, pods, sharestate.replicas_in_use(api), names.normalise_resource_name(resource)
-    )
-    if options.selector or nodes:
-        wanted = set(sharestate.node_names(api, nodes, options.selector))
-        rows = tuple(r for r in rows if r.node in wanted)
-    return Status(deployment, state.configmap, rows)
-
-
 # ---- the rollout ---------------------------------------------------------------------------
 
 
@@ -180,7 +85,7 @@ def _run(
     try:
         draft = _checked_write(api, options, timing, (planner, action), attempt)
     except KeyboardInterrupt as e:
-        raise sharestop.before_rollout(api, attempt[-1] if attempt else None, e) from e
+        raise stop.before_rollout(api, attempt[-1] if attempt else None, e) from e
     if options.previewing or options.dry_run == "server":
         return draft
     timing = timing or Timing()
@@ -207,29 +112,29 @@ def _checked_write(
     for number in range(1, ATTEMPTS + 1):
         snapshot = sharestate.read(api, overrides)
         plan = planner(snapshot)
-        rendered = sharewrites.texts(plan)
-        draft = _draft(action, plan, options, rendered, sharewrites.validate(plan, rendered))
-        body = sharewrites.configmap_body(snapshot, plan, rendered, action == "rollback")
+        rendered = writes.texts(plan)
+        draft = results.draft(action, plan, options, rendered, writes.validate(plan, rendered))
+        body = writes.configmap_body(snapshot, plan, rendered, action == "rollback")
         if number == 1:
             _tell(snapshot, plan)
             known = preview.read(api)  # one read of nodes and pods for the warning and preview
             _warn_overcommit(plan, {n.name: n.used for n in known.nodes})
             seen = preview.make(preview.share_changes(plan), known)
-            sharedrain.refuse_hits(seen, options)
+            drain.refuse_hits(seen, options)
             _refuse_hopeless_wait(snapshot, plan, options)
             # drained before anything is written: config-manager and the operator may restart
             # the plugin on the write itself
-            sharedrain.drain_first(api, seen, options, timing or Timing())
+            drain.drain_first(api, seen, options, timing or Timing())
         draft = dataclasses.replace(draft, preview=seen)
         if options.previewing:
-            objects = sharewrites.preview(snapshot, plan, body) if plan.writes else []
+            objects = writes.preview(snapshot, plan, body) if plan.writes else []
             return dataclasses.replace(draft, objects=tuple(objects))
         if options.dry_run == "none":
             attempt.append((plan, body))
         try:
             written = _write(api, snapshot, plan, body, options.dry_run == "server")
             return dataclasses.replace(draft, objects=tuple(written))
-        except sharewrites.Stale:
+        except writes.Stale:
             log.warning(
                 "ConfigMap %s/%s changed while this change was planned; reading it again "
                 "(attempt %d of %d)",
@@ -249,8 +154,8 @@ def _write(
 ) -> list[Json]:
     if not plan.writes:
         return []
-    written = [sharewrites.write_configmap(api, plan, body, dry_run)]
-    return written + sharewrites.write_rest(api, snapshot, plan, dry_run)
+    written = [writes.write_configmap(api, plan, body, dry_run)]
+    return written + writes.write_rest(api, snapshot, plan, dry_run)
 
 
 def _roll(
@@ -267,19 +172,19 @@ def _roll(
         restarted = {r.node: r for r in done}
     readings: dict[str, capacity.Reading] = {}
     replaced = ""
-    drained = sharedrain.drained(draft.preview, options)
+    drained = drain.drained(draft.preview, options)
     if options.wait or drained:  # a drained node is given back only once its capacity shows
         alive = [n for n in plan.nodes if n.node not in restarted or restarted[n.node].ok]
         left = max(0.0, overall.end - timing.clock())
         readings, replaced = capacity.wait(api, alive, left, timing, _replaced(api, draft))
     rows = []
     for row, planned in zip(draft.nodes, plan.nodes, strict=True):
-        row = _after_restart(row, planned, restarted.get(planned.node))
-        row = _after_wait(row, planned, readings.get(planned.node), options.timeout)
+        row = results.after_restart(row, planned, restarted.get(planned.node))
+        row = results.after_wait(row, planned, readings.get(planned.node), options.timeout)
         if replaced and row.result == "timed-out":
             row = dataclasses.replace(row, result="failed", message=replaced)
         rows.append(row)
-    sharedrain.give_back(api, drained, {r.node: r.failed for r in rows})
+    drain.give_back(api, drained, {r.node: r.failed for r in rows})
     return dataclasses.replace(draft, nodes=tuple(rows))
 
 
@@ -302,7 +207,7 @@ def _replaced(api: cluster.Api, draft: ShareResult) -> Callable[[], str]:
             f"ConfigMap {plan.namespace}/{plan.configmap} was changed by another writer after "
             "this change; the nodes follow that newer change, not this one. To have this "
             "change take effect, run this command again (it builds on the newer config); "
-            f"`{sharewrites.ROLLBACK}` would undo the other writer's change, not this one; "
+            f"`{writes.ROLLBACK}` would undo the other writer's change, not this one; "
             "`kubectl gpu share show` shows what each node reads"
         )
 
@@ -344,7 +249,7 @@ def _interrupted(
         parts.append(f"not restarted (they still run the previous config): {', '.join(waiting)}")
     hint = (
         "to finish, run the same command again (the config is written, only the restarts "
-        f"remain); to undo, run `{sharewrites.ROLLBACK}`; `kubectl gpu share show` shows what "
+        f"remain); to undo, run `{writes.ROLLBACK}`; `kubectl gpu share show` shows what "
         "each node reads now"
     )
     if isinstance(cause, errors.GpuError) and cause.hint:
@@ -353,78 +258,6 @@ def _interrupted(
     if isinstance(cause, KeyboardInterrupt):
         error.exit_code = errors.interrupted_code(cause)
     return error
-
-
-def _after_restart(
-    row: NodeResult, planned: rollout.NodePlan, restart: restarts.Restart | None
-) -> NodeResult:
-    if restart is None and planned.restart:
-        message = "not restarted (--no-restart): the plugin reads a changed key only at start"
-        return dataclasses.replace(row, result="not-restarted", message=message)
-    if restart is None:
-        return row
-    if restart.ok:
-        return dataclasses.replace(
-            row, result="restarted", plugin_pod=restart.pod, seconds=restart.seconds
-        )
-    outcome, message = "not-restarted", restart.message
-    if restart.outcome == "failed":
-        outcome = "failed"
-        message += f"; restore the previous config with `{sharewrites.ROLLBACK}`"
-    return dataclasses.replace(
-        row, result=outcome, plugin_pod=restart.pod, seconds=restart.seconds, message=message
-    )
-
-
-def _after_wait(
-    row: NodeResult, planned: rollout.NodePlan, reading: capacity.Reading | None, timeout: float
-) -> NodeResult:
-    if reading is None:
-        return row
-    seconds = round((row.seconds or 0.0) + reading.seconds, 1)
-    if reading.matched:
-        return dataclasses.replace(
-            row, result="verified", after=reading.allocatable, seconds=seconds
-        )
-    wanted = planned.expected
-    expected = str(wanted) if wanted is not None else f"a multiple of {planned.replicas}"
-    message = (
-        f"allocatable {reading.allocatable} {planned.resource} after {timeout:g}s, "
-        f"expected {expected}"
-    )
-    return dataclasses.replace(
-        row, result="timed-out", after=reading.allocatable, seconds=seconds, message=message
-    )
-
-
-def _planned_row(planned: rollout.NodePlan, result: str) -> NodeResult:
-    return NodeResult(
-        node=planned.node,
-        key=planned.key,
-        strategy=planned.strategy,
-        replicas=planned.replicas,
-        resource=planned.resource,
-        gpus=planned.gpus,
-        before=planned.before,
-        expected=planned.expected,
-        after=planned.expected if result == "planned" else None,  # a dry run's capacity after
-        plugin_pod="",
-        result=result,
-        seconds=None,
-        message=planned.reason,
-    )
-
-
-def _draft(
-    action: str,
-    plan: rollout.Plan,
-    options: Options,
-    rendered: Mapping[str, str],
-    warnings: tuple[Finding, ...],
-) -> ShareResult:
-    result = "planned" if options.previewing or options.dry_run != "none" else "unchanged"
-    rows = tuple(_planned_row(n, result) for n in plan.nodes)
-    return ShareResult(action, plan, options, dict(rendered), (), rows, warnings)
 
 
 def _tell(snapshot: Snapshot, plan: rollout.Plan) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from kubectl_gpu import cluster, errors
 from kubectl_gpu.sharing import rollout
 from kubectl_gpu.sharing.deployment import Deployment
-from kubectl_gpu.workflows import sharestate
+from kubectl_gpu.workflows.share import state as sharestate
 from kubectl_gpu.workflows.waiting import Deadline, Timing
 
 log = logging.getLogger(__name__)

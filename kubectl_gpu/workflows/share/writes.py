@@ -21,7 +21,7 @@ from kubectl_gpu import cluster, errors, findings, keys, validation
 from kubectl_gpu.findings import Finding
 from kubectl_gpu.sharing import rollout
 from kubectl_gpu.sharing.rollout.record import MAX_HISTORY, MAX_RECORD_CHARS
-from kubectl_gpu.workflows.sharestate import Json, Snapshot
+from kubectl_gpu.workflows.share.state import Json, Snapshot
 
 ROLLBACK = "kubectl gpu share rollback"
 
