@@ -3,7 +3,8 @@
 Owns loading the shipped schemas (from a wheel, a zipapp or the source tree) and
 translating jsonschema's errors into findings with a fix: unknown, misplaced and
 wrongly-cased fields, quoted booleans, the schema's own upstream wording (x-message,
-x-hint, x-code, x-moved). Must not parse YAML (that is `documents.py`).
+x-hint, x-code, x-moved). Must not parse YAML (that is `documents/`) or place findings
+in the file (`documents.place_all` does, once every check has run).
 `jsonschema` is imported inside functions so that `--help` stays fast.
 """
 

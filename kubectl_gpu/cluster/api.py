@@ -258,8 +258,8 @@ class Api:
         if resource_version:
             query["resourceVersion"] = resource_version
         headers = {"Accept": "application/json"}
+        timeouts = (self.connect_timeout, idle)  # a watch has no deadline for its whole answer
         try:
-            timeouts = (self.connect_timeout, idle)  # a watch has no deadline for its whole answer
             response = raw_response(self.client, "GET", url, headers=headers, query=query,
                                     body=None, timeouts=timeouts)  # fmt: skip
         except ApiException as e:
