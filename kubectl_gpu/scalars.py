@@ -4,7 +4,7 @@ The device plugin and mig-parted parse YAML with sigs.k8s.io/yaml, a fork of Go'
 which resolves a few plain (unquoted) scalars differently from PyYAML: `y`/`n` are booleans,
 `1e3` is a number, `0o17` is octal, and `1:30` (YAML 1.1 base 60) is a string. Reading them as
 upstream does keeps `validate` from accepting what the plugin refuses or refusing what it
-accepts. Owns only that resolution; the YAML-level findings are `documents.py`'s.
+accepts. Owns only that resolution; the YAML-level findings are `documents/`'s.
 Pure: standard library only.
 """
 

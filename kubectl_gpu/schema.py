@@ -3,7 +3,8 @@
 Owns loading the shipped schemas (from a wheel, a zipapp or the source tree) and
 translating jsonschema's errors into findings with a fix: unknown, misplaced and
 wrongly-cased fields, quoted booleans, the schema's own upstream wording (x-message,
-x-hint, x-code, x-moved). Must not parse YAML (that is `documents.py`).
+x-hint, x-code, x-moved). Must not parse YAML (that is `documents/`) or place findings
+in the file (`documents.place_all` does, once every check has run).
 `jsonschema` is imported inside functions so that `--help` stays fast.
 """
 
@@ -17,26 +18,31 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from kubectl_gpu import conformance, findings
-from kubectl_gpu.documents import Document
+from kubectl_gpu.documents import Document, place_all
 from kubectl_gpu.errors import shortened
 from kubectl_gpu.findings import Finding, Path
 
 
-def check_structure(doc: Document, schema_name: str) -> list[Finding]:
-    """Validate the document's data against `schemas/<schema_name>.json`; findings are located.
+def check_structure(data: Any, schema_name: str) -> list[Finding]:
+    """Validate plain data against `schemas/<schema_name>.json`; the findings carry paths only.
 
-    A document the schema's compiled check passes has no findings: jsonschema, imported only
-    for the others, is the one that finds and words errors (conformance.py says why)."""
-    if _conforms(schema_name)(doc.data):
+    Data the schema's compiled check passes has no findings: jsonschema, imported only for
+    the rest, is the one that finds and words errors (conformance.py says why)."""
+    if _conforms(schema_name)(data):
         return []
-    return check_against(doc, _validator(schema_name))
+    return _problems(data, _validator(schema_name))
 
 
 def check_against(doc: Document, validator: Any) -> list[Finding]:
-    """Validate with a jsonschema validator, translating its errors into located findings."""
+    """Validate a document with a jsonschema validator; the findings come back placed."""
+    return place_all((doc, f) for f in _problems(doc.data, validator))
+
+
+def _problems(data: Any, validator: Any) -> list[Finding]:
+    """jsonschema's errors about `data`, translated into findings, each said once."""
     translated: list[Finding] = []
     seen: set[tuple[str, Path]] = set()
-    errors = list(validator.iter_errors(doc.data))
+    errors = list(validator.iter_errors(data))
     # A value of the wrong type fails to decode; that is upstream's error, not "not one of".
     mistyped = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
     for err in errors:
@@ -46,7 +52,7 @@ def check_against(doc: Document, validator: Any) -> list[Finding]:
             key = (finding.code + finding.message, finding.path)
             if key not in seen:
                 seen.add(key)
-                translated.append(doc.place(finding))
+                translated.append(finding)
     return translated
 
 

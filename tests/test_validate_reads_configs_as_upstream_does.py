@@ -199,6 +199,20 @@ def test_second_document_inside_a_configmap_value_is_said_to_be_ignored() -> Non
     assert ("warning", "document.ignored", 4) in findings(text)
 
 
+def test_only_the_first_document_of_a_configmap_value_is_checked_and_placed_in_the_file() -> None:
+    text = (
+        "kind: ConfigMap\napiVersion: v1\ndata:\n  a: |\n    version: v1\n    flags:\n"
+        "      migStrategy: none\n      migStrategy: mixed\n    ---\n    version: v1\n"
+        "    sharing: {a: 1, a: 2}\n"
+    )
+    report = validation.validate_text(text, "cm.yaml")
+    # the second document's duplicate key is not reported: upstream never parses it
+    assert [(f.code, f.file, f.line, f.column, f.pointer) for f in report.findings] == [
+        ("yaml.duplicate-key", "cm.yaml", 8, 7, "/data/a/flags/migStrategy"),
+        ("document.ignored", "cm.yaml", 10, 5, "/data/a"),
+    ]
+
+
 def test_helm_chart_values_find_replicas_one_inside_config_map() -> None:
     text = (
         "migStrategy: none\nconfig:\n  map:\n    default: |-\n      version: v1\n"

@@ -6,7 +6,9 @@ static manifest, or our own bundle), how to find its pods on a node, which Confi
 key it reads, its config-manager fallbacks and the env vars on the plugin container that win
 over the file (reference/sharing-config.md §1.1, §3, §6). When the deployment cannot take a
 config, `DeploymentError` says exactly what to change. Must not read the cluster (callers pass
-the objects) nor plan a change (rollout/ does). Pure: standard library and kubectl_gpu.errors.
+the objects) nor plan a change (rollout/ does). Reading the DaemonSet's pod template is
+`podtemplate.py`'s, the env vars that win over flags `environment.py`'s; this module names
+them all for its callers. Pure: standard library and kubectl_gpu.errors.
 """
 
 from __future__ import annotations
@@ -16,6 +18,50 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from kubectl_gpu import errors, keys
+from kubectl_gpu.sharing.environment import (
+    FLAG_ENV,
+    effective_flag,
+    env_overrides,
+    overridden_flags,
+)
+from kubectl_gpu.sharing.podtemplate import (
+    CHART_FALLBACKS,
+    CONFIG_DIR,
+    HELM_CONTAINER,
+    OPERATOR_APP,
+    OPERATOR_CONTAINER,
+    companions,
+    config_source,
+    metadata_of,
+    plugin_container,
+    pod_spec,
+    qualified_name,
+    selector,
+    template_labels,
+)
+
+__all__ = [
+    "CHART_FALLBACKS",
+    "CONFIG_DIR",
+    "DEFAULT_CONFIGMAP",
+    "FLAG_ENV",
+    "HELM_CONTAINER",
+    "OPERATOR_APP",
+    "OPERATOR_CONTAINER",
+    "OPERATOR_FALLBACKS",
+    "TITLES",
+    "Deployment",
+    "DeploymentError",
+    "Found",
+    "Kind",
+    "Overrides",
+    "detect",
+    "effective_flag",
+    "is_plugin_pod",
+    "overridden_flags",
+    "plugin_container",
+    "running_plugins",
+]
 
 Kind = Literal["gpu-operator", "helm", "static", "bundle"]
 TITLES: dict[Kind, str] = {
@@ -24,34 +70,8 @@ TITLES: dict[Kind, str] = {
     "static": "static manifest",
     "bundle": "kubectl gpu bundle",
 }
-OPERATOR_APP = "nvidia-device-plugin-daemonset"
-OPERATOR_CONTAINER = "nvidia-device-plugin"
-HELM_CONTAINER = "nvidia-device-plugin-ctr"
-CONFIG_DIR = "/available-configs"
 DEFAULT_CONFIGMAP = "device-plugin-config"  # created when the operator references none
 OPERATOR_FALLBACKS = ("empty",)  # the operator sets FALLBACK_STRATEGIES=empty (§3.4)
-CHART_FALLBACKS = ("named", "single")  # config-manager's own default (§3.1)
-_COMPANION_MARKS = ("feature-discovery", "mps-control-daemon")
-
-# Env vars the plugin reads instead of the config file's flags (§1.1, §1.3): env → flag path.
-FLAG_ENV: dict[str, tuple[str, ...]] = {
-    "MIG_STRATEGY": ("migStrategy",),
-    "FAIL_ON_INIT_ERROR": ("failOnInitError",),
-    "MPS_ROOT": ("mpsRoot",),
-    "NVIDIA_DRIVER_ROOT": ("nvidiaDriverRoot",),
-    "NVIDIA_DEV_ROOT": ("nvidiaDevRoot",),
-    "GDRCOPY_ENABLED": ("gdrcopyEnabled",),
-    "GDS_ENABLED": ("gdsEnabled",),
-    "MOFED_ENABLED": ("mofedEnabled",),
-    "DEVICE_DISCOVERY_STRATEGY": ("deviceDiscoveryStrategy",),
-    "PASS_DEVICE_SPECS": ("plugin", "passDeviceSpecs"),
-    "DEVICE_LIST_STRATEGY": ("plugin", "deviceListStrategy"),
-    "DEVICE_ID_STRATEGY": ("plugin", "deviceIDStrategy"),
-    "CDI_ANNOTATION_PREFIX": ("plugin", "cdiAnnotationPrefix"),
-    "NVIDIA_CDI_HOOK_PATH": ("plugin", "nvidiaCTKPath"),
-    "CONTAINER_DRIVER_ROOT": ("plugin", "containerDriverRoot"),
-    "SHARED_DEVICES_ALLOCATION_POLICY": ("plugin", "sharedDevicesAllocationPolicy"),
-}
 
 
 class DeploymentError(errors.GpuError):
@@ -119,7 +139,9 @@ def detect(
     is found as it is (`configurable` False) rather than refused with how to make it take one.
     """
     if overrides.namespace:
-        daemonsets = [d for d in daemonsets if _meta(d).get("namespace") == overrides.namespace]
+        daemonsets = [
+            d for d in daemonsets if metadata_of(d).get("namespace") == overrides.namespace
+        ]
     policy = next((p for p in cluster_policies if _plugin_enabled(p)), None)
     if policy is not None:
         return _operator(policy, daemonsets, overrides)
@@ -134,7 +156,7 @@ def detect(
     ranked = sorted(found, key=lambda item: _RANK[item[0]])
     best = [item for item in ranked if _RANK[item[0]] == _RANK[ranked[0][0]]]
     if len(best) > 1:
-        names = ", ".join(_name(d) for _, d in best)
+        names = ", ".join(qualified_name(d) for _, d in best)
         raise DeploymentError(
             f"found several device plugin DaemonSets: {names}",
             hint="choose one with -n NAMESPACE",
@@ -169,76 +191,25 @@ def running_plugins(
     for policy in cluster_policies:
         if _plugin_enabled(policy):
             operands = (
-                d for d in daemonsets if _template_labels(d).get(keys.APP_LABEL) == OPERATOR_APP
+                d for d in daemonsets if template_labels(d).get(keys.APP_LABEL) == OPERATOR_APP
             )
             operand = next(operands, None)
-            namespace = str(_meta(operand).get("namespace", "")) if operand else ""
-            found.append(Found("gpu-operator", namespace, str(_meta(policy).get("name", ""))))
+            namespace = str(metadata_of(operand).get("namespace", "")) if operand else ""
+            found.append(Found("gpu-operator", namespace, str(metadata_of(policy).get("name", ""))))
     for daemonset in daemonsets:
         kind = _kind_of(daemonset)
-        if kind is not None and "feature-discovery" not in str(_meta(daemonset).get("name")):
-            meta = _meta(daemonset)
+        if kind is not None and "feature-discovery" not in str(metadata_of(daemonset).get("name")):
+            meta = metadata_of(daemonset)
             found.append(Found(kind, str(meta.get("namespace", "")), str(meta.get("name", ""))))
     return tuple(found)
-
-
-def plugin_container(pod_spec: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The container that runs the device plugin itself (not GFD, MPS or config-manager)."""
-    containers = [c for c in pod_spec.get("containers") or [] if isinstance(c, Mapping)]
-    for container in containers:
-        if container.get("name") in (HELM_CONTAINER, OPERATOR_CONTAINER):
-            return container
-    for container in containers:
-        command = [str(c) for c in container.get("command") or []][:1]
-        if command and command[0].endswith("nvidia-device-plugin"):
-            return container
-    return None
 
 
 def is_plugin_pod(deployment: Deployment, pod: Mapping[str, Any]) -> bool:
     """Whether `pod` (already matched by the selector) is the plugin, not GFD or MPS (§0.10)."""
     names = {c.get("name") for c in (pod.get("spec") or {}).get("containers") or []}
-    owners = _meta(pod).get("ownerReferences") or []
+    owners = metadata_of(pod).get("ownerReferences") or []
     owned_by = {o.get("name") for o in owners if o.get("kind") == "DaemonSet"}
     return deployment.container in names and (not owned_by or deployment.daemonset in owned_by)
-
-
-def effective_flag(deployment: Deployment, flag: tuple[str, ...]) -> str | None:
-    """The value an env var on the plugin container forces for `flag`, if any."""
-    env = dict(deployment.env_overrides)
-    for name, path in FLAG_ENV.items():
-        if path == flag and name in env:
-            return env[name]
-    return None
-
-
-def overridden_flags(
-    deployment: Deployment, doc: Mapping[str, Any] | None
-) -> list[tuple[str, str, str, Any]]:
-    """(env var, its value, flag path, file value) for each flag the env contradicts."""
-    env = dict(deployment.env_overrides)
-    found = []
-    for name, path in FLAG_ENV.items():
-        value = _flag(doc, path)
-        if name in env and value is not None and _as_env(value) != env[name].lower():
-            found.append((name, env[name], ".".join(path), value))
-    return found
-
-
-def _flag(doc: Mapping[str, Any] | None, path: tuple[str, ...]) -> Any:
-    value: Any = (doc or {}).get("flags")
-    for part in path:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(part)
-    return value
-
-
-def _as_env(value: Any) -> str:
-    """A flag value as its env var spells it: lists comma-joined, booleans lowercase."""
-    if isinstance(value, list):
-        return ",".join(str(v) for v in value).lower()
-    return str(value).lower()
 
 
 # ---- the GPU Operator ----------------------------------------------------------------------
@@ -248,9 +219,9 @@ def _operator(
     policy: Mapping[str, Any], daemonsets: Sequence[Mapping[str, Any]], overrides: Overrides
 ) -> Deployment:
     plugin = next(
-        (d for d in daemonsets if _template_labels(d).get(keys.APP_LABEL) == OPERATOR_APP), None
+        (d for d in daemonsets if template_labels(d).get(keys.APP_LABEL) == OPERATOR_APP), None
     )
-    name = _meta(policy).get("name", "")
+    name = metadata_of(policy).get("name", "")
     if plugin is None:
         raise DeploymentError(
             f"ClusterPolicy {name} exists but no device plugin DaemonSet "
@@ -260,21 +231,21 @@ def _operator(
         )
     config = ((policy.get("spec") or {}).get("devicePlugin") or {}).get("config") or {}
     current = (str(config.get("name") or ""), str(config.get("default") or ""))
-    spec = _pod_spec(plugin)
+    spec = pod_spec(plugin)
     container = plugin_container(spec) or {}
     return Deployment(
         kind="gpu-operator",
-        namespace=str(_meta(plugin).get("namespace", "")),
-        daemonset=str(_meta(plugin).get("name", "")),
-        pod_selector=_selector(plugin),
+        namespace=str(metadata_of(plugin).get("namespace", "")),
+        daemonset=str(metadata_of(plugin).get("name", "")),
+        pod_selector=selector(plugin),
         container=str(container.get("name") or OPERATOR_CONTAINER),
         configmap=overrides.configmap or current[0] or DEFAULT_CONFIGMAP,
         default_key=current[1],
         fallback_strategies=OPERATOR_FALLBACKS,
-        env_overrides=_env_overrides(container),
+        env_overrides=env_overrides(container),
         cluster_policy=str(name),
         policy_config=current if current[0] else None,
-        companions=_companions(daemonsets, plugin, current[0]),
+        companions=companions(daemonsets, plugin, current[0]),
     )
 
 
@@ -287,13 +258,13 @@ def _plugin_enabled(policy: Mapping[str, Any]) -> bool:
 
 
 def _kind_of(daemonset: Mapping[str, Any]) -> Kind | None:
-    if plugin_container(_pod_spec(daemonset)) is None:
+    if plugin_container(pod_spec(daemonset)) is None:
         return None
-    if _template_labels(daemonset).get(keys.APP_LABEL) == OPERATOR_APP:
+    if template_labels(daemonset).get(keys.APP_LABEL) == OPERATOR_APP:
         return None  # the operator's, without its ClusterPolicy: leave it to the operator
-    if _meta(daemonset).get("labels", {}).get(keys.MANAGED_BY_LABEL) == keys.MANAGED_BY_VALUE:
+    if metadata_of(daemonset).get("labels", {}).get(keys.MANAGED_BY_LABEL) == keys.MANAGED_BY_VALUE:
         return "bundle"
-    if keys.APP_NAME_LABEL in _template_labels(daemonset):
+    if keys.APP_NAME_LABEL in template_labels(daemonset):
         return "helm"
     return "static"
 
@@ -305,74 +276,51 @@ def _from_daemonset(
     overrides: Overrides,
     reading: bool = False,
 ) -> Deployment:
-    spec = _pod_spec(daemonset)
-    source = _config_source(spec)
+    spec = pod_spec(daemonset)
+    source = config_source(spec)
     if source is None and not reading:
         message, hint = _no_config_advice(kind, daemonset, overrides.configmap)
         raise DeploymentError(message, hint=hint)
     configmap, default_key, fallbacks = source or (overrides.configmap or DEFAULT_CONFIGMAP, "", ())
     if overrides.configmap and overrides.configmap != configmap:
         raise DeploymentError(
-            f"DaemonSet {_name(daemonset)} mounts ConfigMap {configmap}, not "
+            f"DaemonSet {qualified_name(daemonset)} mounts ConfigMap {configmap}, not "
             f"{overrides.configmap}: the device plugin would never read {overrides.configmap}",
             hint=f"drop --configmap, or pass --configmap {configmap}",
         )
     container = plugin_container(spec) or {}
     return Deployment(
         kind=kind,
-        namespace=str(_meta(daemonset).get("namespace", "")),
-        daemonset=str(_meta(daemonset).get("name", "")),
-        pod_selector=_selector(daemonset),
+        namespace=str(metadata_of(daemonset).get("namespace", "")),
+        daemonset=str(metadata_of(daemonset).get("name", "")),
+        pod_selector=selector(daemonset),
         container=str(container.get("name", "")),
         configmap=configmap,
         default_key=default_key,
         fallback_strategies=fallbacks,
-        env_overrides=_env_overrides(container),
-        companions=_companions(others, daemonset, configmap),
+        env_overrides=env_overrides(container),
+        companions=companions(others, daemonset, configmap),
         configurable=source is not None,
-    )
-
-
-def _config_source(spec: Mapping[str, Any]) -> tuple[str, str, tuple[str, ...]] | None:
-    """(ConfigMap, DEFAULT_CONFIG, fallbacks) when config-manager selects keys per node."""
-    manager = next((c for c in _all_containers(spec) if _is_config_manager(c)), None)
-    if manager is None:
-        return None
-    volumes = {v.get("name"): v for v in spec.get("volumes") or [] if isinstance(v, Mapping)}
-    for mount in manager.get("volumeMounts") or []:
-        source = (volumes.get(mount.get("name")) or {}).get("configMap") or {}
-        if mount.get("mountPath") == CONFIG_DIR and source.get("name"):
-            env = _env(manager)
-            given = env.get("FALLBACK_STRATEGIES")
-            fallbacks = tuple(s.strip() for s in given.split(",") if s.strip()) if given else None
-            return str(source["name"]), env.get("DEFAULT_CONFIG", ""), fallbacks or CHART_FALLBACKS
-    return None
-
-
-def _is_config_manager(container: Mapping[str, Any]) -> bool:
-    words = [str(w) for w in [*(container.get("command") or []), *(container.get("args") or [])]]
-    return any(w.endswith("config-manager") for w in words) or "config-manager" in str(
-        container.get("name", "")
     )
 
 
 def _no_config_advice(
     kind: Kind, daemonset: Mapping[str, Any], configmap: str | None
 ) -> tuple[str, str]:
-    name, cm = _name(daemonset), configmap or DEFAULT_CONFIGMAP
+    name, cm = qualified_name(daemonset), configmap or DEFAULT_CONFIGMAP
     message = (
         f"the device plugin DaemonSet {name} ({TITLES[kind]}) cannot take a sharing config: "
         "it mounts no ConfigMap through config-manager, so the plugin reads no config file"
     )
     if kind == "helm":
-        release = _template_labels(daemonset).get(keys.APP_INSTANCE_LABEL, "<release>")
-        namespace = _meta(daemonset).get("namespace", "")
+        release = template_labels(daemonset).get(keys.APP_INSTANCE_LABEL, "<release>")
+        namespace = metadata_of(daemonset).get("namespace", "")
         return message, (
             f"create ConfigMap {cm} in {namespace} with a '{keys.DEFAULT_CONFIG_KEY}' key, then "
             f"`helm upgrade {release} nvdp/nvidia-device-plugin -n {namespace} --reuse-values "
             f"--set config.name={cm} --set config.default={keys.DEFAULT_CONFIG_KEY}`"
         )
-    image = str((plugin_container(_pod_spec(daemonset)) or {}).get("image", "<plugin image>"))
+    image = str((plugin_container(pod_spec(daemonset)) or {}).get("image", "<plugin image>"))
     return message, _static_instructions(cm, image)
 
 
@@ -391,66 +339,3 @@ def _static_instructions(configmap: str, image: str) -> str:
         "(5) let its service account get/list/watch nodes. Or install the NVIDIA Helm chart "
         f"with --set config.name={configmap}, or run `kubectl gpu install`"
     )
-
-
-# ---- reading raw objects -------------------------------------------------------------------
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
-def _name(obj: Mapping[str, Any]) -> str:
-    return f"{_meta(obj).get('namespace', '')}/{_meta(obj).get('name', '')}"
-
-
-def _pod_spec(daemonset: Mapping[str, Any]) -> Mapping[str, Any]:
-    template = (daemonset.get("spec") or {}).get("template") or {}
-    spec = template.get("spec")
-    return spec if isinstance(spec, Mapping) else {}
-
-
-def _template_labels(daemonset: Mapping[str, Any]) -> Mapping[str, str]:
-    template = (daemonset.get("spec") or {}).get("template") or {}
-    return (template.get("metadata") or {}).get("labels") or {}
-
-
-def _selector(daemonset: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    labels = ((daemonset.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-    return tuple(sorted((str(k), str(v)) for k, v in labels.items()))
-
-
-def _all_containers(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    both = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
-    return [c for c in both if isinstance(c, Mapping)]
-
-
-def _env(container: Mapping[str, Any]) -> dict[str, str]:
-    """Literal env values (`valueFrom` cannot be known without the cluster: skipped)."""
-    return {
-        str(e["name"]): str(e["value"])
-        for e in container.get("env") or []
-        if isinstance(e, Mapping) and "name" in e and e.get("value") is not None
-    }
-
-
-def _env_overrides(container: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted((k, v) for k, v in _env(container).items() if k in FLAG_ENV and v))
-
-
-def _companions(
-    daemonsets: Sequence[Mapping[str, Any]], plugin: Mapping[str, Any], configmap: str
-) -> tuple[str, ...]:
-    """GFD and MPS-daemon DaemonSets beside the plugin that read the same ConfigMap."""
-    namespace = _meta(plugin).get("namespace")
-    found = []
-    for daemonset in daemonsets:
-        meta = _meta(daemonset)
-        if meta.get("namespace") != namespace or meta.get("name") == _meta(plugin).get("name"):
-            continue
-        source = _config_source(_pod_spec(daemonset))
-        name = str(meta.get("name", ""))
-        if source and source[0] == configmap and any(m in name for m in _COMPANION_MARKS):
-            found.append(name)
-    return tuple(sorted(found))

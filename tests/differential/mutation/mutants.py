@@ -70,59 +70,59 @@ MUTANTS: list[tuple[str, str, str, str]] = [
         '    if pyyaml_tag == "null":\n        return "null"',
         "null key accepted",
     ),
-    # documents.py: the YAML loader
+    # documents/: the YAML loader
     (
-        "kubectl_gpu/documents.py",
+        "kubectl_gpu/documents/conversion.py",
         "            for source in reversed(sources):",
         "            for source in sources:",
         "merge list: the later mapping wins",
     ),
     (
-        "kubectl_gpu/documents.py",
+        "kubectl_gpu/documents/parsing.py",
         '        if "duplicate anchor" in str(e) and loader',
         '        if "duplicate anchorX" in str(e) and loader',
         "a redefined anchor refused",
     ),
     (
-        "kubectl_gpu/documents.py",
+        "kubectl_gpu/documents/conversion.py",
         '    if tag == "float" and text.lstrip("+-").lower() in (".inf", ".nan"):',
         '    if tag == "float" and text.lower() in (".inf",):',
         "only +.inf refused",
     ),
     (
-        "kubectl_gpu/documents.py",
+        "kubectl_gpu/documents/conversion.py",
         "            and not self._tagged(node)",
         "            and True",
         "explicit tags dropped",
     ),
     (
-        "kubectl_gpu/documents.py",
+        "kubectl_gpu/documents/conversion.py",
         "            if key in first_line and id(pair) not in merged:",
         "            if key in first_line:",
         "merged keys reported as duplicates",
     ),
     (
-        "kubectl_gpu/documents.py",
+        "kubectl_gpu/documents/conversion.py",
         "                pairs.append((key, value))\n                continue",
         "                pairs.insert(0, (key, value))\n                continue",
         "explicit keys always lose to merges",
     ),
     (
-        "kubectl_gpu/documents.py",
+        "kubectl_gpu/documents/conversion.py",
         '        if tag == "bool" and node.value.lower() in _YAML11_BOOLEANS:',
         "        if False:",
         "no ambiguous-boolean warning (warning only)",
     ),
-    # validation.py: which documents count
+    # validation/: which documents count
     (
-        "kubectl_gpu/validation.py",
+        "kubectl_gpu/validation/__init__.py",
         "        first = KINDS.get(reports[0].kind) if reports else None",
         "        first = None",
         "second documents validated",
     ),
     (
-        "kubectl_gpu/validation.py",
-        "                found = _before(doc, found)",
+        "kubectl_gpu/validation/__init__.py",
+        "                found = before(docs, found)",
         "                pass",
         "loader errors in ignored documents kept",
     ),

@@ -1,20 +1,19 @@
-"""YAML documents with line marks: parsing configs safely and locating a path in the text.
+"""From YAML nodes to plain data as NVIDIA's Go tools read it, with what a plain load hides.
 
-Owns YAML parsing (safe loaders only), the YAML-level checks no schema can see (syntax,
-duplicate keys, YAML 1.1 booleans, alias bombs, pathological nesting), and mapping a
-JSON path, including one inside a ConfigMap value, back to a file, line and column.
-Must not validate shapes (that is `schema.py`) or build domain objects. `yaml` is
-imported inside functions so that `--help` stays fast.
+Owns building plain data from a composed node tree (merge keys and key names as Go's yaml.v2
+resolves them, timestamps kept as text) and the YAML-level findings no schema can see:
+duplicate keys, YAML 1.1 booleans, numbers the parsers read differently, null keys, alias
+bombs and pathological nesting. The findings carry paths only: `locating.place_all` places
+them. Must not parse text (`parsing.py`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import weakref
 from typing import TYPE_CHECKING, Any
 
 from kubectl_gpu import findings, scalars
+from kubectl_gpu.documents.locating import Document
 from kubectl_gpu.findings import Finding, Path
 
 if TYPE_CHECKING:
@@ -22,46 +21,10 @@ if TYPE_CHECKING:
 
 MAX_NODES = 200_000  # after alias expansion; a ConfigMap holds at most 1 MiB of text
 MAX_DEPTH = 64
-MAX_DOCUMENTS = 10_000  # a file of configs or manifests holds tens; a million is an attack
 # Longer than any number a config field takes (int64 has 19 digits); Python refuses to read
 # ints over 4,300 digits and reading a long one costs time quadratic in its length.
 MAX_NUMBER_CHARS = 32
-C_LOADER_MAX_INDICATORS = 10_000
 _YAML11_BOOLEANS = {"yes", "no", "on", "off"}  # y and n: see scalars.py
-
-
-@dataclasses.dataclass(frozen=True)
-class Document:
-    """One YAML document: its plain data and the node tree that knows where things are.
-
-    A document nested in another (a ConfigMap value) carries the offsets that map
-    its own line/column numbers back to the outer file; `exact` is False when the
-    nesting style (a quoted or plain scalar) makes that mapping approximate.
-    """
-
-    file: str
-    data: Any
-    root: Any = None  # yaml.Node | None; typed loosely to keep yaml out of signatures
-    text: str = ""  # the text the node marks refer to
-    line_base: int = 0  # 0-based line in the file of the document's line 0
-    column_base: int = 0
-    exact: bool = True
-
-    def locate(self, path: Path, *, at_key: bool = False) -> tuple[int | None, int | None]:
-        """Return the 1-based (line, column) of `path`, or of its deepest existing part."""
-        node = _walk(self.root, path, at_key)
-        if node is None:
-            return (self.line_base + 1, None) if self.line_base else (None, None)
-        mark = node.start_mark
-        if not self.exact:
-            return self.line_base + 1, None
-        return mark.line + 1 + self.line_base, mark.column + 1 + self.column_base
-
-    def place(self, finding: Finding) -> Finding:
-        """Fill in file, line and column of a finding made about this document."""
-        line, column = self.locate(finding.path, at_key=finding.at_key)
-        return finding.located(self.file, line, column)
-
 
 # Findings about a scalar the loader keeps as text: the schema's "expected an integer, found
 # the string …" at the same place says nothing more (validation drops it).
@@ -73,139 +36,10 @@ class _TooComplex(Exception):
     pass
 
 
-def load_documents(
-    text: str, file: str, line_base: int = 0
-) -> tuple[list[Document], list[Finding]]:
-    """Parse every YAML document in `text`.
-
-    Returns the documents that could be parsed and the YAML-level findings, already
-    located. A syntax error stops parsing at that document, as any YAML parser would.
-    `line_base` is where `text` starts in its file, for line numbers quoted in messages.
-    """
-    try:
-        return _load_documents(text, file, line_base, _loader_for(text))
-    except _AnchorRedefined:
-        # Legal YAML that PyYAML refuses; Go's yaml.v2 lets each alias use the latest anchor.
-        return _load_documents(text, file, line_base, _go_anchors_loader())
-
-
-class _AnchorRedefined(Exception):
-    pass
-
-
-def _load_documents(
-    text: str, file: str, line_base: int, loader: Any
-) -> tuple[list[Document], list[Finding]]:
-    import yaml
-
-    docs: list[Document] = []
-    problems: list[Finding] = []
-    try:
-        for index, root in enumerate(yaml.compose_all(text, Loader=loader)):
-            if index == MAX_DOCUMENTS:
-                problems.append(_too_many_documents(root, file, line_base))
-                break
-            doc, found = _document_from_node(root, file, line_base, text)
-            doc = dataclasses.replace(doc, text=text)
-            docs.append(doc)
-            problems.extend(doc.place(f) for f in found)
-    except yaml.MarkedYAMLError as e:
-        if "duplicate anchor" in str(e) and loader is not _go_anchors_loader():
-            raise _AnchorRedefined from e
-        problems.append(_syntax_finding(e, file))
-    except RecursionError:
-        problems.append(
-            findings.error(
-                (),
-                "yaml.too-complex",
-                "the document nests too deeply to parse",
-                f"keep nesting under {MAX_DEPTH} levels",
-            ).located(file, None, None)
-        )
-    except yaml.YAMLError as e:
-        problems.append(
-            findings.error((), "yaml.syntax", f"cannot parse YAML: {e}").located(file, None, None)
-        )
-    if not docs and not problems:
-        docs.append(Document(file, None))  # an empty file is one empty document
-    return docs, problems
-
-
-@functools.lru_cache(maxsize=1)
-def _go_anchors_loader() -> Any:
-    """PyYAML's pure-Python safe loader, but a second `&name` replaces the first, as in Go."""
-    import yaml
-
-    class GoAnchorsLoader(yaml.SafeLoader):
-        def compose_node(self, parent: Any, index: Any) -> Any:
-            if not self.check_event(yaml.AliasEvent):
-                event = self.peek_event()  # type: ignore[no-untyped-call]
-                self.anchors.pop(event.anchor, None)
-            return super().compose_node(parent, index)
-
-    return GoAnchorsLoader
-
-
-def _too_many_documents(root: Any, file: str, line_base: int) -> Finding:
-    line = root.start_mark.line + 1 + line_base if root is not None else None
-    return findings.error(
-        (),
-        "yaml.too-many-documents",
-        f"the file holds more than {MAX_DOCUMENTS} YAML documents; the rest was not read",
-        "split the file",
-    ).located(file, line, None)
-
-
-def _loader_for(text: str) -> Any:
-    """libyaml's parser (about 6x faster on NVIDIA's default MIG config) when it is safe.
-
-    libyaml composes recursively in C and overflows the C stack (a crash, not an
-    exception) somewhere past 20,000 nesting levels. Below `C_LOADER_MAX_INDICATORS` as a
-    bound on the nesting depth, the C loader is safe; above it, the pure-Python loader
-    fails cleanly with RecursionError.
-    """
-    import yaml
-
-    if _nesting_bound(text) < C_LOADER_MAX_INDICATORS and hasattr(yaml, "CSafeLoader"):
-        return yaml.CSafeLoader
-    return yaml.SafeLoader
-
-
-def _nesting_bound(text: str) -> int:
-    """An upper bound on how deep the YAML in `text` can nest, in one linear pass.
-
-    A flow collection opens with `[` or `{`; a block collection nested in another starts
-    either indented further on a later line or after an indicator (`-`, `?`, `:`) on the
-    same line, except that a sequence may sit at its parent key's indentation (hence the
-    factor 2). So a 10,000-key ConfigMap, whose lines are short, still gets the fast parser.
-    """
-    flow = text.count("[") + text.count("{")
-    if flow >= C_LOADER_MAX_INDICATORS:
-        return flow
-    widest = 0
-    for line in text.split("\n"):  # other line breaks only make lines look longer: safe
-        body = line.lstrip(" ")
-        opened = len(line) - len(body) + body.count("-") + body.count("?") + body.count(":")
-        widest = max(widest, opened)
-    return flow + 2 * (widest + 1)
-
-
-def load_nested(outer: Document, path: Path, text: str) -> tuple[list[Document], list[Finding]]:
-    """Parse `text`, the string value at `path` in `outer`, keeping lines relative to the file."""
-    value_node = _walk(outer.root, path, False)
-    line_base, column_base, exact = _nested_offsets(outer, value_node)
-    shifted = functools.partial(
-        dataclasses.replace, line_base=line_base, column_base=column_base, exact=exact
-    )
-    docs, problems = load_documents(text, outer.file, line_base if exact else 0)
-    docs = [shifted(d) for d in docs]
-    relocated = [_shift_finding(f, outer, line_base, column_base, exact) for f in problems]
-    return docs, relocated
-
-
-def _document_from_node(
+def document_from_node(
     root: yaml.Node | None, file: str, line_base: int, text: str
 ) -> tuple[Document, list[Finding]]:
+    """The document `root` holds, and the YAML-level findings about it (paths only)."""
     found: list[Finding] = []
     if root is None:
         return Document(file, None), found
@@ -501,100 +335,3 @@ def _ambiguous_boolean(word: str, path: Path) -> Finding:
         "but as a string by YAML 1.2 parsers",
         f"write {meaning}",
     )
-
-
-def _syntax_finding(e: yaml.MarkedYAMLError, file: str) -> Finding:
-    mark = e.problem_mark or e.context_mark
-    problem = e.problem or str(e)
-    context = f" ({e.context})" if e.context else ""
-    line, column = (mark.line + 1, mark.column + 1) if mark else (None, None)
-    return findings.error(
-        (),
-        "yaml.syntax",
-        f"invalid YAML: {problem}{context}",
-        "fix the YAML syntax at that position",
-    ).located(file, line, column)
-
-
-def _walk(root: Any, path: Path, at_key: bool) -> Any:
-    import yaml
-
-    node = root
-    for depth, item in enumerate(path):
-        last = depth == len(path) - 1
-        if isinstance(node, yaml.MappingNode):
-            # upstream matches some keys case-insensitively; findings use its spelling
-            match = _keys_of(node).get(str(item)) or _keys_of(node, folded=True).get(
-                str(item).lower()
-            )
-            if match is None:
-                return node
-            key_node, value_node = match
-            node = key_node if (last and at_key) else value_node
-        elif isinstance(node, yaml.SequenceNode) and isinstance(item, int):
-            if not 0 <= item < len(node.value):
-                return node
-            node = node.value[item]
-        else:
-            return node
-    return node
-
-
-# Each mapping node's keys, built on the first lookup: locating every finding of a 20,000-key
-# mapping by scanning its pairs would cost 20,000 x 20,000 comparisons.
-_Index = dict[str, tuple[Any, Any]]
-_KEY_INDEX: weakref.WeakKeyDictionary[Any, tuple[_Index, _Index]] = weakref.WeakKeyDictionary()
-
-
-def _keys_of(node: Any, folded: bool = False) -> _Index:
-    """The mapping's keys as written, or lower-cased (`folded`) to find a key upstream matches
-    case-insensitively; the last of duplicate keys wins, as in the loaded data."""
-    import yaml
-
-    found = _KEY_INDEX.get(node)
-    if found is None or len(found[0]) > len(node.value):  # flattened or edited since
-        keyed = [(k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode)]
-        exact = {_go_name(k): (k, v) for k, v in keyed}  # `on:` is found as `true`, as loaded
-        exact.update((k.value, (k, v)) for k, v in keyed)
-        found = (exact, {k.value.lower(): (k, v) for k, v in keyed})
-        _KEY_INDEX[node] = found
-    return found[1] if folded else found[0]
-
-
-def _go_name(key: Any) -> str:
-    if getattr(key, "style", None):
-        return str(key.value)
-    return scalars.go_key(key.value, key.tag.rsplit(":", 1)[-1]) or str(key.value)
-
-
-def _nested_offsets(outer: Document, node: Any) -> tuple[int, int, bool]:
-    if node is None:
-        return outer.line_base, outer.column_base, False
-    mark = node.start_mark
-    base_line = mark.line + outer.line_base
-    if getattr(node, "style", None) not in ("|", ">") or not outer.exact:
-        return base_line, 0, False
-    # A block scalar's content starts on the next line, every line indented alike.
-    lines = _lines(outer.text)
-    after = range(mark.line + 1, len(lines))
-    first = next((lines[i] for i in after if lines[i].strip()), "")
-    indent = len(first) - len(first.lstrip(" "))
-    exact = getattr(node, "style", None) == "|"
-    return base_line + 1, indent + outer.column_base, exact
-
-
-@functools.lru_cache(maxsize=4)
-def _lines(text: str) -> list[str]:
-    """The lines of a file, split once: each of its ConfigMap values needs them."""
-    return text.splitlines()
-
-
-def _shift_finding(
-    f: Finding, outer: Document, line_base: int, column_base: int, exact: bool
-) -> Finding:
-    if f.line is None:
-        return f.located(outer.file, line_base + 1, None)
-    if not exact:
-        return f.located(outer.file, line_base + 1, None)
-    column = f.column + column_base if f.column is not None else None
-    return f.located(outer.file, f.line + line_base, column)

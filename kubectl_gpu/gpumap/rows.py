@@ -1,0 +1,109 @@
+"""The node map's rows: one advertised device ID, its physical GPU, and who holds it.
+
+Owns `Row` (the `-o json` contract, schemas/map-rows.v1.json), `NodeSources` (everything
+read on one node) and building a row for a device from what the inventory resolves. Pure:
+standard library only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kubectl_gpu.gpumap.allocations import Allocation, RegisteredDevices
+from kubectl_gpu.gpumap.deviceid import DeviceId
+from kubectl_gpu.gpumap.inventory import Inventory
+from kubectl_gpu.mig.profiles import RESOURCE_PREFIX as MIG_RESOURCE_PREFIX
+
+SHARED_SUFFIX = ".shared"  # NVIDIA's renameByDefault: nvidia.com/mig-1g.10gb.shared
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeSources:
+    """Everything read on one node. `podresources` is None when PodResources was not queried
+    (offline), `registered` when the checkpoint could not be read, `allocatable` when
+    GetAllocatableResources was not called."""
+
+    node: str | None = None
+    checkpoint: tuple[Allocation, ...] = ()
+    registered: RegisteredDevices | None = None
+    podresources: tuple[Allocation, ...] | None = None
+    allocatable: RegisteredDevices | None = None
+
+
+@dataclasses.dataclass
+class Row:
+    """One advertised device ID, its physical GPU (and MIG device), and who holds it.
+
+    `to_dict` is the `-o json` contract (schemas/map-rows.v1.json); absent values are None.
+    Not frozen, though nothing changes a row once made: a frozen dataclass of 20 fields costs
+    2.5 µs more to build, a quarter of a second for 100,000 rows.
+    """
+
+    node: str | None
+    gpu_index: int | None
+    gpu_uuid: str | None
+    gpu_model: str | None
+    mig_uuid: str | None
+    mig_profile: str | None
+    gpu_instance: int | None
+    compute_instance: int | None
+    device_id: str
+    resource: str
+    replica: int | None
+    namespace: str | None
+    pod: str | None
+    pod_uid: str | None
+    container: str | None
+    source: str
+    # DRA only: the share of a device several claims hold (consumable capacity), the sharing
+    # config in effect, and what the allocated partitions take of the physical GPU's counters.
+    share_id: str | None = None
+    consumed: str | None = None  # consumedCapacity of that share: `memory=10Gi`
+    sharing: str | None = None
+    counters: str | None = None
+
+    @property
+    def plane(self) -> str:
+        """Which plane handed the device out: `dra` or `device-plugin`."""
+        return "dra" if self.source == "dra" else "device-plugin"
+
+    def to_dict(self) -> dict[str, object]:
+        """The row as a plain dict, keys in schema order.
+
+        Every field is a plain value, so a shallow read gives what `asdict` would at a tenth
+        of its cost (100,000 rows).
+        """
+        return {**{name: getattr(self, name) for name in _ROW_FIELDS}, "plane": self.plane}
+
+
+_ROW_FIELDS = tuple(f.name for f in dataclasses.fields(Row))
+
+
+def make_row(node: str | None, a: Allocation, device: DeviceId, gpus: Inventory) -> Row:
+    gpu, mig = gpus.locate(device)
+    return Row(
+        node=node,
+        gpu_index=gpu.index if gpu else None,
+        gpu_uuid=gpu.uuid if gpu else device.gpu_uuid,
+        gpu_model=gpu.model if gpu else None,
+        mig_uuid=mig.uuid if mig else device.mig_uuid,
+        mig_profile=mig.profile if mig else _profile_of(a.resource, device),
+        gpu_instance=mig.gi if mig else device.gi,
+        compute_instance=mig.ci if mig else device.ci,
+        device_id=device.raw,
+        resource=a.resource,
+        replica=device.replica,
+        namespace=a.namespace,
+        pod=a.pod,
+        pod_uid=a.pod_uid,
+        container=a.container,
+        source=a.source.value,
+    )
+
+
+def _profile_of(resource: str, device: DeviceId) -> str | None:
+    """The mixed strategy names the profile in the resource: nvidia.com/mig-1g.10gb[.shared]."""
+    if not device.is_mig or not resource.startswith(MIG_RESOURCE_PREFIX):
+        return None
+    profile = resource[len(MIG_RESOURCE_PREFIX) :]
+    return profile.removesuffix(SHARED_SUFFIX) or None

@@ -1,0 +1,119 @@
+"""Validating a config file: which kind of document it is, and every finding about it.
+
+Owns the order of checks for one input: YAML, then each document by its kind (device-plugin
+config, mig-parted config and its companion files, ConfigMaps holding either, Helm values,
+DRA claims, templates and DeviceClasses, alone or in a kubectl List): structure (schema),
+then the domain's semantic rules. Data flows one way: read, check on plain data (findings
+with JSON paths), then place every finding in the file (line, column) once, at the end.
+Must not render anything or read files: it takes text.
+
+This module is the public face; the nouns live beside it: `kinds` (detection and the table
+of kinds), `configs` (one config document), `holders` (ConfigMaps, Helm values, Lists),
+`reports` (what is said about an input).
+"""
+
+from __future__ import annotations
+
+from kubectl_gpu import documents, findings
+from kubectl_gpu.documents import Document, Unplaced
+from kubectl_gpu.findings import Finding
+from kubectl_gpu.validation import holders
+from kubectl_gpu.validation.configs import before, ignored_document, unrecognised, validate_as
+from kubectl_gpu.validation.kinds import (
+    AUTO,
+    CONFIGMAP,
+    DRA,
+    HELM_VALUES,
+    KINDS,
+    LIST,
+    Kind,
+    detect,
+    with_dra,
+)
+from kubectl_gpu.validation.reports import DocumentReport, FileReport
+
+__all__ = [
+    "AUTO",
+    "CONFIGMAP",
+    "DRA",
+    "HELM_VALUES",
+    "KINDS",
+    "LIST",
+    "DocumentReport",
+    "FileReport",
+    "Kind",
+    "detect",
+    "unreadable",
+    "validate_text",
+]
+
+
+def validate_text(text: str, file: str, kind: str = AUTO) -> FileReport:
+    """Validate every YAML document in `text`, read from `file` (a name for messages only)."""
+    docs, found = documents.read(text, file)
+    kinds = with_dra(docs)
+    reports: list[DocumentReport] = []
+    for index, doc in enumerate(docs):
+        first = KINDS.get(reports[0].kind) if reports else None  # a config file upstream reads
+        if first is not None:
+            # NVIDIA's tools read only the first document: nothing in the others matters to
+            # them, so the only finding there is that they are ignored.
+            reports.append(DocumentReport(index, detect(doc.data)))
+            if index == 1:
+                found = before(docs, found)
+                found.append(ignored_document(doc, first))
+            continue
+        report, doc_findings = _validate_document(doc, index, kind, kinds)
+        reports.append(report)
+        found.extend(doc_findings)
+    placed = _without_echoes(documents.place_all(found))
+    ordered = sorted(placed, key=lambda f: (f.line or 0, f.column or 0, f.pointer))
+    return FileReport(file, tuple(reports), tuple(ordered))
+
+
+def _without_echoes(found: list[Finding]) -> list[Finding]:
+    """One finding per value where the YAML loader and the schema both speak about it.
+
+    A value the loader rejected (kept as text) needs no "expected an integer, found the
+    string"; a hex number where a string belongs (an unquoted device-filter) needs no note
+    on its base.
+    """
+    spot = _spot
+    rejected = {spot(f) for f in found if f.code in documents.VALUE_CODES}
+    mistyped = {spot(f) for f in found if f.code == "schema.wrong-type"}
+    if not rejected and not mistyped:
+        return found
+    return [
+        f
+        for f in found
+        if not (f.code == "schema.wrong-type" and spot(f) in rejected)
+        and not (f.code == documents.NON_DECIMAL and spot(f) in mistyped)
+    ]
+
+
+def _spot(f: Finding) -> tuple[int | None, int | None, str]:
+    return (f.line, f.column, f.pointer)
+
+
+def unreadable(file: str, problem: str) -> FileReport:
+    """The report for an input that could not be read at all."""
+    finding = findings.error(
+        (), "input.unreadable", problem, "check the path and that the file is UTF-8 YAML or JSON"
+    )
+    return FileReport(file, (), (finding.located(file, None, None),))
+
+
+def _validate_document(
+    doc: Document, index: int, kind: str, kinds: dict[str, Kind]
+) -> tuple[DocumentReport, list[Unplaced]]:
+    detected = detect(doc.data)
+    chosen = detected if kind == AUTO or detected == LIST else kind
+    if chosen == CONFIGMAP:
+        return holders.validate_configmap(doc, index)
+    if chosen == LIST:
+        return holders.validate_list(doc, index, kinds)
+    if chosen in HELM_VALUES and isinstance(doc.data, dict):
+        return holders.validate_helm_values(doc, index, chosen)
+    if chosen not in kinds:
+        return DocumentReport(index, "unknown"), [(doc, unrecognised(doc.data))]
+    return DocumentReport(index, chosen), validate_as(doc, kinds[chosen])
