@@ -8,12 +8,17 @@ library only.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kubectl_gpu.sharing.podtemplate import literal_env
 
-if TYPE_CHECKING:
-    from kubectl_gpu.sharing.deployment import Deployment
+
+class Deployment(Protocol):
+    """What this module reads of a `deployment.Deployment` (which imports this module)."""
+
+    @property
+    def env_overrides(self) -> tuple[tuple[str, str], ...]: ...
+
 
 # Env vars the plugin reads instead of the config file's flags (§1.1, §1.3): env → flag path.
 FLAG_ENV: dict[str, tuple[str, ...]] = {
