@@ -6,8 +6,10 @@ with RBAC (and the Node authorizer), its default admission plugins (PodSecurity,
 ValidatingAdmissionPolicy, ...) and NodeRestriction on; the controller-manager's DaemonSet,
 ResourceClaim, disruption, garbage-collector and service-account controllers and the real
 scheduler do the real work; KWOK keeps every Node heartbeating and turns scheduled pods
-Running (there is no kubelet: the node side -- device plugin, kubelet files, the agent -- is
-simulated by tests/fakes on top of this). Owns processes, ports, files and the admin
+Running, and its kubelet-like server answers for every node's kubelet where the API server
+proxies `kubectl logs` (TLS with a certificate of the test CA, which the API server checks;
+what it serves is named by KWOK `Logs` objects, see containerlogs.py). There is no kubelet: the
+node side -- device plugin, kubelet files, the agent -- is simulated by tests/fakes on top. Owns processes, ports, files and the admin
 kubeconfig; must not know anything about GPUs.
 """
 
@@ -35,6 +37,32 @@ import yaml
 from tests.controlplane import certs
 
 ROOT = Path(__file__).resolve().parent.parent.parent
+# KWOK's `Logs` (kwok.x-k8s.io/v1alpha1): which file its server answers a container's logs
+# from. KWOK watches these (--enable-crds) but does not define the CRD; this is the least of it.
+LOGS_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "logs.kwok.x-k8s.io"},
+    "spec": {
+        "group": "kwok.x-k8s.io",
+        "scope": "Namespaced",
+        "names": {"plural": "logs", "singular": "logs", "kind": "Logs", "listKind": "LogsList"},
+        "versions": [
+            {
+                "name": "v1alpha1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    }
+                },
+            }
+        ],
+    },
+}
 DEFAULT_VERSION = "1.37"
 VERSIONS = {"1.37": "kubernetes-1.37", "1.34": "kubernetes-1.34"}
 
@@ -132,6 +160,9 @@ class ControlPlane:
         self.components: list[Component] = []
         self.bins: dict[str, Path] = {}
         self.port = 0
+        # KWOK's server: the kubelet endpoint every node names (`with_kubelet`)
+        self.kubelet_address = "127.0.0.1"
+        self.kubelet_port = 0
         self.kubeconfig = self.dir / "admin.kubeconfig"
         self.audit_log = self.dir / "audit.log"  # one line per request received (`requests`)
         self.creds: certs.Credentials | None = None
@@ -151,6 +182,7 @@ class ControlPlane:
             if self.want_scheduler:
                 self._start_scheduler()
             if self.want_kwok:
+                self._serve_crd(LOGS_CRD, deadline)
                 self._start_kwok()
             self._wait_default_service_account(deadline)
         except BaseException:
@@ -242,6 +274,10 @@ class ControlPlane:
             "--service-account-signing-key-file", c.service_account_key,
             "--service-cluster-ip-range", "10.0.0.0/24",
             "--authorization-mode", "Node,RBAC",
+            # where `kubectl logs` is proxied: each node's InternalIP and kubelet port, which
+            # name KWOK's server (`with_kubelet`), checked against the test CA like a kubelet's
+            "--kubelet-preferred-address-types", "InternalIP",
+            "--kubelet-certificate-authority", c.ca_cert,
             "--enable-admission-plugins", "NodeRestriction",
             "--allow-privileged=true",
             "--profiling=false",
@@ -317,8 +353,11 @@ class ControlPlane:
 
     def _start_kwok(self) -> None:
         """KWOK with its own "fast" stages: nodes Ready at once and kept alive by Leases (no
-        status write per heartbeat, so a watcher of its Node is not woken), pods Running."""
+        status write per heartbeat, so a watcher of its Node is not woken), pods Running; and
+        its server, which answers `containerLogs` from the files its `Logs` objects name."""
+        assert self.creds is not None
         stages = sorted(self.bins["kwok-stages"].glob("*.yaml"))
+        self.kubelet_port = free_port()
         self._spawn(
             "kwok",
             [
@@ -326,10 +365,36 @@ class ControlPlane:
                 "--kubeconfig", self.kubeconfig,
                 "--manage-all-nodes=true",
                 "--node-lease-duration-seconds", "40",
-                "--server-address", f"127.0.0.1:{free_port()}",
+                # a node made without addresses gets these from node-initialize
+                "--node-ip", self.kubelet_address,
+                "--node-port", str(self.kubelet_port),
+                "--server-address", f"{self.kubelet_address}:{self.kubelet_port}",
+                "--tls-cert-file", self.creds.kubelet_cert,
+                "--tls-private-key-file", self.creds.kubelet_key,
+                "--enable-crds", "Logs",
                 *(arg for stage in stages for arg in ("--config", stage)),
             ],
         )  # fmt: skip
+
+    def with_kubelet(self, node: dict[str, Any]) -> dict[str, Any]:
+        """`node` (an object to create) with KWOK's server as its kubelet: its InternalIP and
+        kubelet port, which the API server dials for `kubectl logs` on the node's pods."""
+        status = node.setdefault("status", {})
+        others = [a for a in status.get("addresses") or [] if a.get("type") != "InternalIP"]
+        status["addresses"] = [{"type": "InternalIP", "address": self.kubelet_address}, *others]
+        status["daemonEndpoints"] = {"kubeletEndpoint": {"Port": self.kubelet_port}}
+        return node
+
+    def _serve_crd(self, crd: dict[str, Any], deadline: float) -> None:
+        """Create a CRD and wait until the server says it is established."""
+        self.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+        path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd['metadata']['name']}"
+        while time.monotonic() < deadline:
+            conditions = (self.get(path).get("status") or {}).get("conditions") or []
+            if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+                return
+            time.sleep(0.1)
+        raise ControlPlaneError(f"CRD {crd['metadata']['name']} was not established in time")
 
     # ---- waiting ----------------------------------------------------------------------------
 
@@ -370,13 +435,15 @@ class ControlPlane:
         assert self.creds is not None
         return ssl.create_default_context(cafile=str(self.creds.ca_cert))
 
-    def request(self, method: str, path: str, body: Any = None) -> Any:
+    def request(
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json"
+    ) -> Any:
         assert self.creds is not None
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(f"{self.url}{path}", data=data, method=method)
         request.add_header("Authorization", f"Bearer {self.creds.admin_token}")
         if data is not None:
-            request.add_header("Content-Type", "application/json")
+            request.add_header("Content-Type", content_type)
         with urllib.request.urlopen(request, context=self._context(), timeout=10) as response:
             payload = response.read()
         return json.loads(payload) if payload[:1] in (b"{", b"[") else payload.decode()

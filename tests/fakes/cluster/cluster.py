@@ -95,10 +95,13 @@ class SimCluster:
         self.server: FakeApiServer | None = None
         self.plane: ControlPlane | None = None
         self._own_plane = False
+        self._log_root: Path | None = None
         if self.real:
             self.plane, self._own_plane = _plane(plane)
             self.store: Store | ApiStore = _api_store(self.plane)
-            self.logs = LogStore()
+            # files KWOK serves: `kubectl logs` reaches them through the real API server
+            self._log_root = Path(tempfile.mkdtemp(prefix="sim-logs-"))
+            self.logs: LogStore = _log_files(self.plane, self._log_root)
             self.url = self.plane.url
         else:
             self.server = FakeApiServer()
@@ -196,7 +199,7 @@ class SimCluster:
             self.store.watch(WATCHED + WATCHED_CRDS)  # type: ignore[union-attr]
             self.loop.add(_CrdWatch(self.store))  # type: ignore[arg-type]
         for node in self.nodes.values():
-            self.store.create(node.node_object())
+            self.store.create(self._node_object(node))
         for obj in self.layout.objects if self.layout else ():
             self._create(obj)
         if self.server is not None:
@@ -240,8 +243,9 @@ class SimCluster:
             self._stopped = True
         if self._own_dir is not None:
             shutil.rmtree(self._own_dir, ignore_errors=True)
-        if self._node_root is not None:
-            shutil.rmtree(self._node_root, ignore_errors=True)
+        for root in (self._node_root, self._log_root):
+            if root is not None:
+                shutil.rmtree(root, ignore_errors=True)
 
     def __enter__(self) -> SimCluster:
         return self.start()
@@ -292,8 +296,13 @@ class SimCluster:
         spec = NodeSpec.parse(spec) if isinstance(spec, str) else spec
         node = SimNode(spec, len(self.nodes))
         self.nodes[spec.name] = node
-        self.store.create(node.node_object())
+        self.store.create(self._node_object(node))
         return node
+
+    def _node_object(self, node: SimNode) -> Obj:
+        """On a real server the node's kubelet endpoint is KWOK's server (container logs)."""
+        obj = node.node_object()
+        return self.plane.with_kubelet(obj) if self.plane is not None else obj
 
     def node_gpus(self, name: str) -> list[Gpu]:
         """The node's GPUs (the NVML stand-in's objects; change them only through set_mig)."""
@@ -382,6 +391,12 @@ def _plane(plane: ControlPlane | None) -> tuple[ControlPlane, bool]:
     if plane is not None:
         return plane, False
     return ControlPlane().start(), True
+
+
+def _log_files(plane: ControlPlane, directory: Path) -> LogStore:
+    from tests.controlplane.containerlogs import ContainerLogFiles
+
+    return ContainerLogFiles(plane, directory)
 
 
 def _api_store(plane: ControlPlane) -> ApiStore:
