@@ -166,11 +166,15 @@ class ControlPlane:
         self.kubeconfig = self.dir / "admin.kubeconfig"
         self.audit_log = self.dir / "audit.log"  # one line per request received (`requests`)
         self.creds: certs.Credentials | None = None
+        self._keeper: _Keeper | None = None  # ends the components if this process dies
 
     # ---- lifetime ---------------------------------------------------------------------------
 
     def start(self, timeout: float = 90.0) -> ControlPlane:
         self.bins = binaries(self.version)
+        self._keeper = _Keeper()
+        if self._own_dir:
+            self._keeper.tell("remove", self.dir)
         self.creds = certs.make(self.dir / "pki")
         deadline = time.monotonic() + timeout
         try:
@@ -193,7 +197,12 @@ class ControlPlane:
     def stop(self) -> None:
         for component in reversed(self.components):
             _terminate(component.process)
+            if self._keeper is not None:
+                self._keeper.tell("forget", component.process.pid)
         self.components.clear()
+        if self._keeper is not None:
+            self._keeper.close()
+            self._keeper = None
         if self._own_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -229,6 +238,8 @@ class ControlPlane:
             start_new_session=True,  # a Ctrl-C in the test's terminal is the harness's to handle
         )
         handle.close()
+        if self._keeper is not None:
+            self._keeper.tell("keep", process.pid)  # its own group: pgid == pid
         component = Component(name, process, log)
         self.components.append(component)
         return component
@@ -530,6 +541,30 @@ def write_kubeconfig(
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     path.chmod(0o600)
     return path
+
+
+class _Keeper:
+    """keeper.py, fed through a pipe only this process holds: if this process dies in any way,
+    the pipe closes and the keeper ends every component still kept."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-I", str(Path(__file__).with_name("keeper.py"))],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,  # not stopped by a signal sent to the test's group
+        )
+
+    def tell(self, verb: str, argument: object) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(f"{verb} {argument}\n")
+        self.process.stdin.flush()
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(10)
 
 
 def _http_ok(url: str) -> bool:
