@@ -12,7 +12,7 @@ not decide what a container writes.
 
 from __future__ import annotations
 
-import datetime
+import datetime as dt
 import threading
 import urllib.error
 import urllib.parse
@@ -101,5 +101,5 @@ class ContainerLogFiles(LogStore):
 
 
 def _cri_line(text: str) -> str:
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     return f"{now} stdout F {text}\n"

@@ -9,8 +9,9 @@ scheduler do the real work; KWOK keeps every Node heartbeating and turns schedul
 Running, and its kubelet-like server answers for every node's kubelet where the API server
 proxies `kubectl logs` (TLS with a certificate of the test CA, which the API server checks;
 what it serves is named by KWOK `Logs` objects, see containerlogs.py). There is no kubelet: the
-node side -- device plugin, kubelet files, the agent -- is simulated by tests/fakes on top. Owns processes, ports, files and the admin
-kubeconfig; must not know anything about GPUs.
+node side -- device plugin, kubelet files, the agent -- is simulated by tests/fakes on top.
+Owns processes (and their keeper, keeper.py), ports, files and the admin kubeconfig; must not
+know anything about GPUs.
 """
 
 from __future__ import annotations

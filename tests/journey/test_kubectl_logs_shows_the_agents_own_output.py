@@ -18,7 +18,7 @@ import pytest
 from kubectl_gpu import keys
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.journey.conftest import Kubectl
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(120)]
@@ -45,9 +45,7 @@ def agent_pod(k: Kubectl, node: str) -> str:
 def test_kubectl_logs_of_an_agent_pod_shows_that_agents_lines(
     sim_cluster: MakeSimCluster, kubectl: Callable[[SimCluster], Kubectl]
 ) -> None:
-    cluster = sim_cluster(
-        [NodeSpec("gpu-a", "L4", 1), NodeSpec("gpu-b", "L4", 1)], agents=True
-    )
+    cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1), NodeSpec("gpu-b", "L4", 1)], agents=True)
     k = kubectl(cluster)
     installed = k("gpu", "install")
     assert installed.returncode == 0, installed.stderr
