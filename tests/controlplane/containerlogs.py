@@ -70,7 +70,11 @@ class ContainerLogFiles(LogStore):
                 return
             named[container] = named.get(container, False) or previous
             spec = [self._entry(namespace, pod, c, prev) for c, prev in sorted(named.items())]
-        self._apply(namespace, pod, spec)
+        # the pod's other containers wrote nothing yet: an empty log, as on a kubelet (KWOK
+        # takes the first entry without `containers` for a container no entry names)
+        empty = self.dir / "empty.log"
+        empty.touch()
+        self._apply(namespace, pod, [*spec, {"logsFile": str(empty)}])
 
     def _entry(self, namespace: str, pod: str, container: str, previous: bool) -> dict[str, Any]:
         entry: dict[str, Any] = {

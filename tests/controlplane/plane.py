@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,11 @@ import yaml
 from tests.controlplane import certs
 
 ROOT = Path(__file__).resolve().parent.parent.parent
+# What RBAC rules may grant on resources (`user_denied`).
+VERBS = frozenset(
+    "get list watch create update patch delete deletecollection "
+    "bind escalate impersonate use approve sign attest".split()
+)
 # KWOK's `Logs` (kwok.x-k8s.io/v1alpha1): which file its server answers a container's logs
 # from. KWOK watches these (--enable-crds) but does not define the CRD; this is the least of it.
 LOGS_CRD: dict[str, Any] = {
@@ -370,6 +375,21 @@ class ControlPlane:
         assert self.creds is not None
         stages = sorted(self.bins["kwok-stages"].glob("*.yaml"))
         self.kubelet_port = free_port()
+        # A container nothing has written for has an empty log, as on a kubelet (KWOK answers
+        # 400 "no logs found" for a pod no Logs object names, unless a ClusterLogs does).
+        empty = self.dir / "empty.log"
+        empty.touch()
+        any_pod = self.dir / "kwok-logs.yaml"
+        any_pod.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "kwok.x-k8s.io/v1alpha1",
+                    "kind": "ClusterLogs",
+                    "metadata": {"name": "empty-unless-written"},
+                    "spec": {"logs": [{"logsFile": str(empty)}]},
+                }
+            )
+        )
         self._spawn(
             "kwok",
             [
@@ -384,7 +404,7 @@ class ControlPlane:
                 "--tls-cert-file", self.creds.kubelet_cert,
                 "--tls-private-key-file", self.creds.kubelet_key,
                 "--enable-crds", "Logs",
-                *(arg for stage in stages for arg in ("--config", stage)),
+                *(arg for config in (*stages, any_pod) for arg in ("--config", config)),
             ],
         )  # fmt: skip
 
@@ -506,6 +526,67 @@ class ControlPlane:
             {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec},
         )
         return str(answer["status"]["token"])
+
+    def user_denied(self, name: str, path: Path, denied: Collection[tuple[str, str, str]]) -> Path:
+        """A kubeconfig for ServiceAccount `name` in `default`, allowed everything but each
+        denied (verb, resource, group): RBAC only allows, so a denied verb is granted on every
+        resource discovery lists now (subresources too) but the denied ones. Made again on each
+        call (resources served since are then included)."""
+        denied_verbs = {verb for verb, _, _ in denied}
+        # every verb not denied anywhere, on everything (also what is not served: a user
+        # without rights is told 403, not 404, about a CRD that does not exist)
+        rules = [{"apiGroups": ["*"], "resources": ["*"], "verbs": sorted(VERBS - denied_verbs)}]
+        served = self._served()
+        for verb in sorted(denied_verbs):  # a denied verb: on each served resource but those
+            by_group: dict[str, list[str]] = {}
+            for group, resource, verbs in served:
+                if verb in verbs and (verb, resource, group) not in denied:
+                    by_group.setdefault(group, []).append(resource)
+            rules += [
+                {"apiGroups": [group], "resources": resources, "verbs": [verb]}
+                for group, resources in sorted(by_group.items())
+            ]
+        role = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": name},
+            "rules": [*rules, {"nonResourceURLs": ["*"], "verbs": ["get"]}],
+        }
+        binding = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": name,
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": "default"}],
+        }
+        account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}}
+        for base, obj in (
+            ("/api/v1/namespaces/default/serviceaccounts", account),
+            ("/apis/rbac.authorization.k8s.io/v1/clusterroles", role),
+            ("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding),
+        ):
+            self.request(
+                "PATCH", f"{base}/{name}?fieldManager=kubectl-gpu-tests&force=true", obj,
+                "application/apply-patch+yaml",
+            )  # fmt: skip
+        return self.kubeconfig_for(path, self.token(name, "default"))
+
+    def _served(self) -> list[tuple[str, str, list[str]]]:
+        """(group, resource or resource/subresource, verbs) of every resource served now."""
+        found = []
+        bases = [("", "/api/v1")] + [
+            (g["name"], f"/apis/{g['name']}/{v['version']}")
+            for g in self.get("/apis").get("groups") or []
+            for v in g.get("versions") or []
+        ]
+        for group, base in bases:
+            for resource in self.get(base).get("resources") or []:
+                found.append((group, str(resource["name"]), list(resource.get("verbs") or [])))
+        return found
 
     def kubeconfig_for(self, path: Path, token: str, namespace: str = "default") -> Path:
         assert self.creds is not None

@@ -96,6 +96,7 @@ class SimCluster:
         self.plane: ControlPlane | None = None
         self._own_plane = False
         self._log_root: Path | None = None
+        self._denied: set[tuple[str, str, str]] = set()  # (verb, resource, group): `deny`
         if self.real:
             self.plane, self._own_plane = _plane(plane)
             self.store: Store | ApiStore = _api_store(self.plane)
@@ -289,6 +290,17 @@ class SimCluster:
                 return True
             time.sleep(0.1)
         return False
+
+    def deny(self, verb: str, resource: str, group: str = "") -> None:
+        """From now on `kubeconfig`'s user is refused `verb` on `resource` (e.g. "nodes/status").
+        On a real server: a ServiceAccount whose ClusterRole grants everything served but that
+        (and those denied before), so the refusal is the real RBAC authorizer's 403."""
+        if self.server is not None:
+            self.server.deny(verb, resource, group)
+            return
+        assert self.plane is not None
+        self._denied.add((verb, resource, group))
+        self.plane.user_denied("kubectl-gpu-tests-denied", self.kubeconfig, self._denied)
 
     # ---- nodes and GPUs ---------------------------------------------------------------------
 
