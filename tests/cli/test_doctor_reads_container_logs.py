@@ -6,9 +6,7 @@ real API server and a kubelet-like server; the refusal is the real RBAC authoriz
 
 from __future__ import annotations
 
-import urllib.parse
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,26 +29,8 @@ TOO_OLD = (
 )
 
 
-def doctor(
-    run_cli: Run, cluster: SimCluster, name: str, kubeconfig: Path | None = None
-) -> CliResult:
-    config = kubeconfig or cluster.kubeconfig
-    return run_cli("--kubeconfig", str(config), "doctor", name, "-o", "json")
-
-
-def kept(cluster: SimCluster, container: str, text: str, previous: bool = False) -> None:
-    """The node keeps `text` as the container's log; wait until the API server serves it."""
-    cluster.logs.set("default", "train", container, text, previous=previous)
-    query = urllib.parse.urlencode({"container": container, "previous": str(previous).lower()})
-    path = f"/api/v1/namespaces/default/pods/train/log?{query}"
-
-    def served() -> bool:
-        try:
-            return bool(cluster.store.request("GET", path) == text)
-        except ApiError:
-            return False
-
-    wait_for(f"the {container} log to be served", served, 30)
+def doctor(run_cli: Run, cluster: SimCluster, name: str) -> CliResult:
+    return run_cli("--kubeconfig", str(cluster.kubeconfig), "doctor", name, "-o", "json")
 
 
 @pytest.fixture
@@ -60,7 +40,7 @@ def running(sim_cluster: MakeSimCluster) -> SimCluster:
     run_pods(cluster, gpu_pod("train"))
     assert cluster.store.get("pods", "train", "default")["status"]["phase"] == "Running"
     filler = "".join(f"step {i}\n" for i in range(200))
-    kept(cluster, "cuda", f"{NO_DEVICE}\n{filler}")
+    cluster.keep_log("default", "train", "cuda", f"{NO_DEVICE}\n{filler}")
     return cluster
 
 
@@ -68,7 +48,7 @@ def test_a_started_pod_whose_log_finds_no_gpu_names_the_runtime(
     run_cli: Run, running: SimCluster
 ) -> None:
     cluster = running
-    kept(cluster, "cuda", f"loading weights\n{NO_DEVICE}\n")
+    cluster.keep_log("default", "train", "cuda", f"loading weights\n{NO_DEVICE}\n")
     result = doctor(run_cli, cluster, "train")
     assert result.exit_code == 1
     [runtime] = by_layer(result.json, "runtime")
@@ -118,7 +98,7 @@ def test_a_crash_looping_container_is_read_from_its_previous_run(
 ) -> None:
     cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1)], controllers=())
     crash_looping(cluster)
-    kept(cluster, "cuda", f"import torch\n{TOO_OLD}\n", previous=True)
+    cluster.keep_log("default", "train", "cuda", f"import torch\n{TOO_OLD}\n", previous=True)
     result = doctor(run_cli, cluster, "train")
     assert result.exit_code == 1
     [driver] = by_layer(result.json, "driver")
@@ -127,55 +107,14 @@ def test_a_crash_looping_container_is_read_from_its_previous_run(
     assert "nvidia-smi" in driver["fix"]
 
 
-def reader(cluster: SimCluster, tmp_path: Path) -> Path:
-    """A user who may read what doctor reads but not `pods/log` (RBAC cannot deny; the rule lists
-    every resource by name: a `*` would grant the subresource too)."""
-    plane = cluster.plane
-    assert plane is not None
-    names = [
-        "pods", "nodes", "events", "namespaces", "configmaps", "daemonsets", "deployments",
-        "replicasets", "statefulsets", "jobs", "resourcequotas", "limitranges", "runtimeclasses",
-        "resourceclaims", "resourceclaimtemplates", "resourceslices", "deviceclasses",
-        "gpunodereports", "clusterpolicies", "customresourcedefinitions", "services",
-        "poddisruptionbudgets", "priorityclasses", "serviceaccounts", "nodefeatures",
-    ]  # fmt: skip
-    rule = {"apiGroups": ["*"], "resources": names, "verbs": ["get", "list", "watch"]}
-    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": "doctor-reader"}, "rules": [rule]}  # fmt: skip
-    cluster.store.create(role)
-    cluster.store.create(
-        {
-            "apiVersion": "v1",
-            "kind": "ServiceAccount",
-            "metadata": {"name": "doctor-reader", "namespace": "default"},
-        }  # fmt: skip
-    )
-    cluster.store.create(
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": "doctor-reader"},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": "doctor-reader",
-            },
-            "subjects": [
-                {"kind": "ServiceAccount", "name": "doctor-reader", "namespace": "default"}
-            ],
-        }  # fmt: skip
-    )
-    token = plane.token("doctor-reader", "default")
-    return plane.kubeconfig_for(tmp_path / "reader.kubeconfig", token)
-
-
 def test_logs_the_user_may_not_read_are_left_out_with_a_warning(
-    run_cli: Run, sim_cluster: MakeSimCluster, tmp_path: Path
+    run_cli: Run, sim_cluster: MakeSimCluster
 ) -> None:
     cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1)], controllers=())
     crash_looping(cluster)
-    kept(cluster, "cuda", f"{TOO_OLD}\n", previous=True)
-    result = doctor(run_cli, cluster, "train", reader(cluster, tmp_path))
+    cluster.keep_log("default", "train", "cuda", f"{TOO_OLD}\n", previous=True)
+    cluster.deny("get", "pods/log")
+    result = doctor(run_cli, cluster, "train")
     assert result.exception is None and result.exit_code == 0, result.stdout
     assert by_layer(result.json, "driver") == []
     assert "container logs left out of the diagnosis" in result.stderr

@@ -23,6 +23,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
+import urllib.parse
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -301,6 +302,26 @@ class SimCluster:
         assert self.plane is not None
         self._denied.add((verb, resource, group))
         self.plane.user_denied("kubectl-gpu-tests-denied", self.kubeconfig, self._denied)
+
+    def keep_log(
+        self, namespace: str, pod: str, container: str, text: str, previous: bool = False
+    ) -> None:
+        """The node keeps `text` as the container's log; on a real server, return once the API
+        server serves it (KWOK sees a new `Logs` object a moment after it is written)."""
+        self.logs.set(namespace, pod, container, text, previous=previous)
+        if not self.real:
+            return
+        query = urllib.parse.urlencode({"container": container, "previous": str(previous).lower()})
+        path = f"/api/v1/namespaces/{namespace}/pods/{pod}/log?{query}"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if self.store.request("GET", path) == text:  # type: ignore[union-attr]
+                    return
+            except ApiError:
+                pass
+            time.sleep(0.2)
+        raise TimeoutError(f"the log of {namespace}/{pod} {container} was not served in 30 s")
 
     # ---- nodes and GPUs ---------------------------------------------------------------------
 
