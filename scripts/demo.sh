@@ -89,6 +89,12 @@ step "${gpu[*]} mig apply -f <NVIDIA's default MIG config> -c all-balanced --nod
 "${gpu[@]}" mig apply -f "$mig" -c all-balanced --node gpu-b --wait --timeout 90s -o wide | tee "$work/apply.txt"
 grep -Eq '^gpu-b .* success' "$work/apply.txt" || fail "mig apply did not end in success"
 ok "MIG applied by the agent on gpu-b, device plugin restarted, nvidia.com/mig-* verified"
+agent_b=$(kubectl get pods -n kubectl-gpu -l app.kubernetes.io/name=kubectl-gpu-agent --field-selector spec.nodeName=gpu-b -o name)
+step "kubectl logs -n kubectl-gpu ${agent_b#pod/} --tail 4   # what the agent did"
+kubectl logs -n kubectl-gpu "$agent_b" --tail 4 || fail "no logs of the agent pod on gpu-b"
+kubectl logs -n kubectl-gpu "$agent_b" >"$work/agent.log" || fail "no logs of the agent pod on gpu-b"
+grep -q 'node gpu-b: configure (desired all-balanced' "$work/agent.log" \
+  || { cat "$work/agent.log"; fail "the agent log on gpu-b does not say it configured all-balanced"; }
 
 step "kubectl apply -f <a notebook pod asking for nvidia.com/mig-1g.10gb>"
 kubectl apply -f - <<'POD' || fail "pod notebook"

@@ -12,7 +12,7 @@ from tests.cli.doctorpods import gpu_pod, run_pods
 from tests.conftest import CliResult
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
 
@@ -48,7 +48,7 @@ def test_doctor_takes_the_pod_as_kubectl_users_type_it(
     result = _gpu(run_cli, cluster, "doctor", written, *extra, "-o", "json")
 
     assert result.exception is None, result.exception
-    assert "not found" not in result.stderr, result.stderr
+    assert 'pods "train" not found' not in result.stderr, result.stderr
     assert result.json["target"] == {"kind": "Pod", "namespace": "ml", "name": "train"}
 
 

@@ -1,4 +1,8 @@
-"""doctor names the admission layer, with the quota's numbers, when a GPU quota refuses pods."""
+"""doctor names the admission layer, with the quota's numbers, when a GPU quota refuses pods.
+
+On the API server stand-in: the tests write the quota's status and the ReplicaSet controller's
+FailedCreate event by hand; on a real server the quota controller recalculates `used` at once
+(it said 0 of 4), so moving them means filling a real quota with real pods first."""
 
 from __future__ import annotations
 

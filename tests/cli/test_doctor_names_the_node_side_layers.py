@@ -8,9 +8,10 @@ import pytest
 
 from tests.cli.doctorpods import by_layer, gpu_pod, run_pods
 from tests.conftest import CliResult
+from tests.controlplane.plane import wait_for
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
 MISMATCH = "Failed to initialize NVML: Driver/library version mismatch"
@@ -21,10 +22,16 @@ def doctor(run_cli: Run, cluster: SimCluster, *args: str) -> CliResult:
     return run_cli("--kubeconfig", str(cluster.kubeconfig), "doctor", *args, "-o", "json")
 
 
+# On the stand-in (this test and the next): kube-apiserver refuses such a pod at create (an
+# extended resource "must be an integer", its request "must be equal to" its limit), so on a
+# real server no pod object exists for doctor to diagnose (a controller's pods would show as
+# FailedCreate events instead).
 def test_half_a_gpu_is_an_admission_error_even_when_the_pod_runs(
     run_cli: Run, sim_cluster: MakeSimCluster
 ) -> None:
-    cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1)], "helm", {"any": "version: v1\n"}, "any")
+    cluster = sim_cluster(
+        [NodeSpec("gpu-a", "L4", 1)], "helm", {"any": "version: v1\n"}, "any", backend="stand-in"
+    )
     # The real API server refuses this pod; the stand-in's store takes it, as a webhook-mutated
     # or pre-validation object might reach a cluster. The scheduler reads 0.5 as no GPU at all.
     run_pods(cluster, gpu_pod("half", "0.5"))
@@ -43,7 +50,9 @@ def test_half_a_gpu_is_an_admission_error_even_when_the_pod_runs(
 def test_requests_unequal_to_limits_is_an_admission_error(
     run_cli: Run, sim_cluster: MakeSimCluster
 ) -> None:
-    cluster = sim_cluster([NodeSpec("gpu-a", "L4", 2)], "helm", {"any": "version: v1\n"}, "any")
+    cluster = sim_cluster(
+        [NodeSpec("gpu-a", "L4", 2)], "helm", {"any": "version: v1\n"}, "any", backend="stand-in"
+    )
     run_pods(cluster, gpu_pod("uneven", "2", requests="1"))
     [uneven] = by_layer(doctor(run_cli, cluster, "uneven").json, "admission")
     assert "must be equal to nvidia.com/gpu limit of 2" in uneven["evidence"][0]
@@ -130,24 +139,30 @@ def test_a_running_gpu_pod_gets_a_clean_bill(run_cli: Run, sim_cluster: MakeSimC
 def test_driver_errors_in_container_messages_name_the_driver(
     run_cli: Run, sim_cluster: MakeSimCluster
 ) -> None:
-    # No kubelet runs, so the container status below is what the node reported last.
+    # No kubelet runs: once KWOK has started the pod, the container status below is what the
+    # node reported last (written after KWOK's, which would otherwise replace it).
     cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1)], controllers=())
     pod = gpu_pod("cuda")
     pod["spec"]["nodeName"] = "gpu-a"
+    cluster.store.create(pod, keep_status=False)
+    wait_for(
+        "KWOK to start the pod",
+        lambda: cluster.store.get("pods", "cuda", "default")["status"].get("phase") == "Running",
+    )
     crashed = {"terminated": {"exitCode": 1, "reason": "Error", "message": MISMATCH}}
-    pod["status"] = {
-        "phase": "Running",
-        "containerStatuses": [
-            {
-                "name": "cuda",
-                "ready": False,
-                "restartCount": 3,
-                "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s"}},
-                "lastState": crashed,
-            }
-        ],
+    status = {
+        "name": "cuda",
+        "ready": False,
+        "restartCount": 3,
+        "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s"}},
+        "lastState": crashed,
+        "image": "cuda",
+        "imageID": "",
     }
-    cluster.store.create(pod)
+    cluster.store.patch(
+        "pods", "cuda", {"status": {"containerStatuses": [status]}},
+        namespace="default", patch_type="strategic", status=True,
+    )  # fmt: skip
     result = doctor(run_cli, cluster, "cuda")
     assert result.exit_code == 1
     [driver] = by_layer(result.json, "driver")

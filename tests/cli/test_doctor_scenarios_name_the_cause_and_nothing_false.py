@@ -147,7 +147,7 @@ def quota(make: MakeSimCluster) -> SimCluster:
 
 def driver_logs(make: MakeSimCluster) -> SimCluster:
     cluster = with_pod(helm(make))
-    cluster.server.logs.set("default", "train", "cuda", f"import torch\n{TOO_OLD}\n")
+    cluster.keep_log("default", "train", "cuda", f"import torch\n{TOO_OLD}\n")
     return cluster
 
 
@@ -201,8 +201,6 @@ SCENARIOS = {
         driver_logs,
         ("driver", "needs a newer NVIDIA driver than node gpu-a has"),
         None,
-        stand_in_only="container logs are served by the stand-in's log store; KWOK's are not "
-        "wired up yet",
     ),
     "unhealthy GPU": Scenario(
         unhealthy,

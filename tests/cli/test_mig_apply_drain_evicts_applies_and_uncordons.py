@@ -1,7 +1,11 @@
 """`mig apply --drain`: the node is cordoned, its GPU pods evicted through the Eviction API,
 the layout applied by the agent, the node uncordoned; a PodDisruptionBudget that forbids the
 eviction stops the run with the budget named, the node left cordoned with its step recorded,
-and `mig recover` undoes that drain."""
+and `mig recover` undoes that drain.
+
+On the API server stand-in: `train` names a ReplicaSet owner that does not exist, which the real
+garbage collector deletes at once (the fixture found no pod); moving it means a real Deployment
+owner, whose replacement pod and generated name every assertion here would have to follow."""
 
 from __future__ import annotations
 

@@ -19,7 +19,9 @@ from tests.conftest import CliResult
 from tests.fakes.cluster import SimCluster, layouts
 from tests.fakes.cluster import manifests as m
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster  # noqa: F401
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
+
+pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane
 
 Run = Callable[..., CliResult]
 ALL_3G = {"3g.40gb": 2}
@@ -179,7 +181,7 @@ def test_a_mig_manager_label_is_refused_where_our_agent_acts(
 def test_a_forbidden_write_names_the_permission(
     helm: SimCluster, run_cli: Run, tmp_path: Path
 ) -> None:
-    helm.server.deny("patch", "nodes")
+    helm.deny("patch", "nodes")
     config = write_config(tmp_path, "all-3g", ALL_3G)
 
     result = gpu(helm, run_cli, "apply", "-f", config, "-c", "all-3g", "--node", "gpu-1")

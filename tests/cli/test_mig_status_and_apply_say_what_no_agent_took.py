@@ -21,7 +21,7 @@ from tests.cli.test_mig_apply_reaches_allocatable import (
 )
 from tests.cli.test_mig_apply_reaches_allocatable import cluster as cluster  # noqa: F401
 from tests.fakes.cluster import SimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster  # noqa: F401
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 
 def test_a_request_no_agent_took_is_waiting_not_the_success_before_it(

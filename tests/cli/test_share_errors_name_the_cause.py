@@ -1,4 +1,7 @@
-"""Failures of `kubectl gpu share` say what failed, what was left written, and what to do."""
+"""Failures of `kubectl gpu share` say what failed, what was left written, and what to do.
+
+On the real control plane: each refusal is the real RBAC authorizer's 403 to a user granted
+everything but that one verb (`SimCluster.deny`)."""
 
 from __future__ import annotations
 
@@ -12,9 +15,10 @@ from tests.conftest import CliResult
 from tests.fakes.apiserver import write_kubeconfig
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
+pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane
 NAMESPACE, CONFIGMAP = "nvidia-device-plugin", "nvdp-nvidia-device-plugin-configs"
 NODES = [NodeSpec("gpu-a", "L4", 2), NodeSpec("gpu-b", "L4", 2), NodeSpec("cpu-1")]
 
@@ -31,7 +35,7 @@ def share(run_cli: Run, cluster: SimCluster, *args: str) -> CliResult:
 def test_forbidden_configmap_update_names_the_permission_and_writes_nothing(
     run_cli: Run, cluster: SimCluster
 ) -> None:
-    cluster.server.deny("update", "configmaps")
+    cluster.deny("update", "configmaps")
     result = share(run_cli, cluster, "--replicas", "2")
     assert result.exit_code == 1
     assert "nothing was written" in result.stderr
@@ -42,7 +46,7 @@ def test_forbidden_configmap_update_names_the_permission_and_writes_nothing(
 def test_forbidden_node_label_says_what_was_already_written(
     run_cli: Run, cluster: SimCluster
 ) -> None:
-    cluster.server.deny("patch", "nodes")
+    cluster.deny("patch", "nodes")
     result = share(run_cli, cluster, "--replicas", "2", "--node", "gpu-b", "--node", "gpu-a")
     assert result.exit_code == 1
     assert (
@@ -58,7 +62,7 @@ def test_forbidden_node_label_says_what_was_already_written(
 
 
 def test_forbidden_pod_delete_is_reported(run_cli: Run, cluster: SimCluster) -> None:
-    cluster.server.deny("delete", "pods")
+    cluster.deny("delete", "pods")
     result = share(run_cli, cluster, "--replicas", "2")
     assert result.exit_code == 1
     assert "grant 'delete' on 'pods'" in result.stderr
@@ -153,7 +157,7 @@ def test_forbidden_cluster_policy_patch_says_the_configmap_was_written(
     run_cli: Run, sim_cluster: MakeSimCluster
 ) -> None:
     cluster = sim_cluster(NODES[:1], "gpu-operator")
-    cluster.server.deny("patch", "clusterpolicies", group="nvidia.com")
+    cluster.deny("patch", "clusterpolicies", group="nvidia.com")
     result = share(run_cli, cluster, "--replicas", "2")
     assert result.exit_code == 1
     assert (

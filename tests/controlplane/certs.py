@@ -1,4 +1,4 @@
-"""The control plane's key material: one CA, the API server's serving certificate, the
+"""The control plane's key material: one CA, the API server's and KWOK's serving certificates, the
 service-account signing key, and a static admin token.
 
 Made with the `openssl` command (test set-up only; nothing here ships), in a directory that
@@ -21,6 +21,8 @@ class Credentials:
     ca_key: Path
     serving_cert: Path
     serving_key: Path
+    kubelet_cert: Path  # served by KWOK where the API server expects each node's kubelet
+    kubelet_key: Path
     service_account_key: Path  # private: signs tokens (apiserver, controller-manager)
     service_account_pub: Path  # public: verifies them
     token_file: Path  # --token-auth-file: the admin's static token
@@ -34,6 +36,19 @@ def _openssl(*args: str | Path) -> None:
     subprocess.run([binary, *map(str, args)], check=True, capture_output=True)
 
 
+def _serving(d: Path, name: str, names: str) -> None:
+    """`name`.crt/.key: a serving certificate for `names` (subjectAltName), signed by the CA."""
+    _openssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", d / f"{name}.key")
+    _openssl(
+        "req", "-new", "-key", d / f"{name}.key", "-subj", f"/CN={name}", "-out", d / f"{name}.csr",
+    )  # fmt: skip
+    (d / f"{name}.ext").write_text(f"subjectAltName={names}\nextendedKeyUsage=serverAuth\n")
+    _openssl(
+        "x509", "-req", "-in", d / f"{name}.csr", "-CA", d / "ca.crt", "-CAkey", d / "ca.key",
+        "-CAcreateserial", "-days", "30", "-extfile", d / f"{name}.ext", "-out", d / f"{name}.crt",
+    )  # fmt: skip
+
+
 def make(directory: Path) -> Credentials:
     directory.mkdir(parents=True, exist_ok=True)
     d = directory
@@ -42,31 +57,25 @@ def make(directory: Path) -> Credentials:
         "req", "-x509", "-new", "-key", d / "ca.key", "-days", "30", "-subj",
         "/CN=kubectl-gpu-test-ca", "-out", d / "ca.crt",
     )  # fmt: skip
-    _openssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", d / "apiserver.key")
-    _openssl(
-        "req", "-new", "-key", d / "apiserver.key", "-subj", "/CN=kube-apiserver",
-        "-out", d / "apiserver.csr",
+    _serving(
+        d, "apiserver", "IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
+        "DNS:kubernetes.default.svc,IP:10.0.0.1",
     )  # fmt: skip
-    (d / "san.ext").write_text(
-        "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,"
-        "DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.0.0.1\n"
-        "extendedKeyUsage=serverAuth\n"
-    )
-    _openssl(
-        "x509", "-req", "-in", d / "apiserver.csr", "-CA", d / "ca.crt", "-CAkey", d / "ca.key",
-        "-CAcreateserial", "-days", "30", "-extfile", d / "san.ext", "-out", d / "apiserver.crt",
-    )  # fmt: skip
+    # KWOK's kubelet-like server (container logs): every simulated node's kubelet endpoint
+    _serving(d, "kubelet", "IP:127.0.0.1")
     _openssl("genrsa", "-out", d / "sa.key", "2048")
     _openssl("rsa", "-in", d / "sa.key", "-pubout", "-out", d / "sa.pub")
     token = secrets.token_hex(16)
     (d / "tokens.csv").write_text(f'{token},kubectl-gpu-admin,admin-uid,"system:masters"\n')
-    for private in ("ca.key", "apiserver.key", "sa.key", "tokens.csv"):
+    for private in ("ca.key", "apiserver.key", "kubelet.key", "sa.key", "tokens.csv"):
         (d / private).chmod(0o600)
     return Credentials(
         ca_cert=d / "ca.crt",
         ca_key=d / "ca.key",
         serving_cert=d / "apiserver.crt",
         serving_key=d / "apiserver.key",
+        kubelet_cert=d / "kubelet.crt",
+        kubelet_key=d / "kubelet.key",
         service_account_key=d / "sa.key",
         service_account_pub=d / "sa.pub",
         token_file=d / "tokens.csv",

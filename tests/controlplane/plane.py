@@ -6,9 +6,12 @@ with RBAC (and the Node authorizer), its default admission plugins (PodSecurity,
 ValidatingAdmissionPolicy, ...) and NodeRestriction on; the controller-manager's DaemonSet,
 ResourceClaim, disruption, garbage-collector and service-account controllers and the real
 scheduler do the real work; KWOK keeps every Node heartbeating and turns scheduled pods
-Running (there is no kubelet: the node side -- device plugin, kubelet files, the agent -- is
-simulated by tests/fakes on top of this). Owns processes, ports, files and the admin
-kubeconfig; must not know anything about GPUs.
+Running, and its kubelet-like server answers for every node's kubelet where the API server
+proxies `kubectl logs` (TLS with a certificate of the test CA, which the API server checks;
+what it serves is named by KWOK `Logs` objects, see containerlogs.py). There is no kubelet: the
+node side -- device plugin, kubelet files, the agent -- is simulated by tests/fakes on top.
+Owns processes (and their keeper, keeper.py), ports, files and the admin kubeconfig; must not
+know anything about GPUs.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +38,37 @@ import yaml
 from tests.controlplane import certs
 
 ROOT = Path(__file__).resolve().parent.parent.parent
+# What RBAC rules may grant on resources (`user_denied`).
+VERBS = frozenset(
+    "get list watch create update patch delete deletecollection "
+    "bind escalate impersonate use approve sign attest".split()
+)
+# KWOK's `Logs` (kwok.x-k8s.io/v1alpha1): which file its server answers a container's logs
+# from. KWOK watches these (--enable-crds) but does not define the CRD; this is the least of it.
+LOGS_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "logs.kwok.x-k8s.io"},
+    "spec": {
+        "group": "kwok.x-k8s.io",
+        "scope": "Namespaced",
+        "names": {"plural": "logs", "singular": "logs", "kind": "Logs", "listKind": "LogsList"},
+        "versions": [
+            {
+                "name": "v1alpha1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    }
+                },
+            }
+        ],
+    },
+}
 DEFAULT_VERSION = "1.37"
 VERSIONS = {"1.37": "kubernetes-1.37", "1.34": "kubernetes-1.34"}
 
@@ -132,14 +166,21 @@ class ControlPlane:
         self.components: list[Component] = []
         self.bins: dict[str, Path] = {}
         self.port = 0
+        # KWOK's server: the kubelet endpoint every node names (`with_kubelet`)
+        self.kubelet_address = "127.0.0.1"
+        self.kubelet_port = 0
         self.kubeconfig = self.dir / "admin.kubeconfig"
         self.audit_log = self.dir / "audit.log"  # one line per request received (`requests`)
         self.creds: certs.Credentials | None = None
+        self._keeper: _Keeper | None = None  # ends the components if this process dies
 
     # ---- lifetime ---------------------------------------------------------------------------
 
     def start(self, timeout: float = 90.0) -> ControlPlane:
         self.bins = binaries(self.version)
+        self._keeper = _Keeper()
+        if self._own_dir:
+            self._keeper.tell("remove", self.dir)
         self.creds = certs.make(self.dir / "pki")
         deadline = time.monotonic() + timeout
         try:
@@ -151,6 +192,7 @@ class ControlPlane:
             if self.want_scheduler:
                 self._start_scheduler()
             if self.want_kwok:
+                self._serve_crd(LOGS_CRD, deadline)
                 self._start_kwok()
             self._wait_default_service_account(deadline)
         except BaseException:
@@ -161,7 +203,12 @@ class ControlPlane:
     def stop(self) -> None:
         for component in reversed(self.components):
             _terminate(component.process)
+            if self._keeper is not None:
+                self._keeper.tell("forget", component.process.pid)
         self.components.clear()
+        if self._keeper is not None:
+            self._keeper.close()
+            self._keeper = None
         if self._own_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -197,6 +244,8 @@ class ControlPlane:
             start_new_session=True,  # a Ctrl-C in the test's terminal is the harness's to handle
         )
         handle.close()
+        if self._keeper is not None:
+            self._keeper.tell("keep", process.pid)  # its own group: pgid == pid
         component = Component(name, process, log)
         self.components.append(component)
         return component
@@ -242,6 +291,10 @@ class ControlPlane:
             "--service-account-signing-key-file", c.service_account_key,
             "--service-cluster-ip-range", "10.0.0.0/24",
             "--authorization-mode", "Node,RBAC",
+            # where `kubectl logs` is proxied: each node's InternalIP and kubelet port, which
+            # name KWOK's server (`with_kubelet`), checked against the test CA like a kubelet's
+            "--kubelet-preferred-address-types", "InternalIP",
+            "--kubelet-certificate-authority", c.ca_cert,
             "--enable-admission-plugins", "NodeRestriction",
             "--allow-privileged=true",
             "--profiling=false",
@@ -317,8 +370,26 @@ class ControlPlane:
 
     def _start_kwok(self) -> None:
         """KWOK with its own "fast" stages: nodes Ready at once and kept alive by Leases (no
-        status write per heartbeat, so a watcher of its Node is not woken), pods Running."""
+        status write per heartbeat, so a watcher of its Node is not woken), pods Running; and
+        its server, which answers `containerLogs` from the files its `Logs` objects name."""
+        assert self.creds is not None
         stages = sorted(self.bins["kwok-stages"].glob("*.yaml"))
+        self.kubelet_port = free_port()
+        # A container nothing has written for has an empty log, as on a kubelet (KWOK answers
+        # 400 "no logs found" for a pod no Logs object names, unless a ClusterLogs does).
+        empty = self.dir / "empty.log"
+        empty.touch()
+        any_pod = self.dir / "kwok-logs.yaml"
+        any_pod.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "kwok.x-k8s.io/v1alpha1",
+                    "kind": "ClusterLogs",
+                    "metadata": {"name": "empty-unless-written"},
+                    "spec": {"logs": [{"logsFile": str(empty)}]},
+                }
+            )
+        )
         self._spawn(
             "kwok",
             [
@@ -326,10 +397,36 @@ class ControlPlane:
                 "--kubeconfig", self.kubeconfig,
                 "--manage-all-nodes=true",
                 "--node-lease-duration-seconds", "40",
-                "--server-address", f"127.0.0.1:{free_port()}",
-                *(arg for stage in stages for arg in ("--config", stage)),
+                # a node made without addresses gets these from node-initialize
+                "--node-ip", self.kubelet_address,
+                "--node-port", str(self.kubelet_port),
+                "--server-address", f"{self.kubelet_address}:{self.kubelet_port}",
+                "--tls-cert-file", self.creds.kubelet_cert,
+                "--tls-private-key-file", self.creds.kubelet_key,
+                "--enable-crds", "Logs",
+                *(arg for config in (*stages, any_pod) for arg in ("--config", config)),
             ],
         )  # fmt: skip
+
+    def with_kubelet(self, node: dict[str, Any]) -> dict[str, Any]:
+        """`node` (an object to create) with KWOK's server as its kubelet: its InternalIP and
+        kubelet port, which the API server dials for `kubectl logs` on the node's pods."""
+        status = node.setdefault("status", {})
+        others = [a for a in status.get("addresses") or [] if a.get("type") != "InternalIP"]
+        status["addresses"] = [{"type": "InternalIP", "address": self.kubelet_address}, *others]
+        status["daemonEndpoints"] = {"kubeletEndpoint": {"Port": self.kubelet_port}}
+        return node
+
+    def _serve_crd(self, crd: dict[str, Any], deadline: float) -> None:
+        """Create a CRD and wait until the server says it is established."""
+        self.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+        path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd['metadata']['name']}"
+        while time.monotonic() < deadline:
+            conditions = (self.get(path).get("status") or {}).get("conditions") or []
+            if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+                return
+            time.sleep(0.1)
+        raise ControlPlaneError(f"CRD {crd['metadata']['name']} was not established in time")
 
     # ---- waiting ----------------------------------------------------------------------------
 
@@ -370,13 +467,15 @@ class ControlPlane:
         assert self.creds is not None
         return ssl.create_default_context(cafile=str(self.creds.ca_cert))
 
-    def request(self, method: str, path: str, body: Any = None) -> Any:
+    def request(
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json"
+    ) -> Any:
         assert self.creds is not None
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(f"{self.url}{path}", data=data, method=method)
         request.add_header("Authorization", f"Bearer {self.creds.admin_token}")
         if data is not None:
-            request.add_header("Content-Type", "application/json")
+            request.add_header("Content-Type", content_type)
         with urllib.request.urlopen(request, context=self._context(), timeout=10) as response:
             payload = response.read()
         return json.loads(payload) if payload[:1] in (b"{", b"[") else payload.decode()
@@ -428,6 +527,67 @@ class ControlPlane:
         )
         return str(answer["status"]["token"])
 
+    def user_denied(self, name: str, path: Path, denied: Collection[tuple[str, str, str]]) -> Path:
+        """A kubeconfig for ServiceAccount `name` in `default`, allowed everything but each
+        denied (verb, resource, group): RBAC only allows, so a denied verb is granted on every
+        resource discovery lists now (subresources too) but the denied ones. Made again on each
+        call (resources served since are then included)."""
+        denied_verbs = {verb for verb, _, _ in denied}
+        # every verb not denied anywhere, on everything (also what is not served: a user
+        # without rights is told 403, not 404, about a CRD that does not exist)
+        rules = [{"apiGroups": ["*"], "resources": ["*"], "verbs": sorted(VERBS - denied_verbs)}]
+        served = self._served()
+        for verb in sorted(denied_verbs):  # a denied verb: on each served resource but those
+            by_group: dict[str, list[str]] = {}
+            for group, resource, verbs in served:
+                if verb in verbs and (verb, resource, group) not in denied:
+                    by_group.setdefault(group, []).append(resource)
+            rules += [
+                {"apiGroups": [group], "resources": resources, "verbs": [verb]}
+                for group, resources in sorted(by_group.items())
+            ]
+        role = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": name},
+            "rules": [*rules, {"nonResourceURLs": ["*"], "verbs": ["get"]}],
+        }
+        binding = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": name,
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": "default"}],
+        }
+        account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}}
+        for base, obj in (
+            ("/api/v1/namespaces/default/serviceaccounts", account),
+            ("/apis/rbac.authorization.k8s.io/v1/clusterroles", role),
+            ("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding),
+        ):
+            self.request(
+                "PATCH", f"{base}/{name}?fieldManager=kubectl-gpu-tests&force=true", obj,
+                "application/apply-patch+yaml",
+            )  # fmt: skip
+        return self.kubeconfig_for(path, self.token(name, "default"))
+
+    def _served(self) -> list[tuple[str, str, list[str]]]:
+        """(group, resource or resource/subresource, verbs) of every resource served now."""
+        found = []
+        bases = [("", "/api/v1")] + [
+            (g["name"], f"/apis/{g['name']}/{v['version']}")
+            for g in self.get("/apis").get("groups") or []
+            for v in g.get("versions") or []
+        ]
+        for group, base in bases:
+            for resource in self.get(base).get("resources") or []:
+                found.append((group, str(resource["name"]), list(resource.get("verbs") or [])))
+        return found
+
     def kubeconfig_for(self, path: Path, token: str, namespace: str = "default") -> Path:
         assert self.creds is not None
         return write_kubeconfig(
@@ -463,6 +623,30 @@ def write_kubeconfig(
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     path.chmod(0o600)
     return path
+
+
+class _Keeper:
+    """keeper.py, fed through a pipe only this process holds: if this process dies in any way,
+    the pipe closes and the keeper ends every component still kept."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-I", str(Path(__file__).with_name("keeper.py"))],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,  # not stopped by a signal sent to the test's group
+        )
+
+    def tell(self, verb: str, argument: object) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(f"{verb} {argument}\n")
+        self.process.stdin.flush()
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(10)
 
 
 def _http_ok(url: str) -> bool:

@@ -11,7 +11,7 @@ from tests.conftest import CliResult
 from tests.doctor.builders import GPU_TAINT, node, pod
 from tests.fakes.cluster import NodeSpec, layouts
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster  # noqa: F401
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 PRODUCT = "nvidia.com/gpu.product"
 

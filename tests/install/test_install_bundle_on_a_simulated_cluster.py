@@ -19,7 +19,7 @@ from tests.conftest import CliResult
 from tests.fakes.apiserver import ApiError
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
 pytestmark = pytest.mark.timeout(120)  # each test starts a cluster on a real control plane

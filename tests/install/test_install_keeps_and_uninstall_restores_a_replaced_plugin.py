@@ -12,7 +12,7 @@ import pytest
 
 from kubectl_gpu.workflows.install import replaced
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster  # noqa: F401
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.install.test_install_never_adds_a_second_device_plugin import (
     HELM_DS,
     NODES,
@@ -21,6 +21,8 @@ from tests.install.test_install_never_adds_a_second_device_plugin import (
     gpu,
     plugin_daemonsets,
 )
+
+pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane
 
 
 @pytest.mark.parametrize(("layout", "where"), [("helm", HELM_DS), ("static", STATIC_DS)])
@@ -60,7 +62,7 @@ def test_a_plugin_that_cannot_be_restored_is_saved_and_the_command_named(
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     cluster = sim_cluster(NODES, "static")
     assert gpu(run_cli, cluster, "install", "--mode", "bundle", "--replace-plugin").exit_code == 0
-    cluster.server.deny("create", "daemonsets", "apps")
+    cluster.deny("create", "daemonsets", "apps")
 
     removed = gpu(run_cli, cluster, "uninstall")
 

@@ -224,11 +224,11 @@ def test_switching_modes_leaves_nothing_of_the_other_mode(
 def test_a_write_that_fails_half_way_leaves_nothing_half_installed(
     run_cli: Run, sim_cluster: MakeSimCluster
 ) -> None:
-    cluster = sim_cluster(NODES, backend="stand-in")  # the stand-in's injected refusal
-    # An admin who may not create admission policies: refused after the namespace, the CRD
-    # and the RBAC objects were created.
+    cluster = sim_cluster(NODES)
+    # An admin who may not create admission policies (refused by the real RBAC authorizer):
+    # refused after the namespace, the CRD and the RBAC objects were created.
+    cluster.deny("create", "validatingadmissionpolicies", "admissionregistration.k8s.io")
     before = everything(cluster)
-    cluster.server.deny("create", "validatingadmissionpolicies", "admissionregistration.k8s.io")
 
     result = gpu(run_cli, cluster, "install")
 

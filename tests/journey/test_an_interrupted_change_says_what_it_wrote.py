@@ -17,7 +17,7 @@ from kubectl_gpu import keys
 from tests.cli.test_mig_apply_reaches_allocatable import agent_pod
 from tests.fakes.cluster import SimCluster, layouts
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.journey.conftest import environment
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(120)]

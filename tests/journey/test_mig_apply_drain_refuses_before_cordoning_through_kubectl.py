@@ -17,7 +17,7 @@ from tests.cli.test_map_cluster_on_a_simulated_mig_node import mig_pod
 from tests.cli.test_mig_apply_reaches_allocatable import agent_pod
 from tests.fakes.cluster import SimCluster, layouts
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.journey.conftest import Kubectl
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(120)]

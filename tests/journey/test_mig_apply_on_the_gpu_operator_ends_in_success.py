@@ -2,7 +2,11 @@
 operator's MIG manager (its stand-in acts on `nvidia.com/mig.config` as NVIDIA's does: reads
 the operator's mig-parted ConfigMap, applies the config to the node's GPUs, restarts the
 device plugin, sets `nvidia.com/mig.config.state` pending → success) ends the change in
-`success`, and the node's capacity follows (and back)."""
+`success`, and the node's capacity follows (and back).
+
+On the API server stand-in: on the real plane the change did not reach `success` within the
+test's 180 s (the operator's MIG manager stand-in there is not yet understood; its DaemonSet
+was invalid on a real server until operator.py mounted the volume its init container names)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ import yaml
 from kubectl_gpu import keys
 from tests.fakes.cluster import SimCluster, layouts
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.journey.conftest import Kubectl
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(120)]
@@ -115,7 +115,7 @@ def test_who_may_not_read_the_plugin_gets_gfds_view_of_the_strategy(
 ) -> None:
     layout = layouts.helm(env={"MIG_STRATEGY": "single"})
     cluster = sim_cluster(["gpu-1=A100-SXM4-80GB:2"], layout)
-    cluster.server.deny("list", "daemonsets", "apps")
+    cluster.deny("list", "daemonsets", "apps")
     k = kubectl(cluster)
 
     checked = k("gpu", "mig", "validate", "-f", config_file(tmp_path), "-c", "balanced",

@@ -23,6 +23,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
+import urllib.parse
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -95,10 +96,14 @@ class SimCluster:
         self.server: FakeApiServer | None = None
         self.plane: ControlPlane | None = None
         self._own_plane = False
+        self._log_root: Path | None = None
+        self._denied: set[tuple[str, str, str]] = set()  # (verb, resource, group): `deny`
         if self.real:
             self.plane, self._own_plane = _plane(plane)
             self.store: Store | ApiStore = _api_store(self.plane)
-            self.logs = LogStore()
+            # files KWOK serves: `kubectl logs` reaches them through the real API server
+            self._log_root = Path(tempfile.mkdtemp(prefix="sim-logs-"))
+            self.logs: LogStore = _log_files(self.plane, self._log_root)
             self.url = self.plane.url
         else:
             self.server = FakeApiServer()
@@ -196,7 +201,7 @@ class SimCluster:
             self.store.watch(WATCHED + WATCHED_CRDS)  # type: ignore[union-attr]
             self.loop.add(_CrdWatch(self.store))  # type: ignore[arg-type]
         for node in self.nodes.values():
-            self.store.create(node.node_object())
+            self.store.create(self._node_object(node))
         for obj in self.layout.objects if self.layout else ():
             self._create(obj)
         if self.server is not None:
@@ -240,8 +245,9 @@ class SimCluster:
             self._stopped = True
         if self._own_dir is not None:
             shutil.rmtree(self._own_dir, ignore_errors=True)
-        if self._node_root is not None:
-            shutil.rmtree(self._node_root, ignore_errors=True)
+        for root in (self._node_root, self._log_root):
+            if root is not None:
+                shutil.rmtree(root, ignore_errors=True)
 
     def __enter__(self) -> SimCluster:
         return self.start()
@@ -286,14 +292,50 @@ class SimCluster:
             time.sleep(0.1)
         return False
 
+    def deny(self, verb: str, resource: str, group: str = "") -> None:
+        """From now on `kubeconfig`'s user is refused `verb` on `resource` (e.g. "nodes/status").
+        On a real server: a ServiceAccount whose ClusterRole grants everything served but that
+        (and those denied before), so the refusal is the real RBAC authorizer's 403."""
+        if self.server is not None:
+            self.server.deny(verb, resource, group)
+            return
+        assert self.plane is not None
+        self._denied.add((verb, resource, group))
+        self.plane.user_denied("kubectl-gpu-tests-denied", self.kubeconfig, self._denied)
+
+    def keep_log(
+        self, namespace: str, pod: str, container: str, text: str, previous: bool = False
+    ) -> None:
+        """The node keeps `text` as the container's log; on a real server, return once the API
+        server serves it (KWOK sees a new `Logs` object a moment after it is written)."""
+        self.logs.set(namespace, pod, container, text, previous=previous)
+        if not self.real:
+            return
+        query = urllib.parse.urlencode({"container": container, "previous": str(previous).lower()})
+        path = f"/api/v1/namespaces/{namespace}/pods/{pod}/log?{query}"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if self.store.request("GET", path) == text:  # type: ignore[union-attr]
+                    return
+            except ApiError:
+                pass
+            time.sleep(0.2)
+        raise TimeoutError(f"the log of {namespace}/{pod} {container} was not served in 30 s")
+
     # ---- nodes and GPUs ---------------------------------------------------------------------
 
     def add_node(self, spec: NodeSpec | str) -> SimNode:
         spec = NodeSpec.parse(spec) if isinstance(spec, str) else spec
         node = SimNode(spec, len(self.nodes))
         self.nodes[spec.name] = node
-        self.store.create(node.node_object())
+        self.store.create(self._node_object(node))
         return node
+
+    def _node_object(self, node: SimNode) -> Obj:
+        """On a real server the node's kubelet endpoint is KWOK's server (container logs)."""
+        obj = node.node_object()
+        return self.plane.with_kubelet(obj) if self.plane is not None else obj
 
     def node_gpus(self, name: str) -> list[Gpu]:
         """The node's GPUs (the NVML stand-in's objects; change them only through set_mig)."""
@@ -382,6 +424,12 @@ def _plane(plane: ControlPlane | None) -> tuple[ControlPlane, bool]:
     if plane is not None:
         return plane, False
     return ControlPlane().start(), True
+
+
+def _log_files(plane: ControlPlane, directory: Path) -> LogStore:
+    from tests.controlplane.containerlogs import ContainerLogFiles
+
+    return ContainerLogFiles(plane, directory)
 
 
 def _api_store(plane: ControlPlane) -> ApiStore:

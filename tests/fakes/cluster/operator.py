@@ -158,6 +158,11 @@ def render_mig_manager(policy: Obj, namespace: str) -> Obj:
         "securityContext": {"privileged": True},
     }
     pod_spec = _pod_spec(policy.get("spec") or {}, "mig-manager", "nvidia-mig-manager", main)
+    # what its toolkit-validation init container mounts: a real API server refuses the
+    # DaemonSet without it ("volumeMounts[0].name: Not found")
+    pod_spec["volumes"] = [
+        m.host_path("run-nvidia-validations", "/run/nvidia/validations", "DirectoryOrCreate")
+    ]
     return _daemonset(MIG_MANAGER_DS, namespace, policy, pod_spec, None)
 
 

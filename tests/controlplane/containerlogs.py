@@ -1,0 +1,109 @@
+"""Container logs on the real control plane: kept as a kubelet keeps them, served by KWOK.
+
+Owns `ContainerLogFiles`, a `LogStore` (what the simulated node side writes: each agent's
+output, the reason a container crashed, the run before a restart) that also writes every
+container instance's log to a file in the CRI format a kubelet's runtime writes
+(`2026-11-25T22:00:00.123456789Z stdout F text`, the format KWOK reads with
+k8s.io/cri-client), and keeps one KWOK `Logs` object per pod naming those files. Then
+`kubectl logs` goes the real way: kube-apiserver finds the pod's node, dials its kubelet endpoint
+(KWOK's server, `ControlPlane.with_kubelet`) and streams what KWOK reads from the file. Must
+not decide what a container writes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import urllib.error
+import urllib.parse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tests.fakes.apiserver.podlogs import LogStore
+
+if TYPE_CHECKING:
+    from tests.controlplane.plane import ControlPlane
+
+_MANAGER = "kubectl-gpu-tests-container-logs"
+
+
+class ContainerLogFiles(LogStore):
+    """Every container's log as a file, and the `Logs` object that points KWOK at it."""
+
+    def __init__(self, plane: ControlPlane, directory: Path) -> None:
+        super().__init__()
+        self.plane = plane
+        self.dir = directory
+        self._files_lock = threading.Lock()
+        # (namespace, pod) -> {container: has a previous instance}: what each Logs object names
+        self._named: dict[tuple[str, str], dict[str, bool]] = {}
+
+    def set(
+        self, namespace: str, pod: str, container: str, text: str, previous: bool = False
+    ) -> None:
+        super().set(namespace, pod, container, text, previous)
+        lines = text.splitlines()
+        with self._files_lock:
+            path = self.file(namespace, pod, container, previous)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("".join(_cri_line(line) for line in lines))
+        self._name(namespace, pod, container, previous)
+
+    def append(self, namespace: str, pod: str, container: str, line: str) -> None:
+        super().append(namespace, pod, container, line)
+        with self._files_lock:
+            path = self.file(namespace, pod, container, False)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a") as handle:
+                handle.write(_cri_line(line.rstrip("\n")))
+        self._name(namespace, pod, container, False)
+
+    def file(self, namespace: str, pod: str, container: str, previous: bool = False) -> Path:
+        """Where the log of one container instance is kept (as under /var/log/pods)."""
+        return self.dir / namespace / pod / container / ("0.log" if previous else "1.log")
+
+    def _name(self, namespace: str, pod: str, container: str, previous: bool) -> None:
+        """Make the pod's `Logs` object name this container (and its previous run) once."""
+        with self._files_lock:
+            named = self._named.setdefault((namespace, pod), {})
+            if container in named and (named[container] or not previous):
+                return
+            named[container] = named.get(container, False) or previous
+            spec = [self._entry(namespace, pod, c, prev) for c, prev in sorted(named.items())]
+        # the pod's other containers wrote nothing yet: an empty log, as on a kubelet (KWOK
+        # takes the first entry without `containers` for a container no entry names)
+        empty = self.dir / "empty.log"
+        empty.touch()
+        self._apply(namespace, pod, [*spec, {"logsFile": str(empty)}])
+
+    def _entry(self, namespace: str, pod: str, container: str, previous: bool) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "containers": [container],
+            "logsFile": str(self.file(namespace, pod, container)),
+        }
+        if previous:
+            entry["previousLogsFile"] = str(self.file(namespace, pod, container, True))
+        return entry
+
+    def _apply(self, namespace: str, pod: str, logs: list[dict[str, Any]]) -> None:
+        body = {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": "Logs",
+            "metadata": {"name": pod, "namespace": namespace},
+            "spec": {"logs": logs},
+        }
+        path = (
+            f"/apis/kwok.x-k8s.io/v1alpha1/namespaces/{urllib.parse.quote(namespace)}"
+            f"/logs/{urllib.parse.quote(pod)}?fieldManager={_MANAGER}&force=true"
+        )
+        try:
+            self.plane.request("PATCH", path, body, "application/apply-patch+yaml")
+        except urllib.error.HTTPError as exc:
+            # the pod's namespace is gone or going: nobody can ask for its logs any more
+            if exc.code not in (403, 404):
+                raise
+
+
+def _cri_line(text: str) -> str:
+    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return f"{now} stdout F {text}\n"
