@@ -4,14 +4,17 @@ written.
 Owns the rule: sharing multiplies the devices a node already advertises, so a node whose
 device plugin is up (some `nvidia.com/*` allocatable) but advertises none of the resource
 (plain or `.shared`) can never reach physical × replicas: a resource no such node has, or
-`nvidia.com/gpu` on a node whose GPUs are all in MIG mode. A node whose plugin advertises
-nothing at all is left to the wait (it may be starting). Must not read the cluster. Pure.
+`nvidia.com/gpu` on a node whose GPUs are all in MIG mode. While a node's plugin restarts
+(right after a change) or its GPUs are unhealthy, kubelet keeps its capacity and sets its
+allocatable to 0: its capacity then says what it advertises. A node whose plugin never
+advertised anything is left to the wait (it may be starting). Must not read the cluster. Pure.
 """
 
 from __future__ import annotations
 
 from kubectl_gpu import keys
 from kubectl_gpu.sharing import names
+from kubectl_gpu.sharing.rollout.nodes import GpuNode
 from kubectl_gpu.sharing.rollout.plan import Plan
 from kubectl_gpu.sharing.rollout.state import ClusterState
 
@@ -23,20 +26,34 @@ def problems(state: ClusterState, plan: Plan) -> list[str]:
     found = []
     for planned in plan.nodes:
         node = state.node(planned.node)
-        if node is None or not any(n > 0 for n in node.allocatable.values()):
+        if node is None:
+            continue
+        advertised, restarting = _advertised(node)
+        if not advertised:
             continue
         base = planned.resource.removesuffix(names.SHARED_SUFFIX)
-        if node.allocatable.get(base, 0) or node.allocatable.get(base + names.SHARED_SUFFIX, 0):
+        if base in advertised or base + names.SHARED_SUFFIX in advertised:
             continue
-        mig = sorted(
-            r for r, n in node.allocatable.items() if r.startswith(keys.MIG_RESOURCE_PREFIX) and n
-        )
+        mig = sorted(r for r in advertised if r.startswith(keys.MIG_RESOURCE_PREFIX))
+        have = ", ".join(mig if base == GPU and mig else advertised)
+        if restarting:
+            have += "; none allocatable now: its plugin is restarting or its GPUs are unhealthy"
         if base == GPU and mig:
             found.append(
                 f"node {node.name}: every GPU is in MIG mode, so it advertises no {GPU} to share "
-                f"(it advertises {', '.join(mig)}); share one of those with --resource"
+                f"(it advertises {have}); share one of those with --resource"
             )
         else:
-            have = ", ".join(sorted(r for r, n in node.allocatable.items() if n)) or "nothing"
             found.append(f"node {node.name} has no {base} to share (it advertises {have})")
     return found
+
+
+def _advertised(node: GpuNode) -> tuple[list[str], bool]:
+    """The node's `nvidia.com/*` resources above 0, sorted, and whether they come from its
+    capacity because its plugin is restarting (nothing allocatable). Empty when its plugin
+    never advertised anything."""
+    allocatable = sorted(r for r, n in node.allocatable.items() if n > 0)
+    if allocatable:
+        return allocatable, False
+    capacity = sorted(r for r, n in node.capacity.items() if n > 0)
+    return capacity, bool(capacity)
