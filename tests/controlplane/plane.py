@@ -116,10 +116,13 @@ class ControlPlane:
         feature_gates: Sequence[str] = (),
         audit: bool = True,
         node_lease_seconds: int = 40,
+        controller_manager_args: Sequence[str] = (),
     ) -> None:
-        """`audit` and `node_lease_seconds` are for the fleet benchmarks: at
-        thousands of nodes the audit log and KWOK's lease renewals (every quarter of the lease,
-        one write per node) are most of what the server does."""
+        """`audit`, `node_lease_seconds` and `controller_manager_args` are for the fleet
+        benchmarks: at thousands of nodes the audit log and KWOK's lease renewals (every quarter
+        of the lease, one write per node) are most of what the server does; leases of an hour
+        need the node-lifecycle-controller off (it would find the nodes unreachable), and the
+        DaemonSet controller a higher client rate than its 20 requests/s."""
         version = version or chosen_version()
         if version not in VERSIONS:
             raise ValueError(
@@ -136,6 +139,7 @@ class ControlPlane:
         self.feature_gates = tuple(feature_gates)
         self.want_audit = audit
         self.node_lease_seconds = node_lease_seconds
+        self.controller_manager_args = tuple(controller_manager_args)
         self.components: list[Component] = []
         self.bins: dict[str, Path] = {}
         self.port = 0
@@ -307,6 +311,7 @@ class ControlPlane:
                 # quick to notice pods and nodes, as the tests change them often
                 "--concurrent-daemonset-syncs", "4",
                 "--v", "1",
+                *self.controller_manager_args,
             ],
         )  # fmt: skip
 
