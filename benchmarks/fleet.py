@@ -5,7 +5,9 @@ DESIGN.md budget: "fleet (real kube-apiserver, 5,000 KWOK GPU nodes, 40,000 GPU 
 tests/controlplane runs; the cluster of `benchmarks/synthetic.py` (8×H100, 8×A100 with MIG
 mixed, 4×L4 time-sliced ×4; one GPUNodeReport per node, built as the agent builds it; one
 running pod per held device, bound to its node, KWOK marks it Running) is created through the
-API. Each command then runs as a fresh process against the same server, three runs taking
+API (benchmarks.populate: how, and what made it slow before), with one node in fifty a DRA
+node (8 H100s through NVIDIA's DRA driver, each held by a ResourceClaim reserved for a running
+pod). Each command then runs as a fresh process against the same server, three runs taking
 turns; for each: median wall seconds, peak RSS, the ratio to `kubectl get pods -A -o json`,
 and the reads the server counted meanwhile (its /metrics, `apiserver_request_total` by verb
 and resource; KWOK's writes, leases and events that run meanwhile are left out).
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 import collections
-import concurrent.futures
+import dataclasses
 import re
 import statistics
 import subprocess
@@ -27,69 +29,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import synthetic
-from kubectl_gpu import cluster
-from kubectl_gpu.errors import ClusterError
-from kubectl_gpu.workflows import reports
+from benchmarks import populate, run_all
 
 BIN = Path(sys.executable).parent
 _COUNTER = re.compile(r"^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>[0-9.e+]+)$")
 
 
-def _create(api: cluster.Api, url: str, body: dict[str, Any]) -> dict[str, Any]:
-    for _ in range(20):
-        try:
-            return api.create(url, body)
-        except ClusterError as e:
-            if e.status == 409:
-                return {}
-            if e.status in (403, 429, 500, 503):  # no default ServiceAccount yet, or busy
-                time.sleep(0.5)
-                continue
-            raise
-    raise RuntimeError(f"could not create {url}")
-
-
-def _fresh(obj: dict[str, Any]) -> dict[str, Any]:
-    """The object without what the stand-in's seed gives and a real server refuses."""
-    for key in ("uid", "resourceVersion", "creationTimestamp"):
-        obj["metadata"].pop(key, None)
-    return obj
-
-
-def populate(api: cluster.Api, nodes: int, pods: int, workers: int = 16) -> int:
-    from tests.gpumap.test_report_crd_matches_the_schema import crd
-
-    _create(api, cluster.path("customresourcedefinitions"), crd())
-    for namespace in synthetic.NAMESPACES:
-        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
-        _create(api, cluster.path("namespaces"), body)
-    time.sleep(3)  # the CRD established, the namespaces' default ServiceAccounts made
-
-    def one_node(index: int, held: int) -> int:
-        kind = synthetic.kind_of(index, nodes)
-        created = _create(api, cluster.path("nodes"), _fresh(synthetic.node_object(index, kind)))
-        built = synthetic.node_report(index, kind, held)
-        uid = str((created.get("metadata") or {}).get("uid", ""))
-        _create(api, cluster.path("gpunodereports"), reports.body(built, uid, None))
-        placed = 0
-        for obj in synthetic._pods_of(built):
-            obj.pop("status", None)  # KWOK runs it
-            namespace = obj["metadata"]["namespace"]
-            _create(api, cluster.path("pods", namespace=namespace), _fresh(obj))
-            placed += 1
-        return placed
-
-    held = synthetic.held_per_node(nodes, pods)
-    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-        return sum(pool.map(one_node, range(nodes), held))
-
-
 def _read(call: str, count: int) -> bool:
-    """A read a command made: KWOK's pod and node patches, leases and events run meanwhile,
-    and the one GET of /metrics (no resource) is this benchmark's."""
+    """A read a command made: KWOK's pod and node patches, leases and events run meanwhile, a
+    WATCH is counted when it ends (the server's and KWOK's own informers reopen theirs every
+    few minutes; none of the commands watches), and the one GET of /metrics (no resource) is
+    this benchmark's."""
     verb, _, resource = call.partition(" ")
-    return count > 0 and verb in ("GET", "LIST", "WATCH") and resource not in ("", "leases")
+    return count > 0 and verb in ("GET", "LIST") and resource not in ("", "leases")
 
 
 def counters(plane: Any) -> collections.Counter[str]:
@@ -123,26 +75,42 @@ def run(argv: list[str]) -> tuple[float, float, int]:
     return float(wall), int(rss) / 1024, int(code)
 
 
-def main() -> None:
-    from tests.controlplane.plane import ControlPlane
+BASELINE = "kubectl get pods -A -o json"
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=5000)
-    parser.add_argument("--pods", type=int, default=40000)
-    parser.add_argument("--runs", type=int, default=3)
-    options = parser.parse_args()
-    plane = ControlPlane(scheduler=False)
+
+@dataclasses.dataclass
+class Fleet:
+    """What one fleet run measured: per command, wall seconds of each run, peak RSS in MiB,
+    exit status and the requests the server counted during its last run."""
+
+    nodes: int
+    pods: int
+    version: str
+    populated: dict[str, float]
+    walls: dict[str, list[float]]
+    peaks: dict[str, float]
+    codes: dict[str, int]
+    calls: dict[str, collections.Counter[str]]
+
+    def wall(self, name: str) -> float:
+        return statistics.median(self.walls[name])
+
+    def ratio(self, name: str) -> float:
+        return self.wall(name) / self.wall(BASELINE)
+
+
+def measure(nodes: int, pods: int, runs: int) -> Fleet:
+    plane = populate.fleet_plane()
     plane.start(timeout=180)
     try:
-        api = cluster.connect(str(plane.kubeconfig))
-        began = time.monotonic()
-        placed = populate(api, options.nodes, options.pods)
-        print(f"created {options.nodes} nodes, {placed} pods, {options.nodes} reports in "
-              f"{time.monotonic() - began:.0f} s", file=sys.stderr)  # fmt: skip
+        made = populate.populate(plane, nodes, pods)
+        made["running"] = populate.running(plane)
+        print(f"populated: {made}; {made['objects'] / made['total']:.0f} objects/s",
+              file=sys.stderr, flush=True)  # fmt: skip
         k = [str(plane.kubectl), "--kubeconfig", str(plane.kubeconfig)]
         g = [str(BIN / "kubectl-gpu"), "--kubeconfig", str(plane.kubeconfig)]
         commands = {
-            "kubectl get pods -A -o json": [*k, "get", "pods", "-A", "-o", "json"],
+            BASELINE: [*k, "get", "pods", "-A", "-o", "json"],
             "kubectl gpu map -A": [*g, "map", "-A"],
             "kubectl gpu map -A -o json": [*g, "map", "-A", "-o", "json"],
             "kubectl gpu mig status": [*g, "mig", "status"],
@@ -152,26 +120,44 @@ def main() -> None:
         }
         walls: dict[str, list[float]] = collections.defaultdict(list)
         peaks: dict[str, float] = collections.defaultdict(float)
-        codes: dict[str, int] = {}
-        calls: dict[str, collections.Counter[str]] = {}
-        for _ in range(options.runs):
+        found = Fleet(nodes, pods, plane.server_version(), made, walls, peaks, {}, {})
+        for _ in range(runs):
             for name, argv in commands.items():
                 before = counters(plane)
                 wall, rss, code = run(argv)
-                calls[name] = counters(plane) - before
-                walls[name].append(wall)
-                peaks[name] = max(peaks[name], rss)
-                codes[name] = code
-        base = statistics.median(walls["kubectl get pods -A -o json"])
-        print(f"{options.nodes} KWOK GPU nodes, {placed} pods, kube-apiserver {plane.version}")
-        print(f"{'command':30} {'wall s':>7} {'x get pods':>10} {'peak MiB':>9} exit  requests")
-        for name in commands:
-            wall = statistics.median(walls[name])
-            made = ", ".join(f"{n} {v}" for v, n in sorted(calls[name].items()) if _read(v, n))
-            print(f"{name:30} {wall:7.2f} {wall / base:10.2f} {peaks[name]:9.0f} {codes[name]:4}"
-                  f"  {made}")  # fmt: skip
+                found.calls[name] = counters(plane) - before
+                found.walls[name].append(wall)
+                found.peaks[name] = max(found.peaks[name], rss)
+                found.codes[name] = code
+        return found
     finally:
         plane.stop()
+
+
+def report(found: Fleet) -> None:
+    made = found.populated
+    print(
+        f"machine: {run_all.machine()}; {run_all.load()}; "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+    )
+    print(f"{found.nodes} KWOK GPU nodes ({populate.dra_nodes(found.nodes)} of them DRA), "
+          f"{found.pods} pods, kube-apiserver {found.version}; populated at "
+          f"{made['objects'] / made['total']:.0f} objects/s, all Running "
+          f"{made['running']:.0f} s later")  # fmt: skip
+    print(f"{'command':30} {'wall s':>7} {'x get pods':>10} {'peak MiB':>9} exit  requests")
+    for name in found.walls:
+        reads = ", ".join(f"{n} {v}" for v, n in sorted(found.calls[name].items()) if _read(v, n))
+        print(f"{name:30} {found.wall(name):7.2f} {found.ratio(name):10.2f} "
+              f"{found.peaks[name]:9.0f} {found.codes[name]:4}  {reads}")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--pods", type=int, default=40000)
+    parser.add_argument("--runs", type=int, default=3)
+    options = parser.parse_args()
+    report(measure(options.nodes, options.pods, options.runs))
 
 
 if __name__ == "__main__":

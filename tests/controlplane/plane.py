@@ -148,7 +148,15 @@ class ControlPlane:
         scheduler: bool = True,
         runtime_config: Sequence[str] = (),
         feature_gates: Sequence[str] = (),
+        audit: bool = True,
+        node_lease_seconds: int = 40,
+        controller_manager_args: Sequence[str] = (),
     ) -> None:
+        """`audit`, `node_lease_seconds` and `controller_manager_args` are for the fleet
+        benchmarks: at thousands of nodes the audit log and KWOK's lease renewals (every quarter
+        of the lease, one write per node) are most of what the server does; leases of an hour
+        need the node-lifecycle-controller off (it would find the nodes unreachable), and the
+        DaemonSet controller a higher client rate than its 20 requests/s."""
         version = version or chosen_version()
         if version not in VERSIONS:
             raise ValueError(
@@ -163,6 +171,9 @@ class ControlPlane:
         self.want_scheduler = scheduler
         self.runtime_config = tuple(runtime_config)
         self.feature_gates = tuple(feature_gates)
+        self.want_audit = audit
+        self.node_lease_seconds = node_lease_seconds
+        self.controller_manager_args = tuple(controller_manager_args)
         self.components: list[Component] = []
         self.bins: dict[str, Path] = {}
         self.port = 0
@@ -298,11 +309,11 @@ class ControlPlane:
             "--enable-admission-plugins", "NodeRestriction",
             "--allow-privileged=true",
             "--profiling=false",
-            "--audit-policy-file", self._audit_policy(),
-            "--audit-log-path", self.audit_log,
-            "--audit-log-maxbackup", "1",
             "--v", "1",
         ]  # fmt: skip
+        if self.want_audit:
+            args += ["--audit-policy-file", self._audit_policy(),
+                     "--audit-log-path", self.audit_log, "--audit-log-maxbackup", "1"]  # fmt: skip
         if runtime:
             args += ["--runtime-config", runtime]
         if gates:
@@ -353,6 +364,7 @@ class ControlPlane:
                 # quick to notice pods and nodes, as the tests change them often
                 "--concurrent-daemonset-syncs", "4",
                 "--v", "1",
+                *self.controller_manager_args,
             ],
         )  # fmt: skip
 
@@ -396,7 +408,7 @@ class ControlPlane:
                 self.bins["kwok"],
                 "--kubeconfig", self.kubeconfig,
                 "--manage-all-nodes=true",
-                "--node-lease-duration-seconds", "40",
+                "--node-lease-duration-seconds", str(self.node_lease_seconds),
                 # a node made without addresses gets these from node-initialize
                 "--node-ip", self.kubelet_address,
                 "--node-port", str(self.kubelet_port),

@@ -1,0 +1,167 @@
+"""Benchmark (not a test): `kubectl gpu share` rolling the device plugin across a fleet of KWOK
+nodes on the real kube-apiserver, in `--max-unavailable` batches.
+
+The plane runs the controller-manager (its DaemonSet controller recreates each deleted plugin
+pod; node-lifecycle-controller off, as KWOK's leases last an hour, and a client rate of 200/s
+instead of 20) and the scheduler (which binds the DaemonSet's pods); KWOK runs them. The
+device plugin is installed as its Helm chart lays it out (plugin and GFD DaemonSets, the config
+ConfigMap; tests/fakes/cluster/layouts.helm), on N GPU nodes of benchmarks.synthetic's mix.
+`share --replicas 4 --max-unavailable M` then rewrites the config and restarts the plugin (and
+GFD beside it) on every node, a batch at a time, waiting for each new pod to be Ready. Measured:
+wall time, the requests the command made as the server's audit log names them (by verb and
+resource, per node; whether any LIST of pods is not scoped to one node) and its progress output
+(lines, a sample). No `--wait`: KWOK nodes have no device plugin to raise their allocatable.
+
+Run: `.venv/bin/python -m benchmarks.rollout [--nodes 1000] [--max-unavailable 100]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks import populate, run_all, synthetic
+from kubectl_gpu import cluster
+from tests.fakes.cluster import layouts
+
+BIN = Path(sys.executable).parent
+RESOURCES = {"Namespace": "namespaces", "ServiceAccount": "serviceaccounts",
+             "ConfigMap": "configmaps", "DaemonSet": "daemonsets"}  # fmt: skip
+
+
+def rollout_plane() -> Any:
+    return populate.fleet_plane(
+        controllers=True,
+        scheduler=True,
+        audit=True,
+        controller_manager_args=[
+            "--controllers", "*,-node-lifecycle-controller",
+            "--kube-api-qps", "200", "--kube-api-burst", "400",
+        ],
+    )  # fmt: skip
+
+
+def install(plane: Any, nodes: int) -> layouts.Layout:
+    writer = populate.Writer(plane)
+
+    def node(index: int) -> int:
+        obj = synthetic.node_object(index, synthetic.kind_of(index, nodes))
+        for key in ("uid", "resourceVersion", "creationTimestamp"):
+            obj["metadata"].pop(key, None)
+        writer.create(cluster.path("nodes"), obj)
+        # the not-ready taint the API server gives a new Node, which the node-lifecycle
+        # controller (off here) takes away once the Node is Ready
+        untaint = b'{"spec":{"taints":null}}'
+        writer.send("PATCH", cluster.path("nodes", obj["metadata"]["name"]), untaint,
+                    "application/merge-patch+json")  # fmt: skip
+        return 1
+
+    populate.run_all_of(range(nodes), node)
+    layout = layouts.helm({"default": synthetic.TIME_SLICED}, "default")
+    for obj in layout.objects:  # after the nodes: the DaemonSets start with every node there
+        namespace = obj["metadata"].get("namespace")
+        writer.create(cluster.path(RESOURCES[obj["kind"]], namespace=namespace), obj)
+    return layout
+
+
+def ready(plane: Any, layout: layouts.Layout, nodes: int, timeout: float = 1800) -> float:
+    """Seconds until both DaemonSets have a Ready pod on every node."""
+    writer = populate.Writer(plane)
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        listed = writer.get(cluster.path("daemonsets", namespace=layout.namespace))["items"]
+        if all((d.get("status") or {}).get("numberReady") == nodes for d in listed):
+            return time.monotonic() - started
+        time.sleep(2)
+    raise RuntimeError("the device plugin DaemonSets never became Ready on every node")
+
+
+def _ours(line: str) -> dict[str, Any] | None:
+    """An audit event of a request kubectl-gpu made (the Python client's user agent)."""
+    if "OpenAPI-Generator" not in line and "kubectl-gpu/" not in line:
+        return None
+    event: dict[str, Any] = json.loads(line)
+    return event if event.get("stage") == "RequestReceived" else None
+
+
+def requests_since(plane: Any, offset: int) -> list[dict[str, Any]]:
+    with plane.audit_log.open() as log:
+        log.seek(offset)
+        return [e for e in map(_ours, log) if e]
+
+
+def measure(nodes: int, max_unavailable: int) -> dict[str, Any]:
+    result: dict[str, Any] = {"nodes": nodes, "max_unavailable": max_unavailable}
+    plane = rollout_plane()
+    plane.start(timeout=180)
+    try:
+        started = time.monotonic()
+        layout = install(plane, nodes)
+        result["ready_s"] = ready(plane, layout, nodes) + (time.monotonic() - started)
+        result["version"] = plane.server_version()
+        offset = plane.audit_log.stat().st_size
+        command = [str(BIN / "kubectl-gpu"), "--kubeconfig", str(plane.kubeconfig), "share",
+                   "--replicas", "4", "--max-unavailable", str(max_unavailable),
+                   "--timeout", "30m"]  # fmt: skip
+        began = time.monotonic()
+        lines: list[tuple[float, str]] = []  # when each line of its output came
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True) as process:  # fmt: skip
+            assert process.stdout is not None
+            for line in process.stdout:
+                lines.append((time.monotonic() - began, line.rstrip("\n")))
+        result["wall_s"] = time.monotonic() - began
+        result["exit"] = process.returncode
+        result["lines"] = lines
+        events = requests_since(plane, offset)
+        calls: collections.Counter[str] = collections.Counter()
+        unscoped = 0
+        for e in events:
+            ref = e.get("objectRef") or {}
+            calls[f"{e['verb']} {ref.get('resource', '')}"] += 1
+            uri = e.get("requestURI", "")
+            if e["verb"] == "list" and ref.get("resource") == "pods" and "spec.nodeName" not in uri:
+                unscoped += 1
+        result["calls"], result["unscoped_pod_lists"] = calls, unscoped
+    finally:
+        plane.stop()
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--max-unavailable", type=int, default=100)
+    options = parser.parse_args()
+    print(f"machine: {run_all.machine()}; {run_all.load()}", flush=True)
+    r = measure(options.nodes, options.max_unavailable)
+    n = r["nodes"]
+    total = sum(r["calls"].values())
+    lines = r["lines"]
+    during = [t for t, _ in lines if t < r["wall_s"] - 2]
+    print(
+        f"kubectl gpu share --replicas 4 --max-unavailable {r['max_unavailable']} on {n} KWOK "
+        f"nodes (kube-apiserver {r['version']}, plugin Ready everywhere after "
+        f"{r['ready_s']:.0f} s); {run_all.load()}"
+    )
+    print(
+        f"  exit {r['exit']}, {r['wall_s']:.0f} s wall, {total} requests = "
+        f"{total / n:.1f} per node; LISTs of pods not scoped to a node: "
+        f"{r['unscoped_pod_lists']}"
+    )
+    print("  " + ", ".join(f"{v} {k}" for k, v in r["calls"].most_common()))
+    first = f"the first after {during[0]:.0f} s" if during else "none"
+    print(f"  output: {len(lines)} lines; before its last 2 s: {len(during)} ({first}); "
+          "first and last, with seconds since the start:")  # fmt: skip
+    for t, line in lines[:6] + [(0.0, "...")] + lines[-6:]:
+        print(f"    {t:6.1f}  {line}")
+
+
+if __name__ == "__main__":
+    main()
