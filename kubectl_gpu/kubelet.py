@@ -132,9 +132,8 @@ def _shape_problem(document: Any) -> str:
 def _entry(
     raw: Any, index: int, name: str, decode: Decoder | None, warnings: list[str]
 ) -> Allocation | None:
-    where = f"{name}: PodDeviceEntries[{index}]"
     if not isinstance(raw, dict):
-        warnings.append(f"{where}: not an object; skipped")
+        warnings.append(f"{name}: PodDeviceEntries[{index}]: not an object; skipped")
         return None
     uid, container, resource = raw.get("PodUID"), raw.get("ContainerName"), raw.get("ResourceName")
     device_ids = _device_ids(raw.get("DeviceIDs"))
@@ -145,10 +144,14 @@ def _entry(
         or device_ids is None
     ):
         warnings.append(
-            f"{where}: PodUID, ContainerName, ResourceName or DeviceIDs unusable; skipped"
+            f"{name}: PodDeviceEntries[{index}]: PodUID, ContainerName, ResourceName or "
+            "DeviceIDs unusable; skipped"
         )
         return None
-    response = _alloc_resp(raw.get("AllocResp"), decode, where, warnings)
+    response = None
+    if decode is not None and raw.get("AllocResp") is not None:  # the place named only then
+        where = f"{name}: PodDeviceEntries[{index}]"
+        response = _alloc_resp(raw["AllocResp"], decode, where, warnings)
     return Allocation(uid, None, None, container, resource, device_ids, Source.CHECKPOINT, response)
 
 
@@ -173,10 +176,8 @@ def _numa_order(key: str) -> tuple[int, str]:
 
 
 def _alloc_resp(
-    raw: Any, decode: Decoder | None, where: str, warnings: list[str]
+    raw: Any, decode: Decoder, where: str, warnings: list[str]
 ) -> AllocateResponse | None:
-    if raw is None or decode is None:
-        return None
     try:
         return decode(base64.b64decode(str(raw), validate=True))
     except ValueError as e:  # binascii.Error, or the decoder's
