@@ -34,11 +34,12 @@ def problems(state: ClusterState, plan: Plan) -> list[str]:
         base = planned.resource.removesuffix(names.SHARED_SUFFIX)
         if base in advertised or base + names.SHARED_SUFFIX in advertised:
             continue
-        mig = sorted(r for r in advertised if r.startswith(keys.MIG_RESOURCE_PREFIX))
-        have = ", ".join(mig if base == GPU and mig else advertised)
+        mig = [r for r in advertised if r.startswith(keys.MIG_RESOURCE_PREFIX)]  # sorted
+        all_mig = base == GPU and bool(mig)
+        have = ", ".join(mig if all_mig else advertised)
         if restarting:
             have += "; none allocatable now: its plugin is restarting or its GPUs are unhealthy"
-        if base == GPU and mig:
+        if all_mig:
             found.append(
                 f"node {node.name}: every GPU is in MIG mode, so it advertises no {GPU} to share "
                 f"(it advertises {have}); share one of those with --resource"
