@@ -45,3 +45,22 @@ def run_cli() -> Callable[..., CliResult]:
         return CliResult(result.exit_code, result.stdout, result.stderr, unexpected)
 
     return run
+
+
+# A test on the real control plane waits for real controllers (and, for the first test of a
+# run, for the plane itself): the suite's 30 s default is for in-process tests. A module that
+# sets its own timeout keeps it.
+REAL_PLANE_TIMEOUT_S = 180
+
+
+@pytest.fixture
+def real_control_plane() -> None:
+    """Marks a test as running on the session's real control plane (see pytest_collection…)."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "real_control_plane" in getattr(item, "fixturenames", ()) and (
+            item.get_closest_marker("timeout") is None
+        ):
+            item.add_marker(pytest.mark.timeout(REAL_PLANE_TIMEOUT_S))

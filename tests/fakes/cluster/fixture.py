@@ -37,7 +37,7 @@ def sim_cluster(tmp_path: Path) -> Iterator[MakeSimCluster]:
 
 
 @pytest.fixture
-def real_cluster(tmp_path: Path) -> Iterator[MakeSimCluster]:
+def real_cluster(tmp_path: Path, real_control_plane: None) -> Iterator[MakeSimCluster]:
     """As `sim_cluster`, on the session's real control plane unless `backend=` says otherwise;
     a test module moves to it with `from … import real_cluster as sim_cluster`."""
     yield from _clusters(tmp_path, "real")
