@@ -100,11 +100,16 @@ _KINDS = {
 
 def load_mig_config(filename: str) -> tuple[str, dict[str, Any]]:
     """Read a mig-parted config strictly: every error is printed on stderr and the first
-    one is in the raised `ConfigError`; returns (display name, parsed document)."""
-    from kubectl_gpu import documents, validation
+    one is in the raised `ConfigError`; returns (display name, parsed document). A ConfigMap
+    holding it (the GPU Operator's custom MIG config) gives its `config.yaml` key."""
+    from kubectl_gpu import documents, keys, validation
 
     name, text = read_text(filename)
-    report = validation.validate_text(text, name, "mig-config")
+    docs, _ = documents.load_documents(text, name)
+    data = docs[0].data if docs else None
+    holder = isinstance(data, dict) and data.get("kind") == "ConfigMap"
+    kind = validation.AUTO if holder else "mig-config"
+    report = validation.validate_text(text, name, kind)
     errors = [f for f in report.findings if f.severity.value == "error"]
     if errors:
         for finding in errors:
@@ -116,8 +121,21 @@ def load_mig_config(filename: str) -> tuple[str, dict[str, Any]]:
             hint=f"kubectl gpu validate -f {name} lists every problem and how to fix it",
             findings=tuple(errors),
         )
-    docs, _ = documents.load_documents(text, name)
-    data = docs[0].data if docs else None
-    if not isinstance(data, dict):
+    if holder:
+        assert isinstance(data, dict)
+        values = data.get("data") or {}
+        key = keys.MIG_PARTED_CONFIG_KEY if keys.MIG_PARTED_CONFIG_KEY in values else None
+        if key is None and len(values) == 1:
+            key = next(iter(values))
+        if key is None:
+            raise ConfigError(
+                f"{name}: the ConfigMap has no key {keys.MIG_PARTED_CONFIG_KEY} "
+                f"(keys: {', '.join(map(str, values)) or 'none'})",
+                hint=f"the GPU Operator's MIG manager reads {keys.MIG_PARTED_CONFIG_KEY}: "
+                "put the mig-parted config there",
+            )
+        inner, _ = documents.load_documents(str(values[key]), f"{name}:{key}")
+        data = inner[0].data if inner else None
+    if not isinstance(data, dict) or "mig-configs" not in data:
         raise ConfigError(f"{name} holds no mig-parted config (version: v1, mig-configs: …)")
     return name, data

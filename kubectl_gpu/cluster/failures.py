@@ -91,6 +91,14 @@ def from_status(status: int, reason: str, body: Any, method: str, url: str) -> C
         return ClusterError(
             message or f"forbidden: {method} {url}", status=status, hint=_forbidden_hint(message)
         )
+    if status == 404 and not status_reason:
+        # kube-apiserver answers a path it does not route (a CRD or API group not installed)
+        # with a plain "404 page not found", not a Status naming the object
+        return ClusterError(
+            f"{method} {url}: this API server does not serve that resource (404 Not Found)",
+            hint="is its CustomResourceDefinition or API group installed? (kubectl api-resources)",
+            status=status,
+        )
     text = message or f"{method} {url} failed"
     return ClusterError(f"{text} ({status} {status_reason or reason})", status=status)
 

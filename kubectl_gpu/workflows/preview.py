@@ -134,7 +134,10 @@ def _optional(api: cluster.Api, resource: str) -> list[Json]:
         if e.status not in (403, 404):
             raise
         # 404: not served here (no agent's report CRD); 403: the user may not read it
-        (log.warning if e.status == 403 else log.info)(
-            "the preview leaves out %s: %s", resource, e.message
-        )
+        if e.status == 404:
+            log.info(
+                "the preview leaves out %s: not served here (is the agent installed?)", resource
+            )
+        else:
+            log.warning("the preview leaves out %s: %s", resource, e.message)
         return []

@@ -166,3 +166,29 @@ def test_forbidden_cluster_policy_patch_says_the_configmap_was_written(
     )
     assert "No plugin pod was restarted" in result.stderr
     assert "grant 'patch' on 'clusterpolicies' (API group nvidia.com)" in result.stderr
+
+
+def test_a_user_who_may_not_read_cluster_policies_shares_a_helm_plugin(
+    run_cli: Run, cluster: SimCluster
+) -> None:
+    # no node carries the GPU Operator's labels: there is no ClusterPolicy to need
+    cluster.deny("list", "clusterpolicies", group="nvidia.com")
+
+    result = share(run_cli, cluster, "--replicas", "2")
+
+    assert result.exit_code == 0, result.stderr
+    data = cluster.store.get("configmaps", CONFIGMAP, NAMESPACE)["data"]
+    assert "replicas: 2" in data["any"]
+
+
+def test_reading_cluster_policies_is_required_where_the_operator_manages_a_node(
+    run_cli: Run, sim_cluster: MakeSimCluster
+) -> None:
+    cluster = sim_cluster(NODES[:1], "gpu-operator")
+    cluster.deny("list", "clusterpolicies", group="nvidia.com")
+
+    result = share(run_cli, cluster, "--replicas", "2", "--dry-run=client")
+
+    assert result.exit_code == 1
+    assert "the GPU Operator manages node gpu-a" in result.stderr
+    assert "grant 'list' on 'clusterpolicies' (API group nvidia.com)" in result.stderr

@@ -131,3 +131,18 @@ def test_an_absurd_gpu_count_in_a_real_answer_is_not_echoed_or_fatal(
     assert absurd not in done.stderr  # named, not echoed
     # doctor counts an unreadable amount as the scheduler does (none) and says so per node
     assert f"GPU node {NODE} advertises no GPUs" in done.stdout
+
+
+def test_a_resource_the_server_does_not_serve_is_named_not_quoted(kubeconfig: Path) -> None:
+    # kube-apiserver answers a path no API group routes with the text "404 page not found"
+    # (no Status): the error must say which resource is missing and how to look, not echo it
+    api = cluster.connect(str(kubeconfig))
+    unserved = "/apis/not-installed.example.com/v1/widgets"
+
+    with pytest.raises(errors.ClusterError) as missing:
+        api.get(unserved)
+
+    assert missing.value.status == 404
+    assert "page not found" not in missing.value.message
+    assert f"GET {unserved}: this API server does not serve that resource" in missing.value.message
+    assert "kubectl api-resources" in missing.value.hint

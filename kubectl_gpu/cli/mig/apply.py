@@ -54,7 +54,13 @@ _STATUS_COLUMNS = (
 
 
 @click.command("apply")
-@click.option("-f", "--filename", required=True, metavar="FILE", help="Config; - is stdin.")
+@click.option(
+    "-f",
+    "--filename",
+    required=True,
+    metavar="FILE",
+    help="A mig-parted config, or a ConfigMap holding one under config.yaml; - is stdin.",
+)
 @click.option(
     "-c",
     "--config",

@@ -97,13 +97,16 @@ class ClusterState:
         if isinstance(doc, Unknown):
             return None, f"the config node {node.name} reads cannot be known"
         key = self.selection_before(node).key
+        configured = key != selection.EMPTY and self.deployment.configurable
         where = f"key {key!r} of ConfigMap {self.configmap.namespace}/{self.configmap.name}"
-        if key == selection.EMPTY or not self.deployment.configurable:
-            where = "no config file"
         strategy = flag_strategy(doc)
         if strategy is not None:
-            return strategy, f"flags.migStrategy={strategy} in {where}"
-        default = f"no MIG_STRATEGY on {plugin}, no flags.migStrategy in {where}"
+            return (
+                strategy,
+                f"flags.migStrategy={strategy} in {where if configured else 'no config file'}",
+            )
+        in_file = f"no flags.migStrategy in {where}" if configured else "no config file"
+        default = f"no MIG_STRATEGY on {plugin}, {in_file}"
         return "none", f"the plugin's default: {default}"
 
 

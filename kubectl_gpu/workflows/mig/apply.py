@@ -29,6 +29,7 @@ from kubectl_gpu.workflows.mig import checks, stop, store, strategy, targets, wa
 from kubectl_gpu.workflows.mig.request import ApplyRequest
 from kubectl_gpu.workflows.mig.results import OFFLINE_FAILURES, ApplyResult, NodeResult
 from kubectl_gpu.workflows.mig.targets import NodeFacts
+from kubectl_gpu.workflows.policies import cluster_policies
 from kubectl_gpu.workflows.waiting import Timing
 
 Json = dict[str, Any]
@@ -51,7 +52,7 @@ def _run(
     raw = request.document["mig-configs"][request.config]
     text = store.document_text(request.config, raw)
     key = apply.request_key(request.config, text)
-    policies = targets.cluster_policies(api)
+    policies = cluster_policies(api)
     facts = targets.read(api, request.scope, policies)
     read.extend(facts)
     served = strategy.read(api, {f.name: f.labels for f in facts})

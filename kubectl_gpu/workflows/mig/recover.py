@@ -22,6 +22,7 @@ from kubectl_gpu.mig import stuck
 from kubectl_gpu.mig.actuators import Actuator
 from kubectl_gpu.workflows.mig import nodemig, targets
 from kubectl_gpu.workflows.mig.targets import NodeFacts, Scope
+from kubectl_gpu.workflows.policies import cluster_policies
 
 log = logging.getLogger(__name__)
 Json = dict[str, Any]
@@ -53,7 +54,7 @@ def recover(
     force: bool = False,
 ) -> list[Recovery]:
     """Recover each named node; NotStuck (before any write) for one that is not stuck."""
-    found = targets.read(api, Scope(tuple(names)), targets.cluster_policies(api))
+    found = targets.read(api, Scope(tuple(names)), cluster_policies(api))
     reported = nodemig.reported_gpus(api)
     plans = [
         (facts, stuck.reasons(nodemig.node_mig(facts, reported, api), now, after))

@@ -18,6 +18,7 @@ from kubectl_gpu.mig import stuck
 from kubectl_gpu.mig.actuators import Actuator
 from kubectl_gpu.workflows.mig import nodemig, targets
 from kubectl_gpu.workflows.mig.targets import NodeFacts, Scope
+from kubectl_gpu.workflows.policies import cluster_policies
 
 API_VERSION = "kubectl-gpu.io/v1"
 DONE_STATES = ("success", "failed", "reboot-required")  # our agent's final states
@@ -61,7 +62,7 @@ def status(
     """Every GPU node in scope (all of them when none is named), with why a node is stuck."""
     if not (scope.names or scope.selector):
         scope = Scope(all_nodes=True)
-    policies = targets.cluster_policies(api)
+    policies = cluster_policies(api)
     found = targets.read(api, scope, policies)
     reported = nodemig.reported_gpus(api)
     now = now or dt.datetime.now(dt.timezone.utc)

@@ -64,11 +64,6 @@ def read(api: cluster.Api, scope: Scope, policies: Sequence[Json]) -> list[NodeF
     return found
 
 
-def cluster_policies(api: cluster.Api) -> list[Json]:
-    """Every ClusterPolicy (none when the GPU Operator's CRD is not installed)."""
-    return _list(api, "clusterpolicies")
-
-
 def _nodes(api: cluster.Api, scope: Scope) -> list[Json]:
     if not scope.names:
         listed = api.list(cluster.path("nodes"), label_selector=scope.selector)
@@ -156,12 +151,3 @@ def _reported_gpu(entry: Json) -> NodeGpu:
 
 def _name(node: Json) -> str:
     return str((node.get("metadata") or {}).get("name", ""))
-
-
-def _list(api: cluster.Api, resource: str) -> list[Json]:
-    try:
-        return list(api.list(cluster.path(resource)))
-    except ClusterError as e:
-        if e.status == 404:  # the GPU Operator's CRD is not installed
-            return []
-        raise

@@ -19,6 +19,7 @@ from kubectl_gpu.doctor import facts
 from kubectl_gpu.sharing import deployment as deployments
 from kubectl_gpu.sharing import rollout
 from kubectl_gpu.sharing.deployment import Deployment, Overrides
+from kubectl_gpu.workflows.policies import cluster_policies
 
 log = logging.getLogger(__name__)
 Json = dict[str, Any]
@@ -38,7 +39,7 @@ class Snapshot:
 def read(api: cluster.Api, overrides: Overrides, *, reading: bool = False) -> Snapshot:
     """Read the device plugin's deployment, its ConfigMap and every GPU node (`reading`: to
     show them, so a plugin that takes no config is read as it runs)."""
-    policies = _cluster_policies(api)
+    policies = cluster_policies(api)
     daemonsets = list(api.list(cluster.path("daemonsets", namespace=overrides.namespace)))
     deployment = deployments.detect(policies, daemonsets, overrides, reading=reading)
     raw_configmap = None
@@ -158,15 +159,6 @@ def replicas_in_use(api: cluster.Api) -> dict[str, dict[str, int]]:
         log.warning("replicas in use are not shown: %s", e.message)  # a namespaced user
         return {}
     return facts.gpu_usage(pods)  # summed as the scheduler sums a pod's containers
-
-
-def _cluster_policies(api: cluster.Api) -> list[Json]:
-    try:
-        return list(api.list(cluster.path("clusterpolicies")))
-    except errors.ClusterError as e:
-        if e.status == 404:
-            return []  # the CRD is not installed: no GPU Operator
-        raise
 
 
 def _get_or_none(api: cluster.Api, url: str) -> Json | None:

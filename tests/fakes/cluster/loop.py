@@ -151,6 +151,10 @@ class ControlLoop:
         except ApiError as exc:
             if exc.code == 409:  # someone wrote in between: look again
                 self.enqueue(controller_name, key)
+            elif "storage is (re)initializing" in str(exc):
+                # a real server's answer for a CRD created a moment ago: its watch cache is
+                # not ready yet (as client-go's work queues do: try again shortly)
+                self.after(0.2, controller_name, key)
             elif exc.code != 404:  # the object went away meanwhile: nothing to do
                 self.errors.append(exc)
         except Exception as exc:

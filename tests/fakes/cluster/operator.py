@@ -252,15 +252,18 @@ class GpuOperator:
 
     def reconcile(self, key: Hashable) -> None:
         assert isinstance(key, tuple)
-        if key[0] == "node":
-            self._label(str(key[1]))
-            return
         try:
             policies = self.store.list("clusterpolicies.nvidia.com")
         except KeyError:
-            return  # the CRD is not installed
-        for policy in policies[:1]:  # the operator honours one ClusterPolicy
-            self._apply(policy)
+            return  # the CRD is not installed: no operator runs, nothing is labelled
+        if not policies:
+            return  # the operator acts (and labels nodes) only for a ClusterPolicy
+        if key[0] == "node":
+            self._label(str(key[1]))
+            return
+        for node in self.store.list("nodes"):  # a new ClusterPolicy: label what is there
+            self._label(str(node["metadata"]["name"]))
+        self._apply(policies[0])  # the operator honours one ClusterPolicy
 
     def _apply(self, policy: Obj) -> None:
         spec = policy.get("spec") or {}
