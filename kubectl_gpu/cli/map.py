@@ -377,7 +377,10 @@ class _Abbreviated:
         head, separator, tail = text.rpartition("::")
         if not separator:
             return self._short(text)
-        return "".join((self._short(p) or p) if "-" in p else p for p in (head, separator, tail))
+        return self._part(head) + separator + self._part(tail)
+
+    def _part(self, text: str) -> str:
+        return (self._short(text) or text) if "-" in text else text
 
 
 def _first_group(match: re.Match[str]) -> str:
