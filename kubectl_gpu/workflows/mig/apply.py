@@ -29,6 +29,7 @@ from kubectl_gpu.workflows.mig import checks, stop, store, strategy, targets, wa
 from kubectl_gpu.workflows.mig.request import ApplyRequest
 from kubectl_gpu.workflows.mig.results import OFFLINE_FAILURES, ApplyResult, NodeResult
 from kubectl_gpu.workflows.mig.targets import NodeFacts
+from kubectl_gpu.workflows.progress import Batches
 from kubectl_gpu.workflows.waiting import Timing
 
 Json = dict[str, Any]
@@ -103,9 +104,14 @@ def _drained(api: cluster.Api, job: _Job, policies: list[Json], seen: Preview) -
     busy = [f for f in job.facts if f.name in job.hit]
     step = drain.Drain(f"mig apply {key}", request.drain_timeout, timing)
     size = max(request.max_unavailable, 1)
+    progress, began = Batches(len(busy), size, timing.heartbeat), timing.clock()
     for start in range(0, len(busy), size):
         batch = busy[start : start + size]
-        if not _drain_batch(api, job, batch, [by_node[f.name] for f in batch], step):
+        progress.begin("draining and changing the MIG layout", [f.name for f in batch])
+        rows = [by_node[f.name] for f in batch]
+        ok = _drain_batch(api, job, batch, rows, step, progress)
+        progress.end(sum(r.result == "success" for r in rows), timing.clock() - began)
+        if not ok:
             break
     for row in job.rows:
         if row.result == "checked":
@@ -114,7 +120,12 @@ def _drained(api: cluster.Api, job: _Job, policies: list[Json], seen: Preview) -
 
 
 def _drain_batch(
-    api: cluster.Api, job: _Job, batch: list[NodeFacts], rows: list[NodeResult], step: drain.Drain
+    api: cluster.Api,
+    job: _Job,
+    batch: list[NodeFacts],
+    rows: list[NodeResult],
+    step: drain.Drain,
+    progress: Batches,
 ) -> bool:
     """One batch through every step; False when a node did not make it."""
     request, key, hit = job.request, job.content[1], job.hit
@@ -133,7 +144,7 @@ def _drain_batch(
         store.ask(api, facts, request, key)
     for row in rows:
         row.result = "requested"
-    waits.wait(api, request, rows, key, step.timing)
+    waits.wait(api, request, rows, key, step.timing, progress)
     ok = True
     for row in rows:
         if row.result == "success":
