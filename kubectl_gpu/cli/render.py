@@ -114,7 +114,10 @@ def _layout(columns: list[list[str]], headers: list[str]) -> str:
     widths = [max(len(h) + 2, *map(len, c)) for h, c in zip(headers, columns, strict=True)]
     # each column padded on its own, then the lines joined: half the cost of formatting
     # 100,000 lines of 12 fields each
-    padded = [[c.ljust(w) for c in (h, *cells)] for h, cells, w in zip(headers, columns, widths)]
+    padded = [
+        [c.ljust(w) for c in (h, *cells)]
+        for h, cells, w in zip(headers, columns, widths, strict=True)
+    ]
     return "\n".join([line.rstrip() for line in map("  ".join, zip(*padded, strict=True))])
 
 

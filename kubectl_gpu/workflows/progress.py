@@ -10,6 +10,8 @@ import dataclasses
 import logging
 from collections.abc import Sequence
 
+from kubectl_gpu.workflows.waiting import Timing
+
 log = logging.getLogger(__name__)
 
 
@@ -41,15 +43,19 @@ NAMED = 3  # nodes named in a batch's line; the others are counted
 class Batches:
     """A rollout of `nodes` nodes, at most `size` at a time: which batch runs, how many nodes
     are through, and what the batch waits for (said when its wait starts, then each
-    `heartbeat` seconds while it lasts)."""
+    heartbeat while it lasts). Seconds count from when the rollout was made."""
 
     nodes: int
     size: int
-    heartbeat: float | None = None
+    timing: Timing
     number: int = 0
     done: int = 0
     _waits: str = ""
     _said_at: float = 0.0
+    _start: float = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        self._start = self.timing.clock()
 
     @property
     def count(self) -> int:
@@ -63,9 +69,10 @@ class Batches:
             self.number, self.count, doing, named(nodes), self.done, self.nodes,
         )  # fmt: skip
 
-    def waiting(self, what: str, nodes: Sequence[str], elapsed: float) -> None:
+    def waiting(self, what: str, nodes: Sequence[str]) -> None:
         """The batch waits for `what` on `nodes` (those not through yet)."""
-        again = self.heartbeat and elapsed - self._said_at >= self.heartbeat
+        elapsed, heartbeat = self._elapsed(), self.timing.heartbeat
+        again = heartbeat and elapsed - self._said_at >= heartbeat
         if not nodes or (self._waits == what and not again):
             return
         self._waits, self._said_at = what, elapsed
@@ -74,13 +81,16 @@ class Batches:
             self.number, self.count, what, named(nodes), elapsed,
         )  # fmt: skip
 
-    def end(self, through: int, elapsed: float) -> None:
+    def end(self, through: int) -> None:
         """The batch ended with `through` of its nodes done (the others failed)."""
         self.done += through
         log.info(
             "batch %d of %d ended: %d of %d nodes done (%.0fs)",
-            self.number, self.count, self.done, self.nodes, elapsed,
+            self.number, self.count, self.done, self.nodes, self._elapsed(),
         )  # fmt: skip
+
+    def _elapsed(self) -> float:
+        return self.timing.clock() - self._start
 
 
 def named(nodes: Sequence[str]) -> str:

@@ -15,27 +15,17 @@ from kubectl_gpu.workflows.mig import silence, status, targets
 from kubectl_gpu.workflows.mig.request import ApplyRequest
 from kubectl_gpu.workflows.mig.results import NodeResult
 from kubectl_gpu.workflows.mig.targets import Scope
-from kubectl_gpu.workflows.progress import Batches, Progress
+from kubectl_gpu.workflows.progress import Progress
 from kubectl_gpu.workflows.waiting import Deadline, Timing
-
-WAITED_FOR = "the MIG actuator to report the new layout"
 
 
 def wait(
-    api: cluster.Api,
-    request: ApplyRequest,
-    rows: list[NodeResult],
-    key: str,
-    timing: Timing,
-    batch: Batches | None = None,
+    api: cluster.Api, request: ApplyRequest, rows: list[NodeResult], key: str, timing: Timing
 ) -> None:
-    """Wait for `rows`' nodes; `batch` is the --drain batch they are, if they are one."""
     deadline = timing.deadline(request.timeout)
     progress = Progress(timing.heartbeat)
     waiting = list(rows)
     while waiting:
-        if batch is not None:
-            batch.waiting(WAITED_FOR, [r.node for r in waiting], deadline.elapsed())
         for row in list(waiting):
             if _look(api, request, row, deadline, progress):
                 waiting.remove(row)

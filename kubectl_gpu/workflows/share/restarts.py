@@ -54,13 +54,13 @@ def roll(
     (Ctrl-C, an API failure) can say which nodes were restarted.
     """
     size, overall = max(1, batch[0]), timing.deadline(batch[1])
-    progress = Batches(len(nodes), size, timing.heartbeat)
+    progress = Batches(len(nodes), size, timing)
     for start in range(0, len(nodes), size):
         group = nodes[start : start + size]
         left = max(0.0, overall.end - timing.clock())  # --timeout bounds the whole rollout
         progress.begin("restarting the device plugin", group)
         ended = _restart_group(api, deployment, group, timing.deadline(left), progress)
-        progress.end(sum(r.ok for r in ended), overall.elapsed())
+        progress.end(sum(r.ok for r in ended))
         yield from ended
         if not all(r.ok for r in ended):
             failed = ", ".join(r.node for r in ended if not r.ok)
@@ -107,7 +107,7 @@ def _await_new_pods(
     last: dict[str, rollout.PluginPod] = {}
     while True:
         waiting = sorted(set(old) - set(results))
-        progress.waiting(WAITED_FOR, waiting, deadline.elapsed())
+        progress.waiting(WAITED_FOR, waiting)
         for node in waiting:
             pod = sharestate.plugin_pods(api, deployment, node).get(node)
             if pod is None or str(pod["metadata"].get("uid", "")) == old[node]:
