@@ -25,7 +25,6 @@ import argparse
 import collections
 import contextlib
 import os
-import re
 import signal
 import statistics
 import subprocess
@@ -37,28 +36,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from benchmarks import populate, run_all
+from benchmarks import apimetrics, populate, run_all
 from kubectl_gpu import cluster, keys
 
-_COUNTER = re.compile(r"^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>[0-9.e+]+)$")
 FLEET = 5000
 RESYNC = 12 * 3600.0
 # agents per worker process: at 500 (1,500 threads) a worker's own interpreter, not the server,
 # held 2,000 agents back (none through a first pass in 3 minutes); at 250 they start in ~1 min
 PER_WORKER = 250
-
-
-def counters(plane: Any) -> collections.Counter[tuple[str, str, str, str]]:
-    """(verb, resource, subresource, code) → requests so far, from the server's /metrics."""
-    text = plane.get("/metrics")
-    found: collections.Counter[tuple[str, str, str, str]] = collections.Counter()
-    for line in text.splitlines():
-        match = _COUNTER.match(line)
-        if match:
-            labels = dict(re.findall(r'(\w+)="([^"]*)"', match["labels"]))
-            key = tuple(labels.get(k, "") for k in ("verb", "resource", "subresource", "code"))
-            found[key] += int(float(match["value"]))  # type: ignore[index]
-    return found
 
 
 def agents_only(
@@ -197,10 +182,10 @@ def _settle(
         else:
             time.sleep(1)
     passed = time.monotonic() - started
-    before = sum(agents_only(counters(plane)).values())
+    before = sum(agents_only(apimetrics.requests(plane)).values())
     while time.monotonic() - started < timeout:
         time.sleep(5)
-        now = sum(agents_only(counters(plane)).values())
+        now = sum(agents_only(apimetrics.requests(plane)).values())
         if now == before:
             return passed, time.monotonic() - started - 5
         before = now
@@ -215,19 +200,19 @@ def measure(count: int, per_worker: int, rest: float, timeout: float) -> dict[st
         swarm = Swarm(plane.kubeconfig, _fleet(plane, count), per_worker, Path(tmp))
         try:
             result["at_rest_get_nodes_s"] = [get_nodes(plane) for _ in range(5)]
-            before = counters(plane)
+            before = apimetrics.requests(plane)
             swarm.start()
             result["startup_s"], result["startup_quiet_s"] = _settle(plane, swarm, 0, timeout)
-            result["startup_requests"] = agents_only(counters(plane) - before)
+            result["startup_requests"] = agents_only(apimetrics.requests(plane) - before)
             result["workers_rss_mib"] = swarm.rss_mib()
-            before = counters(plane)
+            before = apimetrics.requests(plane)
             time.sleep(rest)
-            result["rest_requests"] = agents_only(counters(plane) - before)
+            result["rest_requests"] = agents_only(apimetrics.requests(plane) - before)
             result["rest_s"] = rest
             result["rested_get_nodes_s"] = [get_nodes(plane) for _ in range(5)]
 
             swarm.kill()  # the burst: every agent at once
-            before = counters(plane)
+            before = apimetrics.requests(plane)
             during: list[float] = []
             restarted = time.time()
             swarm.start()
@@ -235,7 +220,7 @@ def measure(count: int, per_worker: int, rest: float, timeout: float) -> dict[st
                                         lambda: during.append(get_nodes(plane)))  # fmt: skip
             result["burst_get_nodes_s"] = during
             result["burst_requests"] = agents_only(
-                counters(plane) - before, len(during) * -(-count // 500)
+                apimetrics.requests(plane) - before, len(during) * -(-count // 500)
             )
         finally:
             swarm.kill()

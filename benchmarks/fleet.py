@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
-import re
 import statistics
 import subprocess
 import sys
@@ -29,10 +28,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import populate, run_all
+from benchmarks import apimetrics, populate, run_all
 
 BIN = Path(sys.executable).parent
-_COUNTER = re.compile(r"^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>[0-9.e+]+)$")
 
 
 def _read(call: str, count: int) -> bool:
@@ -46,17 +44,7 @@ def _read(call: str, count: int) -> bool:
 
 def counters(plane: Any) -> collections.Counter[str]:
     """`verb resource` → requests so far, from the server's /metrics."""
-    text = subprocess.run(
-        [str(plane.kubectl), "--kubeconfig", str(plane.kubeconfig), "get", "--raw", "/metrics"],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
-    found: collections.Counter[str] = collections.Counter()
-    for line in text.splitlines():
-        match = _COUNTER.match(line)
-        if match:
-            labels = dict(re.findall(r'(\w+)="([^"]*)"', match["labels"]))
-            found[f"{labels.get('verb')} {labels.get('resource')}"] += int(float(match["value"]))
-    return found
+    return apimetrics.by_verb(apimetrics.requests(plane))
 
 
 _MEASURE = """

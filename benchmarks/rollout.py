@@ -10,7 +10,8 @@ ConfigMap; tests/fakes/cluster/layouts.helm), on N GPU nodes of benchmarks.synth
 GFD beside it) on every node, a batch at a time, waiting for each new pod to be Ready. Measured:
 wall time, the requests the command made as the server's audit log names them (by verb and
 resource, per node; whether any LIST of pods is not scoped to one node) and its progress output
-(lines, a sample). No `--wait`: KWOK nodes have no device plugin to raise their allocatable.
+(lines, a sample, and the lines saying which batch of how many runs and what it waits for).
+No `--wait`: KWOK nodes have no device plugin to raise their allocatable.
 
 Run: `.venv/bin/python -m benchmarks.rollout [--nodes 1000] [--max-unavailable 100]`.
 """
@@ -160,6 +161,10 @@ def main() -> None:
     print(f"  output: {len(lines)} lines; before its last 2 s: {len(during)} ({first}); "
           "first and last, with seconds since the start:")  # fmt: skip
     for t, line in lines[:6] + [(0.0, "...")] + lines[-6:]:
+        print(f"    {t:6.1f}  {line}")
+    batches = [(t, line) for t, line in lines if line.startswith("batch ")]
+    print(f"  where the rollout stands: {len(batches)} lines of batches; the first and last:")
+    for t, line in batches[:4] + [(0.0, "...")] + batches[-3:]:
         print(f"    {t:6.1f}  {line}")
 
 

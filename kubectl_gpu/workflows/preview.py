@@ -50,7 +50,8 @@ class Facts:
 
 def read(api: cluster.Api) -> Facts:
     pods = _optional(api, "pods")
-    used = facts.gpu_usage(pods)
+    parsed = tuple(facts.pod_from_dict(p) for p in pods)
+    used = facts.gpu_usage(parsed)
     nodes = tuple(
         facts.node_from_dict(n, used.get(str((n.get("metadata") or {}).get("name"))))
         for n in _optional(api, "nodes")
@@ -62,7 +63,6 @@ def read(api: cluster.Api) -> Facts:
         except report.ReportError:
             continue
         reports[found.node] = found
-    parsed = tuple(facts.pod_from_dict(p) for p in pods)
     return Facts(nodes, parsed, reports, frozenset(_unmanaged(pods)))
 
 

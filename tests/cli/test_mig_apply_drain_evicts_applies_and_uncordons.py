@@ -85,6 +85,14 @@ def test_drain_evicts_applies_and_uncordons(
     [row] = result.json["nodes"]
     assert row["result"] == "success"
     assert "evicted pod default/train" in result.stderr
+    # where the rollout stands, batch by batch, on stderr (stdout is the JSON document)
+    assert (
+        "batch 1 of 1: draining and changing the MIG layout on 1 node (gpu-1) (0 of 1 nodes done)"
+    ) in result.stderr
+    assert (
+        "batch 1 of 1: waiting for the MIG actuator to report the new layout on 1 node (gpu-1)"
+    ) in result.stderr
+    assert "batch 1 of 1 ended: 1 of 1 nodes done" in result.stderr
     assert [p["metadata"]["name"] for p in busy.store.list("pods", "default")] == []
     assert True in cordoned  # it was cordoned on the way
     after = node(busy)

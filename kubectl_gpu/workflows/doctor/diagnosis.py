@@ -15,7 +15,7 @@ import dataclasses
 import datetime as dt
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from kubectl_gpu import cluster, doctor, errors
 from kubectl_gpu.doctor import admission, containerlogs, facts
@@ -26,6 +26,7 @@ from kubectl_gpu.sharing.rollout.status import PluginPod
 from kubectl_gpu.workflows.doctor import dra
 from kubectl_gpu.workflows.share import state as sharestate
 
+T = TypeVar("T")
 log = logging.getLogger(__name__)
 Json = dict[str, Any]
 MAX_EVENTS = 50
@@ -94,8 +95,8 @@ def cluster_health(api: cluster.Api) -> Result:
     from kubectl_gpu.workflows.share.options import Options
     from kubectl_gpu.workflows.share.show import show
 
-    raw_pods = _optional(lambda: api.list(cluster.path("pods")))
-    nodes = _nodes(api, raw_pods)
+    pods = _pods(api)
+    nodes = _nodes(api, pods)
     survey = None
     elsewhere: dict[str, PluginPod] = {}
     found: list[doctor.Diagnosis] = []
@@ -117,7 +118,6 @@ def cluster_health(api: cluster.Api) -> Result:
     else:
         survey = status.nodes
         elsewhere = _plugins_off(api, status.deployment, {n.name for n in nodes if n.is_gpu_node})
-    pods = [facts.pod_from_dict(p) for p in raw_pods]
     found += doctor.health.check(nodes, pods, survey, elsewhere, _stuck(api, nodes))
     return Result("Cluster", "", "", doctor.ordered(found))
 
@@ -183,10 +183,14 @@ def _events(
     return tuple(facts.event_from_dict(e) for e in mine[-MAX_EVENTS:])
 
 
-def _nodes(api: cluster.Api, raw_pods: list[Json] | None = None) -> tuple[facts.Node, ...]:
-    if raw_pods is None:
-        raw_pods = _optional(lambda: api.list(cluster.path("pods")))
-    used = facts.gpu_usage(raw_pods)
+def _pods(api: cluster.Api) -> list[facts.Pod]:
+    """Every pod, each kept as the facts doctor reads as its page arrives: 40,000 pods held
+    whole as JSON took 961 MiB (docs/performance.md)."""
+    return _optional(lambda: map(facts.pod_from_dict, api.list(cluster.path("pods"))))
+
+
+def _nodes(api: cluster.Api, pods: list[facts.Pod] | None = None) -> tuple[facts.Node, ...]:
+    used = facts.gpu_usage(_pods(api) if pods is None else pods)
     raw = _optional(lambda: api.list(cluster.path("nodes")))
     return tuple(facts.node_from_dict(n, used.get(str(n["metadata"]["name"]))) for n in _named(raw))
 
@@ -237,7 +241,7 @@ def _plugin(api: cluster.Api, node: str) -> doctor.PluginOnNode:
     )
 
 
-def _optional(read: Callable[[], Iterable[Json]]) -> list[Json]:
+def _optional(read: Callable[[], Iterable[T]]) -> list[T]:
     """A read whose answer doctor can do without: 403 and 404 leave the fact out."""
     try:
         return list(read())

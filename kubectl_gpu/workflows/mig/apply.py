@@ -30,7 +30,10 @@ from kubectl_gpu.workflows.mig.request import ApplyRequest
 from kubectl_gpu.workflows.mig.results import OFFLINE_FAILURES, ApplyResult, NodeResult
 from kubectl_gpu.workflows.mig.targets import NodeFacts
 from kubectl_gpu.workflows.policies import cluster_policies
+from kubectl_gpu.workflows.progress import Batches
 from kubectl_gpu.workflows.waiting import Timing
+
+WAITED_FOR = "the MIG actuator to report the new layout"  # each node's own progress follows
 
 Json = dict[str, Any]
 
@@ -104,9 +107,14 @@ def _drained(api: cluster.Api, job: _Job, policies: list[Json], seen: Preview) -
     busy = [f for f in job.facts if f.name in job.hit]
     step = drain.Drain(f"mig apply {key}", request.drain_timeout, timing)
     size = max(request.max_unavailable, 1)
+    progress = Batches(len(busy), size, timing)
     for start in range(0, len(busy), size):
         batch = busy[start : start + size]
-        if not _drain_batch(api, job, batch, [by_node[f.name] for f in batch], step):
+        progress.begin("draining and changing the MIG layout", [f.name for f in batch])
+        ok = _drain_batch(api, job, batch, step, progress)
+        done = sum(by_node[f.name].result == "success" for f in batch)
+        progress.end(done)
+        if not ok:
             break
     for row in job.rows:
         if row.result == "checked":
@@ -115,10 +123,12 @@ def _drained(api: cluster.Api, job: _Job, policies: list[Json], seen: Preview) -
 
 
 def _drain_batch(
-    api: cluster.Api, job: _Job, batch: list[NodeFacts], rows: list[NodeResult], step: drain.Drain
+    api: cluster.Api, job: _Job, batch: list[NodeFacts], step: drain.Drain, progress: Batches
 ) -> bool:
     """One batch through every step; False when a node did not make it."""
     request, key, hit = job.request, job.content[1], job.hit
+    by_node = {r.node: r for r in job.rows}
+    rows = [by_node[f.name] for f in batch]
     try:
         for facts in batch:
             drain.begin(api, facts.name, step, hit[facts.name])
@@ -134,6 +144,7 @@ def _drain_batch(
         store.ask(api, facts, request, key)
     for row in rows:
         row.result = "requested"
+    progress.waiting(WAITED_FOR, [r.node for r in rows])
     waits.wait(api, request, rows, key, step.timing)
     ok = True
     for row in rows:

@@ -3,7 +3,8 @@
 Owns the rolling restart: for each batch of at most `max_unavailable` nodes, delete the plugin
 pod found by the DaemonSet's selector, `spec.nodeName` and the plugin container (GFD and MPS
 pods share the Helm chart's labels, reference/sharing-config.md §0.10; they are restarted beside
-it, unwaited), then wait for the DaemonSet's new pod to be Running and Ready. A new pod that
+it, unwaited), then wait for the DaemonSet's new pod to be Running and Ready; each batch says
+on stderr which it is of how many, how many nodes are done and what it waits for. A new pod that
 crash-loops, or one not Ready by the timeout, ends the rollout: later nodes are not touched.
 Must not decide which nodes to restart (the plan does).
 """
@@ -17,10 +18,12 @@ from collections.abc import Iterator, Sequence
 from kubectl_gpu import cluster, errors
 from kubectl_gpu.sharing import rollout
 from kubectl_gpu.sharing.deployment import Deployment
+from kubectl_gpu.workflows.progress import Batches
 from kubectl_gpu.workflows.share import state as sharestate
 from kubectl_gpu.workflows.waiting import Deadline, Timing
 
 log = logging.getLogger(__name__)
+WAITED_FOR = "a new device plugin pod to be Running and Ready"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,10 +54,13 @@ def roll(
     (Ctrl-C, an API failure) can say which nodes were restarted.
     """
     size, overall = max(1, batch[0]), timing.deadline(batch[1])
+    progress = Batches(len(nodes), size, timing)
     for start in range(0, len(nodes), size):
         group = nodes[start : start + size]
         left = max(0.0, overall.end - timing.clock())  # --timeout bounds the whole rollout
-        ended = _restart_group(api, deployment, group, timing.deadline(left))
+        progress.begin("restarting the device plugin", group)
+        ended = _restart_group(api, deployment, group, timing.deadline(left), progress)
+        progress.end(sum(r.ok for r in ended))
         yield from ended
         if not all(r.ok for r in ended):
             failed = ", ".join(r.node for r in ended if not r.ok)
@@ -66,7 +72,11 @@ def roll(
 
 
 def _restart_group(
-    api: cluster.Api, deployment: Deployment, nodes: Sequence[str], deadline: Deadline
+    api: cluster.Api,
+    deployment: Deployment,
+    nodes: Sequence[str],
+    deadline: Deadline,
+    progress: Batches,
 ) -> list[Restart]:
     old: dict[str, str] = {}
     for node in nodes:
@@ -82,17 +92,23 @@ def _restart_group(
         old[node] = str(pod["metadata"].get("uid", ""))
         log.info("restarting the device plugin on %s (pod %s)", node, pod["metadata"]["name"])
         _delete(api, pod)
-    results = _await_new_pods(api, deployment, old, deadline)
+    results = _await_new_pods(api, deployment, old, deadline, progress)
     return [results[n] for n in nodes]
 
 
 def _await_new_pods(
-    api: cluster.Api, deployment: Deployment, old: dict[str, str], deadline: Deadline
+    api: cluster.Api,
+    deployment: Deployment,
+    old: dict[str, str],
+    deadline: Deadline,
+    progress: Batches,
 ) -> dict[str, Restart]:
     results: dict[str, Restart] = {}
     last: dict[str, rollout.PluginPod] = {}
     while True:
-        for node in sorted(set(old) - set(results)):
+        waiting = sorted(set(old) - set(results))
+        progress.waiting(WAITED_FOR, waiting)
+        for node in waiting:
             pod = sharestate.plugin_pods(api, deployment, node).get(node)
             if pod is None or str(pod["metadata"].get("uid", "")) == old[node]:
                 continue

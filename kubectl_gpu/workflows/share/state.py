@@ -152,7 +152,7 @@ def companion_pods(api: cluster.Api, deployment: Deployment, node: str) -> list[
 def replicas_in_use(api: cluster.Api) -> dict[str, dict[str, int]]:
     """Per node, the nvidia.com/* amounts requested by pods that have not ended."""
     try:
-        pods = list(api.list(cluster.path("pods")))
+        pods = [facts.pod_from_dict(p) for p in api.list(cluster.path("pods"))]  # page by page
     except errors.ClusterError as e:
         if e.status != 403:
             raise

@@ -1,0 +1,66 @@
+"""A rollout in `--max-unavailable` batches says where it stands on stderr: batch n of m, how
+many nodes are done of all, and what the batch waits for, so that a fleet's rollout (5,000
+nodes in 50 batches) reads as more than node names going by. `-o json` stays the document.
+
+Five GPU nodes of the Helm layout on the real control plane, two at a time: three batches.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+
+import pytest
+
+from tests.conftest import CliResult
+from tests.fakes.cluster import NodeSpec, SimCluster
+from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
+
+Run = Callable[..., CliResult]
+pytestmark = pytest.mark.timeout(180)  # five nodes' plugin pods restarted by real controllers
+PLAIN = "version: v1\nflags:\n  migStrategy: none\n"
+NODES = [NodeSpec(f"gpu-{i}", "L4", 1) for i in range(5)]
+
+
+@pytest.fixture
+def cluster(sim_cluster: MakeSimCluster) -> SimCluster:
+    return sim_cluster(NODES, "helm", {"any": PLAIN}, "any")
+
+
+def test_each_batch_says_its_number_the_nodes_done_and_what_it_waits_for(
+    run_cli: Run, cluster: SimCluster
+) -> None:
+    result = run_cli(
+        "--kubeconfig", str(cluster.kubeconfig), "share", "--replicas", "2",
+        "--max-unavailable", "2", "-o", "json",
+    )  # fmt: skip
+
+    assert result.exit_code == 0, result.stderr
+    assert [r["result"] for r in json.loads(result.stdout)["nodes"]] == ["restarted"] * 5
+    lines = result.stderr.splitlines()
+    begun = [line for line in lines if re.match(r"batch \d of 3: restarting", line)]
+    assert begun == [
+        "batch 1 of 3: restarting the device plugin on 2 nodes (gpu-0, gpu-1) (0 of 5 nodes done)",
+        "batch 2 of 3: restarting the device plugin on 2 nodes (gpu-2, gpu-3) (2 of 5 nodes done)",
+        "batch 3 of 3: restarting the device plugin on 1 node (gpu-4) (4 of 5 nodes done)",
+    ]
+    ended = [re.sub(r" \(\d+s\)$", "", line) for line in lines if " ended: " in line]
+    assert ended == [
+        "batch 1 of 3 ended: 2 of 5 nodes done",
+        "batch 2 of 3 ended: 4 of 5 nodes done",
+        "batch 3 of 3 ended: 5 of 5 nodes done",
+    ]
+    waits = [line for line in lines if ": waiting for " in line]
+    assert waits[0].startswith(
+        "batch 1 of 3: waiting for a new device plugin pod to be Running and Ready on 2 nodes "
+        "(gpu-0, gpu-1)"
+    )
+    assert any(w.startswith("batch 3 of 3: waiting for") and "(gpu-4)" in w for w in waits)
+    # each batch begins after the one before ended, and says what it waits for in between
+    order = [i for i, line in enumerate(lines) if line in begun or " ended: " in line]
+    assert [lines[i].split(":")[0].split(" ended")[0] for i in order] == [
+        "batch 1 of 3", "batch 1 of 3", "batch 2 of 3", "batch 2 of 3", "batch 3 of 3",
+        "batch 3 of 3",
+    ]  # fmt: skip
