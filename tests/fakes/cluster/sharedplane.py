@@ -1,4 +1,5 @@
-"""One real control plane per test session, handed clean to each `SimCluster` that asks for it.
+"""One real control plane per test session (per pytest-xdist worker: its own ports, directory
+and keeper), handed clean to each `SimCluster` that asks for it.
 
 Owns starting it once (lazily: stand-in tests never start it), its baseline (every object the
 plane made for itself before the first test: system namespaces, ServiceAccounts, RBAC
