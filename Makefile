@@ -12,6 +12,9 @@ BIN := $(abspath $(VENV)/bin)
 K8S ?= 1.37
 GOBINS := python3 scripts/gobins.py
 KUBE_BIN = $$($(GOBINS) --print-dir kubernetes-$(K8S))
+# pytest-xdist workers, each with a control plane of its own: one per core and one more, as a
+# real-plane test spends much of its time waiting for the plane's controllers (3 on 2 cores).
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	python3 -m venv $(VENV)
@@ -26,7 +29,7 @@ demo: $(VENV)/.installed bins
 	PATH="$(BIN):$(KUBE_BIN):$$PATH" KUBECTL_GPU_CONTROL_PLANE=$(K8S) bash scripts/demo.sh
 
 test: $(VENV)/.installed bins
-	PATH="$(KUBE_BIN):$$PATH" KUBECTL_GPU_CONTROL_PLANE=$(K8S) $(PY) -m pytest -q
+	PATH="$(KUBE_BIN):$$PATH" KUBECTL_GPU_CONTROL_PLANE=$(K8S) $(PY) -m pytest -q -n $(TEST_WORKERS)
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check kubectl_gpu tests benchmarks scripts

@@ -18,6 +18,7 @@ from kubectl_gpu import cluster, errors
 from tests.adapters.test_cluster_requests_time_out_and_retry_once import RawServer
 from tests.conftest import CliResult
 from tests.fakes.apiserver import FakeApiServer, write_kubeconfig
+from tests.fakes.ports import refused_port
 
 SECRETS = ("alice", "S3CRET-PASSWORD", "Q-TOKEN-42", "FRAGMENT-7")
 NODE = cluster.path("nodes", "gpu-a")
@@ -26,12 +27,6 @@ NODE = cluster.path("nodes", "gpu-a")
 def _credentialed(port: int, tmp_path: Path) -> Path:
     url = f"http://alice:S3CRET-PASSWORD@127.0.0.1:{port}/?token=Q-TOKEN-42#FRAGMENT-7"
     return write_kubeconfig(url, tmp_path / "kubeconfig")
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _everything(result: CliResult) -> str:
@@ -46,9 +41,10 @@ def _everything(result: CliResult) -> str:
 def test_a_credential_in_the_server_url_is_never_printed(
     run_cli: Callable[..., CliResult], tmp_path: Path, command: list[str], flags: list[str]
 ) -> None:
-    config = _credentialed(_closed_port(), tmp_path)
+    with refused_port() as port:
+        config = _credentialed(port, tmp_path)
 
-    result = run_cli(*command, "--kubeconfig", str(config), *flags)
+        result = run_cli(*command, "--kubeconfig", str(config), *flags)
 
     shown = _everything(result)
     assert "cannot reach the API server at http://127.0.0.1:" in shown
@@ -64,7 +60,6 @@ def test_the_printed_server_keeps_scheme_host_port_and_path() -> None:
 
 
 def _drip(conn: socket.socket) -> None:
-    conn.recv(65536)
     conn.sendall(
         b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n"
     )
@@ -77,7 +72,6 @@ def _drip(conn: socket.socket) -> None:
 
 
 def _drip_headers(conn: socket.socket) -> None:
-    conn.recv(65536)
     try:
         conn.sendall(b"HTTP/1.1 200 OK\r\n")
         for _ in range(4096):
@@ -88,7 +82,6 @@ def _drip_headers(conn: socket.socket) -> None:
 
 
 def _flood(conn: socket.socket) -> None:
-    conn.recv(65536)
     conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
     conn.sendall(b"Transfer-Encoding: chunked\r\n\r\n")
     chunk = b'{"items":[' + b'{"kind":"Pod"},' * 4000
@@ -101,7 +94,7 @@ def _flood(conn: socket.socket) -> None:
 
 @pytest.fixture
 def raw(request: pytest.FixtureRequest) -> Iterator[RawServer]:
-    server = RawServer(lambda conn: threading.Thread(target=request.param, args=(conn,)).start())
+    server = RawServer(request.param)
     yield server
     server.close()
 

@@ -4,6 +4,7 @@ is given up on after the read timeout, not retried."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -19,15 +20,21 @@ NODE = cluster.path("nodes", "gpu-a")
 
 
 class RawServer:
-    """A TCP server that handles each connection with `behaviour` and counts connections."""
+    """A TCP server that reads each connection's request head, then hands the connection to
+    `behaviour` (on a thread of its own). `connections` counts those whose request was for
+    `NODE`: the test's own, not a stray client's that dialled a port it believed closed."""
 
     def __init__(self, behaviour: Callable[[socket.socket], None]) -> None:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
-        self.connections = 0
+        self.requests: list[str] = []  # the request line of each connection, as it came
         self.behaviour = behaviour
         self.open: list[socket.socket] = []
         threading.Thread(target=self._serve, daemon=True).start()
+
+    @property
+    def connections(self) -> int:
+        return sum(f" {NODE} " in line or f" {NODE}?" in line for line in self.requests)
 
     def _serve(self) -> None:
         while True:
@@ -35,9 +42,16 @@ class RawServer:
                 conn, _ = self.listener.accept()
             except OSError:
                 return
-            self.connections += 1
             self.open.append(conn)
-            self.behaviour(conn)
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def _handle(self, conn: socket.socket) -> None:
+        head = b""
+        with contextlib.suppress(OSError):
+            while b"\r\n\r\n" not in head and (chunk := conn.recv(65536)):
+                head += chunk
+        self.requests.append(head.split(b"\r\n", 1)[0].decode(errors="replace"))
+        self.behaviour(conn)
 
     def close(self) -> None:
         self.listener.close()
@@ -46,11 +60,10 @@ class RawServer:
 
 
 def _hang(conn: socket.socket) -> None:
-    conn.recv(65536)  # read the request, never answer
+    """Never answer."""
 
 
 def _drop(conn: socket.socket) -> None:
-    conn.recv(65536)
     conn.close()
 
 

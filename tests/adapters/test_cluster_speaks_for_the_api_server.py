@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from kubectl_gpu import cluster
 from kubectl_gpu.errors import ClusterError, ExitCode
 from tests.fakes.apiserver import samples
 from tests.fakes.apiserver.server import FakeApiServer, write_kubeconfig
+from tests.fakes.ports import refused_port
 
 
 @pytest.fixture
@@ -110,13 +110,11 @@ def test_forbidden_names_the_missing_permission(
 
 
 def test_an_unreachable_server_is_named_with_its_context(tmp_path: Path) -> None:
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    config = write_kubeconfig(f"http://127.0.0.1:{port}", tmp_path / "kubeconfig")
-    api = cluster.connect(str(config), timeout=2)
-    with pytest.raises(ClusterError) as caught:
-        api.get(cluster.path("nodes"))
+    with refused_port() as port:
+        config = write_kubeconfig(f"http://127.0.0.1:{port}", tmp_path / "kubeconfig")
+        api = cluster.connect(str(config), timeout=2)
+        with pytest.raises(ClusterError) as caught:
+            api.get(cluster.path("nodes"))
     assert f"cannot reach the API server at http://127.0.0.1:{port}" in caught.value.message
     assert "fake-token" not in caught.value.message + caught.value.hint
 
@@ -163,10 +161,8 @@ def test_watch_streams_one_objects_changes_until_the_server_ends_it(
 
 
 def test_a_watch_on_a_server_that_went_away_is_a_cluster_error(tmp_path: Path) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    kubeconfig = write_kubeconfig(f"http://127.0.0.1:{port}", tmp_path / "kubeconfig")
-    api = cluster.connect(str(kubeconfig))
-    with pytest.raises(ClusterError, match="cannot reach the API server"):
-        list(api.watch(cluster.path("nodes"), seconds=1))
+    with refused_port() as port:
+        kubeconfig = write_kubeconfig(f"http://127.0.0.1:{port}", tmp_path / "kubeconfig")
+        api = cluster.connect(str(kubeconfig))
+        with pytest.raises(ClusterError, match="cannot reach the API server"):
+            list(api.watch(cluster.path("nodes"), seconds=1))

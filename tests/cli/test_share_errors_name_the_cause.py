@@ -5,7 +5,6 @@ everything but that one verb (`SimCluster.deny`)."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from tests.fakes.apiserver import write_kubeconfig
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
+from tests.fakes.ports import refused_port
 
 Run = Callable[..., CliResult]
 pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane
@@ -69,11 +69,9 @@ def test_forbidden_pod_delete_is_reported(run_cli: Run, cluster: SimCluster) -> 
 
 
 def test_an_unreachable_api_server_is_one_line(run_cli: Run, tmp_path: Path) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    config = write_kubeconfig(f"http://127.0.0.1:{port}", tmp_path / "kubeconfig")
-    result = run_cli("--kubeconfig", str(config), "share", "--replicas", "2")
+    with refused_port() as port:
+        config = write_kubeconfig(f"http://127.0.0.1:{port}", tmp_path / "kubeconfig")
+        result = run_cli("--kubeconfig", str(config), "share", "--replicas", "2")
     assert result.exit_code == 1
     assert (
         "cannot reach the API server" in result.stderr and "kubectl cluster-info" in result.stderr

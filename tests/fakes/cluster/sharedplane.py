@@ -1,4 +1,5 @@
-"""One real control plane per test session, handed clean to each `SimCluster` that asks for it.
+"""One real control plane per test session (per pytest-xdist worker: its own ports, directory
+and keeper), handed clean to each `SimCluster` that asks for it.
 
 Owns starting it once (lazily: stand-in tests never start it), its baseline (every object the
 plane made for itself before the first test: system namespaces, ServiceAccounts, RBAC
@@ -14,9 +15,11 @@ import atexit
 import threading
 import time
 import urllib.parse
+from collections.abc import Iterator
 from typing import Any
 
 from tests.controlplane import ControlPlane
+from tests.controlplane.plane import wait_for
 from tests.controlplane.store import ApiStore
 from tests.fakes.apiserver import ApiError
 
@@ -25,9 +28,12 @@ _lock = threading.Lock()
 _plane: ControlPlane | None = None
 _api: ApiStore | None = None
 _baseline: set[tuple[str, str, str, str]] = set()
-# Not objects a test makes, or remade by the server as fast as they are removed. Events are
-# removed: one a test left about its pod `train` would mislead the next test's doctor.
-_SKIP = {"leases", "endpoints", "endpointslices", "componentstatuses", "bindings"}
+_baseline_namespaces: set[str] = set()  # where leases, endpoints ... are the server's own
+# Remade by the server as fast as they are removed: left alone in the namespaces the plane
+# made for itself (kube-node-lease, kube-system, default), removed with the rest from those a
+# test made. Events are removed: one a test left about its pod `train` would mislead the next
+# test's doctor.
+_SKIP = {"leases", "endpoints", "endpointslices"}
 
 
 def plane() -> ControlPlane:
@@ -40,9 +46,30 @@ def plane() -> ControlPlane:
             assert started.creds is not None
             _api = ApiStore(started.url, started.creds.admin_token, started.creds.ca_cert)
             atexit.register(_api.close)  # runs first: atexit is last in, first out
+            _wait_for_namespace_controllers(_api)
             _baseline.update(_inventory(_api))
+            _baseline_namespaces.update(n for p, _, n, _ in _baseline if p == "/api/v1/namespaces")
             _plane = started
         return _plane
+
+
+def _wait_for_namespace_controllers(cp: ApiStore) -> None:
+    """The baseline is taken once the controllers have made what they keep in every namespace
+    (the root CA's ConfigMap, the `default` ServiceAccount): made later, it would be a test's
+    leftover, which they remake as fast as `reset` deletes it."""
+
+    def done() -> bool:
+        for namespace in cp.list("namespaces"):
+            name = namespace["metadata"]["name"]
+            for resource, made in (
+                ("configmaps", "kube-root-ca.crt"),
+                ("serviceaccounts", "default"),
+            ):
+                if not any(o["metadata"]["name"] == made for o in cp.list(resource, name)):
+                    return False
+        return True
+
+    wait_for("the controllers' objects in every namespace", done)
 
 
 def _collections(cp: ApiStore) -> list[tuple[str, bool]]:
@@ -59,7 +86,7 @@ def _collections(cp: ApiStore) -> list[tuple[str, bool]]:
             continue
         for r in resources:
             verbs = set(r.get("verbs") or [])
-            if "/" in r["name"] or r["name"] in _SKIP or not {"list", "delete"} <= verbs:
+            if "/" in r["name"] or not {"list", "delete"} <= verbs:
                 continue
             found.append((f"{base}/{r['name']}", bool(r["namespaced"])))
     return found
@@ -91,35 +118,81 @@ def _object_path(path: str, namespaced: bool, meta: Obj) -> str:
 
 def reset(timeout: float = 90.0) -> None:
     """Delete what is not in the baseline, until nothing is left (controllers may remake
-    pods while their DaemonSet goes)."""
+    pods while their DaemonSet goes).
+
+    A namespace goes first: once it is being deleted the server admits nothing new in it, so
+    what controllers make in every namespace (its ServiceAccount, `kube-root-ca.crt`, a
+    DaemonSet's pods) stays gone; then the controllers that would remake pods; then the rest.
+    A namespace found empty is finalized here rather than left to the namespace controller,
+    which takes about 4 s to notice what it no longer has to delete (most of a reset)."""
     plane()
     cp = _api
     assert cp is not None
     deadline = time.monotonic() + timeout
     while True:
-        left = 0
-        for path, namespaced in _collections(cp):
-            for obj in _list(cp, path):
-                meta = obj["metadata"]
-                key = (path, str(meta.get("namespace") or ""), meta["name"], meta["uid"])
-                if key in _baseline:
+        left: list[str] = []
+        occupied: set[str] = set()
+        emptying: list[Obj] = []
+        for path, namespaced, obj in _leftovers(cp):
+            meta = obj["metadata"]
+            namespace = str(meta.get("namespace") or "")
+            left.append(f"{path} {namespace}/{meta['name']}".replace(" /", " "))
+            occupied.add(namespace)
+            if path.endswith("/namespaces"):
+                if meta.get("deletionTimestamp"):
+                    emptying.append(obj)
                     continue
-                left += 1
-                if meta.get("deletionTimestamp") and path.endswith("/namespaces"):
-                    continue  # the namespace controller is on it
-                target = _object_path(path, namespaced, meta)
-                if meta.get("finalizers") and not path.endswith("/namespaces"):
-                    # nothing runs here that would remove a finalizer a test put on
-                    _quietly(
-                        cp.request, "PATCH", target, {"metadata": {"finalizers": None}},
-                        "application/merge-patch+json",
-                    )  # fmt: skip
-                _quietly(cp.request, "DELETE", target + "?gracePeriodSeconds=0")
+            elif meta.get("finalizers"):
+                # nothing runs here that would remove a finalizer a test put on
+                _quietly(
+                    cp.request, "PATCH", _object_path(path, namespaced, meta),
+                    {"metadata": {"finalizers": None}}, "application/merge-patch+json",
+                )  # fmt: skip
+            _quietly(
+                cp.request, "DELETE", _object_path(path, namespaced, meta) + "?gracePeriodSeconds=0"
+            )
+        for namespace in emptying:
+            if namespace["metadata"]["name"] not in occupied:
+                _finalize(cp, namespace)
         if not left:
             return
         if time.monotonic() > deadline:
-            raise TimeoutError(f"{left} objects a test left were still there after {timeout} s")
-        time.sleep(0.3)
+            raise TimeoutError(
+                f"{len(left)} objects a test left were still there after {timeout} s: "
+                + ", ".join(left[:10])
+            )
+        time.sleep(0.1)
+
+
+def _leftovers(cp: ApiStore) -> Iterator[tuple[str, bool, Obj]]:
+    """(collection, namespaced, object) of each object not in the baseline, in deletion order."""
+    for path, namespaced in sorted(_collections(cp), key=_deletion_order):
+        for obj in _list(cp, path):
+            meta = obj["metadata"]
+            namespace = str(meta.get("namespace") or "")
+            if (path, namespace, meta["name"], meta["uid"]) in _baseline:
+                continue
+            if path.rpartition("/")[2] in _SKIP and namespace in _baseline_namespaces:
+                continue
+            yield path, namespaced, obj
+
+
+# What `reset` deletes first: namespaces, then what makes pods, then everything else.
+_FIRST = ("namespaces", "daemonsets", "deployments", "statefulsets", "cronjobs", "jobs",
+          "replicasets", "replicationcontrollers")  # fmt: skip
+
+
+def _deletion_order(collection: tuple[str, bool]) -> int:
+    plural = collection[0].rpartition("/")[2]
+    return _FIRST.index(plural) if plural in _FIRST else len(_FIRST)
+
+
+def _finalize(cp: ApiStore, namespace: Obj) -> None:
+    """Remove a deleted, empty namespace now (what the namespace controller does last)."""
+    name = urllib.parse.quote(namespace["metadata"]["name"])
+    body = {**namespace, "apiVersion": "v1", "kind": "Namespace"}
+    body["spec"] = {**(namespace.get("spec") or {}), "finalizers": []}
+    _quietly(cp.request, "PUT", f"/api/v1/namespaces/{name}/finalize", body)
 
 
 def _quietly(call: Any, *args: Any) -> None:
