@@ -3,9 +3,9 @@ the layout applied by the agent, the node uncordoned; a PodDisruptionBudget that
 eviction stops the run with the budget named, the node left cordoned with its step recorded,
 and `mig recover` undoes that drain.
 
-On the API server stand-in: `train` names a ReplicaSet owner that does not exist, which the real
-garbage collector deletes at once (the fixture found no pod); moving it means a real Deployment
-owner, whose replacement pod and generated name every assertion here would have to follow."""
+On the real control plane: `train` belongs to a real ReplicaSet (which adopted it), so the real
+ReplicaSet controller replaces an evicted `train` with a pod of its own, the real disruption
+controller counts it for the budget, and the real Eviction API answers the drain."""
 
 from __future__ import annotations
 
@@ -22,14 +22,14 @@ from tests.cli.test_map_cluster_on_a_simulated_mig_node import mig_pod
 from tests.cli.test_mig_apply_reaches_allocatable import agent_pod, write_config
 from tests.cli.test_mig_apply_reaches_allocatable import background_agent as background_agent
 from tests.conftest import CliResult
+from tests.controlplane.plane import wait_for
 from tests.fakes.cluster import SimCluster, layouts
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster
 
 Run = Callable[..., CliResult]
 BALANCED = {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}
-OWNER = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "train-5d8f", "uid": "rs-1",
-         "controller": True}  # fmt: skip
+OWNER = "train-5d8f"  # the ReplicaSet `train` belongs to
 
 
 @pytest.fixture
@@ -39,12 +39,25 @@ def busy(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
     cluster = sim_cluster(["gpu-1=H100-SXM5-80GB:1"], layouts.helm(env={"MIG_STRATEGY": "mixed"}))
     pod = mig_pod("train", "nvidia.com/gpu")
     pod["metadata"]["labels"] = {"app": "train"}
-    pod["metadata"]["ownerReferences"] = [OWNER]
     cluster.store.create(pod)
     cluster.settle()
+    # made after its pod: the ReplicaSet controller adopts `train` instead of making its own
+    template = {"metadata": {"labels": {"app": "train"}}, "spec": pod["spec"]}
+    cluster.store.create({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": OWNER, "namespace": "default"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "train"}},
+                 "template": template},
+    })  # fmt: skip
+    wait_for("the ReplicaSet to adopt train", lambda: _owner(cluster, "train") == OWNER)
     agent_pod(cluster, "gpu-1")
     assert cluster.store.get("pods", "train", "default")["status"]["phase"] == "Running"
     return cluster
+
+
+def _owner(cluster: SimCluster, pod: str) -> str:
+    refs = cluster.store.get("pods", pod, "default")["metadata"].get("ownerReferences") or []
+    return next((str(r["name"]) for r in refs if r.get("controller")), "")
 
 
 def budget(min_available: int) -> dict[str, Any]:
@@ -85,7 +98,9 @@ def test_drain_evicts_applies_and_uncordons(
     [row] = result.json["nodes"]
     assert row["result"] == "success"
     assert "evicted pod default/train" in result.stderr
-    assert [p["metadata"]["name"] for p in busy.store.list("pods", "default")] == []
+    left = busy.store.list("pods", "default")
+    assert "train" not in [p["metadata"]["name"] for p in left]
+    assert all(p["metadata"]["generateName"] == f"{OWNER}-" for p in left)  # its replacement
     assert True in cordoned  # it was cordoned on the way
     after = node(busy)
     assert not after["spec"].get("unschedulable")  # and given back
@@ -97,6 +112,7 @@ def test_a_budget_that_forbids_the_eviction_stops_the_run_and_recover_undoes_it(
     run_cli: Run, busy: SimCluster, tmp_path: Path
 ) -> None:
     busy.store.create(budget(1))
+    wait_for("the disruption controller to count train", lambda: _healthy(busy) == 1)
 
     result = apply(run_cli, busy, tmp_path, "--drain", "--drain-timeout", "0.3s")
 
@@ -125,6 +141,11 @@ def test_a_budget_that_forbids_the_eviction_stops_the_run_and_recover_undoes_it(
     assert not back["spec"].get("unschedulable")
     assert keys.DRAIN_ANNOTATION not in back["metadata"]["annotations"]
     assert keys.MIG_STATE_LABEL not in back["metadata"]["labels"]  # no MIG change had begun
+
+
+def _healthy(cluster: SimCluster) -> int | None:
+    status = cluster.store.get("poddisruptionbudgets", "train-pdb", "default").get("status") or {}
+    return status.get("currentHealthy")
 
 
 def test_a_node_cordoned_before_the_drain_stays_cordoned(
@@ -184,7 +205,8 @@ def test_a_pod_without_a_controller_is_refused_as_kubectl_drain_does_unless_forc
     run_cli: Run, busy: SimCluster, tmp_path: Path, background_agent: Any
 ) -> None:
     busy.store.create(mig_pod("notebook", "nvidia.com/gpu"))  # Pending: the GPU is taken
-    busy.store.delete("pods", "train", "default")
+    busy.store.delete("replicasets", OWNER, "default")  # and with it, `train`
+    wait_for("train to go", lambda: not busy.store.list("pods", "default", label_selector="app"))
     busy.settle()
     assert busy.store.get("pods", "notebook", "default")["spec"].get("nodeName") == "gpu-1"
     background_agent(busy, "gpu-1")
