@@ -25,7 +25,7 @@ from tests.conftest import CliResult
 from tests.controlplane.plane import wait_for
 from tests.fakes.cluster import SimCluster, layouts
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
 BALANCED = {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}
