@@ -18,6 +18,7 @@ import pytest
 
 from kubectl_gpu import keys
 from tests.agent.conftest import agent as agent  # noqa: F401 (fixture)
+from tests.cli import replicasets
 from tests.cli.test_map_cluster_on_a_simulated_mig_node import mig_pod
 from tests.cli.test_mig_apply_reaches_allocatable import agent_pod, write_config
 from tests.cli.test_mig_apply_reaches_allocatable import background_agent as background_agent
@@ -41,32 +42,10 @@ def busy(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
     pod["metadata"]["labels"] = {"app": "train"}
     cluster.store.create(pod)
     cluster.settle()
-    # made after its pod: the ReplicaSet controller adopts `train` instead of making its own
-    template = {"metadata": {"labels": {"app": "train"}}, "spec": pod["spec"]}
-    cluster.store.create({
-        "apiVersion": "apps/v1", "kind": "ReplicaSet",
-        "metadata": {"name": OWNER, "namespace": "default"},
-        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "train"}},
-                 "template": template},
-    })  # fmt: skip
-    wait_for("the ReplicaSet to adopt train", lambda: _owner(cluster, "train") == OWNER)
+    replicasets.adopt(cluster, pod, OWNER)
     agent_pod(cluster, "gpu-1")
     assert cluster.store.get("pods", "train", "default")["status"]["phase"] == "Running"
     return cluster
-
-
-def _owner(cluster: SimCluster, pod: str) -> str:
-    refs = cluster.store.get("pods", pod, "default")["metadata"].get("ownerReferences") or []
-    return next((str(r["name"]) for r in refs if r.get("controller")), "")
-
-
-def budget(min_available: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": "train-pdb", "namespace": "default"},
-        "spec": {"minAvailable": min_available, "selector": {"matchLabels": {"app": "train"}}},
-    }
 
 
 def apply(run_cli: Run, cluster: SimCluster, tmp_path: Path, *args: str) -> CliResult:
@@ -98,9 +77,7 @@ def test_drain_evicts_applies_and_uncordons(
     [row] = result.json["nodes"]
     assert row["result"] == "success"
     assert "evicted pod default/train" in result.stderr
-    left = busy.store.list("pods", "default")
-    assert "train" not in [p["metadata"]["name"] for p in left]
-    assert all(p["metadata"]["generateName"] == f"{OWNER}-" for p in left)  # its replacement
+    replicasets.replacements(busy, OWNER)  # train is gone; its ReplicaSet's new pod may wait
     assert True in cordoned  # it was cordoned on the way
     after = node(busy)
     assert not after["spec"].get("unschedulable")  # and given back
@@ -111,8 +88,7 @@ def test_drain_evicts_applies_and_uncordons(
 def test_a_budget_that_forbids_the_eviction_stops_the_run_and_recover_undoes_it(
     run_cli: Run, busy: SimCluster, tmp_path: Path
 ) -> None:
-    busy.store.create(budget(1))
-    wait_for("the disruption controller to count train", lambda: _healthy(busy) == 1)
+    replicasets.budget(busy, {"minAvailable": 1, "selector": {"matchLabels": {"app": "train"}}})
 
     result = apply(run_cli, busy, tmp_path, "--drain", "--drain-timeout", "0.3s")
 
@@ -141,11 +117,6 @@ def test_a_budget_that_forbids_the_eviction_stops_the_run_and_recover_undoes_it(
     assert not back["spec"].get("unschedulable")
     assert keys.DRAIN_ANNOTATION not in back["metadata"]["annotations"]
     assert keys.MIG_STATE_LABEL not in back["metadata"]["labels"]  # no MIG change had begun
-
-
-def _healthy(cluster: SimCluster) -> int | None:
-    status = cluster.store.get("poddisruptionbudgets", "train-pdb", "default").get("status") or {}
-    return status.get("currentHealthy")
 
 
 def test_a_node_cordoned_before_the_drain_stays_cordoned(
