@@ -18,6 +18,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from tests.cli import clirequests
 from tests.cli.doctorpods import by_layer
 from tests.conftest import ROOT, CliResult
 from tests.fakes.apiserver import samples
@@ -67,23 +68,11 @@ def dra(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
     return cluster
 
 
-def sent(cluster: SimCluster, since: int) -> list[str]:
-    """`VERB URI` of what the CLI (the Kubernetes Python client) asked the server for."""
-    assert cluster.plane is not None
-    return [
-        f"{e['verb']} {e['requestURI']}"
-        for e in cluster.plane.audit()[since:]
-        if e.get("stage") == "RequestReceived"
-        and str(e.get("userAgent", "")).startswith("OpenAPI-Generator/")
-    ]
-
-
 def doctor(run_cli: Run, cluster: SimCluster, *args: str) -> tuple[CliResult, list[str]]:
     """doctor's result, and the requests it sent."""
-    assert cluster.plane is not None
-    since = len(cluster.plane.audit())
+    start = clirequests.mark(cluster)
     result = run_cli("--kubeconfig", str(cluster.kubeconfig), "doctor", *args)
-    return result, sent(cluster, since)
+    return result, clirequests.since(cluster, start)
 
 
 def test_a_pending_claim_names_the_attribute_no_device_satisfies(
