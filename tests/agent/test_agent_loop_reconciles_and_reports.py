@@ -1,5 +1,8 @@
 """`kubectl-gpu-agent --once` as the DaemonSet runs it: one pass reconciles the node's MIG
-layout and publishes its GPU report; a failing report does not hide a good reconcile."""
+layout and publishes its GPU report; a failing report does not hide a good reconcile.
+
+On the real control plane: the report is written to the real server's CRD (validated by its
+schema), and without the CRD the real server's 404 fails the pass."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from kubectl_gpu import agent, cluster, keys
 from tests.fakes import libnvml
 from tests.fakes.cluster import NodeSpec
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.fakes.kubelet import FakeKubelet
 from tests.fakes.kubelet_fixture import fake_kubelet as fake_kubelet
 from tests.gpumap import reportbuilders
@@ -27,7 +30,7 @@ def test_one_pass_publishes_the_report_and_beats(
     tmp_path: Path,
 ) -> None:
     sim = sim_cluster([NodeSpec("gpu-a", "H100-SXM5-80GB", 2)], layout="helm")
-    reportbuilders.install(sim.server, cluster.connect(str(sim.kubeconfig)))
+    reportbuilders.install(None, cluster.connect(str(sim.kubeconfig)))
     heartbeat = tmp_path / "beat"
 
     with libnvml.installed(sim.nvml("gpu-a")):

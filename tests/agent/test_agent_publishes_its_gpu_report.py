@@ -1,6 +1,9 @@
 """The agent's reporting pass reads the node's real sources (NVML through pynvml, kubelet's
 checkpoint file and PodResources socket) and publishes a GPUNodeReport only on change; then
-`kubectl gpu map` shows each pod on its physical GPU and replica."""
+`kubectl gpu map` shows each pod on its physical GPU and replica.
+
+On the real control plane: the real scheduler places the pods, the report is stored by the real
+server's CRD, and its writes are counted in the real server's audit log."""
 
 from __future__ import annotations
 
@@ -8,11 +11,12 @@ from collections.abc import Callable
 
 from kubectl_gpu import cluster
 from kubectl_gpu.agent import reporting
+from tests.cli import clirequests
 from tests.conftest import CliResult
 from tests.fakes import libnvml
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.fakes.kubelet import FakeKubelet
 from tests.fakes.kubelet_fixture import fake_kubelet as fake_kubelet
 from tests.gpumap import reportbuilders
@@ -59,11 +63,12 @@ def node_with_three_pods(sim_cluster: MakeSimCluster, kubelet: FakeKubelet) -> S
     return sim
 
 
-def writes_of_reports(sim: SimCluster) -> int:
+def writes_of_reports(sim: SimCluster, start: int) -> int:
+    """Report writes sent since `start` (the agent's reporting pass runs in this process)."""
     return sum(
         1
-        for r in sim.server.requests
-        if "gpunodereports" in r.path and r.method in ("POST", "PUT", "PATCH")
+        for r in clirequests.since(sim, start)
+        if "gpunodereports" in r and r.split()[0] in ("create", "update", "patch")
     )
 
 
@@ -72,14 +77,15 @@ def test_report_is_read_from_the_node_and_published_once(
 ) -> None:
     sim = node_with_three_pods(sim_cluster, fake_kubelet)
     api = cluster.connect(str(sim.kubeconfig))
-    reportbuilders.install(sim.server, api)
+    reportbuilders.install(None, api)
     sources = reporting.Sources("gpu-a", kubelet_root=fake_kubelet.root, timeout=5)
+    start = clirequests.mark(sim)
 
     with libnvml.installed(sim.nvml("gpu-a")):
         digest = reporting.publish(api, sources, None).digest
         again = reporting.publish(api, sources, digest).digest
 
-    assert again == digest and writes_of_reports(sim) == 1
+    assert again == digest and writes_of_reports(sim, start) == 1
     result = run_cli("--kubeconfig", str(sim.kubeconfig), "map", "-A", "-o", "json")
     assert result.exit_code == 0, result.stderr
     [gpu] = sim.node_gpus("gpu-a")
@@ -98,7 +104,7 @@ def test_a_dead_kubelet_socket_still_yields_a_report_from_the_checkpoint(
     sim = node_with_three_pods(sim_cluster, fake_kubelet)
     fake_kubelet.stop()
     api = cluster.connect(str(sim.kubeconfig))
-    reportbuilders.install(sim.server, api)
+    reportbuilders.install(None, api)
     sources = reporting.Sources("gpu-a", kubelet_root=fake_kubelet.root, timeout=1)
 
     with libnvml.installed(sim.nvml("gpu-a")):
@@ -117,7 +123,7 @@ def test_a_node_whose_nvml_cannot_be_read_says_why_in_map_and_status(
     # started without the NVIDIA runtime class.
     sim = node_with_three_pods(sim_cluster, fake_kubelet)
     api = cluster.connect(str(sim.kubeconfig))
-    reportbuilders.install(sim.server, api)
+    reportbuilders.install(None, api)
     sources = reporting.Sources("gpu-a", kubelet_root=fake_kubelet.root, timeout=5)
 
     reporting.publish(api, sources, None)

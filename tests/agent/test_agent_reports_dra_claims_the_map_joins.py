@@ -1,8 +1,8 @@
 """A DRA node end to end: the simulated NVIDIA DRA driver publishes the node's GPUs (the NVML
-stand-in's UUIDs), the scheduler step allocates a claim, kubelet's PodResources `List` names
+stand-in's UUIDs), the real scheduler allocates a claim, kubelet's PodResources `List` names
 the claim's device in `dynamic_resources`, the agent's reporting pass publishes it with the
 node's NVML inventory, and `kubectl gpu map` shows one row: the container the node saw, the
-physical GPU the slice names, its NVML index and model, plane dra."""
+physical GPU the slice names, its NVML index and model, plane dra. On the real control plane."""
 
 from __future__ import annotations
 
@@ -12,11 +12,10 @@ from kubectl_gpu import cluster
 from kubectl_gpu.agent import reporting
 from tests.conftest import CliResult
 from tests.fakes import libnvml
-from tests.fakes.apiserver import samples
-from tests.fakes.cluster import NodeSpec, dradriver, drascheduler
+from tests.fakes.cluster import NodeSpec, dradriver
 from tests.fakes.cluster.dradriver import DraGpu
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.fakes.kubelet import Claim, Container, FakeKubelet, Pod
 from tests.fakes.kubelet_fixture import fake_kubelet as fake_kubelet
 from tests.gpumap import reportbuilders
@@ -37,17 +36,20 @@ def test_the_agent_reports_a_claims_device_and_map_shows_its_physical_gpu(
         "spec": {"devices": {"requests": [
             {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}},
     })  # fmt: skip
-    pod = samples.pod("train", "ml", node_name="dra-1")
-    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "train-gpu"}]
-    pod["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
-    sim.store.create(pod)
-    drascheduler.allocate(sim.store)
+    sim.store.create({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train", "namespace": "ml"},
+        "spec": {"nodeSelector": {"kubernetes.io/hostname": "dra-1"},
+                 "resourceClaims": [{"name": "gpu", "resourceClaimName": "train-gpu"}],
+                 "containers": [{"name": "main", "image": "cuda:12",
+                                 "resources": {"claims": [{"name": "gpu"}]}}]},
+    })  # fmt: skip
+    sim.settle()  # the scheduler has allocated the claim and bound the pod
     result = sim.store.get("resourceclaims", "train-gpu", "ml")["status"]["allocation"]
     device = result["devices"]["results"][0]["device"]
     claim = Claim("train-gpu", "ml", (("gpu.nvidia.com", "dra-1", device),))
     fake_kubelet.set_pods([Pod("train", "ml", (Container("main", claims=(claim,)),))])
     api = cluster.connect(str(sim.kubeconfig))
-    reportbuilders.install(sim.server, api)
+    reportbuilders.install(None, api)
 
     with libnvml.installed(sim.nvml("dra-1")):
         reporting.publish(api, reporting.Sources("dra-1", kubelet_root=fake_kubelet.root), None)

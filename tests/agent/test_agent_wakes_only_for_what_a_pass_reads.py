@@ -1,27 +1,39 @@
 """The agent's watches wake it for what a pass reads (our labels and NVIDIA's, the MIG
 ConfigMap's data) and not for the churn of a busy node (status heartbeats, GFD's timestamp);
-after failures, agents retry at growing, jittered delays, never in lockstep."""
+after failures, agents retry at growing, jittered delays, never in lockstep.
+
+On the real control plane: the watches are the real server's (with KWOK writing the nodes'
+status as a kubelet would), so real watch events are what must not wake the agent."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from kubectl_gpu import cluster, keys
 from kubectl_gpu.agent import watches
 from tests.fakes.apiserver import samples
-from tests.fakes.apiserver.server import FakeApiServer
+from tests.fakes.cluster import SimCluster
 from tests.fakes.cluster import manifests as m
+from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 
 @pytest.fixture
-def wakeups(fake_apiserver: FakeApiServer, kubeconfig: Path) -> Iterator[watches.Wakeups]:
-    fake_apiserver.store.create(samples.node("gpu-1"))
-    fake_apiserver.store.create(samples.node("gpu-2"))
-    api = cluster.connect(str(kubeconfig))
+def real(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
+    """A real cluster with nodes gpu-1 and gpu-2 (nothing simulated on them)."""
+    found = sim_cluster([])
+    for name in ("gpu-1", "gpu-2"):
+        found.store.create(samples.node(name))
+    found.settle()
+    return found
+
+
+@pytest.fixture
+def wakeups(real: SimCluster) -> Iterator[watches.Wakeups]:
+    api = cluster.connect(str(real.kubeconfig))
     found = watches.Wakeups(api, "gpu-1", keys.NAMESPACE, resync=3600, retry=0.1)
     found.start()
     found.passed()
@@ -29,35 +41,33 @@ def wakeups(fake_apiserver: FakeApiServer, kubeconfig: Path) -> Iterator[watches
     found.stop()
 
 
-def label(server: FakeApiServer, node: str, key: str, value: str) -> None:
-    server.store.patch("nodes", node, {"metadata": {"labels": {key: value}}})
+def label(real: SimCluster, node: str, key: str, value: str) -> None:
+    real.store.patch("nodes", node, {"metadata": {"labels": {key: value}}})
 
 
 def test_churn_on_the_node_does_not_wake_the_agent(
-    wakeups: watches.Wakeups, fake_apiserver: FakeApiServer
+    wakeups: watches.Wakeups, real: SimCluster
 ) -> None:
-    label(fake_apiserver, "gpu-1", keys.GFD_TIMESTAMP_LABEL, "1764100000")
-    label(fake_apiserver, "gpu-1", "topology.kubernetes.io/zone", "b")
-    label(fake_apiserver, "gpu-2", keys.MIG_DESIRED_LABEL, "all-balanced")  # another node
-    fake_apiserver.store.patch("nodes", "gpu-1", {"status": {"allocatable": {"cpu": "3"}}})
+    label(real, "gpu-1", keys.GFD_TIMESTAMP_LABEL, "1764100000")
+    label(real, "gpu-1", "topology.kubernetes.io/zone", "b")
+    label(real, "gpu-2", keys.MIG_DESIRED_LABEL, "all-balanced")  # another node
+    real.store.patch("nodes", "gpu-1", {"status": {"allocatable": {"cpu": "3"}}}, status=True)
 
     assert not wakeups.wait(1.5)
 
 
-def test_the_desired_label_wakes_the_agent(
-    wakeups: watches.Wakeups, fake_apiserver: FakeApiServer
-) -> None:
-    label(fake_apiserver, "gpu-1", keys.MIG_DESIRED_LABEL, "all-balanced")
+def test_the_desired_label_wakes_the_agent(wakeups: watches.Wakeups, real: SimCluster) -> None:
+    label(real, "gpu-1", keys.MIG_DESIRED_LABEL, "all-balanced")
     assert wakeups.wait(10)
     wakeups.passed()
     assert not wakeups.wait(0.5)  # consumed by the pass
 
 
 def test_the_mig_configmap_wakes_the_agent_when_it_appears(
-    wakeups: watches.Wakeups, fake_apiserver: FakeApiServer
+    wakeups: watches.Wakeups, real: SimCluster
 ) -> None:
-    fake_apiserver.store.create(m.namespace(keys.NAMESPACE))
-    fake_apiserver.store.create(
+    real.store.create(m.namespace(keys.NAMESPACE))
+    real.store.create(
         m.configmap(keys.MIG_CONFIGMAP, keys.NAMESPACE, {"all-balanced": "version: v1"})
     )
     assert wakeups.wait(10)

@@ -1,7 +1,12 @@
-"""`kubectl gpu doctor POD` on a pod whose ResourceClaim waits for an allocation, against the
-API stand-in with the simulated NVIDIA DRA driver's classes and slices: the DRA layer names the
-selector attribute no published device satisfies, at whatever resource.k8s.io version the
-server serves; a pod without claims never reads DRA objects."""
+"""`kubectl gpu doctor POD` on a pod whose ResourceClaim waits for an allocation: the DRA
+layer names the selector attribute no published device satisfies; a pod without claims never
+reads DRA objects.
+
+On the real control plane (resource.k8s.io/v1): the simulated NVIDIA DRA driver publishes its
+classes and slice, the real scheduler finds no device for the claim and leaves the pod pending,
+and which requests doctor sent is read from the real server's audit log. At v1beta1 on the API
+server stand-in: no release `install` accepts (1.34 on) serves resource.k8s.io at v1beta1 only,
+so only the stand-in can show doctor following a server that does."""
 
 from __future__ import annotations
 
@@ -13,23 +18,26 @@ from typing import Any
 import jsonschema
 import pytest
 
+from tests.cli import clirequests
 from tests.cli.doctorpods import by_layer
 from tests.conftest import ROOT, CliResult
 from tests.fakes.apiserver import samples
 from tests.fakes.apiserver.server import FakeApiServer
-from tests.fakes.cluster import dradriver
+from tests.fakes.cluster import SimCluster, dradriver, dranodes
 from tests.fakes.cluster.dradriver import DraGpu
+from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
 SCHEMA = json.loads((ROOT / "schemas" / "doctor-result.v1.json").read_text())
 H100 = "NVIDIA H100 80GB HBM3"
+GPUS = {"dra-1": [DraGpu(0, "GPU-a0"), DraGpu(1, "GPU-a1")]}
 Obj = dict[str, Any]
 
 
-def pending_claim(server: FakeApiServer, version: str) -> None:
-    server.store.registry.serve_versions("resource.k8s.io", [version])
-    server.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
-    dradriver.install(server.store, {"dra-1": [DraGpu(0, "GPU-a0"), DraGpu(1, "GPU-a1")]}, version)
+def pending_claim(store: Any, version: str) -> None:
+    """dra-1 with two A100s, and pod ml/train whose claim wants an H100."""
+    store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
     wanted = {
         "deviceClassName": "gpu.nvidia.com",
         "selectors": [
@@ -39,24 +47,41 @@ def pending_claim(server: FakeApiServer, version: str) -> None:
     request = (
         {"name": "gpu", **wanted} if version == "v1beta1" else {"name": "gpu", "exactly": wanted}
     )
-    server.store.create({
+    store.create({
         "apiVersion": f"resource.k8s.io/{version}", "kind": "ResourceClaim",
         "metadata": {"name": "h100", "namespace": "ml"},
         "spec": {"devices": {"requests": [request]}},
     })  # fmt: skip
-    pod = samples.pod("train", "ml", phase="Pending")
-    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "h100"}]
-    pod["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
-    server.store.create(pod)
+    store.create({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train", "namespace": "ml"},
+        "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": "h100"}],
+                 "containers": [{"name": "main", "image": "cuda:12",
+                                 "resources": {"claims": [{"name": "gpu"}]}}]},
+    })  # fmt: skip
 
 
-@pytest.mark.parametrize("version", ["v1", "v1beta1"])
+@pytest.fixture
+def dra(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
+    """A real cluster with the DRA node dra-1 (nothing else)."""
+    cluster = sim_cluster([])
+    dranodes.publish(cluster.store, GPUS)
+    return cluster
+
+
+def doctor(run_cli: Run, cluster: SimCluster, *args: str) -> tuple[CliResult, list[str]]:
+    """doctor's result, and the requests it sent."""
+    start = clirequests.mark(cluster)
+    result = run_cli("--kubeconfig", str(cluster.kubeconfig), "doctor", *args)
+    return result, clirequests.since(cluster, start)
+
+
 def test_a_pending_claim_names_the_attribute_no_device_satisfies(
-    run_cli: Run, fake_apiserver: FakeApiServer, kubeconfig: Path, version: str
+    run_cli: Run, dra: SimCluster
 ) -> None:
-    pending_claim(fake_apiserver, version)
+    pending_claim(dra.store, "v1")
+    dra.settle()  # the scheduler has found no device and left the pod pending
 
-    result = run_cli("--kubeconfig", str(kubeconfig), "doctor", "train", "-n", "ml", "-o", "json")
+    result, requests = doctor(run_cli, dra, "train", "-n", "ml", "-o", "json")
 
     assert result.exit_code == 1, result.stderr
     jsonschema.validate(result.json, SCHEMA)
@@ -66,39 +91,45 @@ def test_a_pending_claim_names_the_attribute_no_device_satisfies(
     assert found["evidence"] == [
         "gpu.nvidia.com/productName on the 2 published device(s): 'NVIDIA A100-SXM4-80GB'"
     ]
+    assert "get /apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/h100" in requests
+    table, _ = doctor(run_cli, dra, "train", "-n", "ml")
+    assert table.exit_code == 1
+    assert "dra" in table.stdout and "productName" in table.stdout
+
+
+def test_at_v1beta1_the_claim_is_read_at_v1beta1(
+    run_cli: Run, fake_apiserver: FakeApiServer, kubeconfig: Path
+) -> None:
+    fake_apiserver.store.registry.serve_versions("resource.k8s.io", ["v1beta1"])
+    dradriver.install(fake_apiserver.store, GPUS, "v1beta1")
+    pending_claim(fake_apiserver.store, "v1beta1")
+
+    result = run_cli("--kubeconfig", str(kubeconfig), "doctor", "train", "-n", "ml", "-o", "json")
+
+    assert result.exit_code == 1, result.stderr
+    [found] = by_layer(result.json, "dra")
+    assert "(productName)" in found["message"]
     reads = {r.path for r in fake_apiserver.requests}
-    assert f"/apis/resource.k8s.io/{version}/namespaces/ml/resourceclaims/h100" in reads
+    assert "/apis/resource.k8s.io/v1beta1/namespaces/ml/resourceclaims/h100" in reads
 
 
-def test_the_table_shows_the_dra_layer(
-    run_cli: Run, fake_apiserver: FakeApiServer, kubeconfig: Path
-) -> None:
-    pending_claim(fake_apiserver, "v1")
+def test_a_pod_without_claims_reads_no_dra_objects(run_cli: Run, dra: SimCluster) -> None:
+    web = samples.pod("web", "default")
+    web["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "dra-1"}
+    dra.store.create(web, keep_status=False)
+    dra.settle()
 
-    result = run_cli("--kubeconfig", str(kubeconfig), "doctor", "train", "-n", "ml")
-
-    assert result.exit_code == 1
-    assert "dra" in result.stdout and "productName" in result.stdout
-
-
-def test_a_pod_without_claims_reads_no_dra_objects(
-    run_cli: Run, fake_apiserver: FakeApiServer, kubeconfig: Path
-) -> None:
-    fake_apiserver.store.create(samples.pod("web", "default"))
-
-    result = run_cli("--kubeconfig", str(kubeconfig), "doctor", "web")
+    result, requests = doctor(run_cli, dra, "web")
 
     assert result.exit_code == 0, result.stderr
-    assert not [r for r in fake_apiserver.requests if "resource.k8s.io" in r.path]
+    assert requests and not [r for r in requests if "resource.k8s.io" in r]
 
 
-def test_a_bound_gpu_pod_without_claims_reads_no_dra_objects(
-    run_cli: Run, fake_apiserver: FakeApiServer, kubeconfig: Path
-) -> None:
-    pending_claim(fake_apiserver, "v1")
-    fake_apiserver.store.create(samples.pod("cuda", "ml", node_name="dra-1", gpus=1))
-    fake_apiserver.requests.clear()
+def test_a_bound_gpu_pod_without_claims_reads_no_dra_objects(run_cli: Run, dra: SimCluster) -> None:
+    pending_claim(dra.store, "v1")
+    dra.store.create(samples.pod("cuda", "ml", node_name="dra-1", gpus=1), keep_status=False)
+    dra.settle()
 
-    run_cli("--kubeconfig", str(kubeconfig), "doctor", "cuda", "-n", "ml")
+    result, requests = doctor(run_cli, dra, "cuda", "-n", "ml")
 
-    assert not [r for r in fake_apiserver.requests if "resource.k8s.io" in r.path]
+    assert requests and not [r for r in requests if "resource.k8s.io" in r]

@@ -1,4 +1,7 @@
-"""A pending GPU pod: doctor names each scheduler reason, node by node, with the fix."""
+"""A pending GPU pod: doctor names each scheduler reason, node by node, with the fix.
+
+On the real control plane: the real scheduler leaves the pod pending and writes its
+FailedScheduling event; doctor's reasons must agree with it."""
 
 from __future__ import annotations
 
@@ -8,12 +11,13 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+import yaml
 
 from tests.cli.doctorpods import H100, by_layer, gpu_pod, run_pods
 from tests.conftest import ROOT, CliResult
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
 PRODUCT = "nvidia.com/gpu.product"
@@ -132,7 +136,11 @@ def test_a_pod_is_looked_up_in_the_kubeconfig_contexts_namespace(
     in_ml = gpu_pod("train", selector={PRODUCT: H100})
     in_ml["metadata"]["namespace"] = "ml"
     run_pods(busy_h100s, in_ml)
-    ml_context = busy_h100s.server.write_kubeconfig(tmp_path / "ml-kubeconfig", namespace="ml")
+    config = yaml.safe_load(busy_h100s.kubeconfig.read_text())
+    for context in config["contexts"]:
+        context["context"]["namespace"] = "ml"
+    ml_context = tmp_path / "ml-kubeconfig"
+    ml_context.write_text(yaml.safe_dump(config))
 
     found = run_cli("--kubeconfig", str(ml_context), "doctor", "train", "-o", "json")
     elsewhere = run_cli("--kubeconfig", str(ml_context), "doctor", "train", "-n", "default")

@@ -1,9 +1,9 @@
-"""Both planes on the simulated cluster: a device-plugin node whose pod the simulated
-scheduler, kubelet and NVIDIA device plugin place, reported by the real agent's reporting pass
-(NVML and PodResources stand-ins), next to a DRA node the simulated NVIDIA DRA driver serves
-(whole GPU and MIG partition, claims allocated by the DRA scheduler step, pods run by the
-simulated kubelet). One `kubectl gpu map -A` shows both, each on its physical GPU, and the
-real kubectl sees the same claims."""
+"""Both planes on the simulated cluster: a device-plugin node whose pod the real scheduler
+places and the simulated kubelet and NVIDIA device plugin serve, reported by the real agent's
+reporting pass (NVML and PodResources stand-ins), next to a DRA node the simulated NVIDIA DRA
+driver serves (whole GPU and MIG partition, its ResourceSlice only): the real scheduler
+allocates the claims and KWOK runs the pods. One `kubectl gpu map -A` shows both, each on its
+physical GPU, and the real kubectl sees the same claims."""
 
 from __future__ import annotations
 
@@ -15,11 +15,10 @@ from kubectl_gpu import cluster
 from kubectl_gpu.agent import reporting
 from tests.conftest import CliResult
 from tests.fakes import libnvml
-from tests.fakes.apiserver import samples
-from tests.fakes.cluster import NodeSpec, dradriver, drascheduler
+from tests.fakes.cluster import NodeSpec, dranodes
 from tests.fakes.cluster.dradriver import DraGpu, MigSlot
 from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.fakes.kubelet import FakeKubelet
 from tests.fakes.kubelet_fixture import fake_kubelet as fake_kubelet
 from tests.gpumap import reportbuilders
@@ -33,11 +32,14 @@ WHOLE, PARENT, MIG = (
 
 
 def claim_pod(name: str, claim: str) -> dict[str, object]:
-    pod = samples.pod(name, "ml", node_name="dra-1", phase="Pending")
-    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim}]
-    pod["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
-    pod.pop("status", None)
-    return pod
+    """A pod for the scheduler to place on dra-1 with `claim` allocated."""
+    return {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "ml"},
+        "spec": {"nodeSelector": {"kubernetes.io/hostname": "dra-1"},
+                 "resourceClaims": [{"name": "gpu", "resourceClaimName": claim}],
+                 "containers": [{"name": "main", "image": "cuda:12",
+                                 "resources": {"claims": [{"name": "gpu"}]}}]},
+    }  # fmt: skip
 
 
 def test_map_shows_the_device_plugin_and_dra_nodes_side_by_side(
@@ -51,8 +53,7 @@ def test_map_shows_the_device_plugin_and_dra_nodes_side_by_side(
         "spec": {"containers": [{"name": "cuda", "image": "cuda:12",
                                  "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
     })  # fmt: skip
-    store.create(samples.node("dra-1"))
-    dradriver.install(store, {"dra-1": [
+    dranodes.publish(store, {"dra-1": [
         DraGpu(0, WHOLE), DraGpu(1, PARENT, migs=(MigSlot("3g.40gb", MIG, 40, 42),))]})  # fmt: skip
     for name, cls in (("whole", "gpu.nvidia.com"), ("slice", "mig.nvidia.com")):
         request = {"name": "gpu", "exactly": {"deviceClassName": cls}}
@@ -62,13 +63,12 @@ def test_map_shows_the_device_plugin_and_dra_nodes_side_by_side(
             "spec": {"devices": {"requests": [request]}},
         })  # fmt: skip
         store.create(claim_pod(f"{name}-pod", name))
-    drascheduler.allocate(store)
     sim.settle()
     pods, allocatable = sim.podresources("gpu-a")
     fake_kubelet.set_pods(pods)
     fake_kubelet.set_allocatable(allocatable)
     api = cluster.connect(str(sim.kubeconfig))
-    reportbuilders.install(sim.server, api)
+    reportbuilders.install(None, api)
     with libnvml.installed(sim.nvml("gpu-a")):
         reporting.publish(api, reporting.Sources("gpu-a", kubelet_root=fake_kubelet.root), None)
 

@@ -1,6 +1,10 @@
 """`kubectl gpu map` from the cluster: the agents' reports (built and published as the agent
 does) and DRA claims resolve every advertised device to its physical GPU, MIG device, replica
-and pod container, in every output format."""
+and pod container, in every output format.
+
+On the real control plane: the real server serves (and validates) the report CRD; the DRA
+claims are made by the real ResourceClaim controller from the pods' templates and allocated by
+the real scheduler from the driver's slice."""
 
 from __future__ import annotations
 
@@ -15,7 +19,10 @@ import pytest
 
 from kubectl_gpu import cluster
 from tests.conftest import ROOT, CliResult
-from tests.fakes.apiserver.server import FakeApiServer
+from tests.controlplane.plane import wait_for
+from tests.fakes.cluster import SimCluster, dradriver
+from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.gpumap import reportbuilders as b
 
 Run = Callable[..., CliResult]
@@ -23,10 +30,26 @@ SCHEMA = json.loads((ROOT / "schemas" / "map-rows.v1.json").read_text())
 
 
 @pytest.fixture
-def api(fake_apiserver: FakeApiServer, kubeconfig: Path) -> cluster.Api:
-    api = cluster.connect(str(kubeconfig))
-    b.install(fake_apiserver, api)
+def real(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
+    """A real cluster with no nodes yet and nothing simulated on them."""
+    return sim_cluster([])
+
+
+@pytest.fixture
+def kubeconfig(real: SimCluster) -> Path:
+    return real.kubeconfig
+
+
+@pytest.fixture
+def api(real: SimCluster) -> cluster.Api:
+    """The report CRD installed, as the agent's manifests do."""
+    api = cluster.connect(str(real.kubeconfig))
+    b.install(None, api)
     return api
+
+
+def add_node(real: SimCluster, name: str) -> None:
+    real.store.create(b.samples.node(name, labels={"nvidia.com/gpu.present": "true"}))
 
 
 def rows_of(result: CliResult) -> list[dict[str, Any]]:
@@ -41,9 +64,9 @@ def pick(rows: list[dict[str, Any]], *keys: str) -> list[tuple[Any, ...]]:
 
 
 def test_whole_gpus_show_index_model_uuid_pod_and_container(
-    run_cli: Run, api: cluster.Api, fake_apiserver: FakeApiServer, kubeconfig: Path
+    run_cli: Run, api: cluster.Api, real: SimCluster, kubeconfig: Path
 ) -> None:
-    b.add_node(fake_apiserver, "gpu-a")
+    add_node(real, "gpu-a")
     gpus = b.gpus(2)
     b.publish_node(api, "gpu-a", gpus, [b.held("train", [gpus[1].uuid])])
 
@@ -57,9 +80,9 @@ def test_whole_gpus_show_index_model_uuid_pod_and_container(
 
 
 def test_the_table_shows_short_uuids_and_the_report_age(
-    run_cli: Run, api: cluster.Api, fake_apiserver: FakeApiServer, kubeconfig: Path
+    run_cli: Run, api: cluster.Api, real: SimCluster, kubeconfig: Path
 ) -> None:
-    b.add_node(fake_apiserver, "gpu-a")
+    add_node(real, "gpu-a")
     gpus = b.gpus(1)
     b.publish_node(api, "gpu-a", gpus, [b.held("train", [gpus[0].uuid])])
 
@@ -75,9 +98,9 @@ def test_the_table_shows_short_uuids_and_the_report_age(
 
 
 def test_three_time_sliced_pods_resolve_to_their_one_gpu(
-    run_cli: Run, api: cluster.Api, fake_apiserver: FakeApiServer, kubeconfig: Path
+    run_cli: Run, api: cluster.Api, real: SimCluster, kubeconfig: Path
 ) -> None:
-    b.add_node(fake_apiserver, "gpu-a")
+    add_node(real, "gpu-a")
     [gpu] = b.gpus(1)
     replicas = [f"{gpu.uuid}::{n}" for n in range(4)]
     held = [b.held(f"p{n}", [replicas[n]]) for n in range(3)]
@@ -95,9 +118,9 @@ def test_three_time_sliced_pods_resolve_to_their_one_gpu(
 
 
 def test_mig_mixed_devices_resolve_to_their_parent_gpu_and_profile(
-    run_cli: Run, api: cluster.Api, fake_apiserver: FakeApiServer, kubeconfig: Path
+    run_cli: Run, api: cluster.Api, real: SimCluster, kubeconfig: Path
 ) -> None:
-    b.add_node(fake_apiserver, "gpu-a")
+    add_node(real, "gpu-a")
     gpu = b.mig_gpu(3, ["3g.20gb", "1g.5gb"])
     big, small = gpu.mig_devices
     held = [
@@ -116,9 +139,9 @@ def test_mig_mixed_devices_resolve_to_their_parent_gpu_and_profile(
 
 
 def test_time_sliced_mig_devices_keep_parent_profile_and_replica(
-    run_cli: Run, api: cluster.Api, fake_apiserver: FakeApiServer, kubeconfig: Path
+    run_cli: Run, api: cluster.Api, real: SimCluster, kubeconfig: Path
 ) -> None:
-    b.add_node(fake_apiserver, "gpu-a")
+    add_node(real, "gpu-a")
     gpu = b.mig_gpu(0, ["1g.5gb"])
     [mig] = gpu.mig_devices
     resource = "nvidia.com/mig-1g.5gb.shared"
@@ -134,9 +157,9 @@ def test_time_sliced_mig_devices_keep_parent_profile_and_replica(
 
 
 def test_an_unhealthy_gpu_held_by_a_pod_is_warned_about_with_its_node(
-    run_cli: Run, api: cluster.Api, fake_apiserver: FakeApiServer, kubeconfig: Path
+    run_cli: Run, api: cluster.Api, real: SimCluster, kubeconfig: Path
 ) -> None:
-    b.add_node(fake_apiserver, "gpu-a")
+    add_node(real, "gpu-a")
     gpus = b.gpus(2)
     held = [b.held("train", [gpus[0].uuid])]
     # GetAllocatableResources lists healthy devices only: GPU 0 dropped out (XID, say)
@@ -152,15 +175,17 @@ def test_an_unhealthy_gpu_held_by_a_pod_is_warned_about_with_its_node(
 
 
 def test_dra_claims_resolve_through_resource_slices_to_gpus_and_mig_devices(
-    run_cli: Run, api: cluster.Api, fake_apiserver: FakeApiServer, kubeconfig: Path
+    run_cli: Run, api: cluster.Api, real: SimCluster, kubeconfig: Path
 ) -> None:
-    b.add_node(fake_apiserver, "dra-a")
+    add_node(real, "dra-a")
     gpu = b.mig_gpu(2, ["1g.5gb"])
     whole = b.gpus(1, b.A100, node=7)[0]
     [mig] = gpu.mig_devices
     b.publish_node(api, "dra-a", [whole, gpu], [])  # the agent knows NVML indices
-    store = fake_apiserver.store
+    store = real.store
     store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    for obj in dradriver.device_classes("v1"):
+        store.create(obj)
     store.create(
         b.resource_slice(
             "dra-a",
@@ -170,10 +195,11 @@ def test_dra_claims_resolve_through_resource_slices_to_gpus_and_mig_devices(
             ],
         )
     )
-    store.create(b.claim("train-gpu-x1", "ml", "dra-a", ["gpu-0"], "train"))
-    store.create(b.claim("infer-gpu-x2", "ml", "dra-a", ["gpu-2-mig-1g5gb-19-0"], "infer"))
-    store.create(b.claim_pod("train", "ml", "dra-a", "train-gpu-x1", "trainer"))
-    store.create(b.claim_pod("infer", "ml", "dra-a", "infer-gpu-x2", "server"))
+    for pod, cls, container in (("train", "gpu", "trainer"), ("infer", "mig", "server")):
+        store.create(claim_template(pod, f"{cls}.nvidia.com"))
+        store.create(claim_pod(pod, "dra-a", container))
+    real.settle()
+    made = {pod: claim_of(real, pod) for pod in ("train", "infer")}
 
     rows = rows_of(run_cli("--kubeconfig", str(kubeconfig), "map", "-A", "-o", "json"))
 
@@ -182,16 +208,53 @@ def test_dra_claims_resolve_through_resource_slices_to_gpus_and_mig_devices(
         ("infer", "server", 2, gpu.uuid, mig.uuid, "1g.5gb"),
     ]
     assert pick(rows, "source", "device_id", "resource") == [
-        ("dra", "gpu.nvidia.com/dra-a/gpu-0", "claim:train-gpu-x1/gpu"),
-        ("dra", "gpu.nvidia.com/dra-a/gpu-2-mig-1g5gb-19-0", "claim:infer-gpu-x2/gpu"),
+        ("dra", "gpu.nvidia.com/dra-a/gpu-0", f"claim:{made['train']}/gpu"),
+        ("dra", "gpu.nvidia.com/dra-a/gpu-2-mig-1g5gb-19-0", f"claim:{made['infer']}/gpu"),
     ]
     assert {r["node"] for r in rows} == {"dra-a"} and rows[0]["observed_at"] is None
 
 
+def claim_template(name: str, device_class: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": "ml"},
+        "spec": {"spec": {"devices": {"requests": [
+            {"name": "gpu", "exactly": {"deviceClassName": device_class}}]}}},
+    }  # fmt: skip
+
+
+def claim_pod(name: str, node: str, container: str) -> dict[str, Any]:
+    """A pod whose container uses a claim made from template `name` (a sidecar uses none)."""
+    return {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "ml"},
+        "spec": {
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": name}],
+            "containers": [
+                {"name": container, "image": "cuda:12", "resources": {"claims": [{"name": "gpu"}]}},
+                {"name": "sidecar", "image": "busybox"},
+            ],
+        },
+    }  # fmt: skip
+
+
+def claim_of(real: SimCluster, pod: str) -> str:
+    """The claim the ResourceClaim controller made for `pod`, once the scheduler allocated it
+    and KWOK runs the pod."""
+
+    def made() -> str:
+        found = real.store.get("pods", pod, "ml")
+        statuses = (found.get("status") or {}).get("resourceClaimStatuses") or []
+        running = (found.get("status") or {}).get("phase") == "Running"
+        return str(statuses[0].get("resourceClaimName") or "") if statuses and running else ""
+
+    return str(wait_for(f"{pod}'s claim to be allocated and the pod to run", made))
+
+
 def test_namespace_and_pod_select_rows(
-    run_cli: Run, api: cluster.Api, fake_apiserver: FakeApiServer, kubeconfig: Path
+    run_cli: Run, api: cluster.Api, real: SimCluster, kubeconfig: Path
 ) -> None:
-    b.add_node(fake_apiserver, "gpu-a")
+    add_node(real, "gpu-a")
     gpus = b.gpus(2)
     held = [b.held("train", [gpus[0].uuid]), b.held("web", [gpus[1].uuid], namespace="prod")]
     b.publish_node(api, "gpu-a", gpus, held)
@@ -214,8 +277,9 @@ def test_namespace_and_pod_select_rows(
     ],
 )
 def test_offline_flags_are_usage_errors_against_the_cluster(
-    run_cli: Run, args: tuple[str, ...], problem: str, kubeconfig: Path
+    run_cli: Run, args: tuple[str, ...], problem: str, tmp_path: Path
 ) -> None:
-    result = run_cli("--kubeconfig", str(kubeconfig), "map", *args)
+    # refused before any cluster is read: the kubeconfig need not exist
+    result = run_cli("--kubeconfig", str(tmp_path / "kubeconfig"), "map", *args)
 
     assert result.exit_code == 2 and problem in result.stderr

@@ -3,9 +3,9 @@ the layout applied by the agent, the node uncordoned; a PodDisruptionBudget that
 eviction stops the run with the budget named, the node left cordoned with its step recorded,
 and `mig recover` undoes that drain.
 
-On the API server stand-in: `train` names a ReplicaSet owner that does not exist, which the real
-garbage collector deletes at once (the fixture found no pod); moving it means a real Deployment
-owner, whose replacement pod and generated name every assertion here would have to follow."""
+On the real control plane: `train` belongs to a real ReplicaSet (which adopted it), so the real
+ReplicaSet controller replaces an evicted `train` with a pod of its own, the real disruption
+controller counts it for the budget, and the real Eviction API answers the drain."""
 
 from __future__ import annotations
 
@@ -18,18 +18,19 @@ import pytest
 
 from kubectl_gpu import keys
 from tests.agent.conftest import agent as agent  # noqa: F401 (fixture)
+from tests.cli import replicasets
 from tests.cli.test_map_cluster_on_a_simulated_mig_node import mig_pod
 from tests.cli.test_mig_apply_reaches_allocatable import agent_pod, write_config
 from tests.cli.test_mig_apply_reaches_allocatable import background_agent as background_agent
 from tests.conftest import CliResult
+from tests.controlplane.plane import wait_for
 from tests.fakes.cluster import SimCluster, layouts
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
 BALANCED = {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}
-OWNER = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "train-5d8f", "uid": "rs-1",
-         "controller": True}  # fmt: skip
+OWNER = "train-5d8f"  # the ReplicaSet `train` belongs to
 
 
 @pytest.fixture
@@ -39,21 +40,12 @@ def busy(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
     cluster = sim_cluster(["gpu-1=H100-SXM5-80GB:1"], layouts.helm(env={"MIG_STRATEGY": "mixed"}))
     pod = mig_pod("train", "nvidia.com/gpu")
     pod["metadata"]["labels"] = {"app": "train"}
-    pod["metadata"]["ownerReferences"] = [OWNER]
     cluster.store.create(pod)
     cluster.settle()
+    replicasets.adopt(cluster, pod, OWNER)
     agent_pod(cluster, "gpu-1")
     assert cluster.store.get("pods", "train", "default")["status"]["phase"] == "Running"
     return cluster
-
-
-def budget(min_available: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": "train-pdb", "namespace": "default"},
-        "spec": {"minAvailable": min_available, "selector": {"matchLabels": {"app": "train"}}},
-    }
 
 
 def apply(run_cli: Run, cluster: SimCluster, tmp_path: Path, *args: str) -> CliResult:
@@ -93,7 +85,7 @@ def test_drain_evicts_applies_and_uncordons(
         "batch 1 of 1: waiting for the MIG actuator to report the new layout on 1 node (gpu-1)"
     ) in result.stderr
     assert "batch 1 of 1 ended: 1 of 1 nodes done" in result.stderr
-    assert [p["metadata"]["name"] for p in busy.store.list("pods", "default")] == []
+    replicasets.replacements(busy, OWNER)  # train is gone; its ReplicaSet's new pod may wait
     assert True in cordoned  # it was cordoned on the way
     after = node(busy)
     assert not after["spec"].get("unschedulable")  # and given back
@@ -104,7 +96,7 @@ def test_drain_evicts_applies_and_uncordons(
 def test_a_budget_that_forbids_the_eviction_stops_the_run_and_recover_undoes_it(
     run_cli: Run, busy: SimCluster, tmp_path: Path
 ) -> None:
-    busy.store.create(budget(1))
+    replicasets.budget(busy, {"minAvailable": 1, "selector": {"matchLabels": {"app": "train"}}})
 
     result = apply(run_cli, busy, tmp_path, "--drain", "--drain-timeout", "0.3s")
 
@@ -192,7 +184,8 @@ def test_a_pod_without_a_controller_is_refused_as_kubectl_drain_does_unless_forc
     run_cli: Run, busy: SimCluster, tmp_path: Path, background_agent: Any
 ) -> None:
     busy.store.create(mig_pod("notebook", "nvidia.com/gpu"))  # Pending: the GPU is taken
-    busy.store.delete("pods", "train", "default")
+    busy.store.delete("replicasets", OWNER, "default")  # and with it, `train`
+    wait_for("train to go", lambda: not busy.store.list("pods", "default", label_selector="app"))
     busy.settle()
     assert busy.store.get("pods", "notebook", "default")["spec"].get("nodeName") == "gpu-1"
     background_agent(busy, "gpu-1")

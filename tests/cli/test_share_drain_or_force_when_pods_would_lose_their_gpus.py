@@ -2,7 +2,10 @@
 --drain (evict them through the Eviction API before anything is written, roll out, wait for
 the new capacity, uncordon) or --force; a PodDisruptionBudget that forbids the eviction stops
 the run before any write, names the budget and leaves the node cordoned with its step
-recorded; running the command again once the budget allows resumes and gives the node back."""
+recorded; running the command again once the budget allows resumes and gives the node back.
+
+On the real control plane: `train` belongs to a real ReplicaSet (which adopted it), the real
+disruption controller counts the budgets, and the real Eviction API answers the drain."""
 
 from __future__ import annotations
 
@@ -13,20 +16,17 @@ from typing import Any
 import pytest
 
 from kubectl_gpu import keys
+from tests.cli import replicasets
 from tests.cli.doctorpods import gpu_pod, run_pods
 from tests.conftest import CliResult
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster  # noqa: F401 (fixture)
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
-# On the stand-in: `train` is owned by a ReplicaSet that does not exist (kubectl drain's rule
-# needs a controller), which the real garbage collector would delete at once. The real Eviction
-# API and disruption controller are exercised in tests/controlplane/test_drain_meets_real_...
-pytestmark = pytest.mark.timeout(120)
 RENAME = ("--replicas", "2", "--rename-by-default")
-OWNER = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "train-5d8f", "uid": "rs-1",
-         "controller": True}  # fmt: skip
+OWNER = "train-5d8f"  # the ReplicaSet `train` belongs to
+TRAIN = {"matchLabels": {"app": "train"}}
 
 
 @pytest.fixture
@@ -35,8 +35,8 @@ def used(sim_cluster: MakeSimCluster) -> SimCluster:
     cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1, gpu_taint=True)], "gpu-operator")
     pod = gpu_pod("train", tolerate=True)
     pod["metadata"]["labels"] = {"app": "train"}
-    pod["metadata"]["ownerReferences"] = [OWNER]
     run_pods(cluster, pod)
+    replicasets.adopt(cluster, pod, OWNER)
     return cluster
 
 
@@ -72,7 +72,7 @@ def test_drain_evicts_restarts_waits_and_uncordons(run_cli: Run, used: SimCluste
     [row] = result.json["nodes"]
     assert (row["result"], row["after"]) == ("verified", 2)
     assert "evicted pod default/train" in result.stderr
-    assert used.store.list("pods", "default") == []
+    replicasets.replacements(used, OWNER)  # train is gone; its ReplicaSet's new pod waits
     node = used.store.get("nodes", "gpu-a")
     assert not node["spec"].get("unschedulable")
     assert keys.DRAIN_ANNOTATION not in node["metadata"].get("annotations", {})
@@ -81,14 +81,7 @@ def test_drain_evicts_restarts_waits_and_uncordons(run_cli: Run, used: SimCluste
 def test_a_budget_stops_the_rollout_and_the_node_stays_cordoned(
     run_cli: Run, used: SimCluster
 ) -> None:
-    used.store.create(
-        {
-            "apiVersion": "policy/v1",
-            "kind": "PodDisruptionBudget",
-            "metadata": {"name": "train-pdb", "namespace": "default"},
-            "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "train"}}},
-        }
-    )
+    replicasets.budget(used, {"maxUnavailable": 0, "selector": TRAIN})
     before = configmaps(used)
     result = share(run_cli, used, *RENAME, "--drain", "--drain-timeout", "0.3s")
     assert result.exit_code == 1
@@ -110,13 +103,7 @@ def test_a_budget_stops_the_rollout_and_the_node_stays_cordoned(
 def test_running_it_again_once_the_budget_allows_resumes_and_gives_the_node_back(
     run_cli: Run, used: SimCluster
 ) -> None:
-    pdb = {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": "train-pdb", "namespace": "default"},
-        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "train"}}},
-    }
-    used.store.create(pdb)
+    replicasets.budget(used, {"minAvailable": 1, "selector": TRAIN})
     assert share(run_cli, used, *RENAME, "--drain", "--drain-timeout", "0.3s").exit_code == 1
     used.store.delete("poddisruptionbudgets", "train-pdb", "default")
 
@@ -160,14 +147,7 @@ def test_drain_refuses_a_pod_without_a_controller_before_cordoning_unless_forced
 def test_mig_recover_undoes_a_stopped_share_drain_without_a_mig_failure(
     run_cli: Run, used: SimCluster
 ) -> None:
-    used.store.create(
-        {
-            "apiVersion": "policy/v1",
-            "kind": "PodDisruptionBudget",
-            "metadata": {"name": "train-pdb", "namespace": "default"},
-            "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "train"}}},
-        }
-    )
+    replicasets.budget(used, {"maxUnavailable": 0, "selector": TRAIN})
     assert share(run_cli, used, *RENAME, "--drain", "--drain-timeout", "0.3s").exit_code == 1
 
     undo = run_cli("--kubeconfig", str(used.kubeconfig), "mig", "recover", "gpu-a")

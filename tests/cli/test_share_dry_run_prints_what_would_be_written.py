@@ -1,5 +1,8 @@
 """`--dry-run=client -o yaml` prints exactly the objects a real run writes; nothing is written
-by a dry run or a diff."""
+by a dry run or a diff.
+
+On the real control plane: `--dry-run=server` is answered by the real server's admission and
+storage, and which requests the CLI sent is read from the server's audit log."""
 
 from __future__ import annotations
 
@@ -10,10 +13,11 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.cli import clirequests
 from tests.conftest import CliResult
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
 LABEL = "nvidia.com/device-plugin.config"
@@ -102,6 +106,7 @@ def test_server_dry_run_sends_dry_run_all_and_keeps_nothing(
     run_cli: Run, cluster: SimCluster
 ) -> None:
     before = world(cluster)
+    start = clirequests.mark(cluster)
     dry = share(run_cli, cluster, "--replicas", "2", "--dry-run=server", "-o", "json")
     assert dry.exit_code == 0, dry.stderr
     items = json.loads(dry.stdout)["items"]
@@ -109,12 +114,12 @@ def test_server_dry_run_sends_dry_run_all_and_keeps_nothing(
     assert items[0]["metadata"].get("uid")  # as the server would have stored it
     writes = [
         r
-        for r in cluster.server.requests
-        if r.method in ("POST", "PUT", "PATCH", "DELETE")
-        and ("configmaps" in r.path or "clusterpolicies" in r.path or "pods" in r.path)
+        for r in clirequests.since(cluster, start)
+        if r.split()[0] in ("create", "update", "patch", "delete", "deletecollection")
+        and ("configmaps" in r or "clusterpolicies" in r or "pods" in r)
     ]
-    assert writes and all("dryRun=All" in r.query for r in writes if "pods" not in r.path)
-    assert not any("pods" in r.path for r in writes)  # no plugin restarted
+    assert writes and all("dryRun=All" in r for r in writes if "pods" not in r), writes
+    assert not any("pods" in r for r in writes)  # no plugin restarted
     assert world(cluster) == before
 
 

@@ -1,6 +1,7 @@
 """`FaultProxy`: a TLS proxy in front of the real kube-apiserver that injects, on demand, what
 a real server does only under stress: a 429 or 503 with Retry-After, a connection that hangs,
-an answer that drips, a body rewritten to hold an absurd value.
+an answer that drips, a body rewritten to hold an absurd value; or another client's write
+landing on the real server just before a request (a race a test cannot time otherwise).
 
 Every request it does not fault is forwarded unchanged to the real server, and the real answer
 comes back byte for byte (headers and status included), so a client under test sees the real
@@ -34,6 +35,7 @@ class Fault:
     hang: float = 0.0  # wait this long before doing anything
     drip: float = 0.0  # forward, then send the body one byte per `drip` seconds
     rewrite: Callable[[bytes], bytes] | None = None  # forward, then change the body
+    before: Callable[[], None] | None = None  # run first: another client's write, say
     times: int = 1
 
     def matches(self, method: str, path: str) -> bool:
@@ -110,6 +112,8 @@ class FaultProxy:
         fault = self._take(request.command, request.path)
         with self._lock:
             self.seen.append(Seen(request.command, request.path, fault is not None))
+        if fault and fault.before:
+            fault.before()
         if fault and fault.hang:
             time.sleep(fault.hang)
         if fault and fault.status:

@@ -1,10 +1,11 @@
 """`share` rewrites the keys it edits with PyYAML: key order and the comments that open a key
-are kept; comments inside it cannot be (PyYAML has no model of them), and a warning says so."""
+are kept; comments inside it cannot be (PyYAML has no model of them), and a warning says so.
+
+On the real control plane: the ConfigMap's text is what the real server stored and returns."""
 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import pytest
 
@@ -12,9 +13,9 @@ from kubectl_gpu import cluster
 from kubectl_gpu.sharing import rollout
 from kubectl_gpu.workflows.share import change
 from kubectl_gpu.workflows.share.options import Options
-from tests.fakes.apiserver import FakeApiServer
-from tests.fakes.cluster import layouts
-from tests.workflows.sharebuilders import gpu_node
+from tests.fakes.cluster import NodeSpec, layouts
+from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 NAMESPACE, CONFIGMAP = "nvidia-device-plugin", "nvdp-nvidia-device-plugin-configs"
 EDITED = """# Owned by the platform team: ask #gpu-infra before changing.
@@ -27,17 +28,16 @@ flags:
 
 
 def test_opening_comments_and_key_order_survive_an_edit(
-    fake_apiserver: FakeApiServer, kubeconfig: Path, caplog: pytest.LogCaptureFixture
+    sim_cluster: MakeSimCluster,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    for obj in layouts.helm({"any": EDITED}, "any").objects:
-        fake_apiserver.store.create(obj)
-    fake_apiserver.store.create(gpu_node("gpu-a", 1))
-    api = cluster.connect(str(kubeconfig))
+    real = sim_cluster([NodeSpec("gpu-a", "L4", 1)], layouts.helm({"any": EDITED}, "any"))
+    api = cluster.connect(str(real.kubeconfig))
 
     with caplog.at_level(logging.WARNING, logger="kubectl_gpu"):
         change.share(api, rollout.ShareRequest(replicas=2), Options(restart=False))
 
-    text = fake_apiserver.store.get("configmaps", CONFIGMAP, NAMESPACE)["data"]["any"]
+    text = real.store.get("configmaps", CONFIGMAP, NAMESPACE)["data"]["any"]
     assert text.startswith("# Owned by the platform team: ask #gpu-infra before changing.\n")
     assert text.index("version:") < text.index("flags:") < text.index("sharing:")
     assert text.index("migStrategy") < text.index("failOnInitError")

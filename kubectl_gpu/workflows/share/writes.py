@@ -188,7 +188,9 @@ def preview(snapshot: Snapshot, plan: rollout.Plan, body: Json) -> list[Json]:
     if plan.policy is not None and snapshot.cluster_policy is not None:
         objects.append(merge(snapshot.cluster_policy, plan.policy.patch()))
     for change in plan.labels:
-        objects.append(merge(snapshot.nodes[change.node], _label_patch(change)))
+        # read from a LIST, whose items a real API server sends without apiVersion and kind
+        node = {"apiVersion": "v1", "kind": "Node", **snapshot.nodes[change.node]}
+        objects.append(merge(node, _label_patch(change)))
     return objects
 
 
