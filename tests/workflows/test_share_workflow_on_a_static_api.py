@@ -187,3 +187,50 @@ def test_rollback_without_a_record_says_there_is_nothing_to_undo(api: cluster.Ap
         errors.GpuError, match="nothing to roll back: ConfigMap nvidia-device-plugin/"
     ):
         change.rollback(api, Options())
+
+
+def test_a_plugin_ready_for_a_moment_then_crashing_is_a_failed_restart(
+    api: cluster.Api, fake_apiserver: FakeApiServer
+) -> None:
+    # No readiness probe: kubelet shows the new plugin Ready as it starts, and one that
+    # rejects its config exits a second later. share must not take that first look as "back".
+    store = fake_apiserver.store
+    clock = FakeClock()
+    sleep = clock.sleep
+
+    def time_passes(seconds: float) -> None:
+        sleep(seconds)
+        names = {p["metadata"]["name"] for p in store.list("pods", NAMESPACE)}
+        if "plugin-gpu-a" not in names and "plugin-gpu-a-2" not in names:  # deleted by share
+            started = clock.now
+            new = pod("plugin-gpu-a-2", "gpu-a", "nvdp-nvidia-device-plugin",
+                      "nvidia-device-plugin-ctr")  # fmt: skip
+            new["metadata"]["annotations"] = {"started": str(started)}
+            store.create(new)
+            return
+        if "plugin-gpu-a-2" in names:
+            crashed = store.get("pods", "plugin-gpu-a-2", NAMESPACE)
+            started = float(crashed["metadata"]["annotations"]["started"])
+            if clock.now - started >= 1.5 and crashed["status"]["phase"] == "Running":
+                crashed["status"] = {
+                    "phase": "Running",
+                    "conditions": [{"type": "Ready", "status": "False"}],
+                    "containerStatuses": [{
+                        "name": "nvidia-device-plugin-ctr", "ready": False, "restartCount": 1,
+                        "image": "x", "imageID": "x",
+                        "state": {"waiting": {"reason": "CrashLoopBackOff",
+                                              "message": "back-off 10s restarting"}},
+                    }],
+                }  # fmt: skip
+                store.update_status(crashed)
+
+    options = Options(timeout=60, max_unavailable=1)
+    result = change.share(
+        api, rollout.ShareRequest(replicas=2), options, Timing(clock, time_passes)
+    )
+
+    rows = {r.node: r for r in result.nodes}
+    assert rows["gpu-a"].result == "failed", rows["gpu-a"]
+    assert "CrashLoopBackOff" in rows["gpu-a"].message
+    assert rows["gpu-b"].result == "not-restarted"  # the rollout stopped at gpu-a
+    assert result.failed

@@ -3,8 +3,9 @@
 Owns the rolling restart: for each batch of at most `max_unavailable` nodes, delete the plugin
 pod found by the DaemonSet's selector, `spec.nodeName` and the plugin container (GFD and MPS
 pods share the Helm chart's labels, reference/sharing-config.md §0.10; they are restarted beside
-it, unwaited), then wait for the DaemonSet's new pod to be Running and Ready; each batch says
-on stderr which it is of how many, how many nodes are done and what it waits for. A new pod that
+it, unwaited), then wait for the DaemonSet's new pod to be Running and Ready, and to stay so
+for `STEADY_S` with no container restart (a DaemonSet's minReadySeconds); each batch says on
+stderr which it is of how many, how many nodes are done and what it waits for. A new pod that
 crash-loops, or one not Ready by the timeout, ends the rollout: later nodes are not touched.
 Must not decide which nodes to restart (the plan does).
 """
@@ -24,6 +25,9 @@ from kubectl_gpu.workflows.waiting import Deadline, Timing
 
 log = logging.getLogger(__name__)
 WAITED_FOR = "a new device plugin pod to be Running and Ready"
+# The plugin has no readiness probe, so kubelet calls it Ready the moment it starts, and one
+# that rejects its new config exits a second or so later: a single Ready look proves nothing.
+STEADY_S = 3.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,6 +109,7 @@ def _await_new_pods(
 ) -> dict[str, Restart]:
     results: dict[str, Restart] = {}
     last: dict[str, rollout.PluginPod] = {}
+    ready: dict[str, tuple[float, int]] = {}  # node: when first seen Ready, its restarts then
     while True:
         waiting = sorted(set(old) - set(results))
         progress.waiting(WAITED_FOR, waiting)
@@ -114,7 +119,7 @@ def _await_new_pods(
                 continue
             state = rollout.PluginPod.from_dict(pod, deployment.container)
             last[node] = state
-            verdict = _verdict(node, state, deadline)
+            verdict = _verdict(node, state, deadline, ready)
             if verdict is not None:
                 results[node] = verdict
         if len(results) == len(old) or deadline.passed:
@@ -132,10 +137,22 @@ def _await_new_pods(
     return results
 
 
-def _verdict(node: str, state: rollout.PluginPod, deadline: Deadline) -> Restart | None:
+def _verdict(
+    node: str, state: rollout.PluginPod, deadline: Deadline, ready: dict[str, tuple[float, int]]
+) -> Restart | None:
+    """restarted once Ready for `STEADY_S` (or until the deadline) with no restart between;
+    failed when crash-looping; None while it is too early to say."""
+    now = deadline.timing.clock()
     if state.running:
+        since, restarts = ready.setdefault(node, (now, state.restarts))
+        if state.restarts != restarts:  # it crashed and came back between two looks
+            ready[node] = (now, state.restarts)
+            return None
+        if now - since < STEADY_S and not deadline.passed:
+            return None
         log.info("the device plugin on %s is back (%s)", node, state.name)
         return Restart(node, state.name, "restarted", deadline.elapsed())
+    ready.pop(node, None)
     if state.crash_looping:
         detail = f": {state.message}" if state.message else ""
         message = f"plugin pod {state.name} is {state.status} ({state.restarts} restarts){detail}"
