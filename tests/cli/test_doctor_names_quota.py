@@ -19,8 +19,10 @@ from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F40
 
 Run = Callable[..., CliResult]
 GPU_QUOTA = "requests.nvidia.com/gpu"
-# the quota admission plugin's words, as the ReplicaSet controller's event carries them
+# the quota admission plugin's words, as the ReplicaSet controller's event carries them (the
+# event recorder's correlator prefixes a message that stands for several similar refusals)
 REFUSED = re.compile(
+    r"(?:\(combined from similar events\): )?"
     r'Error creating: pods "(?P<pod>train-[a-z0-9]+-[a-z0-9]+)" is forbidden: exceeded quota: '
     r"gpus, requested: requests\.nvidia\.com/gpu=1, used: requests\.nvidia\.com/gpu=4, "
     r"limited: requests\.nvidia\.com/gpu=4$"
