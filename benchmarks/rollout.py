@@ -92,6 +92,8 @@ def _ours(line: str) -> dict[str, Any] | None:
 
 
 def requests_since(plane: Any, offset: int) -> list[dict[str, Any]]:
+    if plane.audit_log.stat().st_size < offset:  # rotated: the count would be silently short
+        raise RuntimeError(f"{plane.audit_log} was rotated during the run; nothing to count")
     with plane.audit_log.open() as log:
         log.seek(offset)
         return [e for e in map(_ours, log) if e]

@@ -313,7 +313,10 @@ class ControlPlane:
         ]  # fmt: skip
         if self.want_audit:
             args += ["--audit-policy-file", self._audit_policy(),
-                     "--audit-log-path", self.audit_log, "--audit-log-maxbackup", "1"]  # fmt: skip
+                     "--audit-log-path", self.audit_log, "--audit-log-maxbackup", "1",
+                     # 0 would mean the log library's 100 MB: a 5,000-node rollout writes more,
+                     # and a rotation midway loses what a reader counted from an offset
+                     "--audit-log-maxsize", "4096"]  # fmt: skip
         if runtime:
             args += ["--runtime-config", runtime]
         if gates:
