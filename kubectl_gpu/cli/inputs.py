@@ -107,8 +107,8 @@ def load_mig_config(filename: str) -> tuple[str, dict[str, Any]]:
     name, text = read_text(filename)
     docs, _ = documents.load_documents(text, name)
     data = docs[0].data if docs else None
-    holder = isinstance(data, dict) and data.get("kind") == "ConfigMap"
-    kind = validation.AUTO if holder else "mig-config"
+    holder = data if isinstance(data, dict) and data.get("kind") == "ConfigMap" else None
+    kind = validation.AUTO if holder is not None else "mig-config"
     report = validation.validate_text(text, name, kind)
     errors = [f for f in report.findings if f.severity.value == "error"]
     if errors:
@@ -121,9 +121,8 @@ def load_mig_config(filename: str) -> tuple[str, dict[str, Any]]:
             hint=f"kubectl gpu validate -f {name} lists every problem and how to fix it",
             findings=tuple(errors),
         )
-    if holder:
-        assert isinstance(data, dict)
-        values = data.get("data") or {}
+    if holder is not None:
+        values = holder.get("data") or {}
         key = keys.MIG_PARTED_CONFIG_KEY if keys.MIG_PARTED_CONFIG_KEY in values else None
         if key is None and len(values) == 1:
             key = next(iter(values))

@@ -98,15 +98,16 @@ class ClusterState:
             return None, f"the config node {node.name} reads cannot be known"
         key = self.selection_before(node).key
         configured = key != selection.EMPTY and self.deployment.configurable
-        where = f"key {key!r} of ConfigMap {self.configmap.namespace}/{self.configmap.name}"
+        where = (
+            f"key {key!r} of ConfigMap {self.configmap.namespace}/{self.configmap.name}"
+            if configured
+            else "no config file"
+        )
         strategy = flag_strategy(doc)
         if strategy is not None:
-            return (
-                strategy,
-                f"flags.migStrategy={strategy} in {where if configured else 'no config file'}",
-            )
-        in_file = f"no flags.migStrategy in {where}" if configured else "no config file"
-        default = f"no MIG_STRATEGY on {plugin}, {in_file}"
+            return strategy, f"flags.migStrategy={strategy} in {where}"
+        unset = f"no flags.migStrategy in {where}" if configured else where
+        default = f"no MIG_STRATEGY on {plugin}, {unset}"
         return "none", f"the plugin's default: {default}"
 
 
