@@ -177,7 +177,7 @@ class Session:
         return tuple(sorted(found, key=lambda c: c.id))
 
     def _gi_profiles(self, index: int, handle: Any) -> dict[str, _Profile]:
-        """The GPU-instance profiles NVML reports, by name (MIG mode must be on)."""
+        """The GPU-instance profiles NVML reports, by name (some drivers only with MIG on)."""
         found: dict[str, _Profile] = {}
         for enum in range(pynvml.NVML_GPU_INSTANCE_PROFILE_COUNT):
             try:
@@ -263,9 +263,17 @@ class Session:
     # -- checking and acting ------------------------------------------------------------------
 
     def check(self, step: plan.CreateGpuInstance) -> None:
-        """DeviceError unless NVML has the profile and offers the placement on this GPU."""
+        """DeviceError unless NVML has the profile and offers the placement on this GPU.
+
+        A current driver answers this with MIG mode still off (read on an H200, driver 580:
+        tests/data/nvml), so a plan is checked before the first change. Where a driver names
+        no profile while MIG is off, nothing can be known yet: the check passes, and is made
+        again once MIG is on, before the instance is created."""
         handle = self._handle(step.gpu)
-        profile = self._gi_profiles(step.gpu, handle).get(step.profile)
+        profiles = self._gi_profiles(step.gpu, handle)
+        if not profiles and not self._mig_on(step.gpu, handle):
+            return
+        profile = profiles.get(step.profile)
         if profile is None:
             raise DeviceError(f'GPU {step.gpu}: MIG profile "{step.profile}" not found on this GPU')
         starts = [p.start for p in self._placements(step.gpu, handle, profile)]
@@ -274,6 +282,13 @@ class Session:
                 f"GPU {step.gpu}: NVML offers {step.profile} at memory slices {starts}, "
                 f"not at {step.placement_start}"
             )
+
+    def _mig_on(self, index: int, handle: Any) -> bool:
+        try:
+            current, _ = pynvml.nvmlDeviceGetMigMode(handle)
+        except pynvml.NVMLError as e:
+            raise _error(f"GPU {index}", e) from e
+        return bool(current == pynvml.NVML_DEVICE_MIG_ENABLE)
 
     def _placements(self, index: int, handle: Any, profile: _Profile) -> list[Any]:
         count = ctypes.c_uint()

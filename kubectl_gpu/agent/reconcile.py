@@ -239,7 +239,7 @@ def _finish(run: _Pass, pause: PluginPause, state: State, reason: str) -> None:
 def _configure(run: _Pass, device: nvml.Session, state: MigState, pause: PluginPause) -> MigState:
     run.node.report(State.PENDING, request=run.request, phase=Phase.VALIDATING, reason="")
     steps = _planned(run, state)
-    _check_on_device(device, state, steps)
+    _check_on_device(device, steps)
     _refuse_in_use(run, device, state, steps)
     run.node.report(State.PENDING, phase=Phase.PAUSING)
     pause.pause(run.options.timeout)
@@ -262,11 +262,11 @@ def _planned(run: _Pass, state: MigState) -> tuple[plan.Step, ...]:
         raise errors.GpuError(f"config {run.node.desired} does not fit: {e.message}") from e
 
 
-def _check_on_device(device: nvml.Session, state: MigState, steps: Sequence[plan.Step]) -> None:
-    """NVML's own profiles and placements, where MIG is on already (before touching anything)."""
-    on = {g.index for g in state.gpus if g.mode_current}
+def _check_on_device(device: nvml.Session, steps: Sequence[plan.Step]) -> None:
+    """NVML's own profiles and placements for every instance the plan creates, before touching
+    anything: MIG mode off included, where the driver answers then."""
     for step in steps:
-        if isinstance(step, plan.CreateGpuInstance) and step.gpu in on:
+        if isinstance(step, plan.CreateGpuInstance):
             device.check(step)
 
 

@@ -110,6 +110,20 @@ def test_a_placement_nvml_does_not_offer_is_caught_before_creating(
             session.check(plan.CreateGpuInstance(0, "1g.5gb", 0))
 
 
+def test_profiles_and_placements_are_checked_with_mig_mode_still_off(
+    fake_nvml: MakeFakeNvml,
+) -> None:
+    """As a real H200 answered on driver 580 (tests/data/nvml): no MIG change is needed to ask."""
+    lib = fake_nvml(gpus=["H200-SXM-141GB"])
+    with nvml.session() as session:
+        session.check(plan.CreateGpuInstance(0, "1g.35gb", 6))
+        with pytest.raises(DeviceError, match="not at 5"):
+            session.check(plan.CreateGpuInstance(0, "1g.35gb", 5))
+        with pytest.raises(DeviceError, match="not found on this GPU"):
+            session.check(plan.CreateGpuInstance(0, "1g.10gb", 0))
+    assert not lib.gpu(0).mig_enabled
+
+
 def test_inventory_lists_mig_devices_under_their_gpu(fake_nvml: MakeFakeNvml) -> None:
     fake_nvml(gpus=["H100-SXM5-80GB", "L4"])
     with nvml.session() as session:

@@ -110,12 +110,15 @@ def test_mig_calls_on_a_gpu_without_mig_are_not_supported(
         call(pynvml.nvmlDeviceGetHandleByIndex(1))
 
 
-def test_gpu_instance_calls_need_mig_mode_enabled(lib: FakeLibNvml) -> None:
+def test_profiles_read_with_mig_mode_off_but_instances_need_it_on(lib: FakeLibNvml) -> None:
+    """As a real H200 on driver 580 answered (tests/data/nvml): profiles and their capacity are
+    readable before MIG mode is enabled; creating a GPU instance is not."""
     pynvml.nvmlInit()
     gpu = pynvml.nvmlDeviceGetHandleByIndex(0)
 
-    with pytest.raises(pynvml.NVMLError_NotSupported):
-        pynvml.nvmlDeviceGetGpuInstanceProfileInfo(gpu, pynvml.NVML_GPU_INSTANCE_PROFILE_1_SLICE)
+    info = pynvml.nvmlDeviceGetGpuInstanceProfileInfo(gpu, pynvml.NVML_GPU_INSTANCE_PROFILE_1_SLICE)
+    assert (info.id, info.instanceCount) == (19, 7)
+    assert pynvml.nvmlDeviceGetGpuInstanceRemainingCapacity(gpu, 19) == 7
     with pytest.raises(pynvml.NVMLError_NotSupported):
         pynvml.nvmlDeviceCreateGpuInstance(gpu, 19)
 

@@ -40,8 +40,8 @@ def _answers(index: int) -> dict[str, Any]:
     for enum in range(pynvml.NVML_GPU_INSTANCE_PROFILE_COUNT):
         try:
             info = pynvml.nvmlDeviceGetGpuInstanceProfileInfo(gpu, enum)
-        except pynvml.NVMLError_NotSupported:
-            continue
+        except (pynvml.NVMLError_NotSupported, pynvml.NVMLError_InvalidArgument):
+            continue  # a profile this GPU lacks, or an enum newer than the driver
         array = (pynvml.c_nvmlGpuInstancePlacement_t * 8)()
         count = ctypes.c_uint()
         pynvml.nvmlDeviceGetGpuInstancePossiblePlacements(gpu, info.id, array, ctypes.byref(count))

@@ -12,6 +12,7 @@ import pytest
 
 from tests.fakes.libnvml.fixture import MakeFakeNvml
 from tests.fakes.libnvml.fixture import fake_nvml as fake_nvml
+from tests.fakes.libnvml.gpu_instances import DRIVER_PROFILE_ENUMS
 
 P = pynvml
 ONE_TO_SEVEN = [(start, 1) for start in range(7)]
@@ -99,11 +100,13 @@ def test_profiles_a_model_lacks_are_not_supported(fake_nvml: MakeFakeNvml, model
     gpu = _mig_gpu(fake_nvml, model)
     known = FOUR_SLICE if model == "A30" else SEVEN_SLICE
 
-    for enum in set(range(pynvml.NVML_GPU_INSTANCE_PROFILE_COUNT)) - set(known):
+    for enum in set(range(DRIVER_PROFILE_ENUMS)) - set(known):
         with pytest.raises(pynvml.NVMLError_NotSupported):
             pynvml.nvmlDeviceGetGpuInstanceProfileInfo(gpu, enum)
-    with pytest.raises(pynvml.NVMLError_InvalidArgument):  # "enumerate until INVALID_ARGUMENT"
-        pynvml.nvmlDeviceGetGpuInstanceProfileInfo(gpu, pynvml.NVML_GPU_INSTANCE_PROFILE_COUNT)
+    # "enumerate until INVALID_ARGUMENT": the played driver (580) ends before pynvml's count
+    for enum in range(DRIVER_PROFILE_ENUMS, pynvml.NVML_GPU_INSTANCE_PROFILE_COUNT + 1):
+        with pytest.raises(pynvml.NVMLError_InvalidArgument):
+            pynvml.nvmlDeviceGetGpuInstanceProfileInfo(gpu, enum)
 
 
 def test_placements_are_listed_even_with_mig_disabled(fake_nvml: MakeFakeNvml) -> None:

@@ -119,5 +119,5 @@ def test_running_processes_are_listed_per_gpu(node: FakeLibNvml) -> None:
 
 
 def test_driver_and_nvml_versions_are_reported(node: FakeLibNvml) -> None:
-    assert pynvml.nvmlSystemGetDriverVersion() == "560.35.03"
-    assert pynvml.nvmlSystemGetNVMLVersion() == "12.560.35.03"
+    assert pynvml.nvmlSystemGetDriverVersion() == "580.159.04"
+    assert pynvml.nvmlSystemGetNVMLVersion() == "13.580.159.04"

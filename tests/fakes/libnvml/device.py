@@ -149,6 +149,12 @@ class Gpu:
             self.mig_current = self.mig_pending = codes.MIG_DISABLE
         return SUCCESS
 
+    def withhold(self, profile: str) -> None:
+        """The driver does not offer this GPU-instance profile (another driver release or
+        board variant than the offline geometry assumes)."""
+        self.profiles = tuple(p for p in self.profiles if p.name != profile)
+        self.mig = MigLayout(self.profiles, self.uuid)
+
     def reboot(self) -> None:
         """A node reboot: processes end, then the GPU comes back as after a reset."""
         self.processes.clear()

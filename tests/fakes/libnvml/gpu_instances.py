@@ -20,6 +20,10 @@ from tests.fakes.libnvml.base import (
 )
 from tests.fakes.libnvml.models import GpuInstanceProfile, Placement
 
+# GPU-instance profile enums the played driver (580, as read in tests/data/nvml) knows: pynvml
+# also names NVML_GPU_INSTANCE_PROFILE_3_SLICE_GFX (17), which that driver calls invalid.
+DRIVER_PROFILE_ENUMS = 17
+
 
 class GpuInstanceSymbols(SymbolCore):
     """GPU-instance profile and GPU-instance symbols."""
@@ -45,13 +49,11 @@ class GpuInstanceSymbols(SymbolCore):
         return self._gi_profile_info(device, profile_id, info, by_id=True)
 
     def _gi_profile_info(self, device: Any, key: Any, info: Any, by_id: bool) -> int:
-        out = marshal.target(info)
-        value = marshal.uint(key)
-        if out is None or (not by_id and value >= pynvml.NVML_GPU_INSTANCE_PROFILE_COUNT):
+        # A real driver (tests/data/nvml) answers with MIG mode off too, and takes an enum
+        # newer than itself for an invalid argument, not an unsupported profile.
+        out, value, gpu = marshal.target(info), marshal.uint(key), self.whole_gpu(device)
+        if out is None or gpu is None or (not by_id and value >= DRIVER_PROFILE_ENUMS):
             return codes.INVALID_ARGUMENT
-        result, gpu = self.mig_gpu(device)
-        if gpu is None:
-            return result
         found = gpu.mig.profile_by_id(value) if by_id else gpu.mig.profile_by_enum(value)
         if found is None:
             return codes.NOT_SUPPORTED
@@ -77,9 +79,9 @@ class GpuInstanceSymbols(SymbolCore):
     def nvmlDeviceGetGpuInstanceRemainingCapacity(
         self, device: Any, profile_id: Any, count: Any
     ) -> int:
-        result, gpu = self.mig_gpu(device)
+        gpu = self.whole_gpu(device)  # answered with MIG mode off too, as a real driver does
         if gpu is None:
-            return result
+            return codes.INVALID_ARGUMENT
         profile = gpu.mig.profile_by_id(marshal.uint(profile_id))
         if profile is None:
             return codes.NOT_SUPPORTED
@@ -178,3 +180,4 @@ def _fill_profile_info(out: Any, profile: GpuInstanceProfile) -> None:
     out.ofaCount, out.memorySizeMB = profile.ofa_count, profile.memory_size_mb
     if hasattr(out, "name"):  # the v2 struct
         out.name = f"MIG {profile.name}".encode()
+        out.version = 0  # the real driver handed the struct back with its version field cleared

@@ -9,7 +9,8 @@ about ctypes (that is marshal.py and the symbol modules).
 Sources (shared/reference/mig.md §4): placements and profile IDs from the MIG guide's `-lgipp`
 table and §4.2 (NOT the go-nvml mocks, whose 3g/7g sizes are wrong). Memory and engine counts are
 real `nvidia-smi mig -lgip` readings where one was found: A100-40GB from §4.2; A100-80GB (driver
-515, SM 14 per slice); H100 80GB HBM3 and H200 from public lgip listings (mig-parted#120 for H200).
+515, SM 14 per slice); H100 80GB HBM3 from a public lgip listing; H200 from a real NVML reading
+(tests/data/nvml, driver 580.159.04: memory, engines, placements and PCI IDs).
 Derived values, marked ``# derived``, follow the nearest real board. Board totals (MiB) are NVML's
 ``memory.total`` as reported publicly (H100 81559, H200 143771, A100 81920/40960, L4 23034).
 """
@@ -215,11 +216,11 @@ _H200_141GB = _profiles(
     (
         ("1g.18gb", 16384, 16, 1, 1, 1, 0),
         ("1g.18gb+me", 16384, 16, 1, 1, 1, 1),
-        ("1g.35gb", 33024, 26, 1, 1, 1, 0),
-        ("2g.35gb", 33024, 32, 2, 2, 2, 0),
-        ("3g.71gb", 71168, 60, 3, 3, 3, 0),
-        ("4g.71gb", 71168, 64, 4, 4, 4, 0),
-        ("7g.141gb", 143104, 132, 8, 7, 7, 1),
+        ("1g.35gb", 33280, 26, 1, 1, 1, 0),
+        ("2g.35gb", 33280, 32, 2, 2, 2, 0),
+        ("3g.71gb", 71424, 60, 3, 3, 3, 0),
+        ("4g.71gb", 71424, 64, 4, 4, 4, 0),
+        ("7g.141gb", 143360, 132, 8, 7, 7, 1),
     ),
 )
 # A30 memory and engine counts as the go-nvml a30 mock lists them (its placements agree with
@@ -249,7 +250,7 @@ MODELS: dict[str, GpuModel] = {
                  (8, 0), *_AMPERE, _A100_80GB),
         GpuModel("H100-SXM5-80GB", "NVIDIA H100 80GB HBM3", 0x233010DE, 0x16C110DE, 81559,
                  (9, 0), *_HOPPER, _H100_80GB),
-        GpuModel("H200-SXM-141GB", "NVIDIA H200", 0x233510DE, 0x18B010DE, 143771,
+        GpuModel("H200-SXM-141GB", "NVIDIA H200", 0x233510DE, 0x18BF10DE, 143771,
                  (9, 0), *_HOPPER, _H200_141GB),
         GpuModel("A30", "NVIDIA A30", 0x20B710DE, 0x153210DE, 24576,
                  (8, 0), *_AMPERE, _A30),

@@ -38,9 +38,9 @@ _ERROR_STRINGS = {
 class InventorySymbols(SymbolCore):
     """Init, system and per-device read-only symbols, plus MIG mode."""
 
-    driver_version = "560.35.03"
-    nvml_version = "12.560.35.03"
-    cuda_driver_version = 12060
+    driver_version = "580.159.04"  # the driver read in tests/data/nvml
+    nvml_version = "13.580.159.04"
+    cuda_driver_version = 13000
 
     # -- init and system -----------------------------------------------------------------------
 
