@@ -15,6 +15,7 @@ import yaml
 
 from kubectl_gpu import keys
 from tests.agent.conftest import labels
+from tests.cli.test_mig_apply_reaches_allocatable import agent_pod
 from tests.conftest import CliResult
 from tests.fakes.cluster import SimCluster, layouts
 from tests.fakes.cluster import manifests as m
@@ -42,7 +43,9 @@ def gpu(cluster: SimCluster, run_cli: Run, *args: str) -> CliResult:
 
 
 def our_configmaps(cluster: SimCluster) -> list[str]:
-    return [c["metadata"]["name"] for c in cluster.store.list("configmaps", keys.NAMESPACE)]
+    """ConfigMaps in our namespace but the CA bundle the real server puts in every one."""
+    found = cluster.store.list("configmaps", keys.NAMESPACE)
+    return [c["metadata"]["name"] for c in found if c["metadata"]["name"] != "kube-root-ca.crt"]
 
 
 @pytest.fixture
@@ -56,7 +59,9 @@ def operator(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
 
 @pytest.fixture
 def helm(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
-    return sim_cluster(["gpu-1=H100-SXM5-80GB:1"], layouts.helm(env={"MIG_STRATEGY": "mixed"}))
+    cluster = sim_cluster(["gpu-1=H100-SXM5-80GB:1"], layouts.helm(env={"MIG_STRATEGY": "mixed"}))
+    agent_pod(cluster, "gpu-1")
+    return cluster
 
 
 def mig_manager_pod(cluster: SimCluster) -> None:
@@ -132,6 +137,7 @@ def test_a_different_config_of_the_same_name_in_the_operators_configmap_is_not_o
         "version": "v1",
         "mig-configs": {"all-3g": [{"devices": "all", "mig-enabled": False}]},
     }
+    mig_manager_pod(operator)
     operator.store.create(
         m.configmap(OPERATOR_CM[1], OPERATOR_CM[2], {"config.yaml": yaml.safe_dump(theirs)})
     )
@@ -228,6 +234,8 @@ def test_all_takes_gpu_nodes_only_and_a_cpu_node_by_name_is_refused(
         ["gpu-1=H100-SXM5-80GB:1", "gpu-2=H100-SXM5-80GB:2", "cpu-1=none:0"],
         layouts.helm(env={"MIG_STRATEGY": "mixed"}),
     )
+    for node in ("gpu-1", "gpu-2"):
+        agent_pod(cluster, node)
     config = write_config(tmp_path, "all-3g", ALL_3G)
 
     everything = gpu(cluster, run_cli, "apply", "-f", config, "-c", "all-3g", "--all",

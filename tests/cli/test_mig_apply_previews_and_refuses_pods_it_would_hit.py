@@ -15,6 +15,7 @@ import yaml
 
 from kubectl_gpu import keys
 from tests.cli.test_map_cluster_on_a_simulated_mig_node import mig_pod, publish_from_node
+from tests.cli.test_mig_apply_reaches_allocatable import agent_pod
 from tests.conftest import ROOT, CliResult
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
@@ -35,6 +36,7 @@ def busy(sim_cluster: MakeSimCluster) -> SimCluster:
     `whole`; `waiting` asks for two 3g.40gb and is Pending. The agent's report is published."""
     spec = NodeSpec("gpu-a", "A100-SXM4-80GB", 2, mig={0: ["3g.40gb", "1g.10gb"]})
     cluster = sim_cluster([spec], "helm", {"mixed": MIXED}, "mixed")
+    agent_pod(cluster, "gpu-a")
     for name, resource in (("big", "nvidia.com/mig-3g.40gb"), ("whole", "nvidia.com/gpu")):
         cluster.store.create(mig_pod(name, resource))
     cluster.settle()
@@ -130,6 +132,7 @@ def test_without_a_report_pods_are_judged_by_their_requests(
 ) -> None:
     spec = NodeSpec("gpu-a", "A100-SXM4-80GB", 2)
     cluster = sim_cluster([spec], "helm", {"mixed": MIXED}, "mixed")
+    agent_pod(cluster, "gpu-a")
     cluster.store.create(mig_pod("whole", "nvidia.com/gpu"))
     cluster.settle()
     report_gpus(cluster, "gpu-a")

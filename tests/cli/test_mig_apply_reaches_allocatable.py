@@ -111,6 +111,7 @@ def test_apply_then_one_agent_pass_updates_allocatable_and_status(
     agent: Agent,
     tmp_path: Path,  # noqa: F811
 ) -> None:
+    agent_pod(cluster, "gpu-1")  # its pass runs below, in the test's process
     old_pod = cluster.plugin_pod("gpu-1")
     config = write_config(tmp_path, balanced=BALANCED)
 
@@ -160,7 +161,7 @@ def test_an_invalid_mix_is_refused_before_any_label_is_set(
     assert "does-not-fit" in result.stdout
     assert "nothing was written" in result.stderr
     assert keys.MIG_DESIRED_LABEL not in labels(cluster, "gpu-1")
-    assert not cluster.store.list("configmaps", keys.NAMESPACE)
+    assert not cluster.store.list("configmaps", keys.NAMESPACE)  # no agent pod: no namespace
 
 
 def test_wait_follows_the_agent_to_success(
@@ -234,10 +235,12 @@ def test_a_wait_without_an_agent_pod_is_refused_at_the_start(
     dry = gpu(cluster, run_cli, "apply", "-f", config, "-c", "balanced", "--node", "gpu-1",
               "--wait", "--dry-run")  # fmt: skip
     assert dry.exit_code == 1 and "no kubectl-gpu agent pod" in dry.stderr
-    # without --wait the request is written, and waits for an agent, saying so
+    # without --wait too: a request nobody takes up would change the GPUs whenever an agent
+    # came, at a moment nobody chose
     asked = gpu(cluster, run_cli, "apply", "-f", config, "-c", "balanced", "--node", "gpu-1")
-    assert asked.exit_code == 0
-    assert "the request waits on the node until one does" in asked.stderr
+    assert asked.exit_code == 1 and "no kubectl-gpu agent pod runs on gpu-1" in asked.stderr
+    assert keys.MIG_DESIRED_LABEL not in labels(cluster, "gpu-1")
+    assert keys.NAMESPACE not in [n["metadata"]["name"] for n in cluster.store.list("namespaces")]
 
 
 def test_wait_names_an_agent_pod_that_never_took_up_the_request(

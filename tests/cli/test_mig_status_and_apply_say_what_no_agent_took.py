@@ -30,6 +30,7 @@ def test_a_request_no_agent_took_is_waiting_not_the_success_before_it(
     agent: Agent,  # noqa: F811
     tmp_path: Path,
 ) -> None:
+    agent_pod(cluster, "gpu-1")  # its passes run below, one at a time
     config = write_config(tmp_path, balanced=BALANCED, sevens={"1g.10gb": 7})
     assert (
         gpu(cluster, run_cli, "apply", "-f", config, "-c", "balanced", "--node", "gpu-1").exit_code

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from kubectl_gpu import keys
+from tests.cli.test_mig_apply_reaches_allocatable import agent_pod
 from tests.fakes.cluster import SimCluster, layouts
 from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
@@ -38,7 +39,8 @@ def config_file(tmp_path: Path) -> str:
 def nothing_written(cluster: SimCluster) -> None:
     labels = cluster.store.get("nodes", "gpu-1")["metadata"].get("labels") or {}
     assert keys.MIG_DESIRED_LABEL not in labels and keys.MIG_CONFIG_LABEL not in labels
-    assert not cluster.store.list("configmaps", keys.NAMESPACE)
+    found = cluster.store.list("configmaps", keys.NAMESPACE)
+    assert [c["metadata"]["name"] for c in found] in ([], ["kube-root-ca.crt"])  # the server's
     assert not any(g.mig_enabled for g in cluster.node_gpus("gpu-1"))
 
 
@@ -82,6 +84,7 @@ def test_the_strategy_in_the_key_the_node_selects_is_what_counts(
 ) -> None:
     configs = {"default": "version: v1\nflags:\n  migStrategy: single\n"}
     cluster = sim_cluster(["gpu-1=A100-SXM4-80GB:2"], layouts.helm(configs, "default"))
+    agent_pod(cluster, "gpu-1")
     k = kubectl(cluster)
     config = config_file(tmp_path)
 

@@ -65,7 +65,6 @@ def _run(
     seen = checks.preview_changes(api, rows)
     if checks.refuse_hits(request, rows, seen) or checks.refuse_unready(api, request, rows, seen):
         return ApplyResult(request, key, rows, [], written=False, preview=seen)
-    checks.warn_unready(api, request, rows)
     hit = {n.node: [h.ref for h in n.hit] for n in seen.nodes if n.hit}
     if request.drain and request.dry_run == "none" and hit:
         job = _Job(request, facts, rows, hit, (text, key, raw))

@@ -10,8 +10,6 @@ here. Must not write nor decide whether a config fits (mig.verdicts does).
 
 from __future__ import annotations
 
-import logging
-
 from kubectl_gpu import cluster
 from kubectl_gpu.doctor.preview import Preview
 from kubectl_gpu.mig import actuators, verdicts
@@ -24,8 +22,6 @@ from kubectl_gpu.workflows.mig.request import ApplyRequest
 from kubectl_gpu.workflows.mig.results import NodeResult
 from kubectl_gpu.workflows.mig.strategy import Served
 from kubectl_gpu.workflows.mig.targets import NodeFacts
-
-log = logging.getLogger(__name__)
 
 
 def preview_changes(api: cluster.Api, rows: list[NodeResult]) -> Preview:
@@ -55,17 +51,16 @@ def refuse_hits(request: ApplyRequest, rows: list[NodeResult], seen: Preview) ->
 def refuse_unready(
     api: cluster.Api, request: ApplyRequest, rows: list[NodeResult], seen: Preview
 ) -> bool:
-    """Before the first write or cordon: a --drain would empty a node that nothing will then
-    change (no Running agent or MIG manager pod there), or evict pods no controller recreates
-    (refused without --force, as `kubectl drain` does); a --wait would wait for an actuator
-    that is not there. Refuses every such node, naming why."""
+    """Before the first write or cordon: no agent or MIG manager pod on a node, so nothing
+    would ever act on the request (it would wait there, unseen, until one is installed and
+    then change the GPUs at a moment nobody chose); a --drain would empty a node whose actuator
+    is not Running, or evict pods no controller recreates (refused without --force, as
+    `kubectl drain` does). Refuses every such node, naming why."""
     hits = {n.node: n.hit for n in seen.nodes if n.hit}
     refused = False
     for row in rows:
         drained = request.drain and row.node in hits
-        problems = []
-        if drained or request.wait:
-            problems.append(silence.will_not_act(api, row.node, row.actuator, running=drained))
+        problems = [silence.will_not_act(api, row.node, row.actuator, running=drained)]
         if drained:
             problems.append(drain.unmanaged(row.node, hits[row.node], request.force))
         problems = [p for p in problems if p]
@@ -73,17 +68,6 @@ def refuse_unready(
             row.result, row.reason = "refused", "; ".join(problems)
             refused = True
     return refused
-
-
-def warn_unready(api: cluster.Api, request: ApplyRequest, rows: list[NodeResult]) -> None:
-    """Without --wait the request may wait for an actuator to come: say so."""
-    if request.wait:
-        return
-    for row in rows:
-        problem = silence.will_not_act(api, row.node, row.actuator, running=False)
-        if problem:
-            log.warning("node %s: %s; the request waits on the node until one does", row.node,
-                        problem)  # fmt: skip
 
 
 def check(

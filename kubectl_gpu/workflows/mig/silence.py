@@ -2,9 +2,8 @@
 
 Owns looking at what should act on the node: our agent's pod (none on the node, not running,
 or running without taking up the request) or the GPU Operator's MIG manager pod. Once a wait is
-over, the answer is one sentence for the node's REASON cell; before anything is written
-(`--wait`, `--drain`), `will_not_act` says when no such pod is there to act at all. Must not
-wait or write.
+over, the answer is one sentence for the node's REASON cell; before anything is written,
+`will_not_act` says when no such pod is there to act at all. Must not wait or write.
 """
 
 from __future__ import annotations
