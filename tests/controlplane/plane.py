@@ -195,8 +195,8 @@ class ControlPlane:
         self.creds = certs.make(self.dir / "pki")
         deadline = time.monotonic() + timeout
         try:
-            self._start_etcd(deadline)
-            self._start_apiserver(deadline)
+            self._on_free_ports(lambda: self._start_etcd(deadline))
+            self._on_free_ports(lambda: self._start_apiserver(deadline))
             self._write_kubeconfig()
             if self.want_controllers:
                 self._start_controller_manager()
@@ -260,6 +260,19 @@ class ControlPlane:
         component = Component(name, process, log)
         self.components.append(component)
         return component
+
+    def _on_free_ports(self, start: Callable[[], None], tries: int = 3) -> None:
+        """`start` (pick free ports, spawn, wait) again when a port it picked was taken before
+        its component bound it: `free_port` must let the port go, and on a machine running
+        several planes another process may bind it first."""
+        for attempt in range(1, tries + 1):
+            try:
+                start()
+                return
+            except ControlPlaneError as e:
+                if "address already in use" not in str(e) or attempt == tries:
+                    raise
+                self.components.pop()  # the component that lost the race has exited
 
     def _start_etcd(self, deadline: float) -> None:
         client, peer = free_port(), free_port()
