@@ -13,6 +13,7 @@ what it made of them, or the error it raised.
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import json
 import sys
@@ -46,7 +47,28 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     if hasattr(value, "_fields_"):
         return {name: _plain(getattr(value, name)) for name, *_ in value._fields_}
+    if isinstance(value, ctypes._SimpleCData):
+        return value.value
     return value
+
+
+def _answer(call: Callable[..., Any], *args: Any) -> str:
+    """ "ok" or the error symbol, for a call whose result is a handle."""
+    try:
+        call(*args)
+    except pynvml.NVMLError as e:
+        return _symbol(e)
+    return "ok"
+
+
+def _instances(handle: Any, profile_id: int) -> Any:
+    count = pynvml.c_uint(0)
+    array = (pynvml.c_nvmlGpuInstance_t * 8)()
+    try:
+        pynvml.nvmlDeviceGetGpuInstances(handle, profile_id, array, pynvml.byref(count))
+    except pynvml.NVMLError as e:
+        return {"error": _symbol(e)}
+    return count.value
 
 
 def _placements(handle: Any, profile_id: int) -> Any:
@@ -92,6 +114,12 @@ def _gpu(index: int) -> dict[str, Any]:
             lambda: len(pynvml.nvmlDeviceGetComputeRunningProcesses(handle))
         ),
         "gpu_instance_profiles": _profiles(handle),
+        # what the instance queries answer (with MIG off: which error)
+        "gpu_instances_of_profile_0": _instances(handle, 0),
+        "gpu_instance_by_id_1": _answer(pynvml.nvmlDeviceGetGpuInstanceById, handle, 1),
+        "mig_device_handle_0": _answer(pynvml.nvmlDeviceGetMigDeviceHandleByIndex, handle, 0),
+        "is_mig_device_handle": _read(pynvml.nvmlDeviceIsMigDeviceHandle, handle),
+        "memory_v2": _read(pynvml.nvmlDeviceGetMemoryInfo, handle, pynvml.nvmlMemory_v2),
     }
 
 

@@ -89,6 +89,16 @@ class SymbolCore:
         found = self.resolve(handle, "gpu")
         return found.gpu if found is not None else None
 
+    def mig_capable_gpu(self, handle: Any) -> tuple[int, Gpu | None]:
+        """A whole-GPU handle of a MIG-capable GPU, MIG mode on or off; else INVALID_ARGUMENT or
+        NOT_SUPPORTED."""
+        gpu = self.whole_gpu(handle)
+        if gpu is None:
+            return codes.INVALID_ARGUMENT, None
+        if not gpu.mig_capable:
+            return codes.NOT_SUPPORTED, None
+        return codes.SUCCESS, gpu
+
     def mig_gpu(self, handle: Any) -> tuple[int, Gpu | None]:
         """A whole-GPU handle whose MIG mode is on; else INVALID_ARGUMENT or NOT_SUPPORTED."""
         gpu = self.whole_gpu(handle)

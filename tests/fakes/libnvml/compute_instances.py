@@ -203,6 +203,8 @@ class ComputeInstanceSymbols(SymbolCore):
         if not gpu.mig_capable:
             return codes.NOT_SUPPORTED
         position = marshal.uint(index)
+        if not gpu.mig_enabled:
+            return codes.NOT_FOUND  # what a real driver answers with MIG off (tests/data/nvml)
         if position >= gpu.max_mig_devices:
             return codes.INVALID_ARGUMENT
         devices = gpu.mig.mig_devices()

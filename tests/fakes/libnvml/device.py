@@ -76,7 +76,7 @@ class Gpu:
             "pci_device_id": spec.pci_device_id,
             "pci_subsystem_id": spec.pci_subsystem_id,
             "memory_total": spec.memory_mib * MIB,
-            "memory_reserved": 0,
+            "memory_reserved": spec.memory_reserved,
             "cuda_compute_capability": spec.cuda_compute_capability,
             "profiles": spec.profiles,
             "mig_activation": spec.mig_activation,

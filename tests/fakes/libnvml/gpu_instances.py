@@ -132,7 +132,7 @@ class GpuInstanceSymbols(SymbolCore):
     def nvmlDeviceGetGpuInstances(
         self, device: Any, profile_id: Any, instances: Any, count: Any
     ) -> int:
-        result, gpu = self.mig_gpu(device)
+        result, gpu = self.mig_capable_gpu(device)  # with MIG off: none (a real driver's answer)
         if gpu is None:
             return result
         profile = gpu.mig.profile_by_id(marshal.uint(profile_id))
@@ -151,7 +151,7 @@ class GpuInstanceSymbols(SymbolCore):
 
     @c_symbol
     def nvmlDeviceGetGpuInstanceById(self, device: Any, gi_id: Any, instance: Any) -> int:
-        result, gpu = self.mig_gpu(device)
+        result, gpu = self.mig_capable_gpu(device)  # with MIG off: NOT_FOUND, as a real driver
         if gpu is None:
             return result
         gi = gpu.mig.gpu_instances.get(marshal.uint(gi_id))

@@ -133,6 +133,7 @@ class GpuModel:
     mig_activation: str
     mig_mode_survives_reset: bool  # Ampere keeps it; Hopper loses it on reset or reboot
     profiles: tuple[GpuInstanceProfile, ...]
+    memory_reserved: int = 0  # bytes the driver keeps with nothing running (a real reading)
 
 
 # The 7-compute/8-memory-slice geometry shared by A100, H100, H200 (reference/mig.md §4.2):
@@ -251,7 +252,7 @@ MODELS: dict[str, GpuModel] = {
         GpuModel("H100-SXM5-80GB", "NVIDIA H100 80GB HBM3", 0x233010DE, 0x16C110DE, 81559,
                  (9, 0), *_HOPPER, _H100_80GB),
         GpuModel("H200-SXM-141GB", "NVIDIA H200", 0x233510DE, 0x18BF10DE, 143771,
-                 (9, 0), *_HOPPER, _H200_141GB),
+                 (9, 0), *_HOPPER, _H200_141GB, memory_reserved=644939776),
         GpuModel("A30", "NVIDIA A30", 0x20B710DE, 0x153210DE, 24576,
                  (8, 0), *_AMPERE, _A30),
         GpuModel("L4", "NVIDIA L4", 0x27B810DE, 0x16CA10DE, 23034,
