@@ -108,10 +108,6 @@ def product(make: MakeSimCluster) -> SimCluster:
     return with_pod(helm(make), selector={"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"})
 
 
-def fractional(make: MakeSimCluster) -> SimCluster:
-    return with_pod(helm(make), amount="0.5")
-
-
 def quota(make: MakeSimCluster) -> SimCluster:
     cluster = helm(make)
     hard = {"requests.nvidia.com/gpu": "0"}
@@ -188,13 +184,6 @@ SCENARIOS = {
     "taint": Scenario(taint, ("scheduler", "untolerated taint nvidia.com/gpu=present"), None),
     "product selector": Scenario(
         product, ("scheduler", "no node with free GPUs matches the pod's node selector"), None
-    ),
-    "fractional request": Scenario(
-        fractional,
-        ("admission", "asks for 0.5 nvidia.com/gpu: GPUs are whole devices"),
-        None,
-        stand_in_only="the real API server refuses such a pod at create (422: must be an "
-        "integer), so there is no pod to diagnose",
     ),
     "quota": Scenario(quota, ("admission", "a ResourceQuota is exceeded"), None),
     "driver errors in logs": Scenario(
