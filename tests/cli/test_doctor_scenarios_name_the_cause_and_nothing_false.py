@@ -9,7 +9,6 @@ finding and fails the scenario.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 from collections.abc import Callable
 from typing import Any
@@ -22,10 +21,10 @@ from tests.cli.doctorpods import gpu_pod, run_pods
 from tests.conftest import ROOT, CliResult
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
-pytestmark = pytest.mark.timeout(120)  # most scenarios run on a real control plane
+pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane
 SCHEMA = json.loads((ROOT / "schemas" / "doctor-result.v1.json").read_text())
 GOOD = "version: v1\n"
 BAD_FLAG = "version: v1\nflags:\n  plugin:\n    deviceIDStrategy: serial\n"
@@ -40,8 +39,6 @@ class Scenario:
     pod: Finding  # what `doctor POD` must find (as an error)
     cluster: Finding | None  # what cluster `doctor` must find (None: it must find no error)
     also: tuple[str, ...] = ()  # other findings that are true of this cluster
-    # why the scenario cannot be built on the real control plane (it runs on the stand-in)
-    stand_in_only: str = ""
 
 
 def helm(make: MakeSimCluster, config: str = GOOD, *, model: str = "L4", count: int = 1) -> Any:
@@ -66,11 +63,14 @@ def crash_loop(make: MakeSimCluster) -> SimCluster:
 
 
 def missing_key(make: MakeSimCluster) -> SimCluster:
-    """A node labelled with a key the ConfigMap lacks: config-manager fails, nothing starts."""
+    """A node labelled with a key the ConfigMap lacks: config-manager fails, nothing starts
+    (the node side starts the plugin's pod: KWOK would show it Running at once)."""
     node = NodeSpec(
         "gpu-a", "L4", 1, gpu_taint=True, labels={"nvidia.com/device-plugin.config": "typo"}
     )
-    cluster = make([node], "helm", {"any": GOOD}, "any")
+    cluster = make([node], "helm", {"any": GOOD}, "any", node_starts_programs=True)
+    plugin = cluster.plugin_pod("gpu-a")
+    assert plugin is not None and plugin["status"]["phase"] == "Pending"  # as on a kubelet
     return with_pod(cluster)
 
 
@@ -169,7 +169,6 @@ SCENARIOS = {
         ("kubelet", 'config-manager fails with "specified config typo does not exist"'),
         ("kubelet", 'config-manager fails with "specified config typo does not exist"'),
         ("advertises no GPUs",),
-        "a failing init container keeps a pod Pending; KWOK sets every Pending pod Running",
     ),
     "MIG off": Scenario(mig_off, ("scheduler", "MIG is disabled on gpu-a"), None),
     "wrong MIG strategy": Scenario(
@@ -222,8 +221,7 @@ def test_doctor_names_the_cause_and_nothing_false(
     name: str, run_cli: Run, sim_cluster: MakeSimCluster
 ) -> None:
     scenario = SCENARIOS[name]
-    make = sim_cluster if scenario.stand_in_only else functools.partial(sim_cluster, backend="real")
-    cluster = scenario.build(make)
+    cluster = scenario.build(sim_cluster)
     true = [scenario.pod[1], *(scenario.cluster or ("",))[1:], *scenario.also]
 
     pod = problems(doctor(run_cli, cluster, "train"))
