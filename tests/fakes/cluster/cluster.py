@@ -95,6 +95,8 @@ class SimCluster:
             raise ValueError(f"unknown controllers {sorted(unknown)}; known: {WITH_MIG_MANAGER}")
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
+        if node_starts_programs and "kubelet" not in controllers:
+            raise ValueError("node_starts_programs needs the kubelet: nothing would start them")
         self.backend = backend
         self.real = backend == "real"
         self.node_starts_programs = node_starts_programs
