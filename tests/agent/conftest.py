@@ -21,10 +21,9 @@ from kubectl_gpu.mig.apply import Start
 from kubectl_gpu.workflows.waiting import Timing
 from tests.controlplane.plane import ControlPlane
 from tests.fakes import libnvml
-from tests.fakes.cluster import NodeSpec, SimCluster
+from tests.fakes.cluster import SimCluster
 from tests.fakes.cluster import manifests as m
-# every test here runs on the real control plane
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (the real plane)
 from tests.fakes.node.agent import spawn
 from tests.gpumap.test_report_crd_matches_the_schema import crd
 
