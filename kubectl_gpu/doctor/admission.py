@@ -1,7 +1,8 @@
 """Layer 1, API admission: GPU amounts the API server refuses, and quotas that refuse pods.
 
 Owns the extended-resource rules the API server applies to a pod spec (whole numbers only;
-limits required; requests equal to limits: pkg/apis/core/validation's wording) and GPU
+limits required; requests equal to limits: pkg/apis/core/validation's wording, amounts
+written back as the server writes them, "0.5" as "500m") and GPU
 ResourceQuotas (`requests.nvidia.com/gpu`): full ones, and `exceeded quota` refusals found in
 a controller's FailedCreate events when the pod does not exist. Works from the spec alone, so
 it also explains objects that reached the cluster another way. Pure: standard library only.
@@ -12,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from kubectl_gpu.doctor.facts import Container, Event, Pod, Quota, quantity
+from kubectl_gpu.doctor.facts import Container, Event, Pod, Quota, canonical, quantity
 from kubectl_gpu.doctor.model import Diagnosis
 
 QUOTA_PREFIX = "requests."
@@ -52,7 +53,8 @@ def _amounts(pod: Pod, container: Container, where: str, resource: str) -> list[
                     pod,
                     f"container {container.name} asks for {text} {resource}: "
                     "GPUs are whole devices",
-                    f'{path}.{kind}[{resource}]: Invalid value: "{text}": must be an integer',
+                    f'{path}.{kind}[{resource}]: Invalid value: "{canonical(text)}": '
+                    "must be an integer",
                     _SHARE_FIX,
                 )
             ]
@@ -62,8 +64,8 @@ def _amounts(pod: Pod, container: Container, where: str, resource: str) -> list[
             _error(
                 pod,
                 f"container {container.name} requests {resource} without a limit",
-                f"{path}.limits[{resource}]: Required value: Limit must be set for non "
-                "overcommitable resources",
+                f"{path}.limits: Required value: Limit must be set for non overcommitable "
+                "resources",
                 f"set limits[{resource}] to {request} (extended resources cannot be "
                 "overcommitted; a limit alone is enough)",
             )
@@ -73,8 +75,8 @@ def _amounts(pod: Pod, container: Container, where: str, resource: str) -> list[
             _error(
                 pod,
                 f"container {container.name} requests {request} {resource} but limits {limit}",
-                f'{path}.requests[{resource}]: Invalid value: "{request}": must be equal to '
-                f"{resource} limit of {limit}",
+                f'{path}.requests: Invalid value: "{canonical(request)}": must be equal to '
+                f"{resource} limit of {canonical(limit)}",
                 f"make requests equal to limits, or set only limits[{resource}]",
             )
         ]

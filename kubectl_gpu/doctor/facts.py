@@ -26,6 +26,7 @@ _SUFFIXES = {
     "Mi": Fraction(2**20),
     "Gi": Fraction(2**30),
 }
+_DECIMAL_UP = ("", "k", "M", "G", "T", "P", "E")
 
 
 def quantity(text: object) -> Fraction | None:
@@ -43,6 +44,23 @@ def _number(text: str) -> Fraction | None:
         return Fraction(text)
     except (ValueError, ZeroDivisionError):
         return None
+
+
+def canonical(text: object) -> str:
+    """A decimal quantity as the API server writes it back in a message (resource.Quantity's
+    String): "0.5" is "500m", "0.0005" is "1m", "2000m" is "2", "1000" is "1k". Binary-suffixed
+    or unreadable text is returned as written."""
+    written = str(text).strip()
+    value = quantity(written)
+    if value is None or written.endswith("i"):
+        return written
+    if value.denominator != 1:  # the server's defaulting rounds every amount up to 1m
+        milli = value * 1000
+        return f"{-(-milli.numerator // milli.denominator)}m"
+    number, power = int(value), 0
+    while number and number % 1000 == 0 and power < len(_DECIMAL_UP) - 1:
+        number, power = number // 1000, power + 1
+    return f"{number}{_DECIMAL_UP[power]}"
 
 
 def whole(text: object) -> int:

@@ -21,11 +21,10 @@ from kubectl_gpu.mig.apply import Start
 from kubectl_gpu.workflows.waiting import Timing
 from tests.controlplane.plane import ControlPlane
 from tests.fakes import libnvml
-from tests.fakes.cluster import NodeSpec, SimCluster
+from tests.fakes.cluster import SimCluster
 from tests.fakes.cluster import manifests as m
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster  # noqa: F401
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (the real plane)
 from tests.fakes.node.agent import spawn
-from tests.gpumap import reportbuilders
 from tests.gpumap.test_report_crd_matches_the_schema import crd
 
 FAST = Timing(poll=0.05, first_poll=0.01)
@@ -121,8 +120,8 @@ def agent() -> Agent:
 
 @dataclasses.dataclass(frozen=True)
 class Fleet:
-    """GPU nodes with the real agent running on each, on some API server: all a test may use,
-    so that the same test runs against the stand-in and a real kube-apiserver."""
+    """GPU nodes with the real agent running on each, on the real kube-apiserver: all a test
+    may use (the API, each agent's requests as the server's audit log counts them)."""
 
     kubeconfig: Path  # the test's own credentials (not the agents')
     nodes: tuple[str, ...]
@@ -133,44 +132,11 @@ class Fleet:
 FLEET_RESYNC = 3600.0
 
 
-@pytest.fixture(params=["stand-in", "kube-apiserver"])
-def agent_fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fleet]:
+@pytest.fixture
+def agent_fleet(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Fleet]:
     """Three L4 nodes whose agents run as their own processes, the GPUNodeReport CRD
-    installed; requests are counted at the server by user agent (the stand-in's request log,
-    the real kube-apiserver's audit log)."""
-    if request.param == "stand-in":
-        yield _stand_in_fleet(request.getfixturevalue("sim_cluster"))
-    else:
-        yield from _real_fleet(request.getfixturevalue("control_plane"), tmp_path)
-
-
-def _stand_in_fleet(sim_cluster: Callable[..., SimCluster]) -> Fleet:
-    """A simulated cluster whose agent DaemonSet's pods run the agent processes."""
-    nodes = ("gpu-1", "gpu-2", "gpu-3")
-    sim = sim_cluster([NodeSpec(n, "L4", 1) for n in nodes], agents=True)
-    api = api_client.connect(str(sim.kubeconfig))
-    reportbuilders.install(sim.server, api)
-    sim.store.create(m.namespace(keys.NAMESPACE))
-    container = {
-        "name": "agent",
-        "image": "kubectl-gpu-agent:test",
-        "command": ["kubectl-gpu-agent"],
-        "args": ["--resync", str(FLEET_RESYNC)],
-    }
-    selector = {"app": "kubectl-gpu-agent"}
-    sim.store.create(
-        m.daemonset("kubectl-gpu-agent", keys.NAMESPACE, selector=selector, labels=selector,
-                    pod_spec={"containers": [container]})
-    )  # fmt: skip
-
-    def requests(node: str) -> list[str]:
-        mark = agent_main.user_agent(node)
-        return [
-            f"{r.method} {r.path}?{r.query}" for r in list(sim.server.requests)
-            if r.user_agent == mark
-        ]  # fmt: skip
-
-    return Fleet(sim.kubeconfig, nodes, FLEET_RESYNC, requests)
+    installed; requests are counted at the real kube-apiserver by user agent (its audit log)."""
+    yield from _real_fleet(control_plane, tmp_path)
 
 
 def _real_fleet(plane: ControlPlane, tmp_path: Path) -> Iterator[Fleet]:

@@ -2,8 +2,8 @@
 (it learns of changes through its watches), and a label set on its Node reaches it through the
 watch, long before its resync, while the other agents stay quiet.
 
-Uses only the API and the `agent_fleet` fixture (kubeconfig, nodes, each agent's requests), so
-that it runs unchanged on the stand-in and on the real kube-apiserver (its audit log counts)."""
+Uses only the API and the `agent_fleet` fixture (kubeconfig, nodes, each agent's requests as
+the real kube-apiserver's audit log counts them)."""
 
 from __future__ import annotations
 

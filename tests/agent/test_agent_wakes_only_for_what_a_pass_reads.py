@@ -14,7 +14,6 @@ import pytest
 
 from kubectl_gpu import cluster, keys
 from kubectl_gpu.agent import watches
-from tests.fakes.apiserver import samples
 from tests.fakes.cluster import SimCluster
 from tests.fakes.cluster import manifests as m
 from tests.fakes.cluster.fixture import MakeSimCluster
@@ -24,11 +23,7 @@ from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F40
 @pytest.fixture
 def real(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
     """A real cluster with nodes gpu-1 and gpu-2 (nothing simulated on them)."""
-    found = sim_cluster([])
-    for name in ("gpu-1", "gpu-2"):
-        found.store.create(samples.node(name))
-    found.settle()
-    return found
+    return sim_cluster(["gpu-1", "gpu-2"])
 
 
 @pytest.fixture

@@ -22,42 +22,6 @@ def doctor(run_cli: Run, cluster: SimCluster, *args: str) -> CliResult:
     return run_cli("--kubeconfig", str(cluster.kubeconfig), "doctor", *args, "-o", "json")
 
 
-# On the stand-in (this test and the next): kube-apiserver refuses such a pod at create (an
-# extended resource "must be an integer", its request "must be equal to" its limit), so on a
-# real server no pod object exists for doctor to diagnose (a controller's pods would show as
-# FailedCreate events instead).
-def test_half_a_gpu_is_an_admission_error_even_when_the_pod_runs(
-    run_cli: Run, sim_cluster: MakeSimCluster
-) -> None:
-    cluster = sim_cluster(
-        [NodeSpec("gpu-a", "L4", 1)], "helm", {"any": "version: v1\n"}, "any", backend="stand-in"
-    )
-    # The real API server refuses this pod; the stand-in's store takes it, as a webhook-mutated
-    # or pre-validation object might reach a cluster. The scheduler reads 0.5 as no GPU at all.
-    run_pods(cluster, gpu_pod("half", "0.5"))
-    assert cluster.store.get("pods", "half", "default")["status"]["phase"] == "Running"
-    result = doctor(run_cli, cluster, "half")
-    assert result.exit_code == 1
-    [half] = by_layer(result.json, "admission")
-    assert half["message"] == "container cuda asks for 0.5 nvidia.com/gpu: GPUs are whole devices"
-    assert half["evidence"] == [
-        'spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "0.5": '
-        "must be an integer"
-    ]
-    assert "kubectl gpu share --replicas" in half["fix"]
-
-
-def test_requests_unequal_to_limits_is_an_admission_error(
-    run_cli: Run, sim_cluster: MakeSimCluster
-) -> None:
-    cluster = sim_cluster(
-        [NodeSpec("gpu-a", "L4", 2)], "helm", {"any": "version: v1\n"}, "any", backend="stand-in"
-    )
-    run_pods(cluster, gpu_pod("uneven", "2", requests="1"))
-    [uneven] = by_layer(doctor(run_cli, cluster, "uneven").json, "admission")
-    assert "must be equal to nvidia.com/gpu limit of 2" in uneven["evidence"][0]
-
-
 @pytest.fixture
 def crashing_plugin(sim_cluster: MakeSimCluster) -> SimCluster:
     """The plugin on gpu-a exits 1 on a flag it rejects: CrashLoopBackOff, nothing advertised."""

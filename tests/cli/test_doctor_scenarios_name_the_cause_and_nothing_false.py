@@ -9,7 +9,6 @@ finding and fails the scenario.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 from collections.abc import Callable
 from typing import Any
@@ -22,10 +21,10 @@ from tests.cli.doctorpods import gpu_pod, run_pods
 from tests.conftest import ROOT, CliResult
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
-pytestmark = pytest.mark.timeout(120)  # most scenarios run on a real control plane
+pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane
 SCHEMA = json.loads((ROOT / "schemas" / "doctor-result.v1.json").read_text())
 GOOD = "version: v1\n"
 BAD_FLAG = "version: v1\nflags:\n  plugin:\n    deviceIDStrategy: serial\n"
@@ -40,8 +39,6 @@ class Scenario:
     pod: Finding  # what `doctor POD` must find (as an error)
     cluster: Finding | None  # what cluster `doctor` must find (None: it must find no error)
     also: tuple[str, ...] = ()  # other findings that are true of this cluster
-    # why the scenario cannot be built on the real control plane (it runs on the stand-in)
-    stand_in_only: str = ""
 
 
 def helm(make: MakeSimCluster, config: str = GOOD, *, model: str = "L4", count: int = 1) -> Any:
@@ -66,11 +63,14 @@ def crash_loop(make: MakeSimCluster) -> SimCluster:
 
 
 def missing_key(make: MakeSimCluster) -> SimCluster:
-    """A node labelled with a key the ConfigMap lacks: config-manager fails, nothing starts."""
+    """A node labelled with a key the ConfigMap lacks: config-manager fails, nothing starts
+    (the node side starts the plugin's pod: KWOK would show it Running at once)."""
     node = NodeSpec(
         "gpu-a", "L4", 1, gpu_taint=True, labels={"nvidia.com/device-plugin.config": "typo"}
     )
-    cluster = make([node], "helm", {"any": GOOD}, "any")
+    cluster = make([node], "helm", {"any": GOOD}, "any", node_starts_programs=True)
+    plugin = cluster.plugin_pod("gpu-a")
+    assert plugin is not None and plugin["status"]["phase"] == "Pending"  # as on a kubelet
     return with_pod(cluster)
 
 
@@ -106,10 +106,6 @@ def taint(make: MakeSimCluster) -> SimCluster:
 
 def product(make: MakeSimCluster) -> SimCluster:
     return with_pod(helm(make), selector={"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"})
-
-
-def fractional(make: MakeSimCluster) -> SimCluster:
-    return with_pod(helm(make), amount="0.5")
 
 
 def quota(make: MakeSimCluster) -> SimCluster:
@@ -173,7 +169,6 @@ SCENARIOS = {
         ("kubelet", 'config-manager fails with "specified config typo does not exist"'),
         ("kubelet", 'config-manager fails with "specified config typo does not exist"'),
         ("advertises no GPUs",),
-        "a failing init container keeps a pod Pending; KWOK sets every Pending pod Running",
     ),
     "MIG off": Scenario(mig_off, ("scheduler", "MIG is disabled on gpu-a"), None),
     "wrong MIG strategy": Scenario(
@@ -188,13 +183,6 @@ SCENARIOS = {
     "taint": Scenario(taint, ("scheduler", "untolerated taint nvidia.com/gpu=present"), None),
     "product selector": Scenario(
         product, ("scheduler", "no node with free GPUs matches the pod's node selector"), None
-    ),
-    "fractional request": Scenario(
-        fractional,
-        ("admission", "asks for 0.5 nvidia.com/gpu: GPUs are whole devices"),
-        None,
-        stand_in_only="the real API server refuses such a pod at create (422: must be an "
-        "integer), so there is no pod to diagnose",
     ),
     "quota": Scenario(quota, ("admission", "a ResourceQuota is exceeded"), None),
     "driver errors in logs": Scenario(
@@ -233,8 +221,7 @@ def test_doctor_names_the_cause_and_nothing_false(
     name: str, run_cli: Run, sim_cluster: MakeSimCluster
 ) -> None:
     scenario = SCENARIOS[name]
-    make = sim_cluster if scenario.stand_in_only else functools.partial(sim_cluster, backend="real")
-    cluster = scenario.build(make)
+    cluster = scenario.build(sim_cluster)
     true = [scenario.pod[1], *(scenario.cluster or ("",))[1:], *scenario.also]
 
     pod = problems(doctor(run_cli, cluster, "train"))

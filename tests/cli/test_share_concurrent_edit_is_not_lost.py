@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from tests.conftest import CliResult
-from tests.controlplane.faults import Fault, FaultProxy
+from tests.controlplane.faults import Fault, FaultProxy, in_front_of
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
@@ -34,18 +34,9 @@ def cluster(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
 @pytest.fixture
 def proxy(cluster: SimCluster) -> Iterator[FaultProxy]:
     """A proxy in front of the cluster's API server; `cluster.kubeconfig` now points at it."""
-    assert cluster.plane is not None and cluster.plane.creds is not None
-    creds = cluster.plane.creds
-    server = FaultProxy(cluster.plane.port, creds.serving_cert, creds.serving_key, creds.ca_cert)
-    server.start()
-    config = yaml.safe_load(cluster.kubeconfig.read_text())
-    for entry in config["clusters"]:
-        entry["cluster"]["server"] = server.url
-    cluster.kubeconfig.write_text(yaml.safe_dump(config))
-    try:
+    assert cluster.plane is not None
+    with in_front_of(cluster.plane, cluster.kubeconfig) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def other_writer(cluster: SimCluster, proxy: FaultProxy, edit: Callable[[Any], None]) -> None:

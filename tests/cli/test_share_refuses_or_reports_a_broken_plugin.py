@@ -58,11 +58,12 @@ def mig_cluster(sim_cluster: MakeSimCluster) -> SimCluster:
     node = NodeSpec("gpu-a", "A100-SXM4-80GB", 2, mig={0: ["3g.40gb"], 1: ["3g.40gb"]})
     single = "version: v1\nflags:\n  migStrategy: single\n"
     controllers = ("daemonsets", "scheduler", "kubelet", "device-plugin")
-    # On the stand-in: under KWOK the crash loop shows only after the node side has caught up
-    # with the new pod, which a loaded machine can delay past share's 10 s (flaky when moved;
-    # tried again: share saw the new pod Ready, then timed out waiting for capacity).
+    # The node side starts the plugin's pods, as a kubelet would: KWOK would show a new pod
+    # Ready at once, and the crash only once the node side caught up, which a loaded machine
+    # can delay past share's steady look (it then saw the pod Ready and timed out waiting for
+    # capacity).
     return sim_cluster(
-        [node], "helm", {"any": single}, "any", controllers=controllers, backend="stand-in"
+        [node], "helm", {"any": single}, "any", controllers=controllers, node_starts_programs=True
     )
 
 
@@ -93,14 +94,12 @@ def test_restarts_stop_at_the_first_node_that_does_not_come_back(
     ]
     single = "version: v1\nflags:\n  migStrategy: single\n"
     controllers = ("daemonsets", "scheduler", "kubelet", "device-plugin")
-    # On the stand-in: KWOK marks every started pod Ready at once, so a plugin that crashes at
-    # start looks back for a moment before the node side reports the crash, which a loaded
-    # machine can delay by more than the seconds share now wants a new plugin to stay Ready
-    # (restarts.STEADY_S: one Ready look once passed for "restarted", on the real plane too;
-    # tests/workflows/test_share_workflow_on_a_static_api.py shows the brief Ready is no
-    # longer taken for a restart).
+    # The node side starts the plugin's pods: under KWOK a plugin that crashes at start looks
+    # Ready until the node side reports the crash, which a loaded machine can delay by more
+    # than the seconds share wants a new plugin to stay Ready (restarts.STEADY_S; the brief
+    # Ready a real kubelet shows is tests/workflows/test_share_workflow_on_a_static_api.py's).
     cluster = sim_cluster(
-        nodes, "helm", {"any": single}, "any", controllers=controllers, backend="stand-in"
+        nodes, "helm", {"any": single}, "any", controllers=controllers, node_starts_programs=True
     )
     before = cluster.plugin_pod("gpu-b")
     result = run_cli(

@@ -11,15 +11,21 @@ certificate (issued for 127.0.0.1), so clients verify TLS against the same CA.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import http.client
 import http.server
 import ssl
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+if TYPE_CHECKING:
+    from tests.controlplane.plane import ControlPlane
 
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade"}
 
@@ -163,3 +169,20 @@ class FaultProxy:
             return answer.status, answer.getheaders(), answer.read()
         finally:
             upstream.close()
+
+
+@contextlib.contextmanager
+def in_front_of(plane: ControlPlane, kubeconfig: Path) -> Iterator[FaultProxy]:
+    """A proxy before `plane`'s API server, with `kubeconfig` (a copy of the plane's, say)
+    pointed at it while it runs: whoever uses that kubeconfig meets the faults added."""
+    assert plane.creds is not None
+    creds = plane.creds
+    proxy = FaultProxy(plane.port, creds.serving_cert, creds.serving_key, creds.ca_cert).start()
+    config = yaml.safe_load(kubeconfig.read_text())
+    for entry in config["clusters"]:
+        entry["cluster"]["server"] = proxy.url
+    kubeconfig.write_text(yaml.safe_dump(config))
+    try:
+        yield proxy
+    finally:
+        proxy.stop()

@@ -6,10 +6,11 @@ with RBAC (and the Node authorizer), its default admission plugins (PodSecurity,
 ValidatingAdmissionPolicy, ...) and NodeRestriction on; the controller-manager's DaemonSet,
 ResourceClaim, disruption, garbage-collector and service-account controllers and the real
 scheduler do the real work; KWOK keeps every Node heartbeating and turns scheduled pods
-Running, and its kubelet-like server answers for every node's kubelet where the API server
-proxies `kubectl logs` (TLS with a certificate of the test CA, which the API server checks;
-what it serves is named by KWOK `Logs` objects, see containerlogs.py). There is no kubelet: the
-node side -- device plugin, kubelet files, the agent -- is simulated by tests/fakes on top.
+Running (all but those a test's node side starts itself: LIFECYCLE_BY_TEST), and its
+kubelet-like server answers for every node's kubelet where the API server proxies `kubectl
+logs` (TLS with a certificate of the test CA, which the API server checks; what it serves is
+named by KWOK `Logs` objects, see containerlogs.py). There is no kubelet: the node side --
+device plugin, kubelet files, the agent -- is simulated by tests/fakes on top.
 Owns processes (and their keeper, keeper.py), ports, files and the admin kubeconfig; must not
 know anything about GPUs.
 """
@@ -69,6 +70,11 @@ LOGS_CRD: dict[str, Any] = {
         ],
     },
 }
+# Pods annotated so are left to the test's own node side, which plays their whole lifecycle
+# (KWOK's "fast" pod-ready stage would make every bound pod Running and Ready at once: a
+# container that crashes at start would look Ready for a while, an init container that keeps
+# failing could not hold its pod Pending).
+LIFECYCLE_BY_TEST = "test.kubectl-gpu.io/lifecycle-by-node-side"
 DEFAULT_VERSION = "1.37"
 VERSIONS = {"1.37": "kubernetes-1.37", "1.34": "kubernetes-1.34"}
 
@@ -398,10 +404,14 @@ class ControlPlane:
 
     def _start_kwok(self) -> None:
         """KWOK with its own "fast" stages: nodes Ready at once and kept alive by Leases (no
-        status write per heartbeat, so a watcher of its Node is not woken), pods Running; and
+        status write per heartbeat, so a watcher of its Node is not woken), pods Running (but
+        those annotated LIFECYCLE_BY_TEST); and
         its server, which answers `containerLogs` from the files its `Logs` objects name."""
         assert self.creds is not None
-        stages = sorted(self.bins["kwok-stages"].glob("*.yaml"))
+        stages = [
+            self._leaving_test_pods(stage) if stage.name == "pod-ready.yaml" else stage
+            for stage in sorted(self.bins["kwok-stages"].glob("*.yaml"))
+        ]
         self.kubelet_port = free_port()
         # A container nothing has written for has an empty log, as on a kubelet (KWOK answers
         # 400 "no logs found" for a pod no Logs object names, unless a ClusterLogs does).
@@ -435,6 +445,16 @@ class ControlPlane:
                 *(arg for config in (*stages, any_pod) for arg in ("--config", config)),
             ],
         )  # fmt: skip
+
+    def _leaving_test_pods(self, stage: Path) -> Path:
+        """KWOK's pod-ready stage, but for pods annotated LIFECYCLE_BY_TEST."""
+        ready = yaml.safe_load(stage.read_text())
+        ready["spec"]["selector"]["matchExpressions"].append(
+            {"key": f'.metadata.annotations["{LIFECYCLE_BY_TEST}"]', "operator": "DoesNotExist"}
+        )
+        derived = self.dir / stage.name
+        derived.write_text(yaml.safe_dump(ready, sort_keys=False))
+        return derived
 
     def with_kubelet(self, node: dict[str, Any]) -> dict[str, Any]:
         """`node` (an object to create) with KWOK's server as its kubelet: its InternalIP and

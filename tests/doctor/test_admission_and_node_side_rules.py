@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from kubectl_gpu import doctor
 from kubectl_gpu.doctor import admission, facts, health, nodeside
 from tests.doctor.builders import GPU_TAINT, node, pod
 
@@ -17,16 +18,57 @@ def test_quantities_read_like_kubernetes(text: str, value: float | None) -> None
     assert (None if parsed is None else float(parsed)) == value
 
 
-@pytest.mark.parametrize("amount", ["0.5", "500m", "1.5", "one"])
-def test_fractional_or_unreadable_gpus_are_refused(amount: str) -> None:
+@pytest.mark.parametrize(
+    ("text", "written"),
+    [("0.5", "500m"), ("500m", "500m"), ("1.5", "1500m"), ("0.0005", "1m"), ("2000m", "2"),
+     ("1000", "1k"), ("8", "8"), ("1Ki", "1Ki"), ("one", "one")],
+)  # fmt: skip
+def test_quantities_are_written_back_as_the_api_server_writes_them(text: str, written: str) -> None:
+    assert facts.canonical(text) == written
+
+
+@pytest.mark.parametrize(
+    ("amount", "written"), [("0.5", "500m"), ("500m", "500m"), ("1.5", "1500m"), ("one", "one")]
+)
+def test_fractional_or_unreadable_gpus_are_refused(amount: str, written: str) -> None:
     [found] = admission.check(pod({"nvidia.com/gpu": amount}))
     assert found.layer == "admission" and found.severity == "error"
-    assert f'Invalid value: "{amount}": must be an integer' in found.evidence[0]
+    assert f'Invalid value: "{written}": must be an integer' in found.evidence[0]
+
+
+def test_half_a_gpu_is_an_admission_error_even_when_the_pod_runs() -> None:
+    """No user can make such a pod: kube-apiserver refuses it at create (and a Deployment whose
+    template asks for it), so no controller's FailedCreate tells of it either. Doctor still
+    explains one that reached a cluster another way, in the words the server uses."""
+    half = pod({"nvidia.com/gpu": "0.5"}, node="gpu-a", phase="Running")
+    found = doctor.diagnose_pod(doctor.PodCase(half, (), (node("gpu-a", 1),)))
+    assert doctor.has_errors(found)
+    [refused] = [d for d in found if d.layer == "admission"]
+    assert refused.message == "container cuda asks for 0.5 nvidia.com/gpu: GPUs are whole devices"
+    assert refused.evidence == (  # kube-apiserver 1.37's 422 for such a pod, word for word
+        'spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "500m": '
+        "must be an integer",
+    )
+    assert "kubectl gpu share --replicas" in refused.fix
+
+
+def test_requests_unequal_to_limits_are_refused_in_the_servers_words() -> None:
+    uneven = pod({"nvidia.com/gpu": "2"}, requests={"nvidia.com/gpu": "1"})
+    [found] = admission.check(uneven)
+    assert found.message == "container cuda requests 1 nvidia.com/gpu but limits 2"
+    assert found.evidence == (  # kube-apiserver 1.37's 422, word for word
+        'spec.containers[0].resources.requests: Invalid value: "1": '
+        "must be equal to nvidia.com/gpu limit of 2",
+    )
+    assert found.fix == "make requests equal to limits, or set only limits[nvidia.com/gpu]"
 
 
 def test_a_request_without_a_limit_is_refused() -> None:
     [found] = admission.check(pod({}, requests={"nvidia.com/gpu": "1"}))
-    assert "Limit must be set for non overcommitable resources" in found.evidence[0]
+    assert found.evidence == (  # kube-apiserver 1.37's 422, word for word
+        "spec.containers[0].resources.limits: Required value: Limit must be set for non "
+        "overcommitable resources",
+    )
 
 
 def test_whole_equal_amounts_pass() -> None:

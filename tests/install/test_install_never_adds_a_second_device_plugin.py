@@ -5,6 +5,7 @@ mode switch leaves nothing of the other mode; a failed write leaves nothing half
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -13,8 +14,9 @@ import pytest
 from kubectl_gpu import bundle
 from kubectl_gpu.workflows.install import objects
 from tests.conftest import CliResult
+from tests.controlplane.faults import Fault, in_front_of
 from tests.controlplane.plane import wait_for
-from tests.fakes.apiserver import ApiError, discovery
+from tests.fakes.apiserver import ApiError
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
@@ -149,15 +151,31 @@ def test_another_bundle_in_another_namespace_is_refused(
     assert "kubectl-gpu is already installed in namespace gpu-tools" in result.stderr
 
 
-def test_every_problem_is_reported_at_once_before_anything_is_written(
-    run_cli: Run, sim_cluster: MakeSimCluster, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    cluster = sim_cluster(NODES, backend="stand-in")  # it fakes the server's version
-    monkeypatch.setitem(discovery.SERVER_VERSION, "minor", "29")
-    before = everything(cluster)
+def _release(major: str, minor: str) -> Callable[[bytes], bytes]:
+    """Rewrites the server's /version answer to another release's."""
 
-    result = gpu(run_cli, cluster, "install", "--mode", "operator",
-                 "--operator-namespace", "nvidia-gpu", "--runtime-class", "nvidia")  # fmt: skip
+    def rewrite(body: bytes) -> bytes:
+        version = json.loads(body)
+        if not isinstance(version, dict) or "gitVersion" not in version:
+            return body  # another path with /version in it
+        version.update(major=major, minor=minor, gitVersion=f"v{major}.{minor}.0")
+        return json.dumps(version).encode()
+
+    return rewrite
+
+
+def test_every_problem_is_reported_at_once_before_anything_is_written(
+    run_cli: Run, sim_cluster: MakeSimCluster
+) -> None:
+    cluster = sim_cluster(NODES)
+    before = everything(cluster)
+    assert cluster.plane is not None
+    with in_front_of(cluster.plane, cluster.kubeconfig) as proxy:
+        # the real server, but for its version: 1.29 (too old), which a pinned plane is not
+        proxy.add(Fault("GET", "/version", rewrite=_release("1", "29"), times=1000))
+        result = gpu(run_cli, cluster, "install", "--mode", "operator",
+                     "--operator-namespace", "nvidia-gpu", "--runtime-class", "nvidia")  # fmt: skip
+        assert any(s.path.startswith("/version") and s.faulted for s in proxy.seen)
 
     assert result.exit_code == 1
     assert "pre-flight found 3 problem(s); nothing was written" in result.stderr

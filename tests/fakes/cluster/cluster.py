@@ -20,6 +20,7 @@ asks Kubernetes).
 
 from __future__ import annotations
 
+import copy
 import shutil
 import tempfile
 import time
@@ -28,6 +29,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tests.controlplane.plane import LIFECYCLE_BY_TEST
 from tests.fakes.apiserver import ApiError, FakeApiServer, Store
 from tests.fakes.apiserver.podlogs import LogStore
 from tests.fakes.cluster.agents import AgentRuntime, NodeKubelets, NodeSide, write_smi
@@ -81,14 +83,23 @@ class SimCluster:
         agent_interval: float = 0.5,
         backend: str = "stand-in",
         plane: ControlPlane | None = None,
+        node_starts_programs: bool = False,
     ) -> None:
+        """`node_starts_programs`: on a real control plane, the pods of the layout's device
+        plugin and GFD DaemonSets are started by the node side instead of KWOK, which makes
+        every pod Running and Ready at once: their whole lifecycle is then as a kubelet reports
+        it (a plugin that crashes at start is never Ready; a config-manager init container
+        that fails keeps its pod Pending)."""
         unknown = set(controllers) - set(WITH_MIG_MANAGER)
         if unknown:
             raise ValueError(f"unknown controllers {sorted(unknown)}; known: {WITH_MIG_MANAGER}")
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
+        if node_starts_programs and "kubelet" not in controllers:
+            raise ValueError("node_starts_programs needs the kubelet: nothing would start them")
         self.backend = backend
         self.real = backend == "real"
+        self.node_starts_programs = node_starts_programs
         if self.real:
             # the real controller-manager, scheduler and KWOK do what these simulate
             controllers = [c for c in controllers if c not in ("daemonsets", "scheduler")]
@@ -203,7 +214,7 @@ class SimCluster:
         for node in self.nodes.values():
             self.store.create(self._node_object(node))
         for obj in self.layout.objects if self.layout else ():
-            self._create(obj)
+            self._create(self._started_by_node(obj))
         if self.server is not None:
             self.server.write_kubeconfig(self.kubeconfig)
         if self.agents is not None and self.node_kubelets is not None:
@@ -213,6 +224,19 @@ class SimCluster:
             self.node_kubelets.start()
         self.settle(timeout if not self.real else max(timeout, 60.0))
         return self
+
+    def _started_by_node(self, obj: Obj) -> Obj:
+        """`obj`, or a DaemonSet whose pods run a simulated program marked for the node side
+        to start (`node_starts_programs`, see LIFECYCLE_BY_TEST)."""
+        if not (self.real and self.node_starts_programs and obj.get("kind") == "DaemonSet"):
+            return obj
+        template = obj["spec"]["template"]
+        if not (self.plugin.owns(template) or self.gfd.owns(template)):
+            return obj
+        marked = copy.deepcopy(obj)
+        notes = marked["spec"]["template"].setdefault("metadata", {}).setdefault("annotations", {})
+        notes[LIFECYCLE_BY_TEST] = "true"
+        return marked
 
     def _create(self, obj: Obj, timeout: float = 20.0) -> None:
         """Create; on a real server a custom resource waits until its new CRD is served."""
@@ -463,8 +487,9 @@ def _pod_unsettled(pod: Obj) -> str | None:
     where = f"pod {meta['namespace']}/{meta['name']}"
     if meta.get("deletionTimestamp"):
         return f"{where}: being deleted"
-    if pod["spec"].get("nodeName"):
-        return f"{where}: bound, not started" if status.get("phase") == "Pending" else None
+    if pod["spec"].get("nodeName"):  # started: Running, or Pending with its containers told of
+        started = status.get("phase") != "Pending" or status.get("containerStatuses")
+        return None if started else f"{where}: bound, not started"
     unschedulable = any(
         c.get("type") == "PodScheduled" and c.get("status") == "False"
         for c in status.get("conditions") or []

@@ -10,7 +10,8 @@ container logs a crash leaves (its reason as the run's last line; the run before
 pod status. With `node_only` (a real control plane, where KWOK plays the kubelet's pod
 lifecycle and makes every bound pod Running) it keeps only what a node adds: device allocation,
 the simulated programs, their crash loops and logs, and statuses only for pods running such a
-program, written after KWOK has started the pod. Not to be confused with
+program, written after KWOK has started the pod; but it plays the whole lifecycle of the pods
+KWOK leaves to it (annotated LIFECYCLE_BY_TEST), as on the stand-in. Not to be confused with
 tests/fakes/kubelet.py, the PodResources gRPC stand-in fed from `AllocationTable`. Must not
 schedule pods (scheduler.py) or decide what a simulated program does (programs.py).
 """
@@ -21,6 +22,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from tests.controlplane.plane import LIFECYCLE_BY_TEST
 from tests.fakes.apiserver import ApiError, Store
 from tests.fakes.apiserver.podlogs import LogStore
 from tests.fakes.cluster import events, podstatus
@@ -121,8 +123,8 @@ class Kubelet:
         active = [
             p for p in pods if not is_terminal(p) and not p["metadata"].get("deletionTimestamp")
         ]
-        if self.node_only:  # KWOK starts containers: a pod it has not made Running waits
-            active = [p for p in active if (p.get("status") or {}).get("phase") == "Running"]
+        # KWOK starts the other pods' containers: a pod it has not made Running waits
+        active = [p for p in active if self._plays(p) or _phase(p) == "Running"]
         live = {str(p["metadata"]["uid"]) for p in active}
         # Devices of pods that ended are free before anything new is admitted, as the
         # device manager's UpdateAllocatedDevices does at admission.
@@ -137,7 +139,7 @@ class Kubelet:
     def _start(self, node: Obj, pod: Obj) -> bool:
         node_name = str(node["metadata"]["name"])
         host_ip = _host_ip(node)
-        missing = None if self.node_only else self._missing_configmap(pod)
+        missing = self._missing_configmap(pod) if self._plays(pod) else None
         if missing:
             self._mounting.add(node_name)
             self._write(pod, podstatus.creating(pod, host_ip, _since(pod)))
@@ -249,6 +251,12 @@ class Kubelet:
 
     # ---- helpers ----------------------------------------------------------------------
 
+    def _plays(self, pod: Obj) -> bool:
+        """Whether this kubelet plays the pod's whole lifecycle: always on the stand-in; on a
+        real control plane only where KWOK leaves it (a test asked for it, LIFECYCLE_BY_TEST)."""
+        notes = pod["metadata"].get("annotations") or {}
+        return not self.node_only or LIFECYCLE_BY_TEST in notes
+
     def _runtime(self, pod: Obj) -> PodRuntime | None:
         return next((r for r in self.runtimes if r.owns(pod)), None)
 
@@ -273,7 +281,7 @@ class Kubelet:
         current = pod.get("status") or {}
         if current == status:
             return
-        if self.node_only and status.get("phase") != "Failed":
+        if not self._plays(pod) and status.get("phase") != "Failed":
             started = self._pods.get(str(pod["metadata"]["uid"]))
             if started is None or started.runtime is None:
                 return  # KWOK's status stands for pods with no simulated program
@@ -295,6 +303,10 @@ def _host_ip(node: Obj) -> str:
         if address.get("type") == "InternalIP":
             return str(address["address"])
     return "10.0.0.1"
+
+
+def _phase(pod: Obj) -> str:
+    return str((pod.get("status") or {}).get("phase") or "")
 
 
 def _since(pod: Obj) -> str:
