@@ -21,6 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tests.controlplane.plane import ControlPlane, write_kubeconfig
+
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade"}
 
 
@@ -84,6 +86,22 @@ class FaultProxy:
     @property
     def url(self) -> str:
         return f"https://127.0.0.1:{self.server.server_address[1]}"
+
+    @classmethod
+    def in_front_of(cls, plane: ControlPlane) -> FaultProxy:
+        creds = plane.creds
+        assert creds is not None
+        return cls(plane.port, creds.serving_cert, creds.serving_key, creds.ca_cert)
+
+    def kubeconfig(self, path: Path, token: str) -> Path:
+        """A kubeconfig that reaches the real server through this proxy as `token`'s user."""
+        return write_kubeconfig(path, self.url, self.ca, {"token": token}, user="through-proxy")
+
+    def clear(self) -> None:
+        """Forget every fault not yet used and every request seen (a new test begins)."""
+        with self._lock:
+            self.faults.clear()
+            self.seen.clear()
 
     def start(self) -> FaultProxy:
         self._thread.start()
