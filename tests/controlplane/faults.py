@@ -44,11 +44,12 @@ class Fault:
         return self.times > 0 and method == self.method and self.path in path.split("?")[0]
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class Seen:
     method: str
     path: str
     faulted: bool
+    status: int = 0  # what the client was answered; 0 until then (or when it never was)
 
 
 class _QuietServer(http.server.ThreadingHTTPServer):
@@ -128,16 +129,19 @@ class FaultProxy:
         length = int(request.headers.get("Content-Length") or 0)
         body = request.rfile.read(length) if length else b""
         fault = self._take(request.command, request.path)
+        seen = Seen(request.command, request.path, fault is not None)
         with self._lock:
-            self.seen.append(Seen(request.command, request.path, fault is not None))
+            self.seen.append(seen)
         if fault and fault.before:
             fault.before()
         if fault and fault.hang:
             time.sleep(fault.hang)
         if fault and fault.status:
+            seen.status = fault.status
             self._refuse(request, fault)
             return
         status, headers, payload = self._forward(request, body)
+        seen.status = status
         if fault and fault.rewrite:
             payload = fault.rewrite(payload)
         request.send_response(status)
