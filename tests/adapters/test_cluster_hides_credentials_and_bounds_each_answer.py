@@ -171,6 +171,7 @@ def test_a_malformed_kubeconfig_is_named_not_a_crash(
     assert f"error: cannot read the kubeconfig {config}: {said}" in result.stderr
 
 
+@pytest.mark.usefixtures("real_control_plane")
 def test_v4_prints_each_request_as_it_is_answered_and_no_credential(
     run_cli: Callable[..., CliResult], module_plane: ControlPlane, tmp_path: Path
 ) -> None:

@@ -129,7 +129,7 @@ def test_the_targets_must_be_given_one_way(run_cli: Run, args: list[str]) -> Non
 
 
 @pytest.fixture
-def admin(module_plane: ControlPlane) -> Path:
+def admin(module_plane: ControlPlane, real_control_plane: None) -> Path:
     """The administrator's, on the real server (the module's nodes go when it ends)."""
     return module_plane.kubeconfig
 

@@ -56,7 +56,7 @@ def fault_proxy(module_plane: ControlPlane) -> Iterator[FaultProxy]:
 
 @pytest.fixture
 def proxied_kubeconfig(
-    control_plane: ControlPlane, fault_proxy: FaultProxy, tmp_path: Path
+    control_plane: ControlPlane, fault_proxy: FaultProxy, tmp_path: Path, real_control_plane: None
 ) -> Path:
     """The administrator's kubeconfig through `fault_proxy`, with no fault or request left
     from an earlier test."""

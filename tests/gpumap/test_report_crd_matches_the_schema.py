@@ -143,6 +143,7 @@ def served(module_plane: ControlPlane) -> cluster.Api:
     return api
 
 
+@pytest.mark.usefixtures("real_control_plane")
 def test_the_real_server_serves_the_report_once_the_crd_exists(
     served: cluster.Api, module_plane: ControlPlane
 ) -> None:
@@ -167,6 +168,7 @@ def _broken(name: str, **status: Any) -> dict[str, Any]:
     return body
 
 
+@pytest.mark.usefixtures("real_control_plane")
 def test_the_real_server_refuses_a_report_that_breaks_the_schema(served: cluster.Api) -> None:
     broken = _broken("broken-1", digest="md5:1234", gpuCount=-1)
 
@@ -178,6 +180,7 @@ def test_the_real_server_refuses_a_report_that_breaks_the_schema(served: cluster
         assert field in refused.value.message
 
 
+@pytest.mark.usefixtures("real_control_plane")
 def test_the_real_server_drops_a_field_the_schema_does_not_name(served: cluster.Api) -> None:
     created = served.create(cluster.path("gpunodereports"), _broken("pruned-1", surprise="x"))
 

@@ -5,7 +5,8 @@ pod whose owner is not there, and no kubelet finishes a pod's graceful deletion 
 Terminating). Time is the test's own (a fake clock), so every wait ends at its deadline.
 
 `static_plane`: one per test session (per pytest-xdist worker; a few seconds to start).
-`static_store`: the stand-in `Store`'s API on it, the admin's; everything a test wrote in its
+`static_store`: the stand-in `Store`'s API on it, the admin's (the test gets a real-plane test's
+timeout: the first one waits for the plane); everything a test wrote in its
 namespaces and every node is deleted after the test (the namespaces stay: with no namespace
 controller a deleted one would never go).
 """
@@ -39,7 +40,7 @@ def static_plane() -> Iterator[ControlPlane]:
 
 
 @pytest.fixture
-def static_store(static_plane: ControlPlane) -> Iterator[ApiStore]:
+def static_store(static_plane: ControlPlane, real_control_plane: None) -> Iterator[ApiStore]:
     creds = static_plane.creds
     assert creds is not None
     store = ApiStore(static_plane.url, creds.admin_token, creds.ca_cert)

@@ -22,6 +22,7 @@ from tests.workflows.test_share_workflow_on_a_static_api import api as api  # no
 
 CONFIGMAP = ("configmaps", "nvdp-nvidia-device-plugin-configs", NAMESPACE)
 NO_RESTART = Options(restart=False)
+REQUESTS = 10  # what the run below sends; each is interrupted, and the run after the last ends
 
 
 @dataclasses.dataclass
@@ -53,7 +54,7 @@ def state(store: ApiStore) -> tuple[dict[str, str], str | None]:
 
 
 @pytest.mark.parametrize("after", [False, True], ids=["before-sending", "answer-lost"])
-@pytest.mark.parametrize("at", range(1, 24))
+@pytest.mark.parametrize("at", range(1, REQUESTS + 2))
 def test_an_interruption_at_any_request_tells_the_truth(
     api: cluster.Api,  # noqa: F811
     static_store: ApiStore,
@@ -77,6 +78,7 @@ def test_an_interruption_at_any_request_tells_the_truth(
     if stopped is None:
         assert now != before
         return
+    assert at <= REQUESTS, f"the run now sends more than {REQUESTS} requests: raise REQUESTS"
     assert stopped.exit_code == 143
     if now == before:
         assert stopped.message.startswith("share was interrupted before it wrote anything")
