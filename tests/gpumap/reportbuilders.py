@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from kubectl_gpu import cluster
 from kubectl_gpu.errors import ClusterError
@@ -82,9 +82,17 @@ def install(server: object, api: cluster.Api) -> None:
             time.sleep(0.1)
 
 
-def add_node(api: cluster.Api, name: str, gpu: bool = True) -> None:
-    labels = {"nvidia.com/gpu.present": "true"} if gpu else {}
-    api.create(cluster.path("nodes"), samples.node(name, labels=labels))
+class _WithStore(Protocol):
+    store: Any  # the stand-in's `Store`, or a simulated cluster's `ApiStore` on a real server
+
+
+def add_node(server: _WithStore, name: str, gpu: bool = True) -> None:
+    server.store.create(node(name, gpu))
+
+
+def node(name: str, gpu: bool = True) -> Obj:
+    """A Ready node; a GPU node carries GFD's gpu.present label."""
+    return samples.node(name, labels={"nvidia.com/gpu.present": "true"} if gpu else {})
 
 
 def publish_node(

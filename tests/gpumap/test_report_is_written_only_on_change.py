@@ -33,7 +33,7 @@ def admin(module_plane: ControlPlane) -> cluster.Api:
 @pytest.fixture
 def api(admin: cluster.Api, proxied_kubeconfig: Path) -> Iterator[cluster.Api]:
     """Node gpu-a and no report yet, through the proxy."""
-    b.add_node(admin, "gpu-a")
+    admin.create(cluster.path("nodes"), b.node("gpu-a"))
     yield cluster.connect(str(proxied_kubeconfig))
     for url in (cluster.path("gpunodereports", "gpu-a"), cluster.path("nodes", "gpu-a")):
         try:
