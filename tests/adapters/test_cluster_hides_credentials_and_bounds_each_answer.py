@@ -1,15 +1,17 @@
 """Nothing leaked, nothing unbounded: a credential in the kubeconfig's server URL is never
 printed (every `-v` level, `--debug`), a server that drips its answer a byte at a time is given
-up on at the request's deadline, and an answer larger than a request may hold is refused."""
+up on at the request's deadline, an answer larger than a request may hold is refused, and a
+list whose items are not objects is an error, not a crash.
+
+The real server's answers are dripped or rewritten by a `FaultProxy` in front of it; a header
+that never ends and an endless body come from a raw socket (no proxy of a real answer can)."""
 
 from __future__ import annotations
 
 import socket
-import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,8 @@ import pytest
 from kubectl_gpu import cluster, errors
 from tests.adapters.test_cluster_requests_time_out_and_retry_once import RawServer
 from tests.conftest import CliResult
-from tests.fakes.apiserver import FakeApiServer, write_kubeconfig
+from tests.controlplane.faults import Fault, FaultProxy
+from tests.controlplane.plane import ControlPlane, plain_kubeconfig, write_kubeconfig
 from tests.fakes.ports import refused_port
 
 SECRETS = ("alice", "S3CRET-PASSWORD", "Q-TOKEN-42", "FRAGMENT-7")
@@ -26,7 +29,7 @@ NODE = cluster.path("nodes", "gpu-a")
 
 def _credentialed(port: int, tmp_path: Path) -> Path:
     url = f"http://alice:S3CRET-PASSWORD@127.0.0.1:{port}/?token=Q-TOKEN-42#FRAGMENT-7"
-    return write_kubeconfig(url, tmp_path / "kubeconfig")
+    return plain_kubeconfig(tmp_path / "kubeconfig", url)
 
 
 def _everything(result: CliResult) -> str:
@@ -59,18 +62,6 @@ def test_the_printed_server_keeps_scheme_host_port_and_path() -> None:
     assert cluster.redacted("https://[::1]:6443") == "https://[::1]:6443"
 
 
-def _drip(conn: socket.socket) -> None:
-    conn.sendall(
-        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n"
-    )
-    try:
-        for _ in range(4096):
-            conn.sendall(b" ")
-            time.sleep(0.02)
-    except OSError:
-        pass  # the client gave up and closed the connection
-
-
 def _drip_headers(conn: socket.socket) -> None:
     try:
         conn.sendall(b"HTTP/1.1 200 OK\r\n")
@@ -99,23 +90,35 @@ def raw(request: pytest.FixtureRequest) -> Iterator[RawServer]:
     server.close()
 
 
-@pytest.mark.parametrize("raw", [_drip, _drip_headers], indirect=True)
-def test_a_server_that_drips_its_answer_is_given_up_on_at_the_deadline(
-    raw: RawServer, tmp_path: Path
+def test_a_real_answer_dripped_a_byte_at_a_time_is_given_up_on_at_the_deadline(
+    proxied_kubeconfig: Path, fault_proxy: FaultProxy
 ) -> None:
-    api = cluster.connect(str(write_kubeconfig(f"http://127.0.0.1:{raw.port}", tmp_path / "k")))
+    api = cluster.connect(str(proxied_kubeconfig))
+    fault_proxy.add(Fault("GET", "/api/v1/nodes", drip=0.02))
     api.deadline = 0.3  # every byte comes well within the read timeout; the whole never does
 
     with pytest.raises(errors.ClusterError, match="did not finish its answer within 0.3s"):
+        api.get(cluster.path("nodes"))
+    assert [s.path for s in fault_proxy.seen] == ["/api/v1/nodes"]  # a slow server stays slow
+
+
+@pytest.mark.parametrize("raw", [_drip_headers], indirect=True)
+def test_a_header_that_never_ends_is_given_up_on_at_the_deadline(
+    raw: RawServer, tmp_path: Path
+) -> None:
+    api = cluster.connect(str(plain_kubeconfig(tmp_path / "k", f"http://127.0.0.1:{raw.port}")))
+    api.deadline = 0.3
+
+    with pytest.raises(errors.ClusterError, match="did not finish its answer within 0.3s"):
         api.get(NODE)
-    assert raw.connections == 1  # not retried: a slow server stays slow
+    assert raw.connections == 1  # not retried
 
 
 @pytest.mark.parametrize("raw", [_flood], indirect=True)
 def test_an_answer_larger_than_the_limit_is_refused_not_held(
     raw: RawServer, tmp_path: Path
 ) -> None:
-    api = cluster.connect(str(write_kubeconfig(f"http://127.0.0.1:{raw.port}", tmp_path / "k")))
+    api = cluster.connect(str(plain_kubeconfig(tmp_path / "k", f"http://127.0.0.1:{raw.port}")))
     api.max_answer = 1024 * 1024
 
     with pytest.raises(errors.ClusterError, match="larger than 1 MiB"):
@@ -123,23 +126,9 @@ def test_an_answer_larger_than_the_limit_is_refused_not_held(
 
 
 def test_every_request_has_a_deadline_for_its_whole_answer(tmp_path: Path) -> None:
-    api = cluster.connect(str(write_kubeconfig("http://127.0.0.1:9", tmp_path / "k")))
+    api = cluster.connect(str(plain_kubeconfig(tmp_path / "k", "http://127.0.0.1:9")))
     assert api.deadline == cluster.ANSWER_DEADLINE <= 120
     assert api.max_answer == cluster.MAX_ANSWER_BYTES
-
-
-class _Odd(BaseHTTPRequestHandler):
-    body = b"{}"
-
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(_Odd.body)))
-        self.end_headers()
-        self.wfile.write(_Odd.body)
-
-    def log_message(self, *args: object) -> None:
-        pass
 
 
 @pytest.mark.parametrize(
@@ -153,19 +142,13 @@ class _Odd(BaseHTTPRequestHandler):
     ],
 )
 def test_list_items_of_the_wrong_type_are_a_cluster_error(
-    tmp_path: Path, body: bytes, said: str
+    proxied_kubeconfig: Path, fault_proxy: FaultProxy, body: bytes, said: str
 ) -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Odd)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    _Odd.body = body
-    try:
-        config = write_kubeconfig(f"http://127.0.0.1:{server.server_address[1]}", tmp_path / "k")
-        api = cluster.connect(str(config))
-        with pytest.raises(errors.ClusterError, match=f"not a list of objects \\({said}\\)"):
-            list(api.list(cluster.path("nodes")))
-    finally:
-        server.shutdown()
-        server.server_close()
+    fault_proxy.add(Fault("GET", "/api/v1/nodes", rewrite=lambda _: body))
+    api = cluster.connect(str(proxied_kubeconfig))
+
+    with pytest.raises(errors.ClusterError, match=f"not a list of objects \\({said}\\)"):
+        list(api.list(cluster.path("nodes")))
 
 
 @pytest.mark.parametrize(
@@ -188,11 +171,16 @@ def test_a_malformed_kubeconfig_is_named_not_a_crash(
     assert f"error: cannot read the kubeconfig {config}: {said}" in result.stderr
 
 
+@pytest.mark.usefixtures("real_control_plane")
 def test_v4_prints_each_request_as_it_is_answered_and_no_credential(
-    run_cli: Callable[..., CliResult], fake_apiserver: FakeApiServer, tmp_path: Path
+    run_cli: Callable[..., CliResult], module_plane: ControlPlane, tmp_path: Path
 ) -> None:
-    url = fake_apiserver.url.replace("http://", "http://alice:S3CRET-PASSWORD@")
-    config = write_kubeconfig(url, tmp_path / "kubeconfig")
+    creds = module_plane.creds
+    assert creds is not None
+    url = module_plane.url.replace("https://", "https://alice:S3CRET-PASSWORD@")
+    config = write_kubeconfig(
+        tmp_path / "kubeconfig", url, creds.ca_cert, {"token": creds.admin_token}, user="admin"
+    )
 
     quiet = run_cli("doctor", "--kubeconfig", str(config))
     loud = run_cli("doctor", "--kubeconfig", str(config), "-v", "4")
@@ -200,5 +188,5 @@ def test_v4_prints_each_request_as_it_is_answered_and_no_credential(
     assert loud.exit_code == quiet.exit_code and loud.exception is None, loud.stderr
     assert "GET /api/v1/nodes?limit=500: 200" not in quiet.stderr
     assert "GET /api/v1/nodes?limit=500: 200 OK in " in loud.stderr
-    for secret in ("alice", "S3CRET-PASSWORD"):
+    for secret in ("alice", "S3CRET-PASSWORD", creds.admin_token):
         assert secret not in loud.stdout + loud.stderr

@@ -1,4 +1,5 @@
-"""`kubectl gpu mig validate` as a user drives it: models, nodes, exit codes, JSON contract."""
+"""`kubectl gpu mig validate` as a user drives it: models, nodes (read from the real
+kube-apiserver), exit codes, JSON contract."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from kubectl_gpu import cluster
 from tests.conftest import ROOT, CliResult
+from tests.controlplane.plane import ControlPlane
 from tests.fakes.apiserver import samples
-from tests.fakes.apiserver.server import FakeApiServer
 
 Run = Callable[..., CliResult]
 DEFAULT = str(
@@ -126,40 +128,48 @@ def test_the_targets_must_be_given_one_way(run_cli: Run, args: list[str]) -> Non
     assert result.stdout == ""
 
 
+@pytest.fixture
+def admin(module_plane: ControlPlane, real_control_plane: None) -> Path:
+    """The administrator's, on the real server (the module's nodes go when it ends)."""
+    return module_plane.kubeconfig
+
+
+def add_node(kubeconfig: Path, node: dict[str, object]) -> None:
+    cluster.connect(str(kubeconfig)).create(cluster.path("nodes"), node)
+
+
 def test_a_node_is_read_from_its_gfd_labels_and_a_cpu_node_is_refused(
-    run_cli: Run, fake_apiserver: FakeApiServer, kubeconfig: Path
+    run_cli: Run, admin: Path
 ) -> None:
     labels = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "nvidia.com/gpu.count": "8"}
-    fake_apiserver.store.create(samples.node("gpu-1", labels=labels))
-    fake_apiserver.store.create(samples.node("cpu-1"))
-    result = validate(
-        run_cli, "-c", "all-1g.10gb", "--node", "gpu-1", "--kubeconfig", str(kubeconfig)
-    )
+    add_node(admin, samples.node("gpu-1", labels=labels))
+    add_node(admin, samples.node("cpu-1"))
+    result = validate(run_cli, "-c", "all-1g.10gb", "--node", "gpu-1", "--kubeconfig", str(admin))
     assert result.exit_code == 0, result.stderr
     assert "all-1g.10gb  gpu-1     0-7    A100-80GB  fits" in result.stdout
-    result = validate(run_cli, "--node", "cpu-1", "--kubeconfig", str(kubeconfig))
+    result = validate(run_cli, "--node", "cpu-1", "--kubeconfig", str(admin))
     assert result.exit_code == 1
     assert "error: node cpu-1 is not a GPU node" in result.stderr
-    result = validate(run_cli, "--node", "gone", "--kubeconfig", str(kubeconfig))
+    result = validate(run_cli, "--node", "gone", "--kubeconfig", str(admin))
     assert result.exit_code == 1 and "not found" in result.stderr
 
 
 def test_a_node_known_only_from_its_agent_and_its_strategy_gets_the_verdict_apply_gives(
-    run_cli: Run, fake_apiserver: FakeApiServer, kubeconfig: Path
+    run_cli: Run, admin: Path
 ) -> None:
     # No GFD: the agent's report names the GPUs; the device plugin runs MIG strategy single,
     # which refuses a node with several profiles (mig apply refuses it for that reason too).
     gpus = [{"index": i, "pci": "0x20B510DE", "name": "NVIDIA A100-SXM4-80GB"} for i in (0, 1)]
     node = samples.node("gpu-2", labels={"nvidia.com/mig.strategy": "single"})
     node["metadata"]["annotations"] = {"kubectl-gpu.io/mig.gpus": json.dumps(gpus)}
-    fake_apiserver.store.create(node)
+    add_node(admin, node)
 
     balanced = validate(run_cli, "-c", "all-balanced", "--node", "gpu-2",
-                        "--kubeconfig", str(kubeconfig))  # fmt: skip
+                        "--kubeconfig", str(admin))  # fmt: skip
     uniform = validate(run_cli, "-c", "all-1g.10gb", "--node", "gpu-2",
-                       "--kubeconfig", str(kubeconfig))  # fmt: skip
+                       "--kubeconfig", str(admin))  # fmt: skip
     told = validate(run_cli, "-c", "all-balanced", "--node", "gpu-2", "--strategy", "mixed",
-                    "--kubeconfig", str(kubeconfig))  # fmt: skip
+                    "--kubeconfig", str(admin))  # fmt: skip
 
     assert balanced.exit_code == 1, balanced.stderr
     assert "single" in balanced.stdout + balanced.stderr

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CliResult
-from tests.fakes.apiserver import write_kubeconfig
+from tests.controlplane.plane import plain_kubeconfig
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
@@ -70,7 +70,7 @@ def test_forbidden_pod_delete_is_reported(run_cli: Run, cluster: SimCluster) -> 
 
 def test_an_unreachable_api_server_is_one_line(run_cli: Run, tmp_path: Path) -> None:
     with refused_port() as port:
-        config = write_kubeconfig(f"http://127.0.0.1:{port}", tmp_path / "kubeconfig")
+        config = plain_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{port}")
         result = run_cli("--kubeconfig", str(config), "share", "--replicas", "2")
     assert result.exit_code == 1
     assert (
@@ -94,7 +94,7 @@ def test_an_unreachable_api_server_is_one_line(run_cli: Run, tmp_path: Path) -> 
 def test_bad_input_exits_2_before_reaching_the_cluster(
     run_cli: Run, tmp_path: Path, args: tuple[str, ...], message: str
 ) -> None:
-    nowhere = write_kubeconfig("http://127.0.0.1:9", tmp_path / "kubeconfig")
+    nowhere = plain_kubeconfig(tmp_path / "kubeconfig", "http://127.0.0.1:9")
     result = run_cli("--kubeconfig", str(nowhere), "share", *args)
     assert result.exit_code == 2, result.stderr
     assert message in result.stderr

@@ -27,6 +27,8 @@ import yaml
 if TYPE_CHECKING:
     from tests.controlplane.plane import ControlPlane
 
+from tests.controlplane.plane import ControlPlane, write_kubeconfig
+
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade"}
 
 
@@ -48,11 +50,12 @@ class Fault:
         return self.times > 0 and method == self.method and self.path in path.split("?")[0]
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class Seen:
     method: str
     path: str
     faulted: bool
+    status: int = 0  # what the client was answered; 0 until then (or when it never was)
 
 
 class _QuietServer(http.server.ThreadingHTTPServer):
@@ -91,6 +94,22 @@ class FaultProxy:
     def url(self) -> str:
         return f"https://127.0.0.1:{self.server.server_address[1]}"
 
+    @classmethod
+    def in_front_of(cls, plane: ControlPlane) -> FaultProxy:
+        creds = plane.creds
+        assert creds is not None
+        return cls(plane.port, creds.serving_cert, creds.serving_key, creds.ca_cert)
+
+    def kubeconfig(self, path: Path, token: str) -> Path:
+        """A kubeconfig that reaches the real server through this proxy as `token`'s user."""
+        return write_kubeconfig(path, self.url, self.ca, {"token": token}, user="through-proxy")
+
+    def clear(self) -> None:
+        """Forget every fault not yet used and every request seen (a new test begins)."""
+        with self._lock:
+            self.faults.clear()
+            self.seen.clear()
+
     def start(self) -> FaultProxy:
         self._thread.start()
         return self
@@ -116,16 +135,19 @@ class FaultProxy:
         length = int(request.headers.get("Content-Length") or 0)
         body = request.rfile.read(length) if length else b""
         fault = self._take(request.command, request.path)
+        seen = Seen(request.command, request.path, fault is not None)
         with self._lock:
-            self.seen.append(Seen(request.command, request.path, fault is not None))
+            self.seen.append(seen)
         if fault and fault.before:
             fault.before()
         if fault and fault.hang:
             time.sleep(fault.hang)
         if fault and fault.status:
+            seen.status = fault.status
             self._refuse(request, fault)
             return
         status, headers, payload = self._forward(request, body)
+        seen.status = status
         if fault and fault.rewrite:
             payload = fault.rewrite(payload)
         request.send_response(status)

@@ -76,6 +76,7 @@ LOGS_CRD: dict[str, Any] = {
 # failing could not hold its pod Pending).
 LIFECYCLE_BY_TEST = "test.kubectl-gpu.io/lifecycle-by-node-side"
 DEFAULT_VERSION = "1.37"
+PLACEHOLDER_TOKEN = "placeholder-token"  # `plain_kubeconfig`'s: must never be printed
 VERSIONS = {"1.37": "kubernetes-1.37", "1.34": "kubernetes-1.34"}
 
 
@@ -646,18 +647,19 @@ class ControlPlane:
 def write_kubeconfig(
     path: Path,
     url: str,
-    ca: Path,
+    ca: Path | None,
     user_fields: dict[str, str],
     *,
     user: str,
     namespace: str = "default",
 ) -> Path:
+    """A kubeconfig whose one context is `user` at `url`; no `ca` for a plain-HTTP address
+    (a test's own socket that answers badly, or one nothing answers)."""
+    server = {"server": url, **({"certificate-authority": str(ca)} if ca else {})}
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [
-            {"name": "kgpu-test", "cluster": {"server": url, "certificate-authority": str(ca)}}
-        ],
+        "clusters": [{"name": "kgpu-test", "cluster": server}],
         "users": [{"name": user, "user": user_fields}],
         "contexts": [
             {
@@ -671,6 +673,12 @@ def write_kubeconfig(
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     path.chmod(0o600)
     return path
+
+
+def plain_kubeconfig(path: Path, url: str) -> Path:
+    """A kubeconfig for a plain-HTTP `url` with a placeholder token: a test's own socket that
+    answers badly, or a port nothing answers."""
+    return write_kubeconfig(path, url, None, {"token": PLACEHOLDER_TOKEN}, user="tester")
 
 
 class _Keeper:

@@ -1,4 +1,4 @@
-"""Builders for map tests: GPUs, allocations, reports published to the API stand-in, DRA objects.
+"""Builders for map tests: GPUs, allocations, reports published to a real API server, DRA objects.
 
 Owns small constructors that keep the tests about behaviour: a node's inventory, PodResources
 allocations, `publish_node` (build a node's report from its sources with `report.build` and
@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from kubectl_gpu import cluster
 from kubectl_gpu.errors import ClusterError
@@ -26,7 +26,6 @@ from kubectl_gpu.gpumap.allocations import (
 )
 from kubectl_gpu.workflows import reports
 from tests.fakes.apiserver import samples
-from tests.fakes.apiserver.server import FakeApiServer
 from tests.gpumap.test_report_crd_matches_the_schema import crd
 
 NOW = dt.datetime(2026, 5, 1, 12, 0, tzinfo=dt.timezone.utc)
@@ -64,9 +63,10 @@ def healthy(devices: dict[str, Sequence[str]]) -> RegisteredDevices:
     return group_devices(pairs, Source.PODRESOURCES)
 
 
-def install(server: FakeApiServer | None, api: cluster.Api) -> None:
+def install(server: object, api: cluster.Api) -> None:
     """The CRD, as `kubectl apply -f` of the shipped manifest would create it; returns once it
-    is served (a real API server establishes a new CRD a moment after the create)."""
+    is served (a real API server establishes a new CRD a moment after the create). `server` is
+    not used (callers from the API stand-in's days still pass one)."""
     document = crd()
     api.create(cluster.path("customresourcedefinitions"), document)
     group, plural = document["spec"]["group"], document["spec"]["names"]["plural"]
@@ -82,9 +82,17 @@ def install(server: FakeApiServer | None, api: cluster.Api) -> None:
             time.sleep(0.1)
 
 
-def add_node(server: FakeApiServer, name: str, gpu: bool = True) -> None:
-    labels = {"nvidia.com/gpu.present": "true"} if gpu else {}
-    server.store.create(samples.node(name, labels=labels))
+class _WithStore(Protocol):
+    store: Any  # the stand-in's `Store`, or a simulated cluster's `ApiStore` on a real server
+
+
+def add_node(server: _WithStore, name: str, gpu: bool = True) -> None:
+    server.store.create(node(name, gpu))
+
+
+def node(name: str, gpu: bool = True) -> Obj:
+    """A Ready node; a GPU node carries GFD's gpu.present label."""
+    return samples.node(name, labels={"nvidia.com/gpu.present": "true"} if gpu else {})
 
 
 def publish_node(

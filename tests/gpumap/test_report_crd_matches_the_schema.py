@@ -1,25 +1,27 @@
 """The GPUNodeReport CRD shipped as package data is a valid apiextensions.k8s.io/v1 definition,
-its openAPIV3Schema says what schemas/node-report.v1.json says, and the API stand-in serves
-the custom resource once the CRD is created (the real kubectl finds it by its plural)."""
+its openAPIV3Schema says what schemas/node-report.v1.json says, and the real kube-apiserver
+takes it (it refuses a schema that is not structural), serves the custom resource (the real
+kubectl finds it by its plural), and holds reports to it: one the agent builds is admitted,
+one that breaks the schema is refused field by field, and a field the schema lacks is dropped."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import subprocess
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from kubectl_gpu import cluster
+from kubectl_gpu.errors import ClusterError
 from kubectl_gpu.gpumap import join, report
 from kubectl_gpu.gpumap.allocations import Allocation, Gpu, Source
 from kubectl_gpu.workflows import reports
 from tests.conftest import ROOT
-from tests.fakes.apiserver.kubectl_cli import KubectlRunner
-from tests.fakes.apiserver.server import FakeApiServer
+from tests.controlplane.plane import ControlPlane
 
 SCHEMA = json.loads((ROOT / "schemas" / "node-report.v1.json").read_text())
 NOW = dt.datetime(2026, 5, 1, 12, 0, tzinfo=dt.timezone.utc)
@@ -129,21 +131,57 @@ def _sample() -> report.NodeReport:
     return report.build("node-a", [gpu], join.NodeSources(podresources=(held,)), NOW)
 
 
-@pytest.mark.kubectl
-def test_the_stand_in_serves_the_report_once_the_crd_exists(
-    fake_apiserver: FakeApiServer, kubeconfig: Path, kubectl: KubectlRunner
-) -> None:
-    api = cluster.connect(str(kubeconfig))
-    fake_apiserver.store.create(
-        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-a"}}
-    )
-    api.create(cluster.path("customresourcedefinitions"), crd())
+@pytest.fixture(scope="module")
+def served(module_plane: ControlPlane) -> cluster.Api:
+    """The CRD created on the real server (which validates it) and served; node-a there."""
+    from tests.gpumap import reportbuilders  # here: it imports `crd` from this module
 
-    reports.publish(api, _sample(), None)
-    result = kubectl("get", "gpunodereports", "node-a", "-o", "json")
+    api = cluster.connect(str(module_plane.kubeconfig))
+    reportbuilders.install(None, api)
+    api.create(cluster.path("nodes"), {"apiVersion": "v1", "kind": "Node",
+                                       "metadata": {"name": "node-a"}})  # fmt: skip
+    return api
+
+
+@pytest.mark.usefixtures("real_control_plane")
+def test_the_real_server_serves_the_report_once_the_crd_exists(
+    served: cluster.Api, module_plane: ControlPlane
+) -> None:
+    reports.publish(served, _sample(), None)
+    result = subprocess.run(
+        [str(module_plane.kubectl), "--kubeconfig", str(module_plane.kubeconfig),
+         "get", "gpunodereports", "node-a", "-o", "json"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
 
     assert result.returncode == 0, result.stderr
-    served = json.loads(result.stdout)
-    assert served["kind"] == "GPUNodeReport" and served["spec"] == {"node": "node-a"}
-    assert served["metadata"]["ownerReferences"][0]["kind"] == "Node"
-    assert report.from_dict(served) == _sample()
+    stored = json.loads(result.stdout)
+    assert stored["kind"] == "GPUNodeReport" and stored["spec"] == {"node": "node-a"}
+    assert stored["metadata"]["ownerReferences"][0]["kind"] == "Node"
+    assert report.from_dict(stored) == _sample()
+
+
+def _broken(name: str, **status: Any) -> dict[str, Any]:
+    body = reports.body(_sample(), "0c5e5c4e-0000-4000-8000-000000000001", None)
+    body["metadata"]["name"] = name
+    body["status"].update(status)
+    return body
+
+
+@pytest.mark.usefixtures("real_control_plane")
+def test_the_real_server_refuses_a_report_that_breaks_the_schema(served: cluster.Api) -> None:
+    broken = _broken("broken-1", digest="md5:1234", gpuCount=-1)
+
+    with pytest.raises(ClusterError) as refused:
+        served.create(cluster.path("gpunodereports"), broken)
+
+    assert refused.value.status == 422
+    for field in ("status.digest", "status.gpuCount"):
+        assert field in refused.value.message
+
+
+@pytest.mark.usefixtures("real_control_plane")
+def test_the_real_server_drops_a_field_the_schema_does_not_name(served: cluster.Api) -> None:
+    created = served.create(cluster.path("gpunodereports"), _broken("pruned-1", surprise="x"))
+
+    assert "surprise" not in created["status"] and created["status"]["gpuCount"] == 1

@@ -1,10 +1,12 @@
-"""The agent's report object is written only when the node's allocations or devices change: the
-stand-in's request log counts the writes. A restarted agent (no digest in memory) does not
-rewrite an unchanged report; a conflicting writer is re-read, not overwritten blindly."""
+"""The agent's report object is written only when the node's allocations or devices change: a
+proxy in front of the real kube-apiserver counts the writes. A restarted agent (no digest in
+memory) does not rewrite an unchanged report; a conflicting writer is re-read, not overwritten
+blindly (the proxy lets another client write just before our PUT; the real server answers 409)."""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,25 +15,39 @@ from kubectl_gpu import cluster
 from kubectl_gpu.errors import ClusterError
 from kubectl_gpu.gpumap import join, report
 from kubectl_gpu.workflows import reports
-from tests.fakes.apiserver.server import FakeApiServer
+from tests.controlplane.faults import Fault, FaultProxy
+from tests.controlplane.plane import ControlPlane
 from tests.gpumap import reportbuilders as b
 
 REPORTS = "/apis/kubectl-gpu.io/v1/gpunodereports"
 
 
-@pytest.fixture
-def api(fake_apiserver: FakeApiServer, kubeconfig: Path) -> cluster.Api:
-    api = cluster.connect(str(kubeconfig))
-    b.install(fake_apiserver, api)
-    b.add_node(fake_apiserver, "gpu-a")
+@pytest.fixture(scope="module")
+def admin(module_plane: ControlPlane) -> cluster.Api:
+    """The administrator, straight to the server; the CRD installed once for the module."""
+    api = cluster.connect(str(module_plane.kubeconfig))
+    b.install(None, api)
     return api
 
 
-def writes(server: FakeApiServer) -> list[str]:
+@pytest.fixture
+def api(admin: cluster.Api, proxied_kubeconfig: Path) -> Iterator[cluster.Api]:
+    """Node gpu-a and no report yet, through the proxy."""
+    admin.create(cluster.path("nodes"), b.node("gpu-a"))
+    yield cluster.connect(str(proxied_kubeconfig))
+    for url in (cluster.path("gpunodereports", "gpu-a"), cluster.path("nodes", "gpu-a")):
+        try:
+            admin.delete(url)
+        except ClusterError as e:
+            if e.status != 404:
+                raise
+
+
+def writes(proxy: FaultProxy) -> list[str]:
     return [
-        r.method
-        for r in server.requests
-        if r.method in ("POST", "PUT", "PATCH") and r.path.startswith(REPORTS)
+        s.method
+        for s in proxy.seen
+        if s.method in ("POST", "PUT", "PATCH") and s.path.startswith(REPORTS)
     ]
 
 
@@ -43,41 +59,39 @@ def node_report(minute: int, pods: int = 1) -> report.NodeReport:
 
 
 def test_publishing_the_same_content_again_writes_nothing(
-    api: cluster.Api, fake_apiserver: FakeApiServer
+    api: cluster.Api, fault_proxy: FaultProxy
 ) -> None:
     digest = reports.publish(api, node_report(0), None)
-    fake_apiserver.requests.clear()
+    fault_proxy.seen.clear()
 
     for minute in range(1, 6):  # the agent's poll loop: new timestamps, same node state
         digest = reports.publish(api, node_report(minute), digest)
 
-    assert writes(fake_apiserver) == [] and len(fake_apiserver.requests) == 0
+    assert fault_proxy.seen == []  # not even a read
 
 
-def test_a_changed_allocation_is_written_once(
-    api: cluster.Api, fake_apiserver: FakeApiServer
-) -> None:
+def test_a_changed_allocation_is_written_once(api: cluster.Api, fault_proxy: FaultProxy) -> None:
     digest = reports.publish(api, node_report(0), None)
     digest = reports.publish(api, node_report(1, pods=2), digest)
     digest = reports.publish(api, node_report(2, pods=2), digest)
 
-    assert writes(fake_apiserver) == ["POST", "PUT"]
+    assert writes(fault_proxy) == ["POST", "PUT"]
     stored = api.get(cluster.path("gpunodereports", "gpu-a"))
     assert report.from_dict(stored).generated_at == "2026-05-01T12:01:00Z"
     assert len(report.from_dict(stored).allocations) == 2
 
 
 def test_a_restarted_agent_does_not_rewrite_an_unchanged_report(
-    api: cluster.Api, fake_apiserver: FakeApiServer
+    api: cluster.Api, fault_proxy: FaultProxy
 ) -> None:
     reports.publish(api, node_report(0), None)
 
     reports.publish(api, node_report(30), None)  # restarted: it remembers no digest
 
-    assert writes(fake_apiserver) == ["POST"]
+    assert writes(fault_proxy) == ["POST"]
 
 
-def test_the_report_is_owned_by_its_node(api: cluster.Api, fake_apiserver: FakeApiServer) -> None:
+def test_the_report_is_owned_by_its_node(api: cluster.Api) -> None:
     reports.publish(api, node_report(0), None)
 
     stored = api.get(cluster.path("gpunodereports", "gpu-a"))
@@ -90,35 +104,22 @@ def test_the_report_is_owned_by_its_node(api: cluster.Api, fake_apiserver: FakeA
     )
 
 
-class RacingApi(cluster.Api):
-    """Our own wrapper, not the library: another writer touches the report right before our
-    first PUT, so the stand-in answers that PUT with a real 409 Conflict."""
-
-    server: FakeApiServer | None = None
-    raced: bool = False
-
-    def replace(self, url: str, body: cluster.Json, *, dry_run: bool = False) -> cluster.Json:
-        if not self.raced and self.server is not None:
-            self.raced = True
-            stored = self.server.store.get("gpunodereports", "gpu-a")
-            stored["metadata"]["labels"] = {"touched-by": "someone-else"}
-            self.server.store.update(stored)
-        return super().replace(url, body, dry_run=dry_run)
-
-
 def test_a_write_that_conflicts_is_retried_after_reading_again(
-    api: cluster.Api, fake_apiserver: FakeApiServer
+    api: cluster.Api, admin: cluster.Api, fault_proxy: FaultProxy
 ) -> None:
     digest = reports.publish(api, node_report(0), None)
-    racing = RacingApi(api.client, api.context, api.server, api.timeout)
-    racing.server = fake_apiserver
-    fake_apiserver.requests.clear()
+    url = cluster.path("gpunodereports", "gpu-a")
 
-    reports.publish(racing, node_report(1, pods=2), digest)
+    def another_writer() -> None:
+        admin.patch(url, {"metadata": {"labels": {"touched-by": "someone-else"}}})
 
-    puts = [r.code for r in fake_apiserver.requests if r.method == "PUT"]
-    assert puts == [409, 200]
-    stored = api.get(cluster.path("gpunodereports", "gpu-a"))
+    fault_proxy.add(Fault("PUT", f"{REPORTS}/gpu-a", before=another_writer))
+    fault_proxy.seen.clear()
+
+    reports.publish(api, node_report(1, pods=2), digest)
+
+    assert [s.status for s in fault_proxy.seen if s.method == "PUT"] == [409, 200]
+    stored = api.get(url)
     assert len(report.from_dict(stored).allocations) == 2
 
 

@@ -16,12 +16,13 @@ from kubectl_gpu import cluster, errors, keys
 from kubectl_gpu.sharing import rollout
 from kubectl_gpu.workflows.share import change
 from kubectl_gpu.workflows.share.options import Options
-from tests.fakes.apiserver import FakeApiServer
+from tests.controlplane.store import ApiStore
 from tests.workflows.test_share_workflow_on_a_static_api import NAMESPACE
 from tests.workflows.test_share_workflow_on_a_static_api import api as api  # noqa: F401
 
 CONFIGMAP = ("configmaps", "nvdp-nvidia-device-plugin-configs", NAMESPACE)
 NO_RESTART = Options(restart=False)
+REQUESTS = 10  # what the run below sends; each is interrupted, and the run after the last ends
 
 
 @dataclasses.dataclass
@@ -46,23 +47,22 @@ class Interrupting(cluster.Api):
         raise KeyboardInterrupt if self.signum == signal.SIGINT else errors.Interrupted(self.signum)
 
 
-def state(fake_apiserver: FakeApiServer) -> tuple[dict[str, str], str | None]:
-    """The ConfigMap's keys and gpu-a's config label (the key gpu-a reads)."""
-    store = fake_apiserver.store
+def state(store: ApiStore) -> tuple[dict[str, str], str | None]:
+    """The ConfigMap's keys and gpu-a's config label (the key gpu-a reads), on the server."""
     labels = store.get("nodes", "gpu-a")["metadata"]["labels"]
     return dict(store.get(*CONFIGMAP)["data"]), labels.get(keys.DEVICE_PLUGIN_CONFIG_LABEL)
 
 
 @pytest.mark.parametrize("after", [False, True], ids=["before-sending", "answer-lost"])
-@pytest.mark.parametrize("at", range(1, 24))
+@pytest.mark.parametrize("at", range(1, REQUESTS + 2))
 def test_an_interruption_at_any_request_tells_the_truth(
     api: cluster.Api,  # noqa: F811
-    fake_apiserver: FakeApiServer,
+    static_store: ApiStore,
     at: int,
     after: bool,
 ) -> None:
     change.share(api, rollout.ShareRequest(replicas=2), NO_RESTART)  # the change before
-    before = state(fake_apiserver)
+    before = state(static_store)
     fields = {f.name: getattr(api, f.name) for f in dataclasses.fields(cluster.Api)}
     stopping = Interrupting(**fields, at=at, after=after, signum=signal.SIGTERM)
     request = rollout.ShareRequest(replicas=4, nodes=("gpu-a",))  # a key and a label
@@ -73,11 +73,12 @@ def test_an_interruption_at_any_request_tells_the_truth(
         stopped: errors.GpuError | None = e
     else:
         stopped = None  # `at` is past the run's last request
-    now = state(fake_apiserver)
+    now = state(static_store)
 
     if stopped is None:
         assert now != before
         return
+    assert at <= REQUESTS, f"the run now sends more than {REQUESTS} requests: raise REQUESTS"
     assert stopped.exit_code == 143
     if now == before:
         assert stopped.message.startswith("share was interrupted before it wrote anything")
@@ -90,5 +91,5 @@ def test_an_interruption_at_any_request_tells_the_truth(
         assert labelled == (now[1] is not None)
         assert "to undo, run `kubectl gpu share rollback`" in stopped.hint
         change.rollback(api, NO_RESTART)  # as the advice says: back to the change before
-        data, label = state(fake_apiserver)
+        data, label = state(static_store)
         assert (data["any"], label) == (before[0]["any"], before[1])  # added keys stay

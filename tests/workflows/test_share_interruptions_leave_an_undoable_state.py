@@ -16,17 +16,24 @@ from kubectl_gpu.workflows.share import change
 from kubectl_gpu.workflows.share.options import Options
 from kubectl_gpu.workflows.share.show import show
 from kubectl_gpu.workflows.waiting import Timing
-from tests.fakes.apiserver import FakeApiServer
+from tests.controlplane.plane import ControlPlane
+from tests.controlplane.store import ApiStore
 from tests.fakes.cluster import layouts
 from tests.workflows.sharebuilders import gpu_node
-from tests.workflows.test_share_workflow_on_a_static_api import NAMESPACE, FakeClock, pod
+from tests.workflows.test_share_workflow_on_a_static_api import (
+    NAMESPACE,
+    FakeClock,
+    install,
+    live_pods,
+    pod,
+)
 from tests.workflows.test_share_workflow_on_a_static_api import api as api  # noqa: F401
 
 CONFIGMAP = "nvdp-nvidia-device-plugin-configs"
 
 
-def _text(fake_apiserver: FakeApiServer) -> dict[str, Any]:
-    return dict(fake_apiserver.store.get("configmaps", CONFIGMAP, NAMESPACE))
+def _text(store: ApiStore) -> dict[str, Any]:
+    return dict(store.get("configmaps", CONFIGMAP, NAMESPACE))
 
 
 class Interrupting(FakeClock):
@@ -37,28 +44,29 @@ class Interrupting(FakeClock):
 
 
 class Recreating(FakeClock):
-    """A DaemonSet that brings a deleted plugin pod back `delay` seconds later."""
+    """A DaemonSet that brings a deleted plugin pod back `delay` seconds later (under a new
+    name, as a DaemonSet's pods have: the old one may still be Terminating)."""
 
-    def __init__(self, store: Any, delay: float) -> None:
+    def __init__(self, store: ApiStore, delay: float) -> None:
         super().__init__()
         self.store, self.delay, self.gone_since = store, delay, dict[str, float]()
 
     def sleep(self, seconds: float) -> None:
         super().sleep(seconds)
-        names = {p["metadata"]["name"] for p in self.store.list("pods", NAMESPACE)}
+        names = {p["metadata"]["name"] for p in live_pods(self.store)}
         for node in ("gpu-a", "gpu-b"):
-            if f"plugin-{node}" not in names:
+            if not any(n.startswith(f"plugin-{node}") for n in names):
                 since = self.gone_since.setdefault(node, self.now - seconds)
                 if self.now - since >= self.delay:
                     plugin = "nvdp-nvidia-device-plugin"
                     self.store.create(
-                        pod(f"plugin-{node}", node, plugin, "nvidia-device-plugin-ctr")
+                        pod(f"plugin-{node}-new", node, plugin, "nvidia-device-plugin-ctr")
                     )
                     del self.gone_since[node]
 
 
 def test_ctrl_c_mid_rollout_says_what_was_written_and_rollback_undoes_it(
-    api: cluster.Api, fake_apiserver: FakeApiServer
+    api: cluster.Api, static_store: ApiStore
 ) -> None:
     clock = Interrupting()
 
@@ -71,22 +79,26 @@ def test_ctrl_c_mid_rollout_says_what_was_written_and_rollback_undoes_it(
     assert "restarted on: no node" in e.message
     assert "not restarted (they still run the previous config): gpu-a, gpu-b" in e.message
     assert "kubectl gpu share rollback" in e.hint and "run the same command again" in e.hint
-    assert "replicas: 2" in _text(fake_apiserver)["data"]["any"]
+    assert "replicas: 2" in _text(static_store)["data"]["any"]
     shown = show(api, Options())
     assert shown.configmap.record  # `share show` reads the state the interruption left
 
     change.rollback(api, Options(restart=False))
 
-    assert _text(fake_apiserver)["data"]["any"] == "version: v1\n"
+    assert _text(static_store)["data"]["any"] == "version: v1\n"
 
 
 def test_a_denied_pod_delete_says_what_was_written_and_restarted(
-    api: cluster.Api, fake_apiserver: FakeApiServer
+    api: cluster.Api, static_plane: ControlPlane, tmp_path: Path
 ) -> None:
-    fake_apiserver.deny("delete", "pods")
+    # the real RBAC authorizer's 403, to a user granted everything but that
+    config = static_plane.user_denied(
+        "share-no-pod-delete", tmp_path / "k", [("delete", "pods", "")]
+    )
+    denied = cluster.connect(str(config))
 
     with pytest.raises(errors.GpuError) as stopped:
-        change.share(api, rollout.ShareRequest(replicas=2), Options())
+        change.share(denied, rollout.ShareRequest(replicas=2), Options())
 
     message = stopped.value.message
     assert f"failed after writing ConfigMap {NAMESPACE}/{CONFIGMAP}" in message
@@ -95,9 +107,9 @@ def test_a_denied_pod_delete_says_what_was_written_and_restarted(
 
 
 def test_timeout_bounds_the_whole_rollout_not_each_batch(
-    api: cluster.Api, fake_apiserver: FakeApiServer
+    api: cluster.Api, static_store: ApiStore
 ) -> None:
-    clock = Recreating(fake_apiserver.store, delay=4)
+    clock = Recreating(static_store, delay=4)
     options = Options(timeout=10, max_unavailable=1)
 
     result = change.share(
@@ -114,18 +126,17 @@ def test_timeout_bounds_the_whole_rollout_not_each_batch(
 
 
 def test_a_change_whose_record_cannot_be_kept_is_refused_up_front(
-    fake_apiserver: FakeApiServer, kubeconfig: Path
+    static_store: ApiStore, static_plane: ControlPlane
 ) -> None:
     huge = "version: v1\n# " + "x" * 211_000 + "\n"
-    for obj in layouts.helm({"any": huge}, "any").objects:
-        fake_apiserver.store.create(obj)
-    fake_apiserver.store.create(gpu_node("gpu-a", 1))
-    api = cluster.connect(str(kubeconfig))
+    install(static_store, layouts.helm({"any": huge}, "any"))
+    static_store.create(gpu_node("gpu-a", 1))
+    api = cluster.connect(str(static_plane.kubeconfig))
 
     with pytest.raises(rollout.RecordTooLarge, match="nothing was written"):
         change.share(api, rollout.ShareRequest(replicas=2), Options())
 
-    written = _text(fake_apiserver)
+    written = _text(static_store)
     assert written["data"]["any"] == huge
     assert keys.PREVIOUS_CONFIG_ANNOTATION not in (written["metadata"].get("annotations") or {})
 
@@ -133,7 +144,7 @@ def test_a_change_whose_record_cannot_be_kept_is_refused_up_front(
 class OtherWriter(FakeClock):
     """Another `share` writes the ConfigMap while this one waits for capacity."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: ApiStore) -> None:
         super().__init__()
         self.store = store
 
@@ -145,9 +156,9 @@ class OtherWriter(FakeClock):
 
 
 def test_a_concurrent_change_ends_the_wait_and_names_the_winner(
-    api: cluster.Api, fake_apiserver: FakeApiServer
+    api: cluster.Api, static_store: ApiStore
 ) -> None:
-    clock = OtherWriter(fake_apiserver.store)
+    clock = OtherWriter(static_store)
     options = Options(restart=False, wait=True, timeout=300)
 
     result = change.share(

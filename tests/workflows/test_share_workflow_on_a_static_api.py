@@ -1,14 +1,15 @@
-"""The share workflow against the bare API stand-in: no controllers, time injected.
+"""The share workflow against a static API -- the real kube-apiserver with no controllers or
+kubelets (tests/workflows/conftest.py) -- and time injected.
 
 Nothing here recreates a deleted pod or changes a node's capacity, so every wait must end at
-its deadline with the reason, and a fake clock makes those deadlines pass at once.
+its deadline with the reason, and a fake clock makes those deadlines pass at once. A deleted
+plugin pod stays Terminating, as on a node whose kubelet is gone: share must look past it.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -20,7 +21,9 @@ from kubectl_gpu.workflows.share import change, report
 from kubectl_gpu.workflows.share.options import Options
 from kubectl_gpu.workflows.waiting import Timing
 from tests.conftest import ROOT
-from tests.fakes.apiserver import FakeApiServer
+from tests.controlplane.plane import ControlPlane
+from tests.controlplane.store import ApiStore
+from tests.fakes.apiserver import ApiError
 from tests.fakes.cluster import layouts
 from tests.workflows.sharebuilders import gpu_node
 
@@ -83,23 +86,39 @@ def pod(name: str, node: str, owner: str, container: str) -> Obj:
     }
 
 
+def install(store: ApiStore, layout: layouts.Layout) -> None:
+    """The layout's objects, and the namespace's `default` ServiceAccount, which admission
+    wants before it admits a pod (the controller-manager would have made it)."""
+    account = {"apiVersion": "v1", "kind": "ServiceAccount",
+               "metadata": {"name": "default", "namespace": layout.namespace}}  # fmt: skip
+    for obj in (*layout.objects, account):
+        try:
+            store.create(obj)
+        except ApiError as e:
+            if e.code != 409 or obj["kind"] != "Namespace":  # kept from an earlier test
+                raise
+
+
+def live_pods(store: ApiStore) -> list[Obj]:
+    """The namespace's pods not being deleted."""
+    return [p for p in store.list("pods", NAMESPACE) if not p["metadata"].get("deletionTimestamp")]
+
+
 @pytest.fixture
-def api(fake_apiserver: FakeApiServer, kubeconfig: Path) -> cluster.Api:
+def api(static_store: ApiStore, static_plane: ControlPlane) -> cluster.Api:
     """Helm's objects, two GPU nodes, a plugin and a GFD pod on each; no controllers."""
-    store = fake_apiserver.store
     layout = layouts.helm({"any": "version: v1\n"}, "any")
-    for obj in layout.objects:
-        store.create(obj)
+    install(static_store, layout)
     plugin, gfd = layout.plugin_daemonset, str(layout.gfd_daemonset)
     for name, gpus in (("gpu-a", 2), ("gpu-b", 1)):
-        store.create(gpu_node(name, gpus))
-        store.create(pod(f"plugin-{name}", name, plugin, "nvidia-device-plugin-ctr"))
-        store.create(pod(f"gfd-{name}", name, gfd, "gpu-feature-discovery-ctr"))
-    return cluster.connect(str(kubeconfig))
+        static_store.create(gpu_node(name, gpus))
+        static_store.create(pod(f"plugin-{name}", name, plugin, "nvidia-device-plugin-ctr"))
+        static_store.create(pod(f"gfd-{name}", name, gfd, "gpu-feature-discovery-ctr"))
+    return cluster.connect(str(static_plane.kubeconfig))
 
 
 def test_a_plugin_that_never_comes_back_fails_at_the_deadline(
-    api: cluster.Api, fake_apiserver: FakeApiServer
+    api: cluster.Api, static_store: ApiStore
 ) -> None:
     clock = FakeClock()
     options = Options(timeout=30, max_unavailable=1)
@@ -117,18 +136,18 @@ def test_a_plugin_that_never_comes_back_fails_at_the_deadline(
     assert 29 <= sum(clock.slept) <= 30.5  # backed-off polls, never past the deadline
     assert max(clock.slept) <= 1.0
     # the GFD pod beside the plugin was restarted with it; the other node's was left alone
-    pods = {p["metadata"]["name"] for p in fake_apiserver.store.list("pods", NAMESPACE)}
+    pods = {p["metadata"]["name"] for p in live_pods(static_store)}
     assert "gfd-gpu-a" not in pods and "gfd-gpu-b" in pods
 
 
 def test_no_restart_leaves_the_plugins_and_says_so(
-    api: cluster.Api, fake_apiserver: FakeApiServer
+    api: cluster.Api, static_store: ApiStore
 ) -> None:
-    before = {p["metadata"]["uid"] for p in fake_apiserver.store.list("pods", NAMESPACE)}
+    before = {p["metadata"]["uid"] for p in live_pods(static_store)}
     result = change.share(api, rollout.ShareRequest(replicas=2), Options(restart=False))
     assert {r.result for r in result.nodes} == {"not-restarted"}
     assert "reads a changed key only at start" in result.nodes[0].message
-    assert {p["metadata"]["uid"] for p in fake_apiserver.store.list("pods", NAMESPACE)} == before
+    assert {p["metadata"]["uid"] for p in live_pods(static_store)} == before
     assert not result.failed
 
 
@@ -166,9 +185,7 @@ def test_the_result_document_matches_its_schema(api: cluster.Api) -> None:
     assert document["changes"]["keys"][0]["before"] == "version: v1\n"
 
 
-def test_max_unavailable_restarts_nodes_together(
-    api: cluster.Api, fake_apiserver: FakeApiServer
-) -> None:
+def test_max_unavailable_restarts_nodes_together(api: cluster.Api, static_store: ApiStore) -> None:
     clock = FakeClock()
     options = Options(timeout=5, max_unavailable=2)
     result = change.share(
@@ -176,7 +193,7 @@ def test_max_unavailable_restarts_nodes_together(
     )
     # one batch of two: both plugins were deleted at once, both then missed the deadline
     assert {r.node: r.result for r in result.nodes} == {"gpu-a": "failed", "gpu-b": "failed"}
-    assert fake_apiserver.store.list("pods", NAMESPACE) == []
+    assert live_pods(static_store) == []
     assert sum(clock.slept) <= 5.5  # one deadline for the batch, not one per node
 
 
@@ -190,17 +207,17 @@ def test_rollback_without_a_record_says_there_is_nothing_to_undo(api: cluster.Ap
 
 
 def test_a_plugin_ready_for_a_moment_then_crashing_is_a_failed_restart(
-    api: cluster.Api, fake_apiserver: FakeApiServer
+    api: cluster.Api, static_store: ApiStore
 ) -> None:
     # No readiness probe: kubelet shows the new plugin Ready as it starts, and one that
     # rejects its config exits a second later. share must not take that first look as "back".
-    store = fake_apiserver.store
+    store = static_store
     clock = FakeClock()
     sleep = clock.sleep
 
     def time_passes(seconds: float) -> None:
         sleep(seconds)
-        names = {p["metadata"]["name"] for p in store.list("pods", NAMESPACE)}
+        names = {p["metadata"]["name"] for p in live_pods(store)}
         if "plugin-gpu-a" not in names and "plugin-gpu-a-2" not in names:  # deleted by share
             started = clock.now
             new = pod("plugin-gpu-a-2", "gpu-a", "nvdp-nvidia-device-plugin",
