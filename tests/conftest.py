@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,17 @@ class CliResult:
     @property
     def json(self) -> Any:
         return json.loads(self.stdout)
+
+
+@pytest.fixture(autouse=True)
+def _cli_logging_stays_in_its_test() -> Iterator[None]:
+    """A command run in-process points the `kubectl_gpu` logger at its own stderr and stops it
+    propagating (cli/settings.py), as a process of its own would; a later test in the same
+    worker that reads logs through caplog would then hear nothing. Put it back."""
+    logger = logging.getLogger("kubectl_gpu")
+    handlers, level, propagate = list(logger.handlers), logger.level, logger.propagate
+    yield
+    logger.handlers[:], logger.level, logger.propagate = handlers, level, propagate
 
 
 @pytest.fixture
