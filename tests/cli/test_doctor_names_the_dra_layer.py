@@ -6,7 +6,8 @@ On the real control plane (resource.k8s.io/v1): the simulated NVIDIA DRA driver 
 classes and slice, the real scheduler finds no device for the claim and leaves the pod pending,
 and which requests doctor sent is read from the real server's audit log. At v1beta1: a real
 server of the pinned release told to serve resource.k8s.io at v1beta1 only, as 1.32 did
-(drareleases.py; no scheduler runs there, and none is needed for a claim left pending)."""
+(tests/controlplane/drareleases.py; no scheduler runs there, and none is needed for a claim
+left pending)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ import pytest
 
 from tests.cli import clirequests
 from tests.cli.doctorpods import by_layer
-from tests.cli.drareleases import serving
 from tests.conftest import ROOT, CliResult
+from tests.controlplane.drareleases import serving
 from tests.fakes.cluster import SimCluster, dradriver, dranodes
 from tests.fakes.cluster.dradriver import DraGpu
 from tests.fakes.cluster.fixture import MakeSimCluster

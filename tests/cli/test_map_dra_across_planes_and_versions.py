@@ -4,7 +4,8 @@ scheduler step in drascheduler.py): one table and one JSON shape, a PLANE column
 allocation resolved to its physical GPU (and MIG parent), including a claim made for an
 `nvidia.com/gpu` limit (KEP-5004), two claims sharing one GPU, a MIG partition chosen as a
 firstAvailable alternative with its GPU's counters, and the sharing config in effect; against
-real API servers serving resource.k8s.io at v1, v1beta2 or v1beta1 only (drareleases.py).
+real API servers serving resource.k8s.io at v1, v1beta2 or v1beta1 only
+(tests/controlplane/drareleases.py).
 
 A server not serving v1 runs no scheduler (Kubernetes' own watches v1), so the allocations here
 are the simulated scheduler step's, written at the served version and validated by the real
@@ -23,8 +24,8 @@ import jsonschema
 import pytest
 
 from kubectl_gpu import cluster
-from tests.cli.drareleases import ServedPlane, serving
 from tests.conftest import ROOT, CliResult
+from tests.controlplane.drareleases import ServedPlane, serving
 from tests.controlplane.store import ApiStore
 from tests.fakes.cluster import dradriver, drascheduler
 from tests.fakes.cluster.dradriver import DraGpu, MigSlot
