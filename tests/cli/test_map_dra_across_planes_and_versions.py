@@ -25,7 +25,7 @@ import pytest
 
 from kubectl_gpu import cluster
 from tests.conftest import ROOT, CliResult
-from tests.controlplane.drareleases import ServedPlane, serving
+from tests.controlplane.drareleases import BETAS, ServedPlane, betas_on, serving
 from tests.controlplane.store import ApiStore
 from tests.fakes.cluster import dradriver, drascheduler
 from tests.fakes.cluster.dradriver import DraGpu, MigSlot
@@ -106,9 +106,7 @@ def claim_pod(store: ApiStore, name: str, node_name: str, claim_name: str) -> No
 
 
 def recent(served: ServedPlane) -> bool:
-    """Consumable capacity, partitionable devices and extended resources served by DRA are
-    alpha, off, before Kubernetes 1.36 (a server drops their fields)."""
-    return tuple(int(n) for n in served.plane.version.split(".")) >= (1, 36)
+    return betas_on(served.plane)
 
 
 def build(served: ServedPlane) -> None:
@@ -159,7 +157,7 @@ def served(request: pytest.FixtureRequest) -> Iterator[ServedPlane]:
 
 def needs_recent(served: ServedPlane) -> None:
     if not recent(served):
-        pytest.skip(recent.__doc__ or "")
+        pytest.skip(BETAS)
 
 
 def map_json(run_cli: Run, served: ServedPlane) -> CliResult:

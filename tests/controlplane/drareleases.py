@@ -28,6 +28,17 @@ RUNTIME_CONFIG = {
 }
 
 
+BETAS = (
+    "consumable capacity, partitionable devices and extended resources served by DRA are "
+    "alpha, off, before Kubernetes 1.36 (a server drops their fields)"
+)
+
+
+def betas_on(plane: ControlPlane) -> bool:
+    """Whether the plane's release serves the DRA features `BETAS` names."""
+    return tuple(int(n) for n in plane.version.split(".")) >= (1, 36)
+
+
 @dataclasses.dataclass
 class ServedPlane:
     version: str  # the one version of resource.k8s.io served, or "none"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.controlplane.drareleases import serving
+from tests.controlplane.drareleases import BETAS, betas_on, serving
 from tests.controlplane.store import ApiStore
 from tests.fakes.cluster import dradriver, drascheduler
 from tests.fakes.cluster.dradriver import DraGpu, MigSlot
@@ -54,8 +54,8 @@ def test_slices_take_each_versions_shape_and_classes_map_gpus_only_on_v1() -> No
 @pytest.fixture
 def store() -> Iterator[ApiStore]:
     with serving("v1") as served:
-        if tuple(int(n) for n in served.plane.version.split(".")) < (1, 36):
-            pytest.skip("partitionable devices and consumable capacity are alpha before 1.36")
+        if not betas_on(served.plane):
+            pytest.skip(BETAS)
         yield served.store
 
 
