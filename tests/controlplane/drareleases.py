@@ -30,7 +30,7 @@ RUNTIME_CONFIG = {
 
 BETAS = (
     "consumable capacity, partitionable devices and extended resources served by DRA are "
-    "alpha, off, before Kubernetes 1.36 (a server drops their fields)"
+    "alpha, off, before Kubernetes 1.36"
 )
 
 
