@@ -5,13 +5,13 @@ one core, and sends the API server nothing at rest (it learns of changes by watc
 `kubectl-gpu-agent` binary loads `libnvidia-ml.so.1`, which this machine lacks, and the NVML
 stand-in only works inside the process that installs it; so the agent runs in a child Python
 process (this module with `--child`) that installs the NVML stand-in (an L4 ×4 node) and then
-calls the agent's own `agent.main` loop. The API server
-stand-in (a simulated cluster, Helm layout, time-sliced ×4, pods placed) and the kubelet
-stand-in (checkpoint + PodResources socket) run in this, the parent, process, so the child's
-RSS and CPU are the agent's own. After the child's first pass (which writes its report), the
-parent samples /proc/<pid>/status (VmRSS, VmHWM) and /proc/<pid>/stat (utime + stime) over
-the window and counts the requests, and of them the writes (POST/PUT/PATCH/DELETE), that the
-server received.
+calls the agent's own `agent.main` loop. The cluster (a simulated cluster on a real control
+plane of its own, tests/controlplane: Helm layout, time-sliced ×4, pods placed by the real
+scheduler) and the kubelet stand-in (checkpoint + PodResources socket) run in this, the parent,
+process, so the child's RSS and CPU are the agent's own. After the child's first pass (which
+writes its report), the parent samples /proc/<pid>/status (VmRSS, VmHWM) and /proc/<pid>/stat
+(utime + stime) over the window and counts the requests, and of them the writes (create,
+update, patch, delete), that kube-apiserver's audit log records from the agent's user agent.
 
 Run: `.venv/bin/python -m benchmarks.agent_at_rest [--seconds 60] [--interval 10]`.
 """
@@ -40,7 +40,7 @@ TIME_SLICED = (
     "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
     "    - name: nvidia.com/gpu\n      replicas: 4\n"
 )
-WRITES = ("POST", "PUT", "PATCH", "DELETE")
+WRITES = ("CREATE", "UPDATE", "PATCH", "DELETE", "DELETECOLLECTION")  # audit verbs, upper-cased
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,9 +69,10 @@ def _child(kubelet_root: Path, interval: float, ready: Path) -> None:
 
 def _cluster(kubelet_root: Path) -> tuple[SimCluster, FakeKubelet]:
     """The simulated cluster with the node's pods, and the kubelet stand-in serving them."""
-    from tests.fakes.apiserver.crds import custom_resource_definition
+    from tests.controlplane.plane import wait_for
     from tests.fakes.cluster import NodeSpec, SimCluster
     from tests.fakes.kubelet import FakeKubelet
+    from tests.gpumap.test_report_crd_matches_the_schema import crd
 
     sim = SimCluster(
         [NodeSpec(NODE, MODEL, GPUS)],
@@ -79,14 +80,16 @@ def _cluster(kubelet_root: Path) -> tuple[SimCluster, FakeKubelet]:
         configs={"ts": TIME_SLICED},
         default_config="ts",
         kubeconfig=kubelet_root.parent / "kubeconfig",
+        backend="real",
     )
     sim.start()
-    sim.store.create(
-        custom_resource_definition(
-            "kubectl-gpu.io", "GPUNodeReport", "gpunodereports", namespaced=False
-        )
-    )
+    document = crd()
+    sim.store.create(document)
+    reports = f"/apis/{document['spec']['group']}/{document['spec']['versions'][0]['name']}"
+    wait_for("the GPUNodeReport CRD to be served", lambda: _served(sim, reports))
     sim.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    # the server admits a pod once the controller-manager has made its namespace's account
+    wait_for("ml's default ServiceAccount", lambda: sim.store.list("serviceaccounts", "ml"))
     for i in range(GPUS * 4):
         sim.store.create(_gpu_pod(f"train-{i:02d}"))
     sim.settle(30.0)
@@ -97,6 +100,14 @@ def _cluster(kubelet_root: Path) -> tuple[SimCluster, FakeKubelet]:
     kubelet.set_allocatable(allocatable)
     kubelet.write_checkpoint("current")
     return sim, kubelet
+
+
+def _served(sim: SimCluster, path: str) -> bool:
+    try:
+        sim.store.request("GET", path)
+    except Exception:  # noqa: BLE001 - not yet
+        return False
+    return True
 
 
 def _gpu_pod(name: str) -> dict[str, object]:
@@ -122,8 +133,16 @@ def _proc(pid: int) -> tuple[float, float, float]:
     return kib["VmRSS"] / 1024, kib["VmHWM"] / 1024, cpu
 
 
+def _requests(sim: SimCluster) -> list[str]:
+    """`VERB uri` of every request the agent sent so far (by its user agent)."""
+    from kubectl_gpu import agent
+
+    assert sim.plane is not None
+    return sim.plane.requests(agent.user_agent(NODE))
+
+
 def _writes(sim: SimCluster) -> int:
-    return sum(1 for r in sim.server.requests if r.method in WRITES)
+    return sum(1 for r in _requests(sim) if r.split(" ", 1)[0] in WRITES)
 
 
 def _wait_ready(child: subprocess.Popen[bytes], ready: Path, timeout: float = 120.0) -> None:
@@ -155,14 +174,14 @@ def _observe(sim: SimCluster, root: Path, ready: Path, seconds: float, interval:
     try:
         _wait_ready(child, ready)
         time.sleep(2 * interval)  # the pass its own first writes wake, then rest
-        first, before = _writes(sim), len(sim.server.requests)
+        first, before = _writes(sim), len(_requests(sim))
         _rss, _peak, cpu0 = _proc(child.pid)
         started = time.monotonic()
         time.sleep(seconds)
         rss, peak, cpu1 = _proc(child.pid)
         elapsed = time.monotonic() - started
         writes = _writes(sim) - first
-        requests = len(sim.server.requests) - before
+        requests = len(_requests(sim)) - before
     finally:
         child.terminate()
         child.wait(10)

@@ -36,7 +36,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from benchmarks import apimetrics, populate, run_all
+from benchmarks import apimetrics, populate, run_all, synthetic
 from kubectl_gpu import cluster, keys
 
 FLEET = 5000
@@ -145,7 +145,6 @@ def get_nodes(plane: Any) -> float:
 
 
 def _fleet(plane: Any, count: int) -> list[str]:
-    from tests.fakes.apiserver.samples import node as sample_node
     from tests.gpumap.test_report_crd_matches_the_schema import crd
 
     writer = populate.Writer(plane)
@@ -159,7 +158,7 @@ def _fleet(plane: Any, count: int) -> list[str]:
 
     def one(name: str) -> int:
         writer.create(cluster.path("nodes"),
-                      sample_node(name, labels={"nvidia.com/gpu.present": "true"}))  # fmt: skip
+                      synthetic.node(name, {"nvidia.com/gpu.present": "true"}))  # fmt: skip
         return 1
 
     populate.run_all_of(names, one)

@@ -191,7 +191,7 @@ def populate(plane: Any, nodes: int, pods: int) -> dict[str, float]:
 def _plugin_pods(nodes: int, held: list[int]) -> Iterator[dict[str, Any]]:
     for index in range(nodes):
         built = synthetic.node_report(index, synthetic.kind_of(index, nodes), held[index])
-        yield from synthetic._pods_of(built)
+        yield from synthetic.pods_of(built)
 
 
 def wait_established(writer: Writer) -> None:
@@ -217,10 +217,8 @@ def _dra_node_name(index: int) -> str:
 
 
 def _dra_node(writer: Writer, index: int) -> int:
-    from tests.fakes.apiserver.samples import node as sample_node
-
     name = _dra_node_name(index)
-    writer.create(cluster.path("nodes"), sample_node(name))
+    writer.create(cluster.path("nodes"), synthetic.node(name))
     for obj in dradriver.resource_slices(name, _dra_gpus(index), "v1"):
         writer.create(cluster.path("resourceslices"), obj)
     return 1

@@ -4,21 +4,18 @@ Runs every measurement the other modules own and prints one table: figure, budge
 the same-run baseline, the ratio to it, and pass/MISS. Start-up figures (`--help`, `validate`,
 `mig validate`) are medians of fresh processes of a regular wheel install in a temporary venv
 (benchmarks.startup.regular_install; `--editable`: .venv's editable install), baseline the
-same interpreter's `python -c pass`. The cluster-scale figures seed the synthetic cluster
-(benchmarks.synthetic: 5,000 nodes, 100,000 pods by default) into the API server stand-in in
-this process and take medians of child processes, baselines `kubectl get pods -A -o json` and
-`kubectl get nodes -o json` against the same server. The agent runs at rest in a child
-process (benchmarks.agent_at_rest). Prints the machine (CPUs, model, memory, Python) and the
-load average before, between steps and after, since the machine may be shared. Must not
-assert on time nor be imported by tests.
-
-The fleet steps run the real control plane (tests/controlplane; its binaries are built on first
-use): the readers on 5,000 KWOK nodes and 40,000 pods (benchmarks.fleet), and 1,000 real agent
-loops at rest and restarting together (benchmarks.agent_burst).
+same interpreter's `python -c pass`. Every cluster figure is taken on the real control plane
+(tests/controlplane; its binaries are built on first use): `share --dry-run=client` on 5,000
+nodes (benchmarks.share_scale, baseline `kubectl get nodes -o json`), one agent at rest in a
+child process (benchmarks.agent_at_rest), the readers on 5,000 KWOK nodes and 40,000 pods
+(benchmarks.fleet: `map -A` against `kubectl get pods -A -o json`), and 1,000 real agent loops
+at rest and restarting together (benchmarks.agent_burst). Prints the machine (CPUs, model,
+memory, Python) and the load average before, between steps and after, since the machine may be
+shared. Must not assert on time nor be imported by tests.
 
 Run: `.venv/bin/python -m benchmarks.run_all [--quick]` (`make bench`); `--quick`: 500 nodes,
-10,000 pods (4,000 on the real server), 200 agents, fewer runs and a 20 s agent window — a
-smoke check, not figures to quote.
+4,000 pods, 200 agents, fewer runs and a 20 s agent window — a smoke check, not figures to
+quote.
 """
 
 from __future__ import annotations
@@ -34,9 +31,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks import agent_at_rest, map_scale, mig_validate, share_scale, startup, synthetic
-from tests.fakes.apiserver.bench_list import timed_list
-from tests.fakes.apiserver.server import FakeApiServer
+from benchmarks import agent_at_rest, mig_validate, share_scale, startup
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,48 +124,14 @@ def _timed_row(name: str, times: list[float], budget: float, base: float) -> Row
     )
 
 
-def map_rows(kubeconfig: str, runs: int, scale: synthetic.Scale) -> list[Row]:
-    got = map_scale.compare(kubeconfig, runs)
-    if "get-pods" not in got:
-        return [Row("kubectl gpu map -A", "<= 0.5 x get pods", "no kubectl: not measured")]
-    pods_s, pods_kib = got["get-pods"]
-    base = f"{pods_s:.2f} s"
-    at = f"{scale.nodes} nodes/{scale.gpus} GPUs/{scale.pods} pods"
-    rows = []
-    for key, label in (("map-json", "map -A -o json"), ("map-table", "map -A (table)")):
-        seconds, _kib = got[key]
-        ratio = seconds / pods_s
-        rows.append(
-            Row(f"kubectl gpu {label}, {at}", "<= 0.5 x get pods -A -o json",
-                f"{seconds:.2f} s", base, ratio, ratio <= 0.5)
-        )  # fmt: skip
-    for key, label in (("map-json", "-o json"), ("map-table", "(table)")):
-        peak = got[key][1] / 1024
-        rows.append(
-            Row(f"kubectl gpu map -A {label} peak RSS", "<= 400 MiB", f"{peak:.0f} MiB",
-                f"{pods_kib / 1024:.0f} MiB", peak * 1024 / pods_kib, peak <= 400)
-        )  # fmt: skip
-    return rows
-
-
-def stand_in_row(url: str, pods: int) -> Row:
-    seconds = min(timed_list(url)[0] for _ in range(2))
-    passed = seconds <= 5.0 if pods >= 100_000 else None  # the budget is for 100,000 pods
-    return Row(
-        f"stand-in LIST of {pods} pods", "<= 5 s (100,000 pods)", f"{seconds:.2f} s", passed=passed
-    )
-
-
 def share_rows(nodes: int, runs: int) -> list[Row]:
-    with FakeApiServer() as server, tempfile.TemporaryDirectory() as tmp:
-        synthetic.seed(server, nodes, 0, with_pods=False)
-        kubeconfig = str(server.write_kubeconfig(Path(tmp) / "kubeconfig"))
-        share, get_nodes = share_scale.compare(kubeconfig, runs)
-    figure = f"kubectl gpu share --dry-run=client, {nodes} nodes"
-    if get_nodes is None:
-        return [Row(figure, "(none in DESIGN.md)", f"{share.seconds:.2f} s")]
+    if not _control_plane_built():
+        return [Row("kubectl gpu share --dry-run=client", "", "no control plane binaries: "
+                    "not measured (make bins)")]  # fmt: skip
+    share, get_nodes, _ = share_scale.measure(nodes, runs)
     return [
-        Row(figure, "(none; baseline get nodes -o json)", f"{share.seconds:.2f} s",
+        Row(f"kubectl gpu share --dry-run=client, {nodes} nodes (real kube-apiserver)",
+            "(none; baseline get nodes -o json)", f"{share.seconds:.2f} s (exit {share.code})",
             f"{get_nodes.seconds:.2f} s", share.seconds / get_nodes.seconds),
         Row("kubectl gpu share --dry-run=client peak RSS", "(none)", f"{share.rss_mib:.0f} MiB",
             f"{get_nodes.rss_mib:.0f} MiB", share.rss_mib / get_nodes.rss_mib),
@@ -253,21 +214,6 @@ def _control_plane_built() -> bool:
     return True
 
 
-def cluster_rows(nodes: int, pods: int, runs: int) -> list[Row]:
-    with FakeApiServer() as server, tempfile.TemporaryDirectory() as tmp:
-        started = time.perf_counter()
-        scale = synthetic.seed(server, nodes, pods)
-        print(
-            f"seeded {scale.nodes} nodes, {scale.gpus} GPUs, {scale.devices} devices, "
-            f"{scale.pods} pods in {time.perf_counter() - started:.0f} s; {load()}",
-            flush=True,
-        )
-        kubeconfig = str(server.write_kubeconfig(Path(tmp) / "kubeconfig"))
-        rows = [stand_in_row(server.url, scale.pods)]
-        rows += map_rows(kubeconfig, runs, scale)
-    return rows
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="500 nodes, fewer runs")
@@ -282,7 +228,7 @@ def main() -> None:
         "--skip",
         action="append",
         default=[],
-        choices=["startup", "map", "share", "agent", "fleet", "burst"],
+        choices=["startup", "share", "agent", "fleet", "burst"],
     )
     options = parser.parse_args()
     nodes = options.nodes or (500 if options.quick else 5000)
@@ -291,7 +237,6 @@ def main() -> None:
     rows: list[Row] = []
     steps: dict[str, Callable[[], list[Row]]] = {
         "startup": lambda: startup_rows(startup_runs, options.editable),
-        "map": lambda: cluster_rows(nodes, nodes * 20, scale_runs),
         "share": lambda: share_rows(nodes, scale_runs),
         "agent": lambda: agent_rows(20.0 if options.quick else 60.0),
         "fleet": lambda: fleet_rows(nodes, nodes * 8, 1 if options.quick else 3),

@@ -1,11 +1,14 @@
-"""Benchmark (not a test): `kubectl gpu share --replicas 4 --dry-run=client` over many nodes.
+"""Benchmark (not a test): `kubectl gpu share --replicas 4 --dry-run=client` over many nodes of the
+real kube-apiserver.
 
 DESIGN.md sets no figure of its own for share; the issue asks for it at 5,000 nodes, with
 `kubectl get nodes -o json` against the same server as the baseline (both read every Node;
 share also reads the DaemonSets, the ClusterPolicy and the plugin's ConfigMap, and plans one
-row per node). Seeds the synthetic cluster's nodes and the Helm layout (benchmarks.synthetic)
-into the API server stand-in in this process, then runs both commands as child processes,
-taking turns, and prints medians, the ratio and peak RSS.
+row per node). Writes the synthetic cluster's Nodes and NVIDIA's Helm layout (DaemonSets and
+config ConfigMap; benchmarks.rollout.install) into the fleet plane (benchmarks.populate: no
+controller-manager, so the DaemonSets stay without pods, which a client dry run does not need),
+then runs both commands as child processes, taking turns, and prints medians, the ratio, peak
+RSS and share's exit status.
 
 Run: `.venv/bin/python -m benchmarks.share_scale [--nodes 5000] [--runs 3]`.
 """
@@ -14,55 +17,49 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import shutil
 import statistics
 import sys
-import tempfile
-from pathlib import Path
+import time
 
-from benchmarks import synthetic
-from benchmarks.map_scale import run_once
-from tests.fakes.apiserver.server import FakeApiServer
+from benchmarks import fleet, populate, rollout
 
 
 @dataclasses.dataclass(frozen=True)
 class Timed:
-    """Median wall seconds and peak RSS (MiB) of one command over several runs."""
+    """Median wall seconds, peak RSS (MiB) and the last exit status of one command."""
 
     seconds: float
     rss_mib: float
+    code: int
 
 
-def share_argv(kubeconfig: str) -> list[str]:
-    """The share dry run, as a user types it (through `python -m kubectl_gpu`)."""
-    return [
-        sys.executable,
-        "-m",
-        "kubectl_gpu",
-        "--kubeconfig",
-        kubeconfig,
-        "share",
-        "--replicas",
-        "4",
-        "--dry-run=client",
-    ]
-
-
-def compare(kubeconfig: str, runs: int) -> tuple[Timed, Timed | None]:
-    """(share dry run, kubectl get nodes -o json), taking turns; None without kubectl."""
-    kubectl = shutil.which("kubectl")
-    commands = {"share": share_argv(kubeconfig)}
-    if kubectl:
-        commands["nodes"] = [kubectl, "--kubeconfig", kubeconfig, "get", "nodes", "-o", "json"]
-    samples: dict[str, list[tuple[float, int]]] = {name: [] for name in commands}
-    for _ in range(runs):
-        for name, argv in commands.items():
-            samples[name].append(run_once(argv))
+def measure(nodes: int, runs: int) -> tuple[Timed, Timed, str]:
+    """(share dry run, kubectl get nodes -o json, server version), taking turns."""
+    plane = populate.fleet_plane()
+    plane.start(timeout=180)
+    try:
+        started = time.perf_counter()
+        rollout.install(plane, nodes)
+        print(f"wrote {nodes} nodes and the Helm layout in {time.perf_counter() - started:.0f} s",
+              file=sys.stderr, flush=True)  # fmt: skip
+        kubeconfig = str(plane.kubeconfig)
+        commands = {
+            "share": [str(fleet.BIN / "kubectl-gpu"), "--kubeconfig", kubeconfig, "share",
+                      "--replicas", "4", "--dry-run=client"],
+            "nodes": [str(plane.kubectl), "--kubeconfig", kubeconfig, "get", "nodes", "-o", "json"],
+        }  # fmt: skip
+        samples: dict[str, list[tuple[float, float, int]]] = {name: [] for name in commands}
+        for _ in range(runs):
+            for name, argv in commands.items():
+                samples[name].append(fleet.run(argv))
+        version = plane.server_version()
+    finally:
+        plane.stop()
     timed = {
-        name: Timed(statistics.median(s for s, _ in got), max(k for _, k in got) / 1024)
+        name: Timed(statistics.median(s for s, _, _ in got), max(r for _, r, _ in got), got[-1][2])
         for name, got in samples.items()
     }
-    return timed["share"], timed.get("nodes")
+    return timed["share"], timed["nodes"], version
 
 
 def main() -> None:
@@ -70,20 +67,16 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--runs", type=int, default=3)
     options = parser.parse_args()
-    with FakeApiServer() as server, tempfile.TemporaryDirectory() as tmp:
-        scale = synthetic.seed(server, options.nodes, 0, with_pods=False)
-        kubeconfig = str(server.write_kubeconfig(Path(tmp) / "kubeconfig"))
-        share, nodes = compare(kubeconfig, options.runs)
-    print(f"seeded {scale.nodes} nodes, {scale.gpus} GPUs")
+    share, nodes, version = measure(options.nodes, options.runs)
+    print(f"{options.nodes} nodes on kube-apiserver {version}")
     print(
-        f"kubectl gpu share --dry-run=client: median {share.seconds:.2f} s, {share.rss_mib:.0f} MiB"
+        f"kubectl gpu share --dry-run=client: median {share.seconds:.2f} s, "
+        f"{share.rss_mib:.0f} MiB, exit {share.code}"
     )
-    if nodes is not None:
-        print(
-            f"kubectl get nodes -o json:         median {nodes.seconds:.2f} s, "
-            f"{nodes.rss_mib:.0f} MiB"
-        )
-        print(f"ratio share / get nodes: {share.seconds / nodes.seconds:.2f}")
+    print(
+        f"kubectl get nodes -o json:         median {nodes.seconds:.2f} s, {nodes.rss_mib:.0f} MiB"
+    )
+    print(f"ratio share / get nodes: {share.seconds / nodes.seconds:.2f}")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,13 @@
-"""A synthetic GPU cluster for the benchmarks, seeded straight into the API server stand-in.
+"""A synthetic GPU cluster for the benchmarks: the objects a fleet benchmark writes into the real
+kube-apiserver (benchmarks.populate, benchmarks.rollout, benchmarks.share_scale).
 
 Owns the realistic node mix the scale benchmarks use: 8×H100 nodes (whole GPUs), 8×A100-80GB
 nodes with MIG under the `mixed` strategy (half the GPUs `all-1g.10gb`, half `all-balanced`),
 and 4×L4 nodes time-sliced 4 ways; one GPUNodeReport per node, built by `gpumap.report.build`
 as the agent builds it; and one running pod per held device, spread over the nodes until the
-asked-for pod count is reached. Also the objects `kubectl gpu share` reads (the Helm layout's
-DaemonSets and ConfigMap, GFD labels, allocatable). Must not time anything (the callers do)
-nor be imported by tests.
+asked-for pod count is reached; Nodes as GFD and the device plugin leave them (product labels,
+allocatable). Must not time anything (the callers do), write anything (the callers do) nor be
+imported by tests.
 """
 
 from __future__ import annotations
@@ -18,11 +19,6 @@ from typing import Any
 
 from kubectl_gpu.gpumap import join, report
 from kubectl_gpu.gpumap.allocations import Allocation, Gpu, MigDevice, Source, group_devices
-from kubectl_gpu.workflows import reports
-from tests.fakes.apiserver.crds import custom_resource_definition
-from tests.fakes.apiserver.samples import node, pod
-from tests.fakes.apiserver.server import FakeApiServer
-from tests.fakes.cluster import layouts
 
 NOW = dt.datetime(2026, 5, 1, 12, 0, tzinfo=dt.timezone.utc)
 NAMESPACES = [f"team-{n:02d}" for n in range(50)]
@@ -48,16 +44,6 @@ MIX = (
     Kind("a100", "NVIDIA A100-SXM4-80GB", "NVIDIA-A100-SXM4-80GB", 8, 0.45, mig=True),
     Kind("l4", "NVIDIA L4", "NVIDIA-L4", 4, 0.10, replicas=4),
 )
-
-
-@dataclasses.dataclass(frozen=True)
-class Scale:
-    """What was seeded, for the report."""
-
-    nodes: int
-    gpus: int
-    devices: int  # schedulable devices: whole GPUs, MIG devices, time-slice replicas
-    pods: int
 
 
 def kind_of(index: int, nodes: int) -> Kind:
@@ -134,7 +120,7 @@ def node_object(index: int, kind: Kind) -> dict[str, Any]:
         "nvidia.com/mig.strategy": "mixed",
         "nvidia.com/gpu.replicas": str(kind.replicas),
     }
-    obj = node(f"gpu-node-{index:04d}", labels=labels)
+    obj = node(f"gpu-node-{index:04d}", labels)
     counts: dict[str, int] = {}
     for resource, _device in devices_of(gpus_of(index, kind), kind):
         counts[resource] = counts.get(resource, 0) + 1
@@ -163,40 +149,36 @@ def held_per_node(nodes: int, pods: int) -> list[int]:
     return held
 
 
-def _pods_of(built: report.NodeReport) -> Iterator[dict[str, Any]]:
+def pods_of(built: report.NodeReport) -> Iterator[dict[str, Any]]:
+    """A pod bound to the node for each allocation in its report, holding that resource."""
     for a in built.allocations:
-        obj = pod(a.pod or "", a.namespace or "default", node_name=built.node, gpus=1)
-        obj["spec"]["containers"][0]["resources"] = {"limits": {a.resource: "1"}}
-        yield obj
+        container = {"name": "main", "image": "registry.example/cuda:12",
+                     "resources": {"limits": {a.resource: "1"}}}  # fmt: skip
+        yield {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": a.pod or "", "namespace": a.namespace or "default"},
+            "spec": {"nodeName": built.node, "containers": [container]},
+        }
 
 
-def seed_base(server: FakeApiServer) -> None:
-    """Namespaces, the GPUNodeReport CRD and the Helm layout the share workflow reads."""
-    store = server.store
-    store.create(
-        custom_resource_definition(
-            "kubectl-gpu.io", "GPUNodeReport", "gpunodereports", namespaced=False
-        )
-    )
-    for namespace in NAMESPACES:
-        store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    for obj in layouts.helm({"default": TIME_SLICED}, "default").objects:
-        store.create(obj)
-
-
-def seed(server: FakeApiServer, nodes: int, pods: int, *, with_pods: bool = True) -> Scale:
-    """Seed the whole cluster; `with_pods=False` leaves out reports and pods (share only)."""
-    seed_base(server)
-    store = server.store
-    gpus = devices = placed = 0
-    for index, held in enumerate(held_per_node(nodes, pods)):
-        kind = kind_of(index, nodes)
-        created = store.create(node_object(index, kind))
-        gpus += kind.gpus
-        devices += len(devices_of(gpus_of(index, kind), kind))
-        if not with_pods:
-            continue
-        built = node_report(index, kind, held)
-        store.create(reports.body(built, created["metadata"]["uid"], None))
-        placed += store.seed(_pods_of(built))
-    return Scale(nodes, gpus, devices, placed)
+def node(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """A Ready Node with every nodeInfo field (kubernetes client 37's models reject a partial
+    one) and CPU, memory and pod capacity."""
+    resources = {"cpu": "64", "memory": "512Gi", "pods": "110"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+        "spec": {},
+        "status": {
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+            "nodeInfo": {
+                "architecture": "amd64", "bootID": "", "containerRuntimeVersion": "",
+                "kernelVersion": "", "kubeProxyVersion": "", "kubeletVersion": "v1.37.0",
+                "machineID": "", "operatingSystem": "linux", "osImage": "", "systemUUID": "",
+            },
+            "capacity": dict(resources),
+            "allocatable": dict(resources),
+        },
+    }  # fmt: skip

@@ -4,15 +4,15 @@ reads DRA objects.
 
 On the real control plane (resource.k8s.io/v1): the simulated NVIDIA DRA driver publishes its
 classes and slice, the real scheduler finds no device for the claim and leaves the pod pending,
-and which requests doctor sent is read from the real server's audit log. At v1beta1 on the API
-server stand-in: no release `install` accepts (1.34 on) serves resource.k8s.io at v1beta1 only,
-so only the stand-in can show doctor following a server that does."""
+and which requests doctor sent is read from the real server's audit log. At v1beta1: a real
+server of the pinned release told to serve resource.k8s.io at v1beta1 only, as 1.32 did
+(tests/controlplane/drareleases.py; no scheduler runs there, and none is needed for a claim
+left pending)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -21,8 +21,7 @@ import pytest
 from tests.cli import clirequests
 from tests.cli.doctorpods import by_layer
 from tests.conftest import ROOT, CliResult
-from tests.fakes.apiserver import samples
-from tests.fakes.apiserver.server import FakeApiServer
+from tests.controlplane.drareleases import serving
 from tests.fakes.cluster import SimCluster, dradriver, dranodes
 from tests.fakes.cluster.dradriver import DraGpu
 from tests.fakes.cluster.fixture import MakeSimCluster
@@ -36,8 +35,7 @@ Obj = dict[str, Any]
 
 
 def pending_claim(store: Any, version: str) -> None:
-    """dra-1 with two A100s, and pod ml/train whose claim wants an H100."""
-    store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    """Pod ml/train whose claim wants an H100 (namespace ml made already)."""
     wanted = {
         "deviceClassName": "gpu.nvidia.com",
         "selectors": [
@@ -60,6 +58,16 @@ def pending_claim(store: Any, version: str) -> None:
     })  # fmt: skip
 
 
+def pod(name: str, namespace: str, **spec: Any) -> Obj:
+    container = {"name": "main", "image": "registry.example/cuda:12"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"containers": [container], **spec},
+    }
+
+
 @pytest.fixture
 def dra(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
     """A real cluster with the DRA node dra-1 (nothing else)."""
@@ -78,6 +86,7 @@ def doctor(run_cli: Run, cluster: SimCluster, *args: str) -> tuple[CliResult, li
 def test_a_pending_claim_names_the_attribute_no_device_satisfies(
     run_cli: Run, dra: SimCluster
 ) -> None:
+    dra.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
     pending_claim(dra.store, "v1")
     dra.settle()  # the scheduler has found no device and left the pod pending
 
@@ -97,26 +106,25 @@ def test_a_pending_claim_names_the_attribute_no_device_satisfies(
     assert "dra" in table.stdout and "productName" in table.stdout
 
 
-def test_at_v1beta1_the_claim_is_read_at_v1beta1(
-    run_cli: Run, fake_apiserver: FakeApiServer, kubeconfig: Path
-) -> None:
-    fake_apiserver.store.registry.serve_versions("resource.k8s.io", ["v1beta1"])
-    dradriver.install(fake_apiserver.store, GPUS, "v1beta1")
-    pending_claim(fake_apiserver.store, "v1beta1")
+def test_at_v1beta1_the_claim_is_read_at_v1beta1(run_cli: Run) -> None:
+    with serving("v1beta1") as served:
+        dradriver.install(served.store, GPUS, "v1beta1")
+        served.namespace("ml")
+        pending_claim(served.store, "v1beta1")
+        mark = served.mark()
 
-    result = run_cli("--kubeconfig", str(kubeconfig), "doctor", "train", "-n", "ml", "-o", "json")
+        kubeconfig = str(served.plane.kubeconfig)
+        result = run_cli("--kubeconfig", kubeconfig, "doctor", "train", "-n", "ml", "-o", "json")
 
-    assert result.exit_code == 1, result.stderr
-    [found] = by_layer(result.json, "dra")
-    assert "(productName)" in found["message"]
-    reads = {r.path for r in fake_apiserver.requests}
+        assert result.exit_code == 1, result.stderr
+        [found] = by_layer(result.json, "dra")
+        assert "(productName)" in found["message"]
+        reads = served.paths_since(mark)
     assert "/apis/resource.k8s.io/v1beta1/namespaces/ml/resourceclaims/h100" in reads
 
 
 def test_a_pod_without_claims_reads_no_dra_objects(run_cli: Run, dra: SimCluster) -> None:
-    web = samples.pod("web", "default")
-    web["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "dra-1"}
-    dra.store.create(web, keep_status=False)
+    dra.store.create(pod("web", "default", nodeSelector={"kubernetes.io/hostname": "dra-1"}))
     dra.settle()
 
     result, requests = doctor(run_cli, dra, "web")
@@ -126,8 +134,11 @@ def test_a_pod_without_claims_reads_no_dra_objects(run_cli: Run, dra: SimCluster
 
 
 def test_a_bound_gpu_pod_without_claims_reads_no_dra_objects(run_cli: Run, dra: SimCluster) -> None:
+    dra.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
     pending_claim(dra.store, "v1")
-    dra.store.create(samples.pod("cuda", "ml", node_name="dra-1", gpus=1), keep_status=False)
+    cuda = pod("cuda", "ml", nodeName="dra-1")
+    cuda["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
+    dra.store.create(cuda)
     dra.settle()
 
     result, requests = doctor(run_cli, dra, "cuda", "-n", "ml")

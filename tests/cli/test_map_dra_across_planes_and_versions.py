@@ -4,12 +4,19 @@ scheduler step in drascheduler.py): one table and one JSON shape, a PLANE column
 allocation resolved to its physical GPU (and MIG parent), including a claim made for an
 `nvidia.com/gpu` limit (KEP-5004), two claims sharing one GPU, a MIG partition chosen as a
 firstAvailable alternative with its GPU's counters, and the sharing config in effect; against
-servers serving resource.k8s.io at v1, v1beta2 or v1beta1 only."""
+real API servers serving resource.k8s.io at v1, v1beta2 or v1beta1 only
+(tests/controlplane/drareleases.py).
+
+A server not serving v1 runs no scheduler (Kubernetes' own watches v1), so the allocations here
+are the simulated scheduler step's, written at the served version and validated by the real
+server; tests/controlplane/test_dra_allocations_by_the_real_scheduler.py has map read what the
+real scheduler allocated."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +25,8 @@ import pytest
 
 from kubectl_gpu import cluster
 from tests.conftest import ROOT, CliResult
-from tests.fakes.apiserver import samples
-from tests.fakes.apiserver.server import FakeApiServer
+from tests.controlplane.drareleases import BETAS, ServedPlane, betas_on, serving
+from tests.controlplane.store import ApiStore
 from tests.fakes.cluster import dradriver, drascheduler
 from tests.fakes.cluster.dradriver import DraGpu, MigSlot
 from tests.gpumap import reportbuilders as b
@@ -72,46 +79,89 @@ def exact(name: str, cls: str, version: str, **fields: Any) -> Obj:
     return {"name": name, **body} if version == "v1beta1" else {"name": name, "exactly": body}
 
 
-def claim_pod(server: FakeApiServer, name: str, node: str, claim_name: str) -> None:
-    pod = samples.pod(name, NS, node_name=node)
-    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim_name}]
-    pod["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
-    server.store.create(pod)
+def node(name: str, gpu: bool = True) -> Obj:
+    labels = {"kubernetes.io/hostname": name}
+    if gpu:
+        labels["nvidia.com/gpu.present"] = "true"
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}}
 
 
-def build(server: FakeApiServer, kubeconfig: Path, version: str) -> None:
+def pod(name: str, node_name: str, gpus: int = 0) -> Obj:
+    container: Obj = {"name": "main", "image": "registry.example/cuda:12"}
+    if gpus:
+        container["resources"] = {"limits": {"nvidia.com/gpu": str(gpus)}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"nodeName": node_name, "containers": [container]},
+    }
+
+
+def claim_pod(store: ApiStore, name: str, node_name: str, claim_name: str) -> None:
+    made = pod(name, node_name)
+    made["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim_name}]
+    made["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
+    store.create(made)
+
+
+def recent(served: ServedPlane) -> bool:
+    return betas_on(served.plane)
+
+
+def build(served: ServedPlane) -> None:
     """A device-plugin node with an agent report, and two DRA nodes with claims allocated."""
-    server.store.registry.serve_versions("resource.k8s.io", [version])
-    api = cluster.connect(str(kubeconfig))
-    b.install(server, api)
-    b.add_node(server, "dp-1")
+    store, version = served.store, served.version
+    api = cluster.connect(str(served.plane.kubeconfig))
+    b.install(None, api)
+    store.create(node("dp-1"))
     gpus = b.gpus(1, node=7)
     b.publish_node(api, "dp-1", gpus, [b.held("legacy", [gpus[0].uuid])])
-    for node in dra_nodes():
-        b.add_node(server, node, gpu=False)
-    server.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-    dradriver.install(server.store, dra_nodes(), version)
-    store = server.store
+    nodes = dra_nodes() if recent(served) else {"dra-1": dra_nodes()["dra-1"]}
+    for name in nodes:
+        store.create(node(name, gpu=False))
+    served.namespace(NS)
+    dradriver.install(store, nodes, version)
     config = [{"requests": ["gpu"], "opaque": {"driver": "gpu.nvidia.com",
                                                "parameters": TIME_SLICING}}]  # fmt: skip
     store.create(claim("train", [exact("gpu", "gpu.nvidia.com", version)], version, config))
-    claim_pod(server, "train", "dra-1", "train")
+    claim_pod(store, "train", "dra-1", "train")
     drascheduler.allocate(store)
+    if not recent(served):
+        return
     if version == "v1":  # extended resources served by DRA are v1 only (Kubernetes 1.34+)
-        store.create(samples.pod("legacy-style", NS, node_name="dra-1", gpus=1))
+        store.create(pod("legacy-style", "dra-1", gpus=1))
         drascheduler.serve_extended_resource(store, NS, "legacy-style", version)
     capacity = {"capacity": {"requests": {"memory": "10Gi"}}}
     for name in ("share-a", "share-b") if version != "v1beta1" else ():  # consumable capacity
         store.create(claim(name, [exact("gpu", "gpu.nvidia.com", version, **capacity)], version))
-        claim_pod(server, name, "dra-1", name)
+        claim_pod(store, name, "dra-1", name)
         drascheduler.allocate(store)
     alternatives = [
         {"name": "whole", "deviceClassName": "gpu.nvidia.com"},
         {"name": "slice", "deviceClassName": "mig.nvidia.com"},
     ]
     store.create(claim("infer", [{"name": "gpu", "firstAvailable": alternatives}], version))
-    claim_pod(server, "infer", "dra-2", "infer")
+    claim_pod(store, "infer", "dra-2", "infer")
     drascheduler.allocate(store)
+
+
+@pytest.fixture(scope="module")
+def served(request: pytest.FixtureRequest) -> Iterator[ServedPlane]:
+    """A plane serving resource.k8s.io at `request.param` only, built once for the module."""
+    with serving(request.param) as plane:
+        if request.param != "none":
+            build(plane)
+        yield plane
+
+
+def needs_recent(served: ServedPlane) -> None:
+    if not recent(served):
+        pytest.skip(BETAS)
+
+
+def map_json(run_cli: Run, served: ServedPlane) -> CliResult:
+    return run_cli("--kubeconfig", str(served.plane.kubeconfig), "map", "-A", "-o", "json")
 
 
 def rows_by_pod(result: CliResult) -> dict[str, Obj]:
@@ -120,19 +170,22 @@ def rows_by_pod(result: CliResult) -> dict[str, Obj]:
     return {r["pod"]: r for r in result.json["items"]}
 
 
-@pytest.mark.parametrize("version", ["v1", "v1beta2", "v1beta1"])
+@pytest.mark.parametrize("served", ["v1", "v1beta2", "v1beta1"], indirect=True)
 def test_one_map_shows_both_planes_each_allocation_on_its_physical_gpu(
-    run_cli: Run, fake_apiserver: FakeApiServer, kubeconfig: Path, version: str
+    run_cli: Run, served: ServedPlane
 ) -> None:
-    build(fake_apiserver, kubeconfig, version)
+    mark = served.mark()
 
-    rows = rows_by_pod(run_cli("--kubeconfig", str(kubeconfig), "map", "-A", "-o", "json"))
+    rows = rows_by_pod(map_json(run_cli, served))
 
     assert rows["legacy"]["plane"] == "device-plugin" and rows["legacy"]["node"] == "dp-1"
     train = rows["train"]
     assert (train["plane"], train["node"], train["gpu_uuid"]) == ("dra", "dra-1", WHOLE[0])
     assert train["container"] == "main" and train["sharing"] == "TimeSlicing (Long)"
-    if version != "v1beta1":
+    assert f"/apis/resource.k8s.io/{served.version}/resourceclaims" in served.paths_since(mark)
+    if not recent(served):
+        return
+    if served.version != "v1beta1":
         assert {rows[p]["gpu_uuid"] for p in ("share-a", "share-b")} == {WHOLE[2]}
     infer = rows["infer"]
     assert (infer["gpu_uuid"], infer["mig_uuid"], infer["mig_profile"]) == (
@@ -142,100 +195,110 @@ def test_one_map_shows_both_planes_each_allocation_on_its_physical_gpu(
     )
     assert infer["resource"] == "claim:infer/gpu/slice"  # the alternative the scheduler chose
     assert infer["counters"] == "memory 40Gi/80Gi, multiprocessors 42/98"
-    reads = {r.path for r in fake_apiserver.requests}
-    assert f"/apis/resource.k8s.io/{version}/resourceclaims" in reads
 
 
-def test_two_claims_sharing_one_gpu_show_their_share_ids(
-    run_cli: Run, fake_apiserver: FakeApiServer, kubeconfig: Path
-) -> None:
-    build(fake_apiserver, kubeconfig, "v1")
+@pytest.mark.parametrize("served", ["v1"], indirect=True)
+def test_two_claims_sharing_one_gpu_show_their_share_ids(run_cli: Run, served: ServedPlane) -> None:
+    needs_recent(served)
 
-    rows = rows_by_pod(run_cli("--kubeconfig", str(kubeconfig), "map", "-A", "-o", "json"))
+    rows = rows_by_pod(map_json(run_cli, served))
 
     a, b_ = rows["share-a"], rows["share-b"]
     assert a["gpu_uuid"] == b_["gpu_uuid"] == WHOLE[2]
     assert a["share_id"] and b_["share_id"] and a["share_id"] != b_["share_id"]
     assert a["consumed"] == b_["consumed"] == "memory=10Gi"
-    wide = run_cli("--kubeconfig", str(kubeconfig), "map", "-A", "-o", "wide")
+    wide = run_cli("--kubeconfig", str(served.plane.kubeconfig), "map", "-A", "-o", "wide")
     assert f"{a['share_id']} memory=10Gi" in wide.stdout  # wide: IDs in full
 
 
+@pytest.mark.parametrize("served", ["v1"], indirect=True)
 def test_an_extended_resource_served_by_dra_names_its_container_and_gpu(
-    run_cli: Run, fake_apiserver: FakeApiServer, kubeconfig: Path
+    run_cli: Run, served: ServedPlane
 ) -> None:
-    build(fake_apiserver, kubeconfig, "v1")
+    needs_recent(served)
 
-    rows = rows_by_pod(run_cli("--kubeconfig", str(kubeconfig), "map", "-A", "-o", "json"))
+    rows = rows_by_pod(map_json(run_cli, served))
 
     row = rows["legacy-style"]
     assert (row["plane"], row["gpu_uuid"], row["container"]) == ("dra", WHOLE[1], "main")
     assert row["resource"] == "claim:legacy-style-extended-resources-sim/container-0-request-0"
 
 
+@pytest.mark.parametrize("served", ["v1"], indirect=True)
 def test_the_table_has_a_plane_column_and_wide_shows_sharing(
-    run_cli: Run, fake_apiserver: FakeApiServer, kubeconfig: Path
+    run_cli: Run, served: ServedPlane
 ) -> None:
-    build(fake_apiserver, kubeconfig, "v1")
-
-    table = run_cli("--kubeconfig", str(kubeconfig), "map", "-A")
-    wide = run_cli("--kubeconfig", str(kubeconfig), "map", "-A", "-o", "wide")
+    kubeconfig = str(served.plane.kubeconfig)
+    table = run_cli("--kubeconfig", kubeconfig, "map", "-A")
+    wide = run_cli("--kubeconfig", kubeconfig, "map", "-A", "-o", "wide")
 
     assert table.exit_code == 0, table.stderr
     lines = table.stdout.splitlines()
     assert lines[0].split()[:2] == ["NODE", "PLANE"]
     planes = {line.split()[0]: line.split()[1] for line in lines[1:]}
-    assert planes == {"dp-1": "device-plugin", "dra-1": "dra", "dra-2": "dra"}
+    dra = {"dra-1": "dra", "dra-2": "dra"} if recent(served) else {"dra-1": "dra"}
+    assert planes == {"dp-1": "device-plugin", **dra}
     assert "SHARING" in wide.stdout.splitlines()[0]
     assert "TimeSlicing (Long)" in wide.stdout
 
 
+@pytest.mark.parametrize("served", ["none"], indirect=True)
 def test_a_server_without_dra_maps_the_device_plugin_nodes_alone(
-    run_cli: Run, fake_apiserver: FakeApiServer, kubeconfig: Path
+    run_cli: Run, served: ServedPlane
 ) -> None:
-    fake_apiserver.store.registry.serve_versions("resource.k8s.io", [])
-    api = cluster.connect(str(kubeconfig))
-    b.install(fake_apiserver, api)
-    b.add_node(fake_apiserver, "dp-1")
+    api = cluster.connect(str(served.plane.kubeconfig))
+    b.install(None, api)
+    served.store.create(node("dp-1"))
     gpus = b.gpus(1, node=7)
     b.publish_node(api, "dp-1", gpus, [b.held("legacy", [gpus[0].uuid])])
+    mark = served.mark()
 
-    rows = rows_by_pod(run_cli("--kubeconfig", str(kubeconfig), "map", "-A", "-o", "json"))
+    rows = rows_by_pod(map_json(run_cli, served))
 
     assert list(rows) == ["legacy"]
-    assert not [r for r in fake_apiserver.requests if "resourceclaims" in r.path]
+    assert not [p for p in served.paths_since(mark) if "resourceclaims" in p]
 
 
-@pytest.mark.parametrize("version", ["v1", "v1beta1"])
+@pytest.mark.parametrize("served", ["v1", "v1beta1"], indirect=True)
 def test_real_kubectl_reads_the_simulated_driver_at_the_served_version(
-    fake_apiserver: FakeApiServer, kubeconfig: Path, kubectl: Any, version: str
+    served: ServedPlane,
 ) -> None:
-    build(fake_apiserver, kubeconfig, version)
+    def kubectl(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(served.plane.kubectl), "--kubeconfig", str(served.plane.kubeconfig), *args],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
 
     slices = kubectl("get", "resourceslices", "-o", "json")
     claims = kubectl("get", "resourceclaims", "-n", NS, "-o", "json")
 
     assert slices.returncode == 0, slices.stderr
     items = json.loads(slices.stdout)["items"]
-    assert {s["spec"]["nodeName"] for s in items} == {"dra-1", "dra-2"}
+    assert {s["apiVersion"] for s in items} == {f"resource.k8s.io/{served.version}"}
+    assert {s["spec"]["nodeName"] for s in items} == set(
+        dra_nodes() if recent(served) else ["dra-1"]
+    )
     devices = items[0]["spec"]["devices"]
-    assert ("basic" in devices[0]) == (version == "v1beta1")
+    assert ("basic" in devices[0]) == (served.version == "v1beta1")
     assert claims.returncode == 0, claims.stderr
     allocated = {
         c["metadata"]["name"]: c["status"]["allocation"]["devices"]["results"][0]["device"]
         for c in json.loads(claims.stdout)["items"]
     }
     assert allocated["train"] == "gpu-0"
-    assert allocated["infer"] == "gpu-0-mig-3g40gb-0"
+    if recent(served):
+        assert allocated["infer"] == "gpu-0-mig-3g40gb-0"
 
 
+@pytest.mark.parametrize("served", ["v1"], indirect=True)
 def test_a_user_who_may_not_read_claims_gets_the_device_plugin_plane_and_a_warning(
-    run_cli: Run, fake_apiserver: FakeApiServer, kubeconfig: Path
+    run_cli: Run, served: ServedPlane, tmp_path: Path
 ) -> None:
-    build(fake_apiserver, kubeconfig, "v1")
-    fake_apiserver.deny("list", "resourceclaims", "resource.k8s.io")
+    denied = served.plane.user_denied(
+        "no-claims", tmp_path / "kubeconfig", {("list", "resourceclaims", "resource.k8s.io")}
+    )
 
-    result = run_cli("--kubeconfig", str(kubeconfig), "map", "-A", "-o", "json")
+    result = run_cli("--kubeconfig", str(denied), "map", "-A", "-o", "json")
 
     assert list(rows_by_pod(result)) == ["legacy"]
     assert "DRA allocations left out of the map" in result.stderr

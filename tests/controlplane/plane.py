@@ -158,8 +158,14 @@ class ControlPlane:
         audit: bool = True,
         node_lease_seconds: int = 40,
         controller_manager_args: Sequence[str] = (),
+        node_authorizer: bool = True,
     ) -> None:
-        """`audit`, `node_lease_seconds` and `controller_manager_args` are for the fleet
+        """`runtime_config` and `feature_gates` go to the API server as they are. Without
+        `node_authorizer` only RBAC authorizes: a plane told not to serve resource.k8s.io/v1
+        (`resource.k8s.io/v1=false`, to answer as a 1.32 or 1.33 server does) needs that, as the
+        Node authorizer's graph watches v1 ResourceSlices and the server never becomes ready
+        without them (and so do the controller-manager and the scheduler: leave them off too).
+        `audit`, `node_lease_seconds` and `controller_manager_args` are for the fleet
         benchmarks: at thousands of nodes the audit log and KWOK's lease renewals (every quarter
         of the lease, one write per node) are most of what the server does; leases of an hour
         need the node-lifecycle-controller off (it would find the nodes unreachable), and the
@@ -181,6 +187,7 @@ class ControlPlane:
         self.want_audit = audit
         self.node_lease_seconds = node_lease_seconds
         self.controller_manager_args = tuple(controller_manager_args)
+        self.node_authorizer = node_authorizer
         self.components: list[Component] = []
         self.bins: dict[str, Path] = {}
         self.port = 0
@@ -321,7 +328,7 @@ class ControlPlane:
             "--service-account-key-file", c.service_account_pub,
             "--service-account-signing-key-file", c.service_account_key,
             "--service-cluster-ip-range", "10.0.0.0/24",
-            "--authorization-mode", "Node,RBAC",
+            "--authorization-mode", "Node,RBAC" if self.node_authorizer else "RBAC",
             # where `kubectl logs` is proxied: each node's InternalIP and kubelet port, which
             # name KWOK's server (`with_kubelet`), checked against the test CA like a kubelet's
             "--kubelet-preferred-address-types", "InternalIP",

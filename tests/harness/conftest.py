@@ -1,1 +1,3 @@
-"""Harness tests use the API stand-in's fixtures, registered as a plugin in tests/conftest.py."""
+"""Harness tests: the node-side stand-ins (NVML, kubelet files and sockets, the simulated
+cluster's device plugin, GFD, operator and DRA driver) tested on their own, the simulated
+cluster on the real control plane."""

@@ -1,4 +1,5 @@
-"""SimCluster's controllers can be left out, and a left-out one really does nothing."""
+"""SimCluster's node-side controllers can be left out, and a left-out one really does nothing
+(on the real control plane, whose own controllers and KWOK place and run the pods)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import pytest
 
 from tests.fakes.cluster import ALL_CONTROLLERS, NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 NODES = [NodeSpec("gpu-a", "L4", 2)]
 
@@ -19,21 +20,6 @@ def test_without_the_device_plugin_simulation_plugin_pods_run_but_advertise_noth
     pod = cluster.plugin_pod("gpu-a")
     assert pod is not None and pod["status"]["phase"] == "Running"
     assert "nvidia.com/gpu" not in cluster.store.get("nodes", "gpu-a")["status"]["capacity"]
-
-
-def test_without_a_kubelet_pods_stay_pending(sim_cluster: MakeSimCluster) -> None:
-    cluster = sim_cluster(NODES, layout="helm", controllers=["daemonsets", "scheduler"])
-    pod = cluster.plugin_pod("gpu-a")
-    assert pod is not None and pod["status"]["phase"] == "Pending"
-    assert pod["spec"]["nodeName"] == "gpu-a"
-
-
-def test_without_controllers_the_cluster_is_just_the_api_server(
-    sim_cluster: MakeSimCluster,
-) -> None:
-    cluster = sim_cluster(NODES, layout="helm", controllers=[])
-    assert cluster.store.list("pods") == []
-    assert [n["metadata"]["name"] for n in cluster.store.list("nodes")] == ["gpu-a"]
 
 
 def test_an_unknown_controller_name_is_refused() -> None:

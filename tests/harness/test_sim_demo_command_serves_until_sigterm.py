@@ -1,11 +1,12 @@
-"""`python -m tests.fakes.cluster` starts a cluster kubectl can use and stops on SIGTERM."""
+"""`python -m tests.fakes.cluster --real`, as `make demo` runs it: a cluster on a real control
+plane that the server's own kubectl can use (GPU nodes advertising shared GPUs, a DRA node's
+ResourceSlice), and a clean stop on SIGTERM that leaves no control-plane process behind."""
 
 from __future__ import annotations
 
 import json
 import os
 import selectors
-import shutil
 import signal
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import pytest
 
 from tests.fakes.apiserver.kubectl_cli import KubectlRunner
 
-pytestmark = pytest.mark.kubectl
+pytestmark = pytest.mark.timeout(180)
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -28,10 +29,27 @@ def read_line(process: subprocess.Popen[str], timeout: float) -> str:
     return process.stdout.readline()
 
 
+def stderr_of(process: subprocess.Popen[str]) -> str:
+    if process.poll() is None or process.stderr is None:
+        return ""
+    return process.stderr.read()
+
+
+def server_processes(url: str) -> list[int]:
+    """The kube-apiserver processes listening on `url`'s port (found by their command line)."""
+    port = url.rpartition(":")[2]
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if args and args[0].endswith(b"kube-apiserver") and port.encode() in args:
+            found.append(int(entry.name))
+    return found
+
+
 def test_the_demo_cluster_answers_kubectl_and_exits_cleanly_on_sigterm(tmp_path: Path) -> None:
-    binary = shutil.which("kubectl")
-    if binary is None:
-        pytest.skip("no kubectl on PATH")
     config = tmp_path / "ts.yaml"
     config.write_text(
         "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
@@ -54,6 +72,9 @@ def test_the_demo_cluster_answers_kubectl_and_exits_cleanly_on_sigterm(tmp_path:
             f"ts={config}",
             "--default",
             "ts",
+            "--dra-nodes",
+            "dra-a=A100-SXM4-80GB:1",
+            "--real",
         ],
         cwd=ROOT,
         env=env,
@@ -62,16 +83,24 @@ def test_the_demo_cluster_answers_kubectl_and_exits_cleanly_on_sigterm(tmp_path:
         text=True,
     )
     try:
-        line = read_line(process, timeout=15)
-        assert line.startswith(f"ready: kubeconfig={kubeconfig}"), line
-        kubectl = KubectlRunner(binary, kubeconfig, tmp_path / "kubectl")
+        line = read_line(process, timeout=150)  # a cold plane takes a while on 2 cores
+        assert line.startswith(f"ready: kubeconfig={kubeconfig}"), line + stderr_of(process)
+        fields = dict(f.split("=", 1) for f in line.split()[1:])
+        kubectl = KubectlRunner(fields["kubectl"], kubeconfig, tmp_path / "kubectl")
+        version = json.loads(kubectl("version", "-o", "json").stdout)
+        assert version["serverVersion"]["gitVersion"].startswith("v1.3")  # Kubernetes' own
         nodes = kubectl("get", "nodes", "-o", "json")
         assert nodes.returncode == 0, nodes.stderr
-        items = json.loads(nodes.stdout)["items"]
-        assert [n["metadata"]["name"] for n in items] == ["cpu-1", "gpu-a"]
-        assert items[1]["status"]["allocatable"]["nvidia.com/gpu"] == "4"
+        items = {n["metadata"]["name"]: n for n in json.loads(nodes.stdout)["items"]}
+        assert sorted(items) == ["cpu-1", "dra-a", "gpu-a"]
+        assert items["gpu-a"]["status"]["allocatable"]["nvidia.com/gpu"] == "4"
+        slices = json.loads(kubectl("get", "resourceslices", "-o", "json").stdout)["items"]
+        assert [s["spec"]["nodeName"] for s in slices] == ["dra-a"]
+        apiserver = server_processes(fields["server"])
+        assert apiserver, "no kube-apiserver serving the demo's port"
         process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=10) == 0
+        assert process.wait(timeout=30) == 0
+        assert not server_processes(fields["server"]), "the control plane outlived the demo"
     finally:
         if process.poll() is None:
             process.kill()

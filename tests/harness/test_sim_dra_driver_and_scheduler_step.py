@@ -1,15 +1,19 @@
 """The simulated NVIDIA DRA driver and the DRA scheduler step: slices in each served version's
 shape, the chart's classes (extendedResourceName only on v1), counters that stop a
 partitionable GPU from being over-allocated, firstAvailable tried in order, consumable shares,
-and a claim nothing fits left unallocated with the reason."""
+and a claim nothing fits left unallocated with the reason; the step's writes are validated by a
+real API server (tests/controlplane/drareleases.py: nothing but kube-apiserver and etcd, so no real
+scheduler competes for the claims)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.fakes.apiserver import FakeApiServer
+from tests.controlplane.drareleases import BETAS, betas_on, serving
+from tests.controlplane.store import ApiStore
 from tests.fakes.cluster import dradriver, drascheduler
 from tests.fakes.cluster.dradriver import DraGpu, MigSlot
 
@@ -48,13 +52,14 @@ def test_slices_take_each_versions_shape_and_classes_map_gpus_only_on_v1() -> No
 
 
 @pytest.fixture
-def server() -> Any:
-    with FakeApiServer() as started:
-        yield started
+def store() -> Iterator[ApiStore]:
+    with serving("v1") as served:
+        if not betas_on(served.plane):
+            pytest.skip(BETAS)
+        yield served.store
 
 
-def test_counters_keep_a_partitionable_gpu_from_being_over_allocated(server: Any) -> None:
-    store = server.store
+def test_counters_keep_a_partitionable_gpu_from_being_over_allocated(store: ApiStore) -> None:
     dradriver.install(store, {"n1": [DraGpu(0, "GPU-0", migs=SLOTS)]})
     mig = {"name": "mig", "exactly": {"deviceClassName": "mig.nvidia.com"}}
     claim(store, "a", mig)
@@ -69,8 +74,7 @@ def test_counters_keep_a_partitionable_gpu_from_being_over_allocated(server: Any
         drascheduler.allocate(store)
 
 
-def test_first_available_falls_back_in_order_and_shares_get_their_own_id(server: Any) -> None:
-    store = server.store
+def test_first_available_falls_back_in_order_and_shares_get_their_own_id(store: ApiStore) -> None:
     dradriver.install(store, {"n1": [DraGpu(0, "GPU-0", shareable=True)]})
     alternatives = [
         {"name": "mig", "deviceClassName": "mig.nvidia.com"},

@@ -10,7 +10,7 @@ import pytest
 
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.kubectl
 Obj = dict[str, Any]
@@ -81,9 +81,8 @@ def test_setting_devicePlugin_config_rolls_pods_onto_the_new_configmap_and_defau
         "toolkit-validation",
         "config-manager-init",
     ]
-    assert {"name": "time-slicing-config", "configMap": {"name": "time-slicing-config"}} in spec[
-        "volumes"
-    ]
+    volumes = {v["name"]: v for v in spec["volumes"]}  # the server adds defaultMode: 420
+    assert volumes["time-slicing-config"]["configMap"]["name"] == "time-slicing-config"
     pods = cluster.store.list(
         "pods", "gpu-operator", label_selector="app=nvidia-device-plugin-daemonset"
     )
