@@ -80,7 +80,6 @@ def _cluster(kubelet_root: Path) -> tuple[SimCluster, FakeKubelet]:
         configs={"ts": TIME_SLICED},
         default_config="ts",
         kubeconfig=kubelet_root.parent / "kubeconfig",
-        backend="real",
     )
     sim.start()
     document = crd()

@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-# The API server stand-in's fixtures (fake_apiserver, kubeconfig, raw, api_client, kubectl) and
-# the real control plane's (control_plane).
-pytest_plugins = ["tests.fakes.apiserver.fixtures", "tests.controlplane.fixtures"]
+# The real control plane's fixtures (control_plane, fault_proxy, ...).
+pytest_plugins = ["tests.controlplane.fixtures"]
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

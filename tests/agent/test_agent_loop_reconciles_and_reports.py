@@ -30,7 +30,7 @@ def test_one_pass_publishes_the_report_and_beats(
     tmp_path: Path,
 ) -> None:
     sim = sim_cluster([NodeSpec("gpu-a", "H100-SXM5-80GB", 2)], layout="helm")
-    reportbuilders.install(None, cluster.connect(str(sim.kubeconfig)))
+    reportbuilders.install(cluster.connect(str(sim.kubeconfig)))
     heartbeat = tmp_path / "beat"
 
     with libnvml.installed(sim.nvml("gpu-a")):

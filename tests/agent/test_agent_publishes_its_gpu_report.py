@@ -77,7 +77,7 @@ def test_report_is_read_from_the_node_and_published_once(
 ) -> None:
     sim = node_with_three_pods(sim_cluster, fake_kubelet)
     api = cluster.connect(str(sim.kubeconfig))
-    reportbuilders.install(None, api)
+    reportbuilders.install(api)
     sources = reporting.Sources("gpu-a", kubelet_root=fake_kubelet.root, timeout=5)
     start = clirequests.mark(sim)
 
@@ -104,7 +104,7 @@ def test_a_dead_kubelet_socket_still_yields_a_report_from_the_checkpoint(
     sim = node_with_three_pods(sim_cluster, fake_kubelet)
     fake_kubelet.stop()
     api = cluster.connect(str(sim.kubeconfig))
-    reportbuilders.install(None, api)
+    reportbuilders.install(api)
     sources = reporting.Sources("gpu-a", kubelet_root=fake_kubelet.root, timeout=1)
 
     with libnvml.installed(sim.nvml("gpu-a")):
@@ -123,7 +123,7 @@ def test_a_node_whose_nvml_cannot_be_read_says_why_in_map_and_status(
     # started without the NVIDIA runtime class.
     sim = node_with_three_pods(sim_cluster, fake_kubelet)
     api = cluster.connect(str(sim.kubeconfig))
-    reportbuilders.install(None, api)
+    reportbuilders.install(api)
     sources = reporting.Sources("gpu-a", kubelet_root=fake_kubelet.root, timeout=5)
 
     reporting.publish(api, sources, None)

@@ -49,7 +49,7 @@ def test_the_agent_reports_a_claims_device_and_map_shows_its_physical_gpu(
     claim = Claim("train-gpu", "ml", (("gpu.nvidia.com", "dra-1", device),))
     fake_kubelet.set_pods([Pod("train", "ml", (Container("main", claims=(claim,)),))])
     api = cluster.connect(str(sim.kubeconfig))
-    reportbuilders.install(None, api)
+    reportbuilders.install(api)
 
     with libnvml.installed(sim.nvml("dra-1")):
         reporting.publish(api, reporting.Sources("dra-1", kubelet_root=fake_kubelet.root), None)

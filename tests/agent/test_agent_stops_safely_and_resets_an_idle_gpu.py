@@ -44,7 +44,7 @@ def health(heartbeat: Path) -> int:
 def mixed_helm(sim_cluster: MakeSimCluster, *, reports: bool = True) -> SimCluster:
     cluster = sim_cluster(["gpu-1=H100-SXM5-80GB:1"], layouts.helm(env={"MIG_STRATEGY": "mixed"}))
     if reports:
-        reportbuilders.install(cluster.server, api_client.connect(str(cluster.kubeconfig)))
+        reportbuilders.install(api_client.connect(str(cluster.kubeconfig)))
     return cluster
 
 

@@ -14,10 +14,10 @@ import pytest
 from tests.cli.doctorpods import by_layer, gpu_pod, run_pods
 from tests.conftest import CliResult
 from tests.controlplane.plane import wait_for
-from tests.fakes.apiserver import ApiError
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
+from tests.kube import ApiError
 
 pytestmark = pytest.mark.timeout(120)
 

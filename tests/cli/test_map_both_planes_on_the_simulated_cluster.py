@@ -68,7 +68,7 @@ def test_map_shows_the_device_plugin_and_dra_nodes_side_by_side(
     fake_kubelet.set_pods(pods)
     fake_kubelet.set_allocatable(allocatable)
     api = cluster.connect(str(sim.kubeconfig))
-    reportbuilders.install(None, api)
+    reportbuilders.install(api)
     with libnvml.installed(sim.nvml("gpu-a")):
         reporting.publish(api, reporting.Sources("gpu-a", kubelet_root=fake_kubelet.root), None)
 

@@ -38,7 +38,7 @@ def kubeconfig(real: SimCluster) -> Path:
 def api_for(real: SimCluster) -> cluster.Api:
     """The report CRD installed, as the agent's manifests do."""
     api = cluster.connect(str(real.kubeconfig))
-    b.install(None, api)
+    b.install(api)
     return api
 
 

@@ -84,7 +84,7 @@ def publish_from_node(sim: SimCluster, node: str) -> None:
     sources = join.NodeSources(podresources=held, allocatable=healthy)
     built = report.build(node, inventory(sim, node), sources, b.NOW)
     api = cluster.connect(str(sim.kubeconfig))
-    b.install(sim.server, api)
+    b.install(api)
     reports.publish(api, built, None)
 
 

@@ -44,7 +44,7 @@ def kubeconfig(real: SimCluster) -> Path:
 def api(real: SimCluster) -> cluster.Api:
     """The report CRD installed, as the agent's manifests do."""
     api = cluster.connect(str(real.kubeconfig))
-    b.install(None, api)
+    b.install(api)
     return api
 
 

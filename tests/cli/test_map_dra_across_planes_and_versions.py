@@ -113,7 +113,7 @@ def build(served: ServedPlane) -> None:
     """A device-plugin node with an agent report, and two DRA nodes with claims allocated."""
     store, version = served.store, served.version
     api = cluster.connect(str(served.plane.kubeconfig))
-    b.install(None, api)
+    b.install(api)
     store.create(node("dp-1"))
     gpus = b.gpus(1, node=7)
     b.publish_node(api, "dp-1", gpus, [b.held("legacy", [gpus[0].uuid])])
@@ -247,7 +247,7 @@ def test_a_server_without_dra_maps_the_device_plugin_nodes_alone(
     run_cli: Run, served: ServedPlane
 ) -> None:
     api = cluster.connect(str(served.plane.kubeconfig))
-    b.install(None, api)
+    b.install(api)
     served.store.create(node("dp-1"))
     gpus = b.gpus(1, node=7)
     b.publish_node(api, "dp-1", gpus, [b.held("legacy", [gpus[0].uuid])])

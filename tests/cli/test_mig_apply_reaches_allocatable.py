@@ -17,10 +17,10 @@ from kubectl_gpu import keys
 from tests.agent.conftest import Agent, labels, notes
 from tests.agent.conftest import agent as agent  # noqa: F401 (fixture)
 from tests.conftest import ROOT, CliResult
-from tests.fakes.apiserver import ApiError
 from tests.fakes.cluster import SimCluster, layouts
 from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
+from tests.kube import ApiError
 
 Run = Callable[..., CliResult]
 pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane

@@ -15,7 +15,7 @@ import pytest
 from kubectl_gpu import cluster
 from tests.conftest import ROOT, CliResult
 from tests.controlplane.plane import ControlPlane
-from tests.fakes.apiserver import samples
+from tests.kube import objects
 
 Run = Callable[..., CliResult]
 DEFAULT = str(
@@ -142,8 +142,8 @@ def test_a_node_is_read_from_its_gfd_labels_and_a_cpu_node_is_refused(
     run_cli: Run, admin: Path
 ) -> None:
     labels = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "nvidia.com/gpu.count": "8"}
-    add_node(admin, samples.node("gpu-1", labels=labels))
-    add_node(admin, samples.node("cpu-1"))
+    add_node(admin, objects.node("gpu-1", labels=labels))
+    add_node(admin, objects.node("cpu-1"))
     result = validate(run_cli, "-c", "all-1g.10gb", "--node", "gpu-1", "--kubeconfig", str(admin))
     assert result.exit_code == 0, result.stderr
     assert "all-1g.10gb  gpu-1     0-7    A100-80GB  fits" in result.stdout
@@ -160,7 +160,7 @@ def test_a_node_known_only_from_its_agent_and_its_strategy_gets_the_verdict_appl
     # No GFD: the agent's report names the GPUs; the device plugin runs MIG strategy single,
     # which refuses a node with several profiles (mig apply refuses it for that reason too).
     gpus = [{"index": i, "pci": "0x20B510DE", "name": "NVIDIA A100-SXM4-80GB"} for i in (0, 1)]
-    node = samples.node("gpu-2", labels={"nvidia.com/mig.strategy": "single"})
+    node = objects.node("gpu-2", labels={"nvidia.com/mig.strategy": "single"})
     node["metadata"]["annotations"] = {"kubectl-gpu.io/mig.gpus": json.dumps(gpus)}
     add_node(admin, node)
 

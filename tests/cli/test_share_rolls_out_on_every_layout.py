@@ -19,7 +19,6 @@ import yaml
 from tests.conftest import ROOT, CliResult
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
 from tests.workflows import sharebuilders
 
 Run = Callable[..., CliResult]
@@ -38,8 +37,8 @@ SCHEMA = jsonschema.Draft202012Validator(
 @pytest.fixture(params=["gpu-operator", "helm", "bundle"])
 def cluster(request: pytest.FixtureRequest, sim_cluster: MakeSimCluster) -> SimCluster:
     if request.param == "bundle":
-        return sim_cluster(NODES, sharebuilders.bundle({"default": PLAIN}), backend="real")
-    return sim_cluster(NODES, request.param, {"any": PLAIN}, "any", backend="real")
+        return sim_cluster(NODES, sharebuilders.bundle({"default": PLAIN}))
+    return sim_cluster(NODES, request.param, {"any": PLAIN}, "any")
 
 
 def share(run_cli: Run, cluster: SimCluster, *args: str) -> CliResult:

@@ -19,12 +19,36 @@ import urllib.parse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tests.fakes.apiserver.podlogs import LogStore
-
 if TYPE_CHECKING:
     from tests.controlplane.plane import ControlPlane
 
 _MANAGER = "kubectl-gpu-tests-container-logs"
+LogKey = tuple[str, str, str, bool]  # namespace, pod, container, previous
+
+
+class LogStore:
+    """What each container wrote to stdout/stderr, as the simulated node side sets it."""
+
+    def __init__(self) -> None:
+        self._texts: dict[LogKey, str] = {}
+        self._lock = threading.Lock()
+
+    def set(
+        self, namespace: str, pod: str, container: str, text: str, previous: bool = False
+    ) -> None:
+        """Replace the log of one container instance (`previous`: the one before a restart)."""
+        with self._lock:
+            self._texts[(namespace, pod, container, previous)] = text
+
+    def append(self, namespace: str, pod: str, container: str, line: str) -> None:
+        """Add one line to the current instance's log."""
+        with self._lock:
+            key = (namespace, pod, container, False)
+            self._texts[key] = self._texts.get(key, "") + line.rstrip("\n") + "\n"
+
+    def get(self, namespace: str, pod: str, container: str, previous: bool = False) -> str | None:
+        with self._lock:
+            return self._texts.get((namespace, pod, container, previous))
 
 
 class ContainerLogFiles(LogStore):

@@ -1,13 +1,13 @@
-"""`ApiStore`: the stand-in `Store`'s by-name API (`create`, `get`, `list`, `patch`, ...) over a
-real API server, with `subscribe` fed by the server's own watches.
+"""`ApiStore`: a by-name API (`create`, `get`, `list`, `patch`, ...) over a real API server, with
+`subscribe` fed by the server's own watches: what tests and the simulated node side write with.
 
 Owns: resolving kubectl-style names (`pods`, `ds`, `clusterpolicies.nvidia.com`) through the
 server's discovery (refreshed when a CRD appears), the REST calls (admin bearer token, TLS
-verified against the plane's CA), turning a `kind: Status` failure into the same `ApiError` the
-stand-in raises (so callers' `except ApiError` and `.code` checks keep working), and one
+verified against the plane's CA), turning a `kind: Status` failure into an `ApiError`
+(tests.kube), `ObjectKey` (which object a change is about), and one
 list+watch thread per watched resource that resumes from the last resourceVersion it saw, relists
 on 410 Gone, and hands each change, in arrival order and one at a time, to the subscribers
-(`ControlLoop`) as the stand-in's change feed does. `synced()` says whether every watched object's
+(`ControlLoop`). `synced()` says whether every watched object's
 latest revision has been delivered, which is what `settle()` needs on a server whose global
 resourceVersion also counts leases and events. Must not know about GPUs or simulated controllers.
 """
@@ -27,12 +27,23 @@ import urllib.parse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from tests.fakes.apiserver.errors import ApiError
-from tests.fakes.apiserver.records import ObjectKey
+from tests.kube import ApiError
 
 Obj = dict[str, Any]
+
+
+class ObjectKey(NamedTuple):
+    """Which object a watch event is about (what subscribers are told)."""
+
+    group: str
+    version: str
+    resource: str
+    namespace: str
+    name: str
+
+
 Callback = Callable[[str, ObjectKey, Obj], None]
 PATCH_TYPES = {
     "merge": "application/merge-patch+json",
@@ -264,7 +275,7 @@ def _error(code: int, body: bytes) -> ApiError:
 
 
 class ApiStore:
-    """The stand-in `Store`'s API, answered by a real kube-apiserver."""
+    """Objects by name on a real kube-apiserver: create, get, list, patch, delete, watch."""
 
     def __init__(self, url: str, token: str, ca: Path | None) -> None:
         parsed = urllib.parse.urlsplit(url)
@@ -333,7 +344,7 @@ class ApiStore:
         except ValueError:
             return payload.decode(errors="replace")
 
-    # ---- the Store API --------------------------------------------------------------------
+    # ---- by name ----------------------------------------------------------------------------
 
     def create(self, obj: Obj, *, keep_status: bool = True) -> Obj:
         """Create `obj` (namespace from its metadata, else "default"); with `keep_status`, a
@@ -371,7 +382,7 @@ class ApiStore:
             path += "?" + urllib.parse.urlencode(query)
         answer = self.request("GET", path)
         items: builtins.list[Obj] = answer.get("items") or []
-        for item in items:  # a LIST's items carry no kind; the stand-in's do
+        for item in items:  # a LIST's items carry no kind; callers read it
             item.setdefault("apiVersion", api.api_version)
             item.setdefault("kind", api.kind)
         return items

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from kubectl_gpu import cluster
 from kubectl_gpu.errors import ClusterError
@@ -25,8 +25,11 @@ from kubectl_gpu.gpumap.allocations import (
     group_devices,
 )
 from kubectl_gpu.workflows import reports
-from tests.fakes.apiserver import samples
 from tests.gpumap.test_report_crd_matches_the_schema import crd
+from tests.kube import objects
+
+if TYPE_CHECKING:
+    from tests.fakes.cluster import SimCluster
 
 NOW = dt.datetime(2026, 5, 1, 12, 0, tzinfo=dt.timezone.utc)
 L4 = "NVIDIA L4"
@@ -63,10 +66,9 @@ def healthy(devices: dict[str, Sequence[str]]) -> RegisteredDevices:
     return group_devices(pairs, Source.PODRESOURCES)
 
 
-def install(server: object, api: cluster.Api) -> None:
+def install(api: cluster.Api) -> None:
     """The CRD, as `kubectl apply -f` of the shipped manifest would create it; returns once it
-    is served (a real API server establishes a new CRD a moment after the create). `server` is
-    not used (callers from the API stand-in's days still pass one)."""
+    is served (a real API server establishes a new CRD a moment after the create)."""
     document = crd()
     api.create(cluster.path("customresourcedefinitions"), document)
     group, plural = document["spec"]["group"], document["spec"]["names"]["plural"]
@@ -82,17 +84,13 @@ def install(server: object, api: cluster.Api) -> None:
             time.sleep(0.1)
 
 
-class _WithStore(Protocol):
-    store: Any  # the stand-in's `Store`, or a simulated cluster's `ApiStore` on a real server
-
-
-def add_node(server: _WithStore, name: str, gpu: bool = True) -> None:
-    server.store.create(node(name, gpu))
+def add_node(sim: SimCluster, name: str, gpu: bool = True) -> None:
+    sim.store.create(node(name, gpu))
 
 
 def node(name: str, gpu: bool = True) -> Obj:
     """A Ready node; a GPU node carries GFD's gpu.present label."""
-    return samples.node(name, labels={"nvidia.com/gpu.present": "true"} if gpu else {})
+    return objects.node(name, labels={"nvidia.com/gpu.present": "true"} if gpu else {})
 
 
 def publish_node(

@@ -137,7 +137,7 @@ def served(module_plane: ControlPlane) -> cluster.Api:
     from tests.gpumap import reportbuilders  # here: it imports `crd` from this module
 
     api = cluster.connect(str(module_plane.kubeconfig))
-    reportbuilders.install(None, api)
+    reportbuilders.install(api)
     api.create(cluster.path("nodes"), {"apiVersion": "v1", "kind": "Node",
                                        "metadata": {"name": "node-a"}})  # fmt: skip
     return api

@@ -26,7 +26,7 @@ REPORTS = "/apis/kubectl-gpu.io/v1/gpunodereports"
 def admin(module_plane: ControlPlane) -> cluster.Api:
     """The administrator, straight to the server; the CRD installed once for the module."""
     api = cluster.connect(str(module_plane.kubeconfig))
-    b.install(None, api)
+    b.install(api)
     return api
 
 

@@ -1,4 +1,4 @@
-"""`ApiStore` gives the simulated node side the stand-in `Store`'s API on a real kube-apiserver:
+"""`ApiStore` gives the simulated node side the stand-in `ApiStore`'s API on a real kube-apiserver:
 names resolved by discovery (short names, CRDs), the three patch types, status subresources,
 failures as the same `ApiError` (code, reason) the stand-in raises, and a change feed from the
 server's watches that resumes and reports deletions."""
@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from tests.controlplane.store import ApiStore
-from tests.fakes.apiserver import ApiError, cluster_policy_crd
-from tests.fakes.apiserver.samples import node, pod
 from tests.fakes.cluster import sharedplane
+from tests.kube import ApiError
+from tests.kube.objects import cluster_policy_crd, node, pod
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -45,7 +45,7 @@ def test_crud_by_short_names_and_patch_types(store: ApiStore) -> None:
     )  # fmt: skip
     assert store.get("configmaps", "c", "t-crud")["data"] == {"b": "2", "z": "9"}
     [listed] = store.list("cm", "t-crud", field_selector="metadata.name=c")
-    assert listed["kind"] == "ConfigMap"  # items carry their kind, as the stand-in's do
+    assert listed["kind"] == "ConfigMap"  # items carry their kind, as tests expect
     store.delete("cm", "c", "t-crud")
     with pytest.raises(ApiError) as missing:
         store.get("cm", "c", "t-crud")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.apiserver.kubectl_cli import KubectlRunner
+from tests.kube.kubectl import KubectlRunner
 
 pytestmark = pytest.mark.timeout(180)
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.apiserver.kubectl_cli import KubectlRunner
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
 from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
+from tests.kube.kubectl import KubectlRunner
 
 pytestmark = pytest.mark.kubectl
 Obj = dict[str, Any]

@@ -16,10 +16,10 @@ from kubectl_gpu import bundle, keys
 from kubectl_gpu.sharing import deployment
 from kubectl_gpu.workflows.install import objects
 from tests.conftest import CliResult
-from tests.fakes.apiserver import ApiError
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
+from tests.kube import ApiError
 
 Run = Callable[..., CliResult]
 pytestmark = pytest.mark.timeout(120)  # each test starts a cluster on a real control plane
@@ -36,7 +36,6 @@ def cluster(sim_cluster: MakeSimCluster) -> SimCluster:
             NodeSpec("gpu-c", "A100-SXM4-40GB", 1),
             NodeSpec("cpu-1"),
         ],
-        backend="real",
     )
 
 

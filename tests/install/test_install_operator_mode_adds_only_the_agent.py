@@ -11,10 +11,10 @@ from collections.abc import Callable
 import pytest
 
 from tests.conftest import CliResult
-from tests.fakes.apiserver import ApiError
 from tests.fakes.cluster import NodeSpec
 from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
+from tests.kube import ApiError
 
 Run = Callable[..., CliResult]
 pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane

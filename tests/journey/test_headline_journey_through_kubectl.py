@@ -20,7 +20,6 @@ from kubectl_gpu import keys
 from tests.conftest import ROOT
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import sim_cluster as sim_cluster
 from tests.journey.conftest import Kubectl
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(180)]
@@ -62,7 +61,7 @@ def cluster(sim_cluster: MakeSimCluster) -> SimCluster:
     return sim_cluster(
         [NodeSpec("gpu-a", "H100-SXM5-80GB", 2), NodeSpec("gpu-b", "A100-SXM4-80GB", 2),
          NodeSpec("cpu-1")],
-        agents=True, backend="real",
+        agents=True,
     )  # fmt: skip
 
 
@@ -77,13 +76,13 @@ def test_install_share_map_mig_doctor_uninstall(
     assert cluster.agents is not None
     assert cluster.agents.pid("gpu-a") and cluster.agents.pid("gpu-b")
     assert cluster.agents.pid("gpu-a") != os.getpid()
-    if cluster.real:  # each agent speaks as its ServiceAccount, with a token bound to its pod
-        token = cluster.agents.sides["gpu-a"].kubeconfig
-        who = k("auth", "whoami", "-o", "json", "--kubeconfig", str(token))
-        assert who.returncode == 0, who.stderr
-        user = json.loads(who.stdout)["status"]["userInfo"]
-        assert user["username"].startswith("system:serviceaccount:kubectl-gpu:")
-        assert user["extra"]["authentication.kubernetes.io/node-name"] == ["gpu-a"]
+    # each agent speaks as its ServiceAccount, with a token bound to its pod
+    token = cluster.agents.sides["gpu-a"].kubeconfig
+    who = k("auth", "whoami", "-o", "json", "--kubeconfig", str(token))
+    assert who.returncode == 0, who.stderr
+    user = json.loads(who.stdout)["status"]["userInfo"]
+    assert user["username"].startswith("system:serviceaccount:kubectl-gpu:")
+    assert user["extra"]["authentication.kubernetes.io/node-name"] == ["gpu-a"]
 
     # share: 2 GPUs x 4 replicas on each node, proven by the node's allocatable
     shared = k("gpu", "share", "--replicas", "4", "--wait", "--timeout", "60s", "-o", "json")

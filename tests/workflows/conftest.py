@@ -5,7 +5,7 @@ pod whose owner is not there, and no kubelet finishes a pod's graceful deletion 
 Terminating). Time is the test's own (a fake clock), so every wait ends at its deadline.
 
 `static_plane`: one per test session (per pytest-xdist worker; a few seconds to start).
-`static_store`: the stand-in `Store`'s API on it, as the administrator. Everything a test wrote
+`static_store`: an `ApiStore` on it, as the administrator. Everything a test wrote
 in its namespaces and every node is deleted after the test (the namespaces stay: with no
 namespace controller a deleted one would never go). A test that uses it gets a real-plane
 test's timeout: the first one waits for the plane to start.

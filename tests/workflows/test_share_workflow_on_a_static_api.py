@@ -23,8 +23,8 @@ from kubectl_gpu.workflows.waiting import Timing
 from tests.conftest import ROOT
 from tests.controlplane.plane import ControlPlane
 from tests.controlplane.store import ApiStore
-from tests.fakes.apiserver import ApiError
 from tests.fakes.cluster import layouts
+from tests.kube import ApiError
 from tests.workflows.sharebuilders import gpu_node
 
 Obj = dict[str, Any]

@@ -1,12 +1,10 @@
 """A simulated Kubernetes cluster with NVIDIA GPU nodes (test code only).
 
-Owns nothing itself; it names the public pieces: `SimCluster` (API server stand-in plus
-simulated DaemonSet controller, scheduler, kubelet, NVIDIA device plugin, GFD and GPU Operator),
-`NodeSpec`, the deployment `layouts` and `Allocation`. Tests use the `sim_cluster` fixture
-(stand-in API server and simulated DaemonSet controller, scheduler and pod lifecycle: for
-unit-level tests and fault injection only) or `real_cluster` (a real control plane, only the
-node side simulated: end-to-end tests) from `tests.fakes.cluster.fixture`;
-`python -m tests.fakes.cluster --real` starts one for a demo. Must not be imported by product
+Owns nothing itself; it names the public pieces: `SimCluster` (a real control plane with the
+node side simulated: kubelet device allocation, NVIDIA device plugin, GFD, GPU Operator, the
+agent processes), `NodeSpec`, the deployment `layouts` and `Allocation`. Tests use the
+`real_cluster` fixture from `tests.fakes.cluster.fixture`; `python -m tests.fakes.cluster`
+starts one for a demo. Must not be imported by product
 code.
 """
 

@@ -4,11 +4,10 @@ Owns the command line only: build the nodes (`--nodes gpu-a=H100-SXM5-80GB:8,cpu
 deployment (`--layout gpu-operator|helm|static|none`) and its configs (`--config KEY=FILE`,
 `--default KEY`), GPU nodes served by NVIDIA's DRA driver (`--dra-nodes dra-a=A100-SXM4-80GB:2`),
 whether GPU nodes run the real agent once it is installed (`--agents`, the
-default), which API server (`--real`: a real control plane, tests/controlplane; else our
-stand-in), start a `SimCluster`, write the kubeconfig, print one `ready: kubeconfig=PATH
-server=URL` line (with `kubectl=PATH`, the server's own release, under `--real`), serve until
-SIGTERM or SIGINT, then stop cleanly and exit 0. Must not be used by tests in-process (they use
-the fixture).
+default), start a `SimCluster` on a control plane of its own (tests/controlplane), write the
+kubeconfig, print one `ready: kubeconfig=PATH server=URL kubectl=PATH` line (kubectl of the
+server's own release), serve until SIGTERM or SIGINT, then stop cleanly and exit 0. Must not be
+used by tests in-process (they use the fixture).
 """
 
 from __future__ import annotations
@@ -60,12 +59,9 @@ def _options(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--real",
-        dest="backend",
-        action="store_const",
-        const="real",
-        default="stand-in",
-        help="run on a real control plane (etcd, kube-apiserver, controller-manager, scheduler, "
-        "KWOK) instead of the API server stand-in",
+        action="store_true",
+        help="accepted as before: the cluster always runs on a real control plane (etcd, "
+        "kube-apiserver, controller-manager, scheduler, KWOK)",
     )
     return parser.parse_args(argv)
 
@@ -105,15 +101,12 @@ def main(argv: list[str] | None = None) -> int:
         options.default_config,
         kubeconfig=options.kubeconfig.resolve(),
         agents=options.agents,
-        backend=options.backend,
     )
     try:
         cluster.start()
         dranodes.publish(cluster.store, dra_nodes)
         line = f"ready: kubeconfig={cluster.kubeconfig} server={cluster.url}"
-        if cluster.plane is not None:
-            line += f" kubectl={cluster.plane.kubectl}"
-        sys.stdout.write(line + "\n")
+        sys.stdout.write(f"{line} kubectl={cluster.plane.kubectl}\n")
         sys.stdout.flush()
         stop.wait()
     finally:

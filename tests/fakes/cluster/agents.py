@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.apiserver.podlogs import LogStore
+from tests.controlplane.containerlogs import LogStore
 from tests.fakes.cluster.loop import Change, ControlLoop
 from tests.fakes.cluster.nodes import SimNode
 

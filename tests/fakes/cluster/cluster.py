@@ -1,21 +1,14 @@
-"""`SimCluster`: the API server stand-in with simulated nodes, GPUs and controllers, wired up.
+"""`SimCluster`: simulated GPU nodes on a real control plane, wired up.
 
-Owns composition and lifetime: start the API server, the control loop and the controllers a
-test asks for (DaemonSets, scheduler, kubelet, device plugin, GFD, GPU Operator and its MIG
-manager), register the
-nodes (each with its NVML stand-in GPUs), create a deployment layout with its configs, write the
-kubeconfig, and stop everything without leaving threads behind. Also the test-facing handles:
-`store`, `server`, `kubeconfig`, `node_gpus`, `nvml`, `set_mig`, `allocations`, `plugin_pod`,
-`plugin_state`, `settle`. Must not hold controller logic.
-
-Two backends. `backend="real"` (the default for end-to-end tests and the demo) runs on a real
-control plane (tests/controlplane: etcd, kube-apiserver, controller-manager, scheduler, KWOK):
-the real DaemonSet controller and scheduler place pods and KWOK starts them, so only the node
-side is simulated (device allocation, device plugin, GFD, the operator, kubelet files, the agent
-processes, each with a token the server issued for its pod). `backend="stand-in"` runs on our
-API server stand-in with our simulated DaemonSet controller, scheduler and pod lifecycle: for
-fault injection and unit-level tests only (it decides what Kubernetes would do; the real backend
-asks Kubernetes).
+Owns composition and lifetime: on a real control plane (tests/controlplane: etcd,
+kube-apiserver, controller-manager, scheduler, KWOK; the session's shared one or its own), start
+the control loop and the node side a test asks for (kubelet device allocation, device plugin,
+GFD, the GPU Operator and its MIG manager, the agent processes, each with a token the server
+issued for its pod), register the nodes (each with its NVML stand-in GPUs), create a deployment
+layout with its configs, write the kubeconfig, and stop everything without leaving threads
+behind. The real DaemonSet controller and scheduler place pods and KWOK starts them. Also the
+test-facing handles: `store`, `kubeconfig`, `node_gpus`, `nvml`, `set_mig`, `allocations`,
+`plugin_pod`, `plugin_state`, `settle`. Must not hold controller logic.
 """
 
 from __future__ import annotations
@@ -29,12 +22,10 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tests.controlplane.containerlogs import LogStore
 from tests.controlplane.plane import LIFECYCLE_BY_TEST
-from tests.fakes.apiserver import ApiError, FakeApiServer, Store
-from tests.fakes.apiserver.podlogs import LogStore
 from tests.fakes.cluster.agents import AgentRuntime, NodeKubelets, NodeSide, write_smi
 from tests.fakes.cluster.allocation import Allocation
-from tests.fakes.cluster.daemonsets import DaemonSetController
 from tests.fakes.cluster.deviceplugin import DevicePluginRuntime
 from tests.fakes.cluster.gfd import GfdRuntime
 from tests.fakes.cluster.layouts import LAYOUTS, Layout
@@ -44,16 +35,15 @@ from tests.fakes.cluster.nodes import NodeSpec, SimNode
 from tests.fakes.cluster.operator import GpuOperator
 from tests.fakes.cluster.podlifecycle import Kubelet, PodRuntime
 from tests.fakes.cluster.programs import ProgramPod, SidecarWatch
-from tests.fakes.cluster.scheduler import Scheduler
 from tests.fakes.libnvml import FakeLibNvml, Gpu
+from tests.kube import ApiError
 
 if TYPE_CHECKING:
     from tests.controlplane import ControlPlane
     from tests.controlplane.store import ApiStore
 
 Obj = dict[str, Any]
-ALL_CONTROLLERS = ("daemonsets", "scheduler", "kubelet", "device-plugin", "gfd", "gpu-operator")
-BACKENDS = ("stand-in", "real")
+ALL_CONTROLLERS = ("kubelet", "device-plugin", "gfd", "gpu-operator")
 # What the node side reacts to (and, on a real server, watches).
 WATCHED = ("nodes", "pods", "configmaps", "daemonsets", "customresourcedefinitions")
 WATCHED_CRDS = ("clusterpolicies.nvidia.com",)
@@ -81,7 +71,6 @@ class SimCluster:
         kubeconfig: Path | None = None,
         agents: bool = False,
         agent_interval: float = 0.5,
-        backend: str = "stand-in",
         plane: ControlPlane | None = None,
         node_starts_programs: bool = False,
     ) -> None:
@@ -93,35 +82,18 @@ class SimCluster:
         unknown = set(controllers) - set(WITH_MIG_MANAGER)
         if unknown:
             raise ValueError(f"unknown controllers {sorted(unknown)}; known: {WITH_MIG_MANAGER}")
-        if backend not in BACKENDS:
-            raise ValueError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
         if node_starts_programs and "kubelet" not in controllers:
             raise ValueError("node_starts_programs needs the kubelet: nothing would start them")
-        self.backend = backend
-        self.real = backend == "real"
         self.node_starts_programs = node_starts_programs
-        if self.real:
-            # the real controller-manager, scheduler and KWOK do what these simulate
-            controllers = [c for c in controllers if c not in ("daemonsets", "scheduler")]
         self.controllers = tuple(controllers)
-        self.server: FakeApiServer | None = None
-        self.plane: ControlPlane | None = None
-        self._own_plane = False
-        self._log_root: Path | None = None
         self._denied: set[tuple[str, str, str]] = set()  # (verb, resource, group): `deny`
-        if self.real:
-            self.plane, self._own_plane = _plane(plane)
-            self.store: Store | ApiStore = _api_store(self.plane)
-            # files KWOK serves: `kubectl logs` reaches them through the real API server
-            self._log_root = Path(tempfile.mkdtemp(prefix="sim-logs-"))
-            self.logs: LogStore = _log_files(self.plane, self._log_root)
-            self.url = self.plane.url
-        else:
-            self.server = FakeApiServer()
-            self.store = self.server.store
-            self.logs = self.server.logs
-            self.url = self.server.url
-        self.loop = ControlLoop(self.store)  # type: ignore[arg-type]
+        self.plane, self._own_plane = _plane(plane)
+        self.store: ApiStore = _api_store(self.plane)
+        # files KWOK serves: `kubectl logs` reaches them through the real API server
+        self._log_root = Path(tempfile.mkdtemp(prefix="sim-logs-"))
+        self.logs: LogStore = _log_files(self.plane, self._log_root)
+        self.url = self.plane.url
+        self.loop = ControlLoop(self.store)
         specs = [NodeSpec.parse(n) if isinstance(n, str) else n for n in nodes]
         self.nodes: dict[str, SimNode] = {s.name: SimNode(s, i) for i, s in enumerate(specs)}
         self.layout = _layout(layout, configs, default_config)
@@ -141,7 +113,7 @@ class SimCluster:
             runtimes.append(self._node_side(agent_interval))
         self.kubelet = Kubelet(
             self.store, self.loop, self.nodes, self.plugin, runtimes,
-            time_scale=time_scale, logs=self.logs, node_only=self.real,
+            time_scale=time_scale, logs=self.logs,
         )  # fmt: skip
         self._wire(runtimes)
         self._started = False
@@ -151,18 +123,16 @@ class SimCluster:
     def _wire(self, runtimes: list[PodRuntime]) -> None:
         namespace = self.layout.namespace if self.layout else "gpu-operator"
         wanted: dict[str, Callable[[], Controller]] = {
-            "daemonsets": lambda: DaemonSetController(self.store),  # type: ignore[arg-type]
-            "scheduler": lambda: Scheduler(self.store),  # type: ignore[arg-type]
             "kubelet": lambda: self.kubelet,
             "gpu-operator": lambda: GpuOperator(
-                self.store,  # type: ignore[arg-type]
+                self.store,
                 namespace,
                 mig_manager="mig-manager" in self.controllers,
             ),
             "mig-manager": lambda: MigManager(
                 self.store,
                 self.nodes,
-                namespace,  # type: ignore[arg-type]
+                namespace,
             ),
         }
         for name, make in wanted.items():
@@ -188,47 +158,37 @@ class SimCluster:
         self.node_kubelets = NodeKubelets(sides, self.podresources)
         self.agents = AgentRuntime(
             self.loop, sides, self.logs, interval=interval,
-            credentials=self._pod_token if self.real else None,
+            credentials=self._pod_token,
         )  # fmt: skip
         return self.agents
 
     def _pod_token(self, namespace: str, pod: str, account: str, kubeconfig: Path) -> None:
         """What the kubelet mounts into the agent's pod: a token the server issued for its
         ServiceAccount, bound to the pod (so it carries the node-name claim)."""
-        assert self.plane is not None
         token = self.plane.token(account, namespace, bound_kind="Pod", bound_name=pod)
         self.plane.kubeconfig_for(kubeconfig, token, namespace)
 
     # ---- lifetime -----------------------------------------------------------------------
 
-    def start(self, timeout: float = 10.0) -> SimCluster:
-        if self.server is not None:
-            self.server.start()
+    def start(self, timeout: float = 60.0) -> SimCluster:
         self.loop.start()
         self._started = True
-        if self.real:
-            assert self.plane is not None
-            shutil.copyfile(self.plane.kubeconfig, self.kubeconfig)
-            self.store.watch(WATCHED + WATCHED_CRDS)  # type: ignore[union-attr]
-            self.loop.add(_CrdWatch(self.store))  # type: ignore[arg-type]
+        shutil.copyfile(self.plane.kubeconfig, self.kubeconfig)
+        self.store.watch(WATCHED + WATCHED_CRDS)
+        self.loop.add(_CrdWatch(self.store))
         for node in self.nodes.values():
             self.store.create(self._node_object(node))
         for obj in self.layout.objects if self.layout else ():
             self._create(self._started_by_node(obj))
-        if self.server is not None:
-            self.server.write_kubeconfig(self.kubeconfig)
         if self.agents is not None and self.node_kubelets is not None:
-            if not self.real:
-                for side in self.agents.sides.values():
-                    shutil.copyfile(self.kubeconfig, side.kubeconfig)
             self.node_kubelets.start()
-        self.settle(timeout if not self.real else max(timeout, 60.0))
+        self.settle(timeout)
         return self
 
     def _started_by_node(self, obj: Obj) -> Obj:
         """`obj`, or a DaemonSet whose pods run a simulated program marked for the node side
         to start (`node_starts_programs`, see LIFECYCLE_BY_TEST)."""
-        if not (self.real and self.node_starts_programs and obj.get("kind") == "DaemonSet"):
+        if not (self.node_starts_programs and obj.get("kind") == "DaemonSet"):
             return obj
         template = obj["spec"]["template"]
         if not (self.plugin.owns(template) or self.gfd.owns(template)):
@@ -246,12 +206,12 @@ class SimCluster:
                 self.store.create(obj)
                 return
             except ApiError as exc:
-                if not self.real or exc.code not in (400, 404) or time.monotonic() > deadline:
+                if exc.code not in (400, 404) or time.monotonic() > deadline:
                     raise
                 time.sleep(0.2)
 
     def stop(self) -> None:
-        """Stop the controllers and the server (the port is freed even if never started)."""
+        """Stop the node side, the store's watches and a plane of the cluster's own."""
         if self.agents is not None:
             self.agents.stop_all()  # first: they talk to the server
         if self.node_kubelets is not None:
@@ -260,12 +220,9 @@ class SimCluster:
             self.loop.stop()
             self._started = False
         if not self._stopped:
-            if self.server is not None:
-                self.server.stop()
-            else:
-                self.store.close()  # type: ignore[union-attr]
-                if self._own_plane and self.plane is not None:
-                    self.plane.stop()
+            self.store.close()
+            if self._own_plane:
+                self.plane.stop()
             self._stopped = True
         if self._own_dir is not None:
             shutil.rmtree(self._own_dir, ignore_errors=True)
@@ -290,10 +247,10 @@ class SimCluster:
     def settle(self, timeout: float = 5.0) -> None:
         """Wait until the controllers have acted on every change (back-off timers may run on).
 
-        On a real server also until its controllers are done: every DaemonSet's pods are
-        placed and every pod is bound and started (or reported unschedulable), and every
-        watched object's last revision has reached the node side."""
-        quiet = self.loop.settle(timeout) if not self.real else self._settle_real(timeout)
+        And until the real controllers are done: every DaemonSet's pods are placed and every
+        pod is bound and started (or reported unschedulable), and every watched object's last
+        revision has reached the node side."""
+        quiet = self._settle_real(timeout)
         if self.errors:
             raise ClusterError(
                 f"a simulated controller failed: {self.errors[0]!r}"
@@ -308,7 +265,7 @@ class SimCluster:
         while time.monotonic() < deadline:
             left = deadline - time.monotonic()
             self.busy = "the node side" if not self.loop.settle(left) else _unconverged(self.store)
-            if self.busy is None and not self.store.synced():  # type: ignore[union-attr]
+            if self.busy is None and not self.store.synced():
                 self.busy = "watch events still on their way"
             calm = calm + 1 if self.busy is None and self.loop.settle(0) else 0
             if calm >= 2:  # twice in a row: nothing was in flight between the two looks
@@ -318,29 +275,23 @@ class SimCluster:
 
     def deny(self, verb: str, resource: str, group: str = "") -> None:
         """From now on `kubeconfig`'s user is refused `verb` on `resource` (e.g. "nodes/status").
-        On a real server: a ServiceAccount whose ClusterRole grants everything served but that
+        The user becomes a ServiceAccount whose ClusterRole grants everything served but that
         (and those denied before), so the refusal is the real RBAC authorizer's 403."""
-        if self.server is not None:
-            self.server.deny(verb, resource, group)
-            return
-        assert self.plane is not None
         self._denied.add((verb, resource, group))
         self.plane.user_denied("kubectl-gpu-tests-denied", self.kubeconfig, self._denied)
 
     def keep_log(
         self, namespace: str, pod: str, container: str, text: str, previous: bool = False
     ) -> None:
-        """The node keeps `text` as the container's log; on a real server, return once the API
-        server serves it (KWOK sees a new `Logs` object a moment after it is written)."""
+        """The node keeps `text` as the container's log; return once the API server serves it
+        (KWOK sees a new `Logs` object a moment after it is written)."""
         self.logs.set(namespace, pod, container, text, previous=previous)
-        if not self.real:
-            return
         query = urllib.parse.urlencode({"container": container, "previous": str(previous).lower()})
         path = f"/api/v1/namespaces/{namespace}/pods/{pod}/log?{query}"
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
-                if self.store.request("GET", path) == text:  # type: ignore[union-attr]
+                if self.store.request("GET", path) == text:
                     return
             except ApiError:
                 pass
@@ -357,9 +308,8 @@ class SimCluster:
         return node
 
     def _node_object(self, node: SimNode) -> Obj:
-        """On a real server the node's kubelet endpoint is KWOK's server (container logs)."""
-        obj = node.node_object()
-        return self.plane.with_kubelet(obj) if self.plane is not None else obj
+        """The node's kubelet endpoint is KWOK's server (container logs)."""
+        return self.plane.with_kubelet(node.node_object())
 
     def node_gpus(self, name: str) -> list[Gpu]:
         """The node's GPUs (the NVML stand-in's objects; change them only through set_mig)."""
@@ -443,7 +393,7 @@ class SimCluster:
 
 
 def _plane(plane: ControlPlane | None) -> tuple[ControlPlane, bool]:
-    from tests.controlplane import ControlPlane  # lazy: stand-in users need no binaries
+    from tests.controlplane import ControlPlane
 
     if plane is not None:
         return plane, False

@@ -15,12 +15,13 @@ import threading
 from dataclasses import asdict
 from typing import Any
 
-from tests.fakes.apiserver import ApiError, Store
+from tests.controlplane.store import ApiStore
 from tests.fakes.cluster.devices import PluginStartError, Resource, advertise
 from tests.fakes.cluster.loop import ControlLoop
 from tests.fakes.cluster.nodes import SimNode
 from tests.fakes.cluster.pluginconfig import ConfigError, PluginConfig, load
 from tests.fakes.cluster.programs import ConfigView, ProgramPod, ProgramRuntime
+from tests.kube import ApiError
 
 PLUGIN_CONTAINERS = ("nvidia-device-plugin-ctr", "nvidia-device-plugin")
 
@@ -32,7 +33,7 @@ class DevicePluginRuntime(ProgramRuntime):
     container_names = PLUGIN_CONTAINERS
     program = "nvidia-device-plugin"
 
-    def __init__(self, store: Store, loop: ControlLoop, nodes: dict[str, SimNode]) -> None:
+    def __init__(self, store: ApiStore, loop: ControlLoop, nodes: dict[str, SimNode]) -> None:
         super().__init__(store, loop, nodes)
         self._lock = threading.Lock()
         self._registered: dict[str, dict[str, Resource]] = {}

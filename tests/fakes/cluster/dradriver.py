@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tests.fakes.apiserver import Store
+from tests.controlplane.store import ApiStore
 
 Obj = dict[str, Any]
 DRIVER = "gpu.nvidia.com"
@@ -117,7 +117,7 @@ def _slice(node: str, name: str, version: str, pool_slices: int, **content: Any)
     }
 
 
-def install(store: Store, nodes: dict[str, list[DraGpu]], version: str = "v1") -> None:
+def install(store: ApiStore, nodes: dict[str, list[DraGpu]], version: str = "v1") -> None:
     """Publish the chart's classes and each node's slice into `store`."""
     for obj in device_classes(version):
         store.create(obj)

@@ -13,8 +13,8 @@ import re
 import uuid
 from typing import Any, Protocol
 
-from tests.fakes.apiserver.samples import node as sample_node
 from tests.fakes.cluster import dradriver
+from tests.kube.objects import node as sample_node
 
 Obj = dict[str, Any]
 _UUIDS = uuid.UUID("5d0f3a4e-1c2b-4e6f-8a9d-7b3c2e1f0a94")

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from tests.fakes.apiserver import Store
+from tests.controlplane.store import ApiStore
 
 Obj = dict[str, Any]
 DRIVER = "gpu.nvidia.com"
@@ -30,7 +30,7 @@ class Unsatisfiable(AssertionError):
     """No published device fits a claim (a real scheduler would leave it pending)."""
 
 
-def allocate(store: Store) -> list[str]:
+def allocate(store: ApiStore) -> list[str]:
     """Allocate every claim without an allocation; returns `namespace/name` of each."""
     state = _Devices(store)
     done = []
@@ -51,7 +51,7 @@ def allocate(store: Store) -> list[str]:
     return done
 
 
-def serve_extended_resource(store: Store, namespace: str, pod_name: str, version: str) -> Obj:
+def serve_extended_resource(store: ApiStore, namespace: str, pod_name: str, version: str) -> Obj:
     """Give a bound pod's `nvidia.com/gpu` limits a claim, as kube-scheduler does for a node
     whose GPUs only the DRA driver serves; returns the claim."""
     pod = store.get("pods", pod_name, namespace)
@@ -99,7 +99,7 @@ def serve_extended_resource(store: Store, namespace: str, pod_name: str, version
 class _Devices:
     """Published devices and what is already allocated (whole devices, counters, shares)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: ApiStore) -> None:
         self.devices: list[Obj] = []
         self.totals: dict[tuple[str, str, str], float] = {}
         for found in store.list("resourceslices", field_selector=f"spec.driver={DRIVER}"):
@@ -153,7 +153,7 @@ class _Devices:
                 self.used[key] = self.used.get(key, 0) + _quantity(v["value"])
 
 
-def _allocation(store: Store, state: _Devices, claim: Obj, node: str | None) -> Obj:
+def _allocation(store: ApiStore, state: _Devices, claim: Obj, node: str | None) -> Obj:
     spec = claim["spec"]["devices"]
     results: list[Obj] = []
     configs: list[Obj] = []
@@ -173,7 +173,7 @@ def _allocation(store: Store, state: _Devices, claim: Obj, node: str | None) -> 
 
 
 def _choose(
-    store: Store, state: _Devices, request: Obj, node: str | None, claim: str
+    store: ApiStore, state: _Devices, request: Obj, node: str | None, claim: str
 ) -> tuple[str, list[Obj], list[Obj]]:
     """The first alternative (or the exact request) that fits: (node, results, configs)."""
     options = [(f"{request['name']}/{a['name']}", a) for a in request.get("firstAvailable") or []]
@@ -220,7 +220,7 @@ def _result(request: str, device: Obj, exact: Obj, claim: str) -> Obj:
     return result
 
 
-def _users(store: Store, claim: Obj) -> list[Obj]:
+def _users(store: ApiStore, claim: Obj) -> list[Obj]:
     name, namespace = claim["metadata"]["name"], claim["metadata"]["namespace"]
     found = []
     for pod in store.list("pods", namespace):

@@ -12,8 +12,9 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from tests.fakes.apiserver import ApiError, Store
+from tests.controlplane.store import ApiStore
 from tests.fakes.cluster.podstatus import now
+from tests.kube import ApiError
 
 Obj = dict[str, Any]
 
@@ -27,7 +28,7 @@ class Source:
     warning: bool = True
 
 
-def record(store: Store, about: Obj, reason: str, message: str, source: Source) -> None:
+def record(store: ApiStore, about: Obj, reason: str, message: str, source: Source) -> None:
     meta = about["metadata"]
     namespace = str(meta.get("namespace") or "default")
     digest = hashlib.sha256(f"{meta.get('uid')}/{reason}/{message}".encode()).hexdigest()[:16]

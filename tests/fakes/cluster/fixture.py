@@ -1,19 +1,17 @@
-"""The `sim_cluster` pytest fixture: a started `SimCluster` per call, stopped after the test.
+"""The `real_cluster` pytest fixture: a started `SimCluster` per call, stopped after the test.
 
-Owns the cluster's lifetime in a test: `sim_cluster(nodes=[...], layout=..., configs=...,
-default_config=..., controllers=..., backend="real")` builds and starts one (kubeconfig under
-the test's tmp_path) and returns it; with `backend="real"` it runs on the session's real
-control plane (sharedplane.py), which is reset to new after the test. At teardown every
-cluster is stopped, a controller or store-subscriber exception fails the test, and no cluster
-thread may outlive it. Also `kubectl_for(cluster,
-tmp_path)`, the real kubectl against a cluster (skips when none is on PATH). Must not be
+Owns the cluster's lifetime in a test: `real_cluster(nodes=[...], layout=..., configs=...,
+default_config=..., controllers=...)` builds and starts one (kubeconfig under the test's
+tmp_path) on the session's real control plane (sharedplane.py, unless `plane=` names another),
+which is reset to new after the test, and returns it. At teardown every cluster is stopped, a
+controller or store-subscriber exception fails the test, and no cluster thread may outlive it.
+Also `kubectl_for(cluster, tmp_path)`, the server's own kubectl against a cluster. Must not be
 collected as a conftest: tests import it with
-`from tests.fakes.cluster.fixture import sim_cluster as sim_cluster`.
+`from tests.fakes.cluster.fixture import real_cluster as sim_cluster`.
 """
 
 from __future__ import annotations
 
-import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,8 +19,8 @@ from typing import Any, Protocol
 
 import pytest
 
-from tests.fakes.apiserver.kubectl_cli import KubectlRunner
 from tests.fakes.cluster.cluster import SimCluster
+from tests.kube.kubectl import KubectlRunner
 
 
 class MakeSimCluster(Protocol):
@@ -30,27 +28,15 @@ class MakeSimCluster(Protocol):
 
 
 @pytest.fixture
-def sim_cluster(tmp_path: Path) -> Iterator[MakeSimCluster]:
-    """`sim_cluster(nodes, layout, configs, default_config, controllers=…)` → started cluster
-    (on the API server stand-in unless `backend="real"` is given)."""
-    yield from _clusters(tmp_path, "stand-in")
-
-
-@pytest.fixture
 def real_cluster(tmp_path: Path, real_control_plane: None) -> Iterator[MakeSimCluster]:
-    """As `sim_cluster`, on the session's real control plane unless `backend=` says otherwise;
-    a test module moves to it with `from … import real_cluster as sim_cluster`."""
-    yield from _clusters(tmp_path, "real")
-
-
-def _clusters(tmp_path: Path, backend: str) -> Iterator[MakeSimCluster]:
+    """`real_cluster(nodes, layout, configs, default_config, controllers=…)` → started cluster
+    on the session's real control plane."""
     made: list[SimCluster] = []
     before = set(threading.enumerate())
 
     def make(*args: Any, **kwargs: Any) -> SimCluster:
         kwargs.setdefault("kubeconfig", tmp_path / f"kubeconfig-{len(made)}")
-        kwargs.setdefault("backend", backend)
-        if kwargs["backend"] == "real" and "plane" not in kwargs:
+        if "plane" not in kwargs:
             from tests.fakes.cluster import sharedplane  # lazy: needs the built binaries
 
             kwargs["plane"] = sharedplane.plane()
@@ -63,7 +49,7 @@ def _clusters(tmp_path: Path, backend: str) -> Iterator[MakeSimCluster]:
     finally:
         for cluster in made:
             cluster.stop()
-        if any(cluster.real and not cluster.owns_plane for cluster in made):
+        if any(not cluster.owns_plane for cluster in made):
             from tests.fakes.cluster import sharedplane
 
             sharedplane.reset()
@@ -80,9 +66,5 @@ def _clusters(tmp_path: Path, backend: str) -> Iterator[MakeSimCluster]:
 
 
 def kubectl_for(cluster: SimCluster, tmp_path: Path) -> KubectlRunner:
-    """The real kubectl against `cluster`, isolated from ~/.kube; skips without kubectl."""
-    # a real server's own kubectl release, else the one on PATH
-    binary = str(cluster.plane.kubectl) if cluster.plane else shutil.which("kubectl")
-    if binary is None:
-        pytest.skip("no kubectl on PATH")
-    return KubectlRunner(binary, cluster.kubeconfig, tmp_path / "kubectl")
+    """The kubectl of the server's own release against `cluster`, isolated from ~/.kube."""
+    return KubectlRunner(str(cluster.plane.kubectl), cluster.kubeconfig, tmp_path / "kubectl")

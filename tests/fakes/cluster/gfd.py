@@ -14,11 +14,12 @@ from __future__ import annotations
 import re
 from collections.abc import Hashable, Iterable, Sequence
 
-from tests.fakes.apiserver import ApiError, Store
+from tests.controlplane.store import ApiStore
 from tests.fakes.cluster.loop import Change, ControlLoop
 from tests.fakes.cluster.nodes import GpuView, MigDeviceView, SimNode
 from tests.fakes.cluster.pluginconfig import ConfigError, PluginConfig, Sharing, load
 from tests.fakes.cluster.programs import ConfigView, ProgramPod, ProgramRuntime
+from tests.kube import ApiError
 
 GPU = "nvidia.com/gpu"
 DRIVER_VERSION, CUDA_VERSION = "550.127.05", (12, 4)
@@ -164,7 +165,7 @@ class GfdRuntime(ProgramRuntime):
     program = "gpu-feature-discovery"
 
     def __init__(
-        self, store: Store, loop: ControlLoop, nodes: dict[str, SimNode], time_scale: float
+        self, store: ApiStore, loop: ControlLoop, nodes: dict[str, SimNode], time_scale: float
     ) -> None:
         super().__init__(store, loop, nodes)
         self.time_scale = time_scale

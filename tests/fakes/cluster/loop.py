@@ -18,7 +18,8 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from tests.fakes.apiserver import ApiError, ObjectKey, Store
+from tests.controlplane.store import ApiStore, ObjectKey
+from tests.kube import ApiError
 
 Obj = dict[str, Any]
 
@@ -51,7 +52,7 @@ class Controller(Protocol):
 class ControlLoop:
     """One worker thread running every controller's reconciles, in arrival order."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: ApiStore) -> None:
         self.store = store
         self.errors: list[BaseException] = []
         self._controllers: dict[str, Controller] = {}

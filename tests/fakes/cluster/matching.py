@@ -1,19 +1,18 @@
-"""Which pods may run on which nodes, and what they ask for: the rules two controllers share.
+"""Which pods may run on which nodes, and what they ask for: what the simulated node side reads.
 
 Owns nodeSelector and required node affinity matching (matchExpressions In, NotIn, Exists,
-DoesNotExist, Gt, Lt; matchFields on metadata.name), taints against tolerations, integer
-quantities, and a pod's extended-resource requests (limits imply requests for extended
-resources; init containers count as the max, as the scheduler's resource fit does). Must not
-read the store: callers pass objects in.
+DoesNotExist, Gt, Lt; matchFields on metadata.name), integer quantities, and a pod's
+extended-resource requests (limits imply requests for extended resources; init containers count
+as the max, as the scheduler's resource fit does). Must not read the store: callers pass
+objects in.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 Obj = dict[str, Any]
-BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 _NATIVE = {"cpu", "memory", "ephemeral-storage", "pods", "storage"}
 
 
@@ -69,33 +68,6 @@ def _expression_holds(values: Mapping[str, str], expression: Obj) -> bool:
     return False
 
 
-def tolerates(toleration: Obj, taint: Obj) -> bool:
-    """Whether one toleration covers one taint (core/v1 Toleration semantics)."""
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = toleration.get("key") or ""
-    operator = toleration.get("operator") or "Equal"
-    if not key:
-        return operator == "Exists"  # an empty key with Exists tolerates everything
-    if key != taint.get("key"):
-        return False
-    if operator == "Exists":
-        return True
-    return str(toleration.get("value") or "") == str(taint.get("value") or "")
-
-
-def untolerated_taint(node: Obj, tolerations: Iterable[Obj]) -> Obj | None:
-    """The first NoSchedule/NoExecute taint of `node` no toleration covers, if any."""
-    held = list(tolerations)
-    for taint in (node.get("spec") or {}).get("taints") or []:
-        if taint.get("effect") not in BLOCKING_EFFECTS:
-            continue
-        if not any(tolerates(t, taint) for t in held):
-            return dict(taint)
-    return None
-
-
 def quantity(value: object) -> int:
     """An integer quantity ("4", 4, "1k"); extended resources are always whole numbers."""
     text = str(value).strip()
@@ -121,23 +93,5 @@ def container_requests(container: Obj) -> dict[str, int]:
     return {k: v for k, v in asked.items() if is_extended(k) and v > 0}
 
 
-def pod_requests(pod: Obj) -> dict[str, int]:
-    """A pod's extended-resource request: max(sum of containers, largest init container)."""
-    spec = pod.get("spec") or {}
-    total: dict[str, int] = {}
-    for container in spec.get("containers") or []:
-        for name, amount in container_requests(container).items():
-            total[name] = total.get(name, 0) + amount
-    for container in spec.get("initContainers") or []:
-        for name, amount in container_requests(container).items():
-            total[name] = max(total.get(name, 0), amount)
-    return total
-
-
 def is_terminal(pod: Obj) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-
-
-def is_ready(pod: Obj) -> bool:
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)

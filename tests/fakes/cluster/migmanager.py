@@ -10,7 +10,7 @@ instance per MIG device), restarts the device plugin so the node's capacity foll
 with `success`, or `failed` when the name is missing or a GPU refuses. A node without the MIG
 manager's pod (`app=nvidia-mig-manager`, the operator's DaemonSet) is left alone. Must not
 render the DaemonSet (operator.py does) nor pause operands by label (it restarts the plugin pod
-directly: a pause and resume inside one pass would never be seen by the DaemonSet stand-in).
+directly: a pause and resume inside one pass would never be seen by the DaemonSet controller).
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from typing import Any
 
 import yaml
 
-from tests.fakes.apiserver import ApiError, Store
+from tests.controlplane.store import ApiStore
 from tests.fakes.cluster.loop import Change
 from tests.fakes.cluster.nodes import SimNode
+from tests.kube import ApiError
 
 Obj = dict[str, Any]
 CONFIG_LABEL, STATE_LABEL = "nvidia.com/mig.config", "nvidia.com/mig.config.state"
@@ -36,7 +37,7 @@ class MigManager:
 
     name = "mig-manager"
 
-    def __init__(self, store: Store, nodes: Mapping[str, SimNode], namespace: str) -> None:
+    def __init__(self, store: ApiStore, nodes: Mapping[str, SimNode], namespace: str) -> None:
         self.store, self.nodes, self.namespace = store, nodes, namespace
         self._applied: dict[str, str] = {}  # node -> the label value last acted on
 

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.apiserver.samples import node as sample_node
 from tests.fakes.libnvml import FakeLibNvml, Gpu, codes
 from tests.fakes.libnvml.models import compute_profiles, mig_device_profile
 from tests.fakes.libnvml.statefile import GpuStateFile
+from tests.kube.objects import node as sample_node
 
 Obj = dict[str, Any]
 MIB = 1024 * 1024

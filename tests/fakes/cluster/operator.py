@@ -22,9 +22,10 @@ import json
 from collections.abc import Hashable, Iterable
 from typing import Any
 
-from tests.fakes.apiserver import ApiError, Store
+from tests.controlplane.store import ApiStore
 from tests.fakes.cluster import manifests as m
 from tests.fakes.cluster.loop import Change
+from tests.kube import ApiError
 
 Obj = dict[str, Any]
 PLUGIN_DS, GFD_DS = "nvidia-device-plugin-daemonset", "gpu-feature-discovery"
@@ -235,7 +236,7 @@ class GpuOperator:
     name = "gpu-operator"
 
     def __init__(
-        self, store: Store, namespace: str = "gpu-operator", mig_manager: bool = False
+        self, store: ApiStore, namespace: str = "gpu-operator", mig_manager: bool = False
     ) -> None:
         self.store = store
         self.namespace = namespace

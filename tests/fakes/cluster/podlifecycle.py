@@ -7,13 +7,13 @@ programs simulated in some pods (device plugin, GFD) through their `PodRuntime`,
 kubelet's doubling back-off (10 s to 300 s, scaled by `time_scale`) and restart counts, the
 container logs a crash leaves (its reason as the run's last line; the run before a restart kept as
 `previous`, when a `LogStore` is given), releasing devices when a pod ends, and writing complete
-pod status. With `node_only` (a real control plane, where KWOK plays the kubelet's pod
-lifecycle and makes every bound pod Running) it keeps only what a node adds: device allocation,
-the simulated programs, their crash loops and logs, and statuses only for pods running such a
-program, written after KWOK has started the pod; but it plays the whole lifecycle of the pods
-KWOK leaves to it (annotated LIFECYCLE_BY_TEST), as on the stand-in. Not to be confused with
-tests/fakes/kubelet.py, the PodResources gRPC stand-in fed from `AllocationTable`. Must not
-schedule pods (scheduler.py) or decide what a simulated program does (programs.py).
+pod status. KWOK plays the kubelet's pod lifecycle on the real control plane and makes every
+bound pod Running, so this keeps only what a node adds: device allocation, the simulated
+programs, their crash loops and logs, and statuses only for pods running such a program, written
+after KWOK has started the pod; but it plays the whole lifecycle of the pods KWOK leaves to it
+(annotated LIFECYCLE_BY_TEST). Not to be confused with tests/fakes/kubelet.py, the PodResources
+gRPC stand-in fed from `AllocationTable`. Must not schedule pods (the real scheduler does) or
+decide what a simulated program does (programs.py).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from tests.controlplane.containerlogs import LogStore
 from tests.controlplane.plane import LIFECYCLE_BY_TEST
-from tests.fakes.apiserver import ApiError, Store
-from tests.fakes.apiserver.podlogs import LogStore
+from tests.controlplane.store import ApiStore
 from tests.fakes.cluster import events, podstatus
 from tests.fakes.cluster.allocation import AllocationTable, Rejected, admit
 from tests.fakes.cluster.deviceplugin import DevicePluginRuntime
@@ -32,6 +32,7 @@ from tests.fakes.cluster.loop import Change, ControlLoop
 from tests.fakes.cluster.matching import is_terminal
 from tests.fakes.cluster.nodes import SimNode
 from tests.fakes.cluster.podstatus import ContainerRun, PodPlace
+from tests.kube import ApiError
 
 Obj = dict[str, Any]
 MAX_BACKOFF = 300.0
@@ -63,7 +64,7 @@ class Kubelet:
 
     def __init__(
         self,
-        store: Store,
+        store: ApiStore,
         loop: ControlLoop,
         nodes: dict[str, SimNode],
         plugin: DevicePluginRuntime,
@@ -71,10 +72,8 @@ class Kubelet:
         *,
         time_scale: float,
         logs: LogStore | None = None,
-        node_only: bool = False,
     ) -> None:
         self.store, self.loop, self.nodes = store, loop, nodes
-        self.node_only = node_only
         self.logs = logs
         self.plugin = plugin
         self.runtimes = list(runtimes)
@@ -252,10 +251,10 @@ class Kubelet:
     # ---- helpers ----------------------------------------------------------------------
 
     def _plays(self, pod: Obj) -> bool:
-        """Whether this kubelet plays the pod's whole lifecycle: always on the stand-in; on a
-        real control plane only where KWOK leaves it (a test asked for it, LIFECYCLE_BY_TEST)."""
+        """Whether this kubelet plays the pod's whole lifecycle: only where KWOK leaves it (a
+        test asked for it, LIFECYCLE_BY_TEST)."""
         notes = pod["metadata"].get("annotations") or {}
-        return not self.node_only or LIFECYCLE_BY_TEST in notes
+        return LIFECYCLE_BY_TEST in notes
 
     def _runtime(self, pod: Obj) -> PodRuntime | None:
         return next((r for r in self.runtimes if r.owns(pod)), None)

@@ -15,7 +15,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.fakes.apiserver import ApiError, Store
+from tests.controlplane.store import ApiStore
 from tests.fakes.cluster.loop import Change, ControlLoop
 from tests.fakes.cluster.nodes import SimNode
 from tests.fakes.cluster.podsetup import (
@@ -26,6 +26,7 @@ from tests.fakes.cluster.podsetup import (
     select_config,
     setup_of,
 )
+from tests.kube import ApiError
 
 Obj = dict[str, Any]
 
@@ -78,7 +79,7 @@ class ProgramRuntime:
     container_names: Collection[str] = ()
     program = ""
 
-    def __init__(self, store: Store, loop: ControlLoop, nodes: dict[str, SimNode]) -> None:
+    def __init__(self, store: ApiStore, loop: ControlLoop, nodes: dict[str, SimNode]) -> None:
         self.store = store
         self.loop = loop
         self.nodes = nodes

@@ -1,8 +1,8 @@
 """One real control plane per test session (per pytest-xdist worker: its own ports, directory
 and keeper), handed clean to each `SimCluster` that asks for it.
 
-Owns starting it once (lazily: stand-in tests never start it), its baseline (every object the
-plane made for itself before the first test: system namespaces, ServiceAccounts, RBAC
+Owns starting it once (lazily: tests without a cluster never start it), its baseline (every
+object the plane made for itself before the first test: system namespaces, ServiceAccounts, RBAC
 bootstrap roles, leases ...), and `reset()`, which removes everything else a test left (nodes,
 namespaces and their contents, cluster-scoped RBAC, CRDs, admission policies, DaemonSets in
 `kube-system` ...) and waits until the controllers have finished deleting, so that the next test
@@ -21,7 +21,7 @@ from typing import Any
 from tests.controlplane import ControlPlane
 from tests.controlplane.plane import wait_for
 from tests.controlplane.store import ApiStore
-from tests.fakes.apiserver import ApiError
+from tests.kube import ApiError
 
 Obj = dict[str, Any]
 _lock = threading.Lock()

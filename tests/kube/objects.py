@@ -1,8 +1,10 @@
-"""Small, realistic object builders for seeding the stand-in: nodes, pods, DaemonSets.
+"""Plain Kubernetes objects for tests to create: nodes, pods, DaemonSets and CRDs.
 
-Owns plain-dict constructors with the fields kubectl's printers and our code read (Ready
-condition, kubelet version, node name, phase, container statuses). Must not talk to a
-store: tests pass the results to `store.create()` or to a client.
+Owns dict builders with the fields kubectl's printers and our code read (a node's Ready
+condition and full nodeInfo, a pod's node, phase and container statuses), and the shape of
+NVIDIA's ClusterPolicy CRD (group nvidia.com, v1, cluster-scoped, status subresource) as the
+GPU Operator installs it, minus its OpenAPI schema. Must not talk to a server: tests pass the
+results to `store.create()` or to a client, and decide when "the GPU Operator is installed".
 """
 
 from __future__ import annotations
@@ -97,3 +99,49 @@ def daemonset(name: str, namespace: str = "kube-system", *, app: str = "") -> Ob
             },
         },
     }
+
+
+def custom_resource_definition(
+    group: str,
+    kind: str,
+    plural: str,
+    *,
+    namespaced: bool = True,
+    versions: tuple[str, ...] = ("v1",),
+    short_names: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """A minimal apiextensions.k8s.io/v1 CRD with a status subresource on every version."""
+    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced" if namespaced else "Cluster",
+            "names": {
+                "plural": plural,
+                "singular": kind.lower(),
+                "kind": kind,
+                "listKind": f"{kind}List",
+                **({"shortNames": list(short_names)} if short_names else {}),
+            },
+            "versions": [
+                {
+                    "name": version,
+                    "served": True,
+                    "storage": index == 0,
+                    "schema": schema,
+                    "subresources": {"status": {}},
+                }
+                for index, version in enumerate(versions)
+            ],
+        },
+    }
+
+
+def cluster_policy_crd() -> dict[str, Any]:
+    """The GPU Operator's ClusterPolicy CRD (clusterpolicies.nvidia.com, cluster-scoped)."""
+    return custom_resource_definition(
+        "nvidia.com", "ClusterPolicy", "clusterpolicies", namespaced=False
+    )

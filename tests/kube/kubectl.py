@@ -1,4 +1,4 @@
-"""Running the real `kubectl` binary against the stand-in, isolated from the user's setup.
+"""Running the real `kubectl` binary against a test's server, isolated from the user's setup.
 
 Owns `KubectlRunner`: argv → completed process (never raising on a non-zero exit), a
 Popen form for `--watch`, a private HOME and discovery cache per runner so that nothing

@@ -1,0 +1,13 @@
+"""What the tests say to and about Kubernetes, whichever real API server answers (test code only).
+
+Owns `ApiError` (a failed request as the server's `kind: Status` tells it), plain object
+builders (`objects`: nodes, pods, DaemonSets, CustomResourceDefinitions) and `KubectlRunner`
+(the real kubectl binary, isolated from the user's setup). Must not start or imitate a server:
+the servers are real (tests/controlplane).
+"""
+
+from __future__ import annotations
+
+from tests.kube.errors import ApiError
+
+__all__ = ["ApiError"]
