@@ -92,7 +92,7 @@ def test_a_timed_out_wait_ends_failed_with_the_plugin_back_and_no_label_paused(
 ) -> None:
     # GPU Operator with its MIG manager off: the agent pauses the plugin by the operator's
     # label. No simulated plugin runs, so allocatable never changes and the wait times out.
-    controllers = ("daemonsets", "scheduler", "kubelet", "gfd", "gpu-operator")
+    controllers = ("kubelet", "gfd", "gpu-operator")
     cluster = sim_cluster(
         ["gpu-1=H100-SXM5-80GB:1"], layouts.gpu_operator(mig_strategy="mixed"),
         controllers=controllers,

@@ -70,7 +70,7 @@ def test_a_config_for_a_gpu_the_node_lacks_fails_and_says_so(
 
 
 def _operator_without_mig_manager(sim_cluster: MakeSimCluster) -> object:
-    controllers = ("daemonsets", "scheduler", "kubelet", "gfd", "gpu-operator")
+    controllers = ("kubelet", "gfd", "gpu-operator")
     cluster = sim_cluster(
         ["gpu-1=H100-SXM5-80GB:1"], layouts.gpu_operator(mig_strategy="mixed"),
         controllers=controllers,

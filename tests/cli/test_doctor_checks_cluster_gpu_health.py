@@ -44,7 +44,7 @@ def test_allocatable_below_capacity_names_unhealthy_gpus(
 def test_a_crash_looping_plugin_is_found_without_a_pod(
     run_cli: Run, sim_cluster: MakeSimCluster
 ) -> None:
-    controllers = ("daemonsets", "scheduler", "kubelet", "device-plugin")
+    controllers = ("kubelet", "device-plugin")
     cluster = sim_cluster(
         [NodeSpec("gpu-a", "L4", 1, gpu_taint=True)],
         "helm",

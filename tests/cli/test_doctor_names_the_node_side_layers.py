@@ -25,7 +25,7 @@ def doctor(run_cli: Run, cluster: SimCluster, *args: str) -> CliResult:
 @pytest.fixture
 def crashing_plugin(sim_cluster: MakeSimCluster) -> SimCluster:
     """The plugin on gpu-a exits 1 on a flag it rejects: CrashLoopBackOff, nothing advertised."""
-    controllers = ("daemonsets", "scheduler", "kubelet", "device-plugin")
+    controllers = ("kubelet", "device-plugin")
     cluster = sim_cluster(
         [NodeSpec("gpu-a", "L4", 1)], "helm", {"any": BAD_FLAG}, "any", controllers=controllers
     )

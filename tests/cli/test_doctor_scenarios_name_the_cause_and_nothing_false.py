@@ -151,7 +151,7 @@ def unhealthy(make: MakeSimCluster) -> SimCluster:
     """What kubelet publishes after the plugin marked one of eight GPUs unhealthy (the
     simulated plugin has no health checks, so none runs to publish anything else)."""
     node = NodeSpec("gpu-a", "H100-SXM5-80GB", 8, gpu_taint=True)
-    cluster = make([node], "helm", controllers=("daemonsets", "scheduler", "kubelet"))
+    cluster = make([node], "helm", controllers=("kubelet",))
     status = {"capacity": {"nvidia.com/gpu": "8"}, "allocatable": {"nvidia.com/gpu": "7"}}
     cluster.store.patch("nodes", "gpu-a", {"status": status}, status=True)
     return with_pod(cluster, amount="8")

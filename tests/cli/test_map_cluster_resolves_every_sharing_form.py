@@ -49,7 +49,7 @@ def api(real: SimCluster) -> cluster.Api:
 
 
 def add_node(real: SimCluster, name: str) -> None:
-    real.store.create(b.samples.node(name, labels={"nvidia.com/gpu.present": "true"}))
+    real.store.create(b.objects.node(name, labels={"nvidia.com/gpu.present": "true"}))
 
 
 def rows_of(result: CliResult) -> list[dict[str, Any]]:

@@ -57,7 +57,7 @@ def mig_cluster(sim_cluster: MakeSimCluster) -> SimCluster:
     # planner cannot know that MPS will fail ("not supported for MIG devices", §1.7).
     node = NodeSpec("gpu-a", "A100-SXM4-80GB", 2, mig={0: ["3g.40gb"], 1: ["3g.40gb"]})
     single = "version: v1\nflags:\n  migStrategy: single\n"
-    controllers = ("daemonsets", "scheduler", "kubelet", "device-plugin")
+    controllers = ("kubelet", "device-plugin")
     # The node side starts the plugin's pods, as a kubelet would: KWOK would show a new pod
     # Ready at once, and the crash only once the node side caught up, which a loaded machine
     # can delay past share's steady look (it then saw the pod Ready and timed out waiting for
@@ -93,7 +93,7 @@ def test_restarts_stop_at_the_first_node_that_does_not_come_back(
         NodeSpec("gpu-b", "L4", 1),
     ]
     single = "version: v1\nflags:\n  migStrategy: single\n"
-    controllers = ("daemonsets", "scheduler", "kubelet", "device-plugin")
+    controllers = ("kubelet", "device-plugin")
     # The node side starts the plugin's pods: under KWOK a plugin that crashes at start looks
     # Ready until the node side reports the crash, which a loaded machine can delay by more
     # than the seconds share wants a new plugin to stay Ready (restarts.STEADY_S; the brief

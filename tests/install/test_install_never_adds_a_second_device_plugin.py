@@ -189,7 +189,7 @@ def test_every_problem_is_reported_at_once_before_anything_is_written(
 def test_gpu_nodes_our_pods_would_not_reach_stop_the_install(
     run_cli: Run, sim_cluster: MakeSimCluster
 ) -> None:
-    cluster = sim_cluster(NODES, controllers=("daemonsets",))
+    cluster = sim_cluster(NODES, controllers=())
     labels = {"feature.node.kubernetes.io/pci-10de.present": None, "nvidia.com/gpu.present": None}
     cluster.store.patch("nodes", "gpu-b", {"metadata": {"labels": labels}})
     cluster.store.patch(

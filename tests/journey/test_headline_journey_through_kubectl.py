@@ -20,6 +20,7 @@ from kubectl_gpu import keys
 from tests.conftest import ROOT
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.journey.conftest import Kubectl
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(180)]
