@@ -1,7 +1,8 @@
 """Placement rules the scheduler applies, re-checked per GPU node to say which one failed.
 
 Owns kube-scheduler's FailedScheduling message grammar (`0/3 nodes are available: 1 Insufficient
-nvidia.com/gpu, 2 node(s) had untolerated taint {nvidia.com/gpu: present}. preemption: …`),
+nvidia.com/gpu, 2 node(s) had untolerated taint {nvidia.com/gpu: present}. preemption: …`;
+1.34 and 1.37 write `untolerated taint(s)` and name none),
 taints against tolerations (core/v1 semantics, NoSchedule and NoExecute block), and nodeSelector
 plus required node affinity (In, NotIn, Exists, DoesNotExist, Gt, Lt; terms ORed). Must not
 produce diagnoses (scheduler.py does). Pure: standard library only.
@@ -31,17 +32,33 @@ class FitError:
 
 
 def parse_fit_error(message: str) -> FitError | None:
-    """Read kube-scheduler's FitError text; None when it is some other message."""
+    """Read kube-scheduler's FitError text; None when it is some other message.
+
+    The scheduler writes the head, then the reasons joined by ", " and ended by ".", then what
+    its PostFilter plugins say: since 1.34 DRA's "no new claims to deallocate, " may come before
+    "preemption: …". Only the list holds counted reasons; the sentences after it are no reason.
+    """
     found = _HEAD.match(message.strip())
     if not found:
         return None
-    rest, _, preemption = found["rest"].partition(" preemption: ")
+    rest, _, preemption = found["rest"].partition("preemption: ")
     reasons = []
-    for item in _split(rest.rstrip(".")):
+    for item in _split(_listed(rest)):
         parsed = _ITEM.match(item.strip())
         if parsed:
             reasons.append((int(parsed["count"]), parsed["reason"]))
     return FitError(int(found["total"]), tuple(reasons), preemption.strip())
+
+
+def _listed(text: str) -> str:
+    """The reasons list: up to the first "." that ends a sentence outside braces (a reason
+    holds dots only inside names, `nvidia.com/gpu`, or in a taint's `{key: value}`)."""
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if ch == "." and depth == 0 and text[i + 1 : i + 2] in ("", " "):
+            return text[:i]
+    return text
 
 
 def _split(text: str) -> list[str]:

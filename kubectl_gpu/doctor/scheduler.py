@@ -49,7 +49,7 @@ def check(
         # A node whose plugin is down is neither full nor missing the resource: say only that.
         silent = {d.object.removeprefix("node/") for d in down}
         found += _capacity(pod, [n for n in nodes if n.name not in silent], asked, bool(down))
-    found += _taints_in_event(pod, latest, found)
+    found += _taints_in_event(pod, gpu_nodes, latest, found)
     found = [_with(d, evidence) for d in found]
     found += _preemption(pod, latest)
     if latest is not None and not any(d.severity == "error" for d in found):
@@ -89,12 +89,8 @@ def _taints(
     selected = [n for n in gpu_nodes if not placement.unmet(pod, n)]
     roomy = [n for n in roomy if n in selected]
     pool = roomy or [n for n in selected if any(n.allocatable.get(r) for r in asked)]
-    by_taint: dict[Taint, list[Node]] = {}
-    for node in pool:
-        for taint in placement.untolerated(pod, node):
-            by_taint.setdefault(taint, []).append(node)
     found = []
-    for taint, blocked in sorted(by_taint.items(), key=lambda item: str(item[0])):
+    for taint, blocked in _by_taint(pod, pool):
         names = ", ".join(n.name for n in blocked)
         free = "free GPUs" if roomy else "GPUs (none free now)"
         found.append(
@@ -114,18 +110,26 @@ def _taints(
 _EVENT_TAINT = re.compile(
     r"had untolerated taints?(?:\(s\))? \{(?P<key>[^:{}]+): ?(?P<value>[^{}]*)\}"
 )
+# kube-scheduler 1.34.4 and 1.37.2 count the nodes but name no taint: "1 node(s) had untolerated
+# taint(s)"; doctor names the taints itself from the nodes it reads
+_UNNAMED_TAINT = re.compile(r"had untolerated taints?(?:\(s\))?$")
 
 
-def _taints_in_event(pod: Pod, latest: Event | None, found: Sequence[Diagnosis]) -> list[Diagnosis]:
-    """Untolerated taints the scheduler's event names that no finding above explains (on
+def _taints_in_event(
+    pod: Pod, gpu_nodes: Sequence[Node], latest: Event | None, found: Sequence[Diagnosis]
+) -> list[Diagnosis]:
+    """Untolerated taints the scheduler's event reports that no finding above explains (on
     nodes doctor did not weigh for this pod, or cannot read): the scheduler's word stands."""
     fit = placement.parse_fit_error(latest.message) if latest else None
-    named = []
+    named, unnamed = [], False
     for count, reason in fit.reasons if fit else ():
         taint = _EVENT_TAINT.search(reason)
         if taint and not any(f"taint {taint['key']}" in d.message for d in found):
             named.append((count, taint["key"].strip(), taint["value"].strip()))
-    return [
+        unnamed = unnamed or bool(_UNNAMED_TAINT.search(reason.strip()))
+    if unnamed and not any("untolerated taint" in d.message for d in found):
+        return _taints_unnamed(pod, gpu_nodes)
+    return [  # the event names them (older releases' wording)
         Diagnosis(
             "scheduler",
             "error",
@@ -139,6 +143,35 @@ def _taints_in_event(pod: Pod, latest: Event | None, found: Sequence[Diagnosis])
         )
         for count, key, value in named
     ]
+
+
+def _taints_unnamed(pod: Pod, gpu_nodes: Sequence[Node]) -> list[Diagnosis]:
+    """The event counts untolerated taints without naming them: name those on the GPU nodes
+    the pod selects (a pod that asks no device-plugin resource, a DRA pod, is weighed nowhere
+    else). Taints on other nodes (a control plane's) are the scheduler's business alone."""
+    selected = [n for n in gpu_nodes if not placement.unmet(pod, n)]
+    return [
+        Diagnosis(
+            "scheduler",
+            "error",
+            pod.ref,
+            f"untolerated taint {taint} on {len(blocked)} GPU node(s): "
+            + ", ".join(n.name for n in blocked),
+            tuple(f"node {n.name}: taint {taint}" for n in blocked),
+            f"add to the pod spec: tolerations: [{{key: {taint.key}, operator: Exists, "
+            f"effect: {taint.effect}}}]",
+        )
+        for taint, blocked in _by_taint(pod, selected)
+    ]
+
+
+def _by_taint(pod: Pod, nodes: Sequence[Node]) -> list[tuple[Taint, list[Node]]]:
+    """The pod's untolerated blocking taints on `nodes`, each with the nodes that carry it."""
+    by_taint: dict[Taint, list[Node]] = {}
+    for node in nodes:
+        for taint in placement.untolerated(pod, node):
+            by_taint.setdefault(taint, []).append(node)
+    return sorted(by_taint.items(), key=lambda item: str(item[0]))
 
 
 def _selectors(

@@ -7,6 +7,8 @@ import pytest
 from kubectl_gpu.doctor import facts, placement, scheduler
 from tests.doctor.builders import GPU_TAINT, node, pod
 
+CONTROL_PLANE = "node-role.kubernetes.io/control-plane"
+
 FIT = (
     "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 2 node(s) had untolerated taint "
     "{nvidia.com/gpu: present}. preemption: 0/3 nodes are available: 1 No preemption victims "
@@ -22,6 +24,83 @@ def test_fit_error_is_read_into_counts_and_reasons() -> None:
         (2, "node(s) had untolerated taint {nvidia.com/gpu: present}"),
     )
     assert fit.preemption.startswith("0/3 nodes are available: 1 No preemption victims")
+
+
+# The real kube-scheduler's words for one pod asking 1 nvidia.com/gpu on a cluster of one
+# tainted GPU node and one CPU node (tests/harness/test_sim_scheduler_and_kubelet_share_one_gpu.py):
+# neither 1.34.4 nor 1.37.2 names the taint; 1.34 adds DRA's sentence before the preemption part.
+TAINT_137 = (
+    "0/2 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) had untolerated taint(s). "
+    "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+)
+TAINT_134 = (
+    "0/2 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) had untolerated taint(s). "
+    "no new claims to deallocate, preemption: 0/2 nodes are available: 2 Preemption is not "
+    "helpful for scheduling."
+)
+FULL_134 = (
+    "0/3 nodes are available: 3 Insufficient nvidia.com/gpu. no new claims to deallocate, "
+    "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 "
+    "Preemption is not helpful for scheduling."
+)
+
+
+@pytest.mark.parametrize(
+    ("message", "reasons", "preemption"),
+    [
+        (
+            FULL_134,
+            ((3, "Insufficient nvidia.com/gpu"),),
+            "0/3 nodes are available: 1 No preemption victims found for incoming pod, "
+            "2 Preemption is not helpful for scheduling.",
+        ),
+        (
+            TAINT_134,
+            ((1, "Insufficient nvidia.com/gpu"), (1, "node(s) had untolerated taint(s)")),
+            "0/2 nodes are available: 2 Preemption is not helpful for scheduling.",
+        ),
+    ],
+)
+def test_the_sentence_after_the_reasons_is_no_reason(
+    message: str, reasons: tuple[tuple[int, str], ...], preemption: str
+) -> None:
+    fit = placement.parse_fit_error(message)
+    assert fit is not None and fit.reasons == reasons
+    assert fit.preemption == preemption
+
+
+@pytest.mark.parametrize("message", [TAINT_137, TAINT_134])
+def test_a_taint_the_event_counts_but_does_not_name_is_named_from_the_nodes(
+    message: str,
+) -> None:
+    # the GPU node's device plugin has not started (it advertises nothing), and the pod would
+    # not land there once it does: the taint must be said, with the toleration that fixes it
+    waiting = node("gpu-1", taints=[GPU_TAINT], capacity={})
+    control_plane = facts.node_from_dict(
+        {
+            "metadata": {"name": "cp-1"},
+            "spec": {"taints": [{"key": CONTROL_PLANE, "effect": "NoSchedule"}]},
+        },
+        {},
+    )
+    event = facts.Event("FailedScheduling", message, "Warning", "default-scheduler", 1)
+
+    found = scheduler.check(pod(), [waiting, control_plane], [event])
+
+    [taint] = [d for d in found if "taint" in d.message]
+    assert (taint.severity, taint.message) == (
+        "error",
+        "untolerated taint nvidia.com/gpu=present:NoSchedule on 1 GPU node(s): gpu-1",
+    )
+    assert taint.fix == (
+        "add to the pod spec: tolerations: [{key: nvidia.com/gpu, operator: Exists, "
+        "effect: NoSchedule}]"
+    )
+    assert f"FailedScheduling: {message}" in taint.evidence
+    # a tolerating pod is told nothing about taints (the control plane's is no GPU node's)
+    tolerating = pod(tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists"}])
+    found = scheduler.check(tolerating, [waiting, control_plane], [event])
+    assert [d.message for d in found if "taint" in d.message] == []
 
 
 def test_other_messages_are_not_fit_errors() -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from kubectl_gpu.doctor import placement
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
 from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
@@ -20,6 +21,10 @@ sharing:
     - name: nvidia.com/gpu
       replicas: 3
 """
+PREEMPTION_3 = (
+    "0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is "
+    "not helpful for scheduling."
+)
 
 
 def gpu_pod(name: str, gpus: int = 1, node: str = "") -> str:
@@ -82,11 +87,12 @@ def test_three_pods_share_one_gpu_and_a_fourth_waits(one_gpu: SimCluster, tmp_pa
     )["items"]
     failed = [e for e in events if e["reason"] == "FailedScheduling"]
     # The CPU nodes have no nvidia.com/gpu at all: kube-scheduler counts them as Insufficient too
-    # (and says preemption would not help there, which our scheduler stand-in got wrong; 1.34
-    # adds "no new claims to deallocate, " before the preemption part).
-    message = failed[0]["message"]
-    assert message.startswith("0/3 nodes are available: 3 Insufficient nvidia.com/gpu. ")
-    assert "preemption: 0/3 nodes are available" in message
+    # (and says preemption would not help there, which our scheduler stand-in got wrong). 1.34
+    # adds "no new claims to deallocate, " before the preemption part: doctor reads past it.
+    fit = placement.parse_fit_error(failed[0]["message"])
+    assert fit is not None, failed[0]["message"]
+    assert (fit.total, fit.reasons) == (3, ((3, "Insufficient nvidia.com/gpu"),)), fit
+    assert fit.preemption == PREEMPTION_3, fit
     assert failed[0]["type"] == "Warning"
     # the real scheduler writes events.k8s.io events: no `source`, a reporting component
     assert failed[0]["reportingComponent"] == "default-scheduler"
@@ -126,9 +132,21 @@ def test_untolerated_taint_is_counted_in_the_scheduler_event(
     assert "FailedScheduling" in described
     # Kubernetes 1.37's scheduler counts the node but no longer names the taint ("untolerated
     # taint(s)"); our scheduler stand-in printed "untolerated taint {nvidia.com/gpu: present}"
-    assert (
-        "0/2 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) had untolerated taint"
-    ) in " ".join(described.split())
+    # (1.34 too, with "no new claims to deallocate, " before the preemption part).
+    events = kubectl(
+        "get", "events", "--field-selector", "involvedObject.name=no-toleration", "-o", "json"
+    ).stdout
+    [message] = {
+        e["message"] for e in json.loads(events)["items"] if e["reason"] == "FailedScheduling"
+    }
+    assert message in " ".join(described.split())
+    fit = placement.parse_fit_error(message)
+    assert fit is not None, message
+    assert (fit.total, fit.reasons) == (
+        2,
+        ((1, "Insufficient nvidia.com/gpu"), (1, "node(s) had untolerated taint(s)")),
+    ), fit
+    assert fit.preemption == "0/2 nodes are available: 2 Preemption is not helpful for scheduling."
 
 
 def test_pod_pinned_past_the_scheduler_fails_admission_like_kubelet(
