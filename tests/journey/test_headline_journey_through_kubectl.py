@@ -30,8 +30,9 @@ NVIDIA_DEFAULT_MIG = (
 CUDA = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
 
 
-def eventually(check: Callable[[], Any], timeout: float = 20.0) -> Any:
-    """The agents report every half second: retry a check until it holds."""
+def eventually(check: Callable[[], Any], timeout: float = 60.0) -> Any:
+    """The agents report every half second, but on a loaded machine the scheduler, KWOK, the
+    node side and the agent's report each take their turn: retry a check until it holds."""
     deadline = time.monotonic() + timeout
     while True:
         found = check()
