@@ -10,29 +10,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from kubectl_gpu import cluster
 from tests.cli import clirequests
+from tests.cli.test_map_cluster_resolves_every_sharing_form import kubeconfig as kubeconfig
+from tests.cli.test_map_cluster_resolves_every_sharing_form import real as real
 from tests.conftest import CliResult
 from tests.fakes.cluster import SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.gpumap import reportbuilders as b
 
 Run = Callable[..., CliResult]
 NO_REPORT = "no agent report (is the agent running on this node?)"
-
-
-@pytest.fixture
-def real(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
-    """A real cluster with no nodes yet and nothing simulated on them."""
-    return sim_cluster([])
-
-
-@pytest.fixture
-def kubeconfig(real: SimCluster) -> Path:
-    return real.kubeconfig
 
 
 def api_for(real: SimCluster) -> cluster.Api:

@@ -48,10 +48,6 @@ def api(real: SimCluster) -> cluster.Api:
     return api
 
 
-def add_node(real: SimCluster, name: str) -> None:
-    real.store.create(b.objects.node(name, labels={"nvidia.com/gpu.present": "true"}))
-
-
 def rows_of(result: CliResult) -> list[dict[str, Any]]:
     assert result.exit_code == 0, result.stderr
     jsonschema.validate(result.json, SCHEMA)
@@ -66,7 +62,7 @@ def pick(rows: list[dict[str, Any]], *keys: str) -> list[tuple[Any, ...]]:
 def test_whole_gpus_show_index_model_uuid_pod_and_container(
     run_cli: Run, api: cluster.Api, real: SimCluster, kubeconfig: Path
 ) -> None:
-    add_node(real, "gpu-a")
+    b.add_node(real, "gpu-a")
     gpus = b.gpus(2)
     b.publish_node(api, "gpu-a", gpus, [b.held("train", [gpus[1].uuid])])
 
@@ -82,7 +78,7 @@ def test_whole_gpus_show_index_model_uuid_pod_and_container(
 def test_the_table_shows_short_uuids_and_the_report_age(
     run_cli: Run, api: cluster.Api, real: SimCluster, kubeconfig: Path
 ) -> None:
-    add_node(real, "gpu-a")
+    b.add_node(real, "gpu-a")
     gpus = b.gpus(1)
     b.publish_node(api, "gpu-a", gpus, [b.held("train", [gpus[0].uuid])])
 
@@ -100,7 +96,7 @@ def test_the_table_shows_short_uuids_and_the_report_age(
 def test_three_time_sliced_pods_resolve_to_their_one_gpu(
     run_cli: Run, api: cluster.Api, real: SimCluster, kubeconfig: Path
 ) -> None:
-    add_node(real, "gpu-a")
+    b.add_node(real, "gpu-a")
     [gpu] = b.gpus(1)
     replicas = [f"{gpu.uuid}::{n}" for n in range(4)]
     held = [b.held(f"p{n}", [replicas[n]]) for n in range(3)]
@@ -120,7 +116,7 @@ def test_three_time_sliced_pods_resolve_to_their_one_gpu(
 def test_mig_mixed_devices_resolve_to_their_parent_gpu_and_profile(
     run_cli: Run, api: cluster.Api, real: SimCluster, kubeconfig: Path
 ) -> None:
-    add_node(real, "gpu-a")
+    b.add_node(real, "gpu-a")
     gpu = b.mig_gpu(3, ["3g.20gb", "1g.5gb"])
     big, small = gpu.mig_devices
     held = [
@@ -141,7 +137,7 @@ def test_mig_mixed_devices_resolve_to_their_parent_gpu_and_profile(
 def test_time_sliced_mig_devices_keep_parent_profile_and_replica(
     run_cli: Run, api: cluster.Api, real: SimCluster, kubeconfig: Path
 ) -> None:
-    add_node(real, "gpu-a")
+    b.add_node(real, "gpu-a")
     gpu = b.mig_gpu(0, ["1g.5gb"])
     [mig] = gpu.mig_devices
     resource = "nvidia.com/mig-1g.5gb.shared"
@@ -159,7 +155,7 @@ def test_time_sliced_mig_devices_keep_parent_profile_and_replica(
 def test_an_unhealthy_gpu_held_by_a_pod_is_warned_about_with_its_node(
     run_cli: Run, api: cluster.Api, real: SimCluster, kubeconfig: Path
 ) -> None:
-    add_node(real, "gpu-a")
+    b.add_node(real, "gpu-a")
     gpus = b.gpus(2)
     held = [b.held("train", [gpus[0].uuid])]
     # GetAllocatableResources lists healthy devices only: GPU 0 dropped out (XID, say)
@@ -177,7 +173,7 @@ def test_an_unhealthy_gpu_held_by_a_pod_is_warned_about_with_its_node(
 def test_dra_claims_resolve_through_resource_slices_to_gpus_and_mig_devices(
     run_cli: Run, api: cluster.Api, real: SimCluster, kubeconfig: Path
 ) -> None:
-    add_node(real, "dra-a")
+    b.add_node(real, "dra-a")
     gpu = b.mig_gpu(2, ["1g.5gb"])
     whole = b.gpus(1, b.A100, node=7)[0]
     [mig] = gpu.mig_devices
@@ -254,7 +250,7 @@ def claim_of(real: SimCluster, pod: str) -> str:
 def test_namespace_and_pod_select_rows(
     run_cli: Run, api: cluster.Api, real: SimCluster, kubeconfig: Path
 ) -> None:
-    add_node(real, "gpu-a")
+    b.add_node(real, "gpu-a")
     gpus = b.gpus(2)
     held = [b.held("train", [gpus[0].uuid]), b.held("web", [gpus[1].uuid], namespace="prod")]
     b.publish_node(api, "gpu-a", gpus, held)
