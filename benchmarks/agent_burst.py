@@ -36,8 +36,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from benchmarks import apimetrics, populate, run_all, synthetic
+from benchmarks import apimetrics, populate, run_all
 from kubectl_gpu import cluster, keys
+from tests.kube import objects
 
 FLEET = 5000
 RESYNC = 12 * 3600.0
@@ -157,8 +158,8 @@ def _fleet(plane: Any, count: int) -> list[str]:
     names = [f"gpu-{i:04d}" for i in range(count)]
 
     def one(name: str) -> int:
-        writer.create(cluster.path("nodes"),
-                      synthetic.node(name, {"nvidia.com/gpu.present": "true"}))  # fmt: skip
+        labels = {"nvidia.com/gpu.present": "true"}
+        writer.create(cluster.path("nodes"), objects.node(name, labels=labels))
         return 1
 
     populate.run_all_of(names, one)

@@ -29,6 +29,7 @@ from benchmarks import synthetic
 from kubectl_gpu import cluster
 from kubectl_gpu.workflows import reports
 from tests.fakes.cluster import dradriver
+from tests.kube import objects
 
 DRA_NAMESPACE = "dra-jobs"
 DRA_GPUS = 8  # per DRA node: one claim and one pod per GPU
@@ -218,7 +219,7 @@ def _dra_node_name(index: int) -> str:
 
 def _dra_node(writer: Writer, index: int) -> int:
     name = _dra_node_name(index)
-    writer.create(cluster.path("nodes"), synthetic.node(name))
+    writer.create(cluster.path("nodes"), objects.node(name))
     for obj in dradriver.resource_slices(name, _dra_gpus(index), "v1"):
         writer.create(cluster.path("resourceslices"), obj)
     return 1

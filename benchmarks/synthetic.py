@@ -19,6 +19,7 @@ from typing import Any
 
 from kubectl_gpu.gpumap import join, report
 from kubectl_gpu.gpumap.allocations import Allocation, Gpu, MigDevice, Source, group_devices
+from tests.kube import objects
 
 NOW = dt.datetime(2026, 5, 1, 12, 0, tzinfo=dt.timezone.utc)
 NAMESPACES = [f"team-{n:02d}" for n in range(50)]
@@ -120,7 +121,7 @@ def node_object(index: int, kind: Kind) -> dict[str, Any]:
         "nvidia.com/mig.strategy": "mixed",
         "nvidia.com/gpu.replicas": str(kind.replicas),
     }
-    obj = node(f"gpu-node-{index:04d}", labels)
+    obj = objects.node(f"gpu-node-{index:04d}", labels=labels)
     counts: dict[str, int] = {}
     for resource, _device in devices_of(gpus_of(index, kind), kind):
         counts[resource] = counts.get(resource, 0) + 1
@@ -152,33 +153,6 @@ def held_per_node(nodes: int, pods: int) -> list[int]:
 def pods_of(built: report.NodeReport) -> Iterator[dict[str, Any]]:
     """A pod bound to the node for each allocation in its report, holding that resource."""
     for a in built.allocations:
-        container = {"name": "main", "image": "registry.example/cuda:12",
-                     "resources": {"limits": {a.resource: "1"}}}  # fmt: skip
-        yield {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": a.pod or "", "namespace": a.namespace or "default"},
-            "spec": {"nodeName": built.node, "containers": [container]},
-        }
-
-
-def node(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
-    """A Ready Node with every nodeInfo field (kubernetes client 37's models reject a partial
-    one) and CPU, memory and pod capacity."""
-    resources = {"cpu": "64", "memory": "512Gi", "pods": "110"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
-        "spec": {},
-        "status": {
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
-            "nodeInfo": {
-                "architecture": "amd64", "bootID": "", "containerRuntimeVersion": "",
-                "kernelVersion": "", "kubeProxyVersion": "", "kubeletVersion": "v1.37.0",
-                "machineID": "", "operatingSystem": "linux", "osImage": "", "systemUUID": "",
-            },
-            "capacity": dict(resources),
-            "allocatable": dict(resources),
-        },
-    }  # fmt: skip
+        obj = objects.pod(a.pod or "", a.namespace or "default", node_name=built.node, gpus=1)
+        obj["spec"]["containers"][0]["resources"] = {"limits": {a.resource: "1"}}
+        yield obj

@@ -26,6 +26,7 @@ from tests.fakes.cluster import SimCluster, dradriver, dranodes
 from tests.fakes.cluster.dradriver import DraGpu
 from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
+from tests.kube import objects
 
 Run = Callable[..., CliResult]
 SCHEMA = json.loads((ROOT / "schemas" / "doctor-result.v1.json").read_text())
@@ -56,16 +57,6 @@ def pending_claim(store: Any, version: str) -> None:
                  "containers": [{"name": "main", "image": "cuda:12",
                                  "resources": {"claims": [{"name": "gpu"}]}}]},
     })  # fmt: skip
-
-
-def pod(name: str, namespace: str, **spec: Any) -> Obj:
-    container = {"name": "main", "image": "registry.example/cuda:12"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"containers": [container], **spec},
-    }
 
 
 @pytest.fixture
@@ -124,7 +115,9 @@ def test_at_v1beta1_the_claim_is_read_at_v1beta1(run_cli: Run) -> None:
 
 
 def test_a_pod_without_claims_reads_no_dra_objects(run_cli: Run, dra: SimCluster) -> None:
-    dra.store.create(pod("web", "default", nodeSelector={"kubernetes.io/hostname": "dra-1"}))
+    web = objects.pod("web", "default")
+    web["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "dra-1"}
+    dra.store.create(web)
     dra.settle()
 
     result, requests = doctor(run_cli, dra, "web")
@@ -136,9 +129,7 @@ def test_a_pod_without_claims_reads_no_dra_objects(run_cli: Run, dra: SimCluster
 def test_a_bound_gpu_pod_without_claims_reads_no_dra_objects(run_cli: Run, dra: SimCluster) -> None:
     dra.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
     pending_claim(dra.store, "v1")
-    cuda = pod("cuda", "ml", nodeName="dra-1")
-    cuda["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
-    dra.store.create(cuda)
+    dra.store.create(objects.pod("cuda", "ml", node_name="dra-1", gpus=1))
     dra.settle()
 
     result, requests = doctor(run_cli, dra, "cuda", "-n", "ml")

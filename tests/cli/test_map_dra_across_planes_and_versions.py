@@ -30,6 +30,7 @@ from tests.controlplane.store import ApiStore
 from tests.fakes.cluster import dradriver, drascheduler
 from tests.fakes.cluster.dradriver import DraGpu, MigSlot
 from tests.gpumap import reportbuilders as b
+from tests.kube import objects
 
 Run = Callable[..., CliResult]
 Obj = dict[str, Any]
@@ -79,27 +80,8 @@ def exact(name: str, cls: str, version: str, **fields: Any) -> Obj:
     return {"name": name, **body} if version == "v1beta1" else {"name": name, "exactly": body}
 
 
-def node(name: str, gpu: bool = True) -> Obj:
-    labels = {"kubernetes.io/hostname": name}
-    if gpu:
-        labels["nvidia.com/gpu.present"] = "true"
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}}
-
-
-def pod(name: str, node_name: str, gpus: int = 0) -> Obj:
-    container: Obj = {"name": "main", "image": "registry.example/cuda:12"}
-    if gpus:
-        container["resources"] = {"limits": {"nvidia.com/gpu": str(gpus)}}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {"nodeName": node_name, "containers": [container]},
-    }
-
-
 def claim_pod(store: ApiStore, name: str, node_name: str, claim_name: str) -> None:
-    made = pod(name, node_name)
+    made = objects.pod(name, NS, node_name=node_name)
     made["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim_name}]
     made["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
     store.create(made)
@@ -114,12 +96,12 @@ def build(served: ServedPlane) -> None:
     store, version = served.store, served.version
     api = cluster.connect(str(served.plane.kubeconfig))
     b.install(api)
-    store.create(node("dp-1"))
+    store.create(b.node("dp-1"))
     gpus = b.gpus(1, node=7)
     b.publish_node(api, "dp-1", gpus, [b.held("legacy", [gpus[0].uuid])])
     nodes = dra_nodes() if recent(served) else {"dra-1": dra_nodes()["dra-1"]}
     for name in nodes:
-        store.create(node(name, gpu=False))
+        store.create(b.node(name, gpu=False))
     served.namespace(NS)
     dradriver.install(store, nodes, version)
     config = [{"requests": ["gpu"], "opaque": {"driver": "gpu.nvidia.com",
@@ -130,7 +112,7 @@ def build(served: ServedPlane) -> None:
     if not recent(served):
         return
     if version == "v1":  # extended resources served by DRA are v1 only (Kubernetes 1.34+)
-        store.create(pod("legacy-style", "dra-1", gpus=1))
+        store.create(objects.pod("legacy-style", NS, node_name="dra-1", gpus=1))
         drascheduler.serve_extended_resource(store, NS, "legacy-style", version)
     capacity = {"capacity": {"requests": {"memory": "10Gi"}}}
     for name in ("share-a", "share-b") if version != "v1beta1" else ():  # consumable capacity
@@ -248,7 +230,7 @@ def test_a_server_without_dra_maps_the_device_plugin_nodes_alone(
 ) -> None:
     api = cluster.connect(str(served.plane.kubeconfig))
     b.install(api)
-    served.store.create(node("dp-1"))
+    served.store.create(b.node("dp-1"))
     gpus = b.gpus(1, node=7)
     b.publish_node(api, "dp-1", gpus, [b.held("legacy", [gpus[0].uuid])])
     mark = served.mark()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -53,13 +52,15 @@ def _without_uuids(value: Any) -> Any:
     return value
 
 
-@pytest.mark.parametrize("reading", sorted(PLAYED_BY))
-def test_the_stand_in_answers_what_the_real_driver_answered(
-    fake_nvml: MakeFakeNvml, reading: str
-) -> None:
-    real = json.loads((READINGS / reading).read_text())
-    fake_nvml(gpus=[PLAYED_BY[reading]] * len(real["gpus"]))
+@pytest.fixture(params=sorted(PLAYED_BY))
+def real(request: pytest.FixtureRequest, fake_nvml: MakeFakeNvml) -> dict[str, Any]:
+    """A real reading, with the stand-in installed playing as many GPUs of its model."""
+    reading: dict[str, Any] = json.loads((READINGS / request.param).read_text())
+    fake_nvml(gpus=[PLAYED_BY[request.param]] * len(reading["gpus"]))
+    return reading
 
+
+def test_the_stand_in_answers_what_the_real_driver_answered(real: dict[str, Any]) -> None:
     played = _script().nvml_readings()
 
     real_gpu, played_gpu = _comparable(real)["gpus"][0], _comparable(played)["gpus"][0]
@@ -74,13 +75,7 @@ def test_the_stand_in_answers_what_the_real_driver_answered(
     }
 
 
-@pytest.mark.parametrize("reading", sorted(PLAYED_BY))
-def test_kubectl_gpu_reads_the_stand_in_as_it_read_the_real_gpu(
-    fake_nvml: MakeFakeNvml, reading: str
-) -> None:
-    real = json.loads((READINGS / reading).read_text())
-    fake_nvml(gpus=[PLAYED_BY[reading]] * len(real["gpus"]))
-
+def test_kubectl_gpu_reads_the_stand_in_as_it_read_the_real_gpu(real: dict[str, Any]) -> None:
     ours = json.loads(json.dumps(_script()._ours()))  # as the reading was written
 
     assert "error" not in real["kubectl_gpu"], real["kubectl_gpu"]
@@ -93,4 +88,4 @@ def test_the_readings_were_taken_read_only() -> None:
     calls = {word for word in source.replace("(", " ").split() if word.startswith("pynvml.nvml")}
     writes = [c for c in calls if any(v in c for v in ("Set", "Create", "Destroy", "Reset"))]
     assert calls and not writes
-    assert Path(READINGS / "README.md").is_file()
+    assert (READINGS / "README.md").is_file()

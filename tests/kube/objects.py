@@ -1,4 +1,4 @@
-"""Plain Kubernetes objects for tests to create: nodes, pods, DaemonSets and CRDs.
+"""Plain Kubernetes objects for tests to create: nodes, pods and CRDs.
 
 Owns dict builders with the fields kubectl's printers and our code read (a node's Ready
 condition and full nodeInfo, a pod's node, phase and container statuses), and the shape of
@@ -77,27 +77,6 @@ def pod(
         "metadata": {"name": name, "namespace": namespace, "labels": dict(labels or {})},
         "spec": spec,
         "status": status,
-    }
-
-
-def daemonset(name: str, namespace: str = "kube-system", *, app: str = "") -> Obj:
-    labels = {"app": app or name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
-        "spec": {
-            "selector": {"matchLabels": dict(labels)},
-            "updateStrategy": {"type": "RollingUpdate"},
-            "template": {
-                "metadata": {"labels": dict(labels)},
-                "spec": {
-                    "containers": [
-                        {"name": "plugin", "image": "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"}
-                    ]
-                },
-            },
-        },
     }
 
 

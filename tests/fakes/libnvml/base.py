@@ -101,9 +101,7 @@ class SymbolCore:
 
     def mig_gpu(self, handle: Any) -> tuple[int, Gpu | None]:
         """A whole-GPU handle whose MIG mode is on; else INVALID_ARGUMENT or NOT_SUPPORTED."""
-        gpu = self.whole_gpu(handle)
-        if gpu is None:
-            return codes.INVALID_ARGUMENT, None
-        if not gpu.mig_enabled:
+        result, gpu = self.mig_capable_gpu(handle)
+        if gpu is not None and not gpu.mig_enabled:
             return codes.NOT_SUPPORTED, None
-        return codes.SUCCESS, gpu
+        return result, gpu
