@@ -2,7 +2,9 @@
 
 The only module that imports `pynvml`. `session()` initialises NVML and shuts it down;
 a `Session` reads the live `MigState` and the physical inventory (`gpumap.allocations.Gpu`),
-lists a GPU's compute processes, checks planned GPU instances against the profiles and
+lists a GPU's compute processes, reads what each process uses (`usage`: memory per process,
+SM % per process where NVML samples it, the GPU's and each MIG device's own totals: the
+plain readings of `usage.readings`), checks planned GPU instances against the profiles and
 placements NVML itself reports, and executes `plan` steps, creating GPU instances at their
 explicit placements (`nvmlDeviceCreateGpuInstanceWithPlacement`, reference/mig.md §2.5).
 A GPU reset is not an NVML call (`nvidia-smi -r`), so it is injected as `reset`. Every
@@ -25,9 +27,12 @@ from kubectl_gpu.gpumap.allocations import MigDevice
 from kubectl_gpu.gpumap.report import InventoryGpu, MigInstance, Placement
 from kubectl_gpu.mig import plan
 from kubectl_gpu.mig.state import ComputeInstance, GpuInstance, GpuState, MigState
+from kubectl_gpu.usage import readings
+from kubectl_gpu.usage.readings import GpuReading, MigReading, ProcessReading
 
 Reset = Callable[[int, str], None]  # (GPU index, PCI bus ID); raises DeviceError
 _NAME_PREFIX = "MIG "
+_NOT_AVAILABLE = 0xFFFFFFFF  # nvmlProcessInfo_t: no GPU/compute instance (MIG off)
 _MIB = 1024 * 1024
 
 
@@ -82,6 +87,19 @@ def _optional(read: Callable[[], int]) -> int | None:
         return read()
     except pynvml.NVMLError:
         return None
+
+
+def _instance(value: Any) -> int | None:
+    return None if value is None or int(value) == _NOT_AVAILABLE else int(value)
+
+
+def _memory(handle: Any) -> tuple[int | None, int | None]:
+    """(total, used) bytes of a GPU or MIG device; None where NVML does not say."""
+    try:
+        info = pynvml.nvmlDeviceGetMemoryInfo(handle)
+    except pynvml.NVMLError:
+        return None, None
+    return int(info.total), int(info.used)
 
 
 def _text(value: Any) -> str:
@@ -245,6 +263,137 @@ class Session:
         except pynvml.NVMLError as e:
             raise _error(f"GPU {index}: enumerating MIG devices", e) from e
         return tuple(found)
+
+    # -- what each process uses (kubectl gpu top) --------------------------------------------
+
+    def usage(self, since_us: int) -> tuple[GpuReading, ...]:
+        """Every GPU's memory and utilisation, its MIG devices' memory, and its compute
+        processes with their memory and SM %, averaged over NVML's samples newer than
+        `since_us` (µs since the epoch). A figure NVML does not give is None with its
+        reason (`readings.SM_*`); an NVML error on one GPU is raised as a DeviceError."""
+        try:
+            count = pynvml.nvmlDeviceGetCount()
+        except pynvml.NVMLError as e:
+            raise _error("cannot count the GPUs", e) from e
+        return tuple(self._gpu_usage(i, since_us) for i in range(count))
+
+    def _gpu_usage(self, index: int, since_us: int) -> GpuReading:
+        handle = self._handle(index)
+        where = f"GPU {index}"
+        try:
+            uuid = _text(pynvml.nvmlDeviceGetUUID(handle))
+            model = _text(pynvml.nvmlDeviceGetName(handle))
+        except pynvml.NVMLError as e:
+            raise _error(where, e) from e
+        mig_on = self._mig_enabled(handle)
+        total, used = _memory(handle)
+        sm, sm_why = self._device_sm(handle, mig_on)
+        migs = self._mig_usage(index) if mig_on else ()
+        processes = self._processes(index, handle, migs)
+        if mig_on:
+            processes = [dataclasses.replace(p, sm_unavailable=readings.SM_MIG) for p in processes]
+        else:
+            processes = self._with_sm(index, handle, processes, since_us)
+        return GpuReading(index, uuid, model, total, used, sm, sm_why, mig_on, migs,
+                          tuple(processes))  # fmt: skip
+
+    def _mig_enabled(self, handle: Any) -> bool:
+        try:
+            current, _ = pynvml.nvmlDeviceGetMigMode(handle)
+        except pynvml.NVMLError:  # not MIG-capable
+            return False
+        return bool(current == pynvml.NVML_DEVICE_MIG_ENABLE)
+
+    def _device_sm(self, handle: Any, mig_on: bool) -> tuple[int | None, str | None]:
+        if mig_on:  # NVML: utilisation is not supported on MIG-enabled GPUs
+            return None, readings.SM_MIG
+        try:
+            return int(pynvml.nvmlDeviceGetUtilizationRates(handle).gpu), None
+        except pynvml.NVMLError_NotSupported:
+            return None, readings.SM_NOT_SUPPORTED
+        except pynvml.NVMLError:
+            return None, readings.SM_NOT_READ
+
+    def _mig_usage(self, index: int) -> tuple[MigReading, ...]:
+        handle = self._handle(index)
+        found = []
+        for device in self.mig_devices(index):
+            mig = self._mig_handle(handle, device.gi, device.ci)
+            total, used = _memory(mig) if mig is not None else (None, None)
+            found.append(MigReading(device.uuid, device.profile, device.gi, device.ci, total, used))
+        return tuple(found)
+
+    def _mig_handle(self, handle: Any, gi: int | None, ci: int | None) -> Any:
+        try:
+            for j in range(pynvml.nvmlDeviceGetMaxMigDeviceCount(handle)):
+                try:
+                    mig = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, j)
+                except pynvml.NVMLError:
+                    continue
+                if (pynvml.nvmlDeviceGetGpuInstanceId(mig),
+                        pynvml.nvmlDeviceGetComputeInstanceId(mig)) == (gi, ci):  # fmt: skip
+                    return mig
+        except pynvml.NVMLError:
+            return None
+        return None
+
+    def _processes(
+        self, index: int, handle: Any, migs: tuple[MigReading, ...]
+    ) -> list[ProcessReading]:
+        """The GPU's compute processes; on a MIG GPU asked of each MIG device too (drivers
+        list a MIG device's processes on its own handle), without repeats."""
+        found: dict[tuple[int, int | None, int | None], ProcessReading] = {}
+        for p in self._running(index, handle, None):
+            found[(p.pid, p.gpu_instance, p.compute_instance)] = p
+        for m in migs:
+            mig = self._mig_handle(handle, m.gpu_instance, m.compute_instance)
+            if mig is None:
+                continue
+            for p in self._running(index, mig, m):
+                found.setdefault((p.pid, p.gpu_instance, p.compute_instance), p)
+        return list(found.values())
+
+    def _running(self, index: int, handle: Any, mig: MigReading | None) -> list[ProcessReading]:
+        try:
+            listed = pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
+        except pynvml.NVMLError_NotSupported:
+            return []
+        except pynvml.NVMLError as e:
+            raise _error(f"GPU {index}: listing processes", e) from e
+        found = []
+        for p in listed:
+            gi = _instance(getattr(p, "gpuInstanceId", None))
+            ci = _instance(getattr(p, "computeInstanceId", None))
+            if mig is not None and gi is None:
+                gi, ci = mig.gpu_instance, mig.compute_instance
+            memory = p.usedGpuMemory if isinstance(p.usedGpuMemory, int) else None
+            found.append(ProcessReading(int(p.pid), memory, gi, ci))
+        return found
+
+    def _with_sm(
+        self, index: int, handle: Any, processes: list[ProcessReading], since_us: int
+    ) -> list[ProcessReading]:
+        """Each process's SM %, the mean of its samples newer than `since_us`."""
+        if not processes:
+            return processes
+        why: str | None = None
+        samples: dict[int, list[int]] = {}
+        try:
+            for sample in pynvml.nvmlDeviceGetProcessUtilization(handle, since_us):
+                samples.setdefault(int(sample.pid), []).append(int(sample.smUtil))
+        except pynvml.NVMLError_NotFound:
+            why = readings.SM_NO_SAMPLES
+        except pynvml.NVMLError_NotSupported:
+            why = readings.SM_NOT_SUPPORTED
+        except pynvml.NVMLError as e:
+            # pynvml raises NVMLError(NVML_SUCCESS) when the first call finds no sample
+            why = readings.SM_NO_SAMPLES if e.value == pynvml.NVML_SUCCESS else readings.SM_NOT_READ
+        return [
+            dataclasses.replace(p, sm_percent=round(sum(s) / len(s)))
+            if (s := samples.get(p.pid))
+            else dataclasses.replace(p, sm_unavailable=why or readings.SM_NO_SAMPLES)
+            for p in processes
+        ]
 
     def running_processes(self, index: int) -> tuple[int, ...]:
         """PIDs of the compute processes on a GPU (any of its MIG devices included)."""

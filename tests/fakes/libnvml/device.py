@@ -33,6 +33,7 @@ class Process:
     used_memory: int  # bytes
     gpu_instance_id: int | None = None
     compute_instance_id: int | None = None
+    sm_percent: int | None = None  # nvmlDeviceGetProcessUtilization's smUtil; None: no samples
 
 
 @dataclass(eq=False)
@@ -118,16 +119,20 @@ class Gpu:
     # -- test hooks ----------------------------------------------------------------------------
 
     def add_process(
-        self, pid: int, used_mib: int = 256, mig_device: tuple[int, int] | None = None
+        self,
+        pid: int,
+        used_mib: int = 256,
+        mig_device: tuple[int, int] | None = None,
+        sm_percent: int | None = None,
     ) -> Process:
         """Start a compute process, in MIG device (GI ID, CI ID) when given."""
-        process = Process(pid, used_mib * MIB)
+        process = Process(pid, used_mib * MIB, sm_percent=sm_percent)
         if mig_device is not None:
             gi_id, ci_id = mig_device
             gi = self.mig.gpu_instances.get(gi_id)
             if gi is None or ci_id not in gi.compute_instances:
                 raise ValueError(f"GPU {self.index} has no MIG device {mig_device}")
-            process = Process(pid, used_mib * MIB, gi_id, ci_id)
+            process = Process(pid, used_mib * MIB, gi_id, ci_id, sm_percent)
         self.processes.append(process)
         return process
 

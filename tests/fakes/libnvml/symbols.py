@@ -216,6 +216,44 @@ class InventorySymbols(SymbolCore):
             record.computeInstanceId = _or_not_available(process.compute_instance_id)
         return codes.SUCCESS
 
+    @c_symbol
+    def nvmlDeviceGetUtilizationRates(self, device: Any, utilization: Any) -> int:
+        """The GPU's busy % (the sum of its processes' SM %, at most 100); NOT_SUPPORTED on a
+        MIG-enabled GPU or a MIG device, as NVML answers there."""
+        found, info = self.resolve(device, "gpu", "mig"), marshal.target(utilization)
+        if found is None or info is None:
+            return codes.INVALID_ARGUMENT
+        if found.gi is not None or found.gpu.mig_enabled:
+            return codes.NOT_SUPPORTED
+        busy = sum(p.sm_percent or 0 for p in found.gpu.processes)
+        info.gpu, info.memory = min(100, busy), 0
+        return codes.SUCCESS
+
+    @c_symbol
+    def nvmlDeviceGetProcessUtilization(
+        self, device: Any, samples: Any, count: Any, last_seen: Any
+    ) -> int:
+        """One sample per process that has an SM %: NOT_SUPPORTED on MIG ("not currently
+        supported on MIG-enabled GPUs"), NOT_FOUND when no process has a sample."""
+        found, counter = self.resolve(device, "gpu", "mig"), marshal.target(count)
+        if found is None or counter is None:
+            return codes.INVALID_ARGUMENT
+        if found.gi is not None or found.gpu.mig_enabled:
+            return codes.NOT_SUPPORTED
+        sampled = [p for p in found.gpu.processes if p.sm_percent is not None]
+        if not sampled:
+            return codes.NOT_FOUND
+        room = counter.value
+        counter.value = len(sampled)
+        if samples is None or room < len(sampled):
+            return codes.INSUFFICIENT_SIZE
+        since = marshal.uint(last_seen)
+        for i, process in enumerate(sampled):
+            record = samples[i]
+            record.pid, record.timeStamp = process.pid, since + 1
+            record.smUtil, record.memUtil, record.encUtil, record.decUtil = process.sm_percent, 0, 0, 0
+        return codes.SUCCESS
+
     # -- MIG mode ------------------------------------------------------------------------------
 
     @c_symbol
