@@ -3,7 +3,10 @@
 Owns the entry point and its options: `--node-name` (default $NODE_NAME, from the downward
 API), `--kubelet-root`, `--namespace`, `--interval`, `--resync`, `--timeout`, `--once`,
 `--heartbeat` (touched after every pass and every interval), `--check-health --max-age S` (the
-pod's probes), `--version` and `--debug`. A pass calls `reconcile.reconcile` and then
+pod's probes), `--usage-port` (the read-only endpoint `kubectl gpu top` reads through the pod
+proxy, agent/usageserver.py; 0 turns it off), `--proc-root` (where the host's processes are
+read), `--usage-sample-interval`/`--usage-samples` (the ring behind `top --idle`), `--version`
+and `--debug`. A pass calls `reconcile.reconcile` and then
 `reporting.publish`; it runs at start, when a watch (agent/watches.py) sees the Node's labels or
 annotations or our MIG ConfigMap change, when NVML shows the GPUs changed, at the resync, and
 after a failed pass with a jittered back-off; between passes the agent reads only local facts
@@ -19,17 +22,26 @@ adapters do).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import logging
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from kubectl_gpu import __version__, cluster, errors, keys, kubelet, nvml
-from kubectl_gpu.agent import lifecycle, nodestate, reconcile, reporting, watches
+from kubectl_gpu.agent import (
+    lifecycle,
+    nodestate,
+    reconcile,
+    reporting,
+    usagereading,
+    usageserver,
+    watches,
+)
 from kubectl_gpu.agent.lifecycle import Shutdown, Stopped, beat, check_health
 from kubectl_gpu.mig.apply import State
 
@@ -74,6 +86,32 @@ def _parser() -> argparse.ArgumentParser:
         help="exit 0 if a pass finished within --max-age seconds, else 1 (liveness/readiness)",
     )
     parser.add_argument("--max-age", type=float, default=120.0, help="seconds, for --check-health")
+    parser.add_argument(
+        "--usage-port",
+        type=int,
+        default=usageserver.DEFAULT_PORT,
+        help="port of the read-only endpoint kubectl gpu top reads through the API server's "
+        "pod proxy (0: off)",
+    )
+    parser.add_argument(
+        "--proc-root",
+        type=Path,
+        default=usagereading.DEFAULT_PROC_ROOT,
+        help="where the host's processes are read (NVML's PIDs are the host's): /proc with "
+        "hostPID, or a host /proc mounted elsewhere",
+    )
+    parser.add_argument(
+        "--usage-sample-interval",
+        type=float,
+        default=60.0,
+        help="seconds between the samples kept for kubectl gpu top --idle (0: none kept)",
+    )
+    parser.add_argument(
+        "--usage-samples",
+        type=int,
+        default=60,
+        help="samples kept per held device for kubectl gpu top --idle",
+    )
     parser.add_argument("--version", action="version", version=f"kubectl-gpu-agent {__version__}")
     parser.add_argument("--debug", action="store_true", help="log tracebacks of internal errors")
     return parser
@@ -154,11 +192,42 @@ def _run(args: argparse.Namespace) -> int:
             reset=lambda index, bus: _reset(shutdown, index, bus),
         )
         sources = reporting.Sources(args.node_name, args.kubelet_root)
-        try:
-            return _loop(api, options, sources, args)
-        except Stopped:
-            _record_stop(api, args.node_name)
-            return 0
+        with _usage_endpoint(args, sources):
+            try:
+                return _loop(api, options, sources, args)
+            except Stopped:
+                _record_stop(api, args.node_name)
+                return 0
+
+
+@contextlib.contextmanager
+def _usage_endpoint(args: argparse.Namespace, sources: reporting.Sources) -> Iterator[None]:
+    """The endpoint `kubectl gpu top` reads, and the sampler behind `--idle`, for as long as
+    the loop runs; none with `--once` or `--usage-port 0`."""
+    if args.once or not args.usage_port:
+        yield
+        return
+    reader = usagereading.UsageReader(usagereading.UsageSources(sources, args.proc_root))
+    sampler = None
+    if args.usage_sample_interval > 0 and args.usage_samples > 0:
+        sampler = usagereading.Sampler(reader, args.usage_sample_interval, args.usage_samples)
+    try:
+        server = usageserver.UsageServer(("", args.usage_port), reader, sampler)
+    except OSError as e:
+        log.error("the usage endpoint cannot listen on port %d: %s", args.usage_port, e)
+        yield
+        return
+    server.serve_in_background()
+    if sampler is not None:
+        sampler.start()
+    log.info("usage endpoint on port %d (kubectl gpu top)", server.server_address[1])
+    try:
+        yield
+    finally:
+        if sampler is not None:
+            sampler.stop()
+        server.shutdown()
+        server.server_close()
 
 
 def _reset(shutdown: Shutdown, index: int, bus: str) -> None:

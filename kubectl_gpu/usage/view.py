@@ -226,15 +226,20 @@ class _Gpu:
         for other in uses:
             if other.uid == use.uid or _physical(other) != mine:
                 continue
-            pod = self.pods.by_uid.get(other.uid)
-            if pod is None and other.held is not None:
-                pod = self.pods.of_held(other.held)
-            others.append(f"{pod.namespace}/{pod.name}" if pod else other.uid)
+            others.append(self._name(other))
         for a in strays:
             mig = self._mig_of(a)
             if (mig.uuid if mig else None) == (mine if mine != "gpu" else None):
                 others.append(f"pid {a.process.pid} (no pod)")
         return tuple(dict.fromkeys(others))
+
+    def _name(self, use: _Use) -> str:
+        pod = self.pods.by_uid.get(use.uid)
+        if pod is None and use.held is not None:
+            pod = self.pods.of_held(use.held)
+            if pod is None and use.held.pod is not None:
+                return f"{use.held.namespace}/{use.held.pod}"
+        return f"{pod.namespace}/{pod.name}" if pod else use.uid
 
     def _stray_row(self, a: Attributed) -> TopRow:
         mig = self._mig_of(a)
