@@ -46,6 +46,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "map_",
         "Show which pod holds which GPU, MIG device and replica.",
     ),
+    "top": (
+        "kubectl_gpu.cli.top",
+        "top",
+        "Show what each pod uses of its GPUs, and what limits it.",
+    ),
     "doctor": (
         "kubectl_gpu.cli.doctor",
         "doctor",

@@ -17,7 +17,7 @@ from __future__ import annotations
 from kubectl_gpu.cluster.api import PAGE_SIZE, Api, Json, LogTail, served_versions
 from kubectl_gpu.cluster.failures import redacted
 from kubectl_gpu.cluster.kubeconfig import connect
-from kubectl_gpu.cluster.resources import path
+from kubectl_gpu.cluster.resources import path, proxy_path
 from kubectl_gpu.cluster.transport import (
     ANSWER_DEADLINE,
     CONNECT_TIMEOUT,
@@ -42,6 +42,7 @@ __all__ = [
     "LogTail",
     "connect",
     "path",
+    "proxy_path",
     "redacted",
     "served_versions",
 ]

@@ -71,6 +71,7 @@ class Api:
     connect_timeout: float = CONNECT_TIMEOUT
     deadline: float = ANSWER_DEADLINE
     max_answer: int = MAX_ANSWER_BYTES
+    retry_reads: bool = True  # False where the caller has a deadline of its own (top's nodes)
     # the credentials the kubeconfig's server URL carries, never to be printed (`redacted`)
     secrets: tuple[str, ...] = dataclasses.field(default=(), repr=False)
 
@@ -117,7 +118,7 @@ class Api:
         query: Mapping[str, str] | None,
         body: Any,
     ) -> bytes:
-        retry = method == "GET"
+        retry = method == "GET" and self.retry_reads
         while True:
             started = time.monotonic()
             try:

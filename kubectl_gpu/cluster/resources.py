@@ -61,3 +61,16 @@ def path(
     if name:
         parts.append(f"/{quote(name, safe='')}")
     return "".join(parts)
+
+
+def proxy_path(namespace: str, pod: str, port: int, path: str) -> str:
+    """The API server's pod proxy to `path` on a pod's port:
+    `/api/v1/namespaces/NS/pods/NAME:PORT/proxy/PATH` (needs `get pods/proxy`). The API
+    server connects to the pod's IP itself; nothing here reaches a pod directly."""
+    base = path_of_pod(namespace, pod)
+    return f"{base}:{int(port)}/proxy/{path.lstrip('/')}"
+
+
+def path_of_pod(namespace: str, pod: str) -> str:
+    """One pod's REST path."""
+    return f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(pod, safe='')}"

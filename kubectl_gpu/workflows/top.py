@@ -1,0 +1,305 @@
+"""Reading what each pod uses of its GPUs (`kubectl gpu top`), on demand, through the API server.
+
+Owns where the numbers come from, in this order (docs/top.md): (1) the kubectl-gpu agent's
+`/v1/usage` on each selected node, read through the API server's pod proxy
+(`pods/<agent pod>:9402/proxy/v1/usage`, which needs `get pods/proxy`); (2) with no agent
+installed, dcgm-exporter's `/metrics` on each node through the same proxy; (3) neither: a
+`NoSourceError` saying what to install. Nodes are read at most `Options.concurrency` at a
+time, each within `Options.deadline` seconds and a bounded answer; a node that fails or does
+not answer in time is named in `TopReading.failed` and the others are shown. A 403 on the
+proxy is the user's permission, the same for every node: the whole command fails with a
+message naming `pods/proxy`. Also lists the nodes (for their sharing strategy label) and
+the pods (UIDs and container IDs to names). Must not decide (`usage.view`, `usage.dcgm`,
+`usage.samples` do) or render (the CLI does).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import json
+import logging
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from kubectl_gpu import cluster, keys
+from kubectl_gpu.errors import ClusterError, GpuError
+from kubectl_gpu.gpumap.report import parse_time
+from kubectl_gpu.usage import dcgm, document, prometheus, samples, view
+from kubectl_gpu.usage.view import PodInfo, TopRow
+
+log = logging.getLogger(__name__)
+
+AGENT, EXPORTER = "agent", "dcgm-exporter"
+AGENT_SELECTOR = f"{keys.APP_NAME_LABEL}=kubectl-gpu-agent"
+AGENT_PORT = 9402
+# the GPU Operator's exporter pods, and those of dcgm-exporter's own Helm chart
+EXPORTER_SELECTORS = ("app=nvidia-dcgm-exporter", f"{keys.APP_NAME_LABEL}=dcgm-exporter")
+EXPORTER_PORT = 9400
+DEADLINE = 10.0  # seconds per node
+CONCURRENCY = 16
+MAX_USAGE_BYTES = 4 * 1024 * 1024  # an 8-GPU node with 4,096 processes each is ~3 MiB
+
+
+class NoSourceError(GpuError):
+    """Neither the kubectl-gpu agent nor dcgm-exporter runs in the cluster."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Scope:
+    """Which nodes (None: all), which pods (a name, a namespace, None: all; pod labels)."""
+
+    node: str | None = None
+    pod: str | None = None
+    namespace: str | None = None
+    selector: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """Per-node deadline (seconds), nodes read at once, and `--idle`'s window (seconds)."""
+
+    deadline: float = DEADLINE
+    concurrency: int = CONCURRENCY
+    idle: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Endpoint:
+    """A pod serving figures for one node: the agent (port 9402) or dcgm-exporter (9400)."""
+
+    kind: str
+    node: str
+    namespace: str
+    pod: str
+    port: int
+    per_process: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class IdleRow:
+    """A holder that used nothing over the `--idle` window (docs/top.md)."""
+
+    node: str
+    idle: samples.Idle
+
+
+@dataclasses.dataclass(frozen=True)
+class TopReading:
+    """The rows, where they came from, the nodes that failed (node → why), the idle rows."""
+
+    source: str
+    per_process: bool
+    rows: list[TopRow]
+    failed: dict[str, str]
+    nodes: int
+    idle: list[IdleRow] | None = None
+
+
+def read(api: cluster.Api, scope: Scope, options: Options) -> TopReading:
+    """The figures of every node in `scope`, from the first source the cluster has."""
+    endpoints = _endpoints(api, scope)
+    if options.idle is not None and endpoints and endpoints[0].kind != AGENT:
+        raise GpuError(
+            "--idle needs the kubectl-gpu agent (it keeps the samples); only dcgm-exporter "
+            "runs here", hint="kubectl gpu install adds the agent")  # fmt: skip
+    failed: dict[str, str] = {}
+    if scope.node is not None and not any(e.node == scope.node for e in endpoints):
+        failed[scope.node] = f"no {endpoints[0].kind if endpoints else AGENT} pod runs on it"
+    strategies = _strategies(api, scope.node)
+    pods = list(_pods(api, scope))
+    answers = _fetch_all(api, endpoints, options, failed)
+    rows: list[TopRow] = []
+    idle: list[IdleRow] = []
+    infos = [_info(p) for p in pods]
+    for endpoint, (body, idle_body) in sorted(answers.items(), key=lambda a: a[0].node):
+        try:
+            rows += _rows(endpoint, body, infos, strategies.get(endpoint.node))
+            if idle_body is not None and options.idle is not None:
+                idle += _idle(endpoint.node, body, idle_body, options.idle)
+        except document.UsageDocumentError as e:
+            failed[endpoint.node] = f"{_where(endpoint)} answered something unreadable: {e}"
+    kind = endpoints[0].kind if endpoints else AGENT
+    own = all(e.per_process for e in endpoints)
+    chosen = _chosen(rows, scope, pods)
+    chosen_idle = [i for i in idle if _idle_wanted(i, scope, pods)]
+    return TopReading(kind, own, chosen, failed, len(endpoints),
+                      chosen_idle if options.idle is not None else None)  # fmt: skip
+
+
+# --- where the figures come from ------------------------------------------------------------------
+
+
+def _endpoints(api: cluster.Api, scope: Scope) -> list[Endpoint]:
+    agents = [_endpoint(AGENT, p, AGENT_PORT) for p in _running(api, AGENT_SELECTOR)]
+    found = [e for e in agents if e is not None]
+    if not found:
+        exporters = [p for selector in EXPORTER_SELECTORS for p in _running(api, selector)]
+        found = [e for p in dcgm.exporter_pods(exporters)
+                 if (e := _endpoint(EXPORTER, p, EXPORTER_PORT, dcgm.per_process(p)))]  # fmt: skip
+    if not found:
+        raise NoSourceError(
+            "no source of GPU use: neither the kubectl-gpu agent nor dcgm-exporter runs in "
+            "this cluster",
+            hint="install the agent with `kubectl gpu install` (or NVIDIA's dcgm-exporter, "
+            "e.g. with the GPU Operator); docs/top.md",
+        )
+    unique = {e.node: e for e in found}
+    return [e for n, e in sorted(unique.items()) if scope.node is None or n == scope.node]
+
+
+def _running(api: cluster.Api, selector: str) -> list[dict[str, Any]]:
+    return list(api.list(cluster.path("pods"), label_selector=selector))
+
+
+def _endpoint(kind: str, pod: Mapping[str, Any], port: int, own: bool = True) -> Endpoint | None:
+    meta, spec, status = (pod.get(k) or {} for k in ("metadata", "spec", "status"))
+    if not spec.get("nodeName") or status.get("phase") != "Running":
+        return None
+    for container in spec.get("containers") or []:
+        for p in container.get("ports") or []:  # the pod's own port when it names one
+            if p.get("name") in ("usage", "gpu-metrics", "metrics") and p.get("containerPort"):
+                port = int(p["containerPort"])
+    return Endpoint(kind, str(spec["nodeName"]), str(meta.get("namespace", "")),
+                    str(meta.get("name", "")), port, own)  # fmt: skip
+
+
+def _where(endpoint: Endpoint) -> str:
+    return f"{endpoint.kind} pod {endpoint.namespace}/{endpoint.pod}"
+
+
+def _fetch_all(
+    api: cluster.Api, endpoints: list[Endpoint], options: Options, failed: dict[str, str]
+) -> dict[Endpoint, tuple[str, str | None]]:
+    """Every endpoint's answer, `concurrency` at a time, each within the deadline."""
+    bounded = dataclasses.replace(
+        api, deadline=options.deadline, timeout=options.deadline, retry_reads=False,
+        connect_timeout=min(api.connect_timeout, options.deadline), max_answer=MAX_USAGE_BYTES,
+    )  # fmt: skip
+    answers: dict[Endpoint, tuple[str, str | None]] = {}
+    workers = max(1, min(options.concurrency, len(endpoints)))
+    with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="top") as pool:
+        futures = {pool.submit(_fetch, bounded, e, options.idle is not None): e for e in endpoints}
+        try:
+            for future in concurrent.futures.as_completed(futures):
+                endpoint = futures[future]
+                try:
+                    answers[endpoint] = future.result()
+                except ClusterError as e:
+                    if e.status == 403:
+                        raise _forbidden(endpoint, e) from e
+                    failed[endpoint.node] = f"{_where(endpoint)}: {e.message}"
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+    return answers
+
+
+def _fetch(api: cluster.Api, endpoint: Endpoint, idle: bool) -> tuple[str, str | None]:
+    path = "/v1/usage" if endpoint.kind == AGENT else "/metrics"
+    url = cluster.proxy_path(endpoint.namespace, endpoint.pod, endpoint.port, path)
+    body = api.text(url)
+    idle_body = None
+    if idle:
+        idle_body = api.text(cluster.proxy_path(endpoint.namespace, endpoint.pod, endpoint.port,
+                                                "/v1/idle"))  # fmt: skip
+    return body, idle_body
+
+
+def _forbidden(endpoint: Endpoint, e: ClusterError) -> GpuError:
+    return GpuError(
+        "you may not read the GPU figures through the API server's pod proxy (get "
+        f"pods/proxy in namespace {endpoint.namespace}): {e.message}",
+        hint=f"ask a cluster admin to grant 'get' on 'pods/proxy' in namespace "
+        f"{endpoint.namespace} (docs/rbac.md, role kubectl-gpu-top)",
+    )
+
+
+# --- names, labels, rows ------------------------------------------------------------------------
+
+
+def _strategies(api: cluster.Api, node: str | None) -> dict[str, str | None]:
+    """Each node's `nvidia.com/gpu.sharing-strategy` label (NVIDIA's GFD sets it)."""
+    if node is not None:
+        try:
+            nodes = [api.get(cluster.path("nodes", node))]
+        except ClusterError as e:
+            if e.status == 404:
+                raise GpuError(f'nodes "{node}" not found',
+                               hint="kubectl get nodes lists the node names") from e  # fmt: skip
+            raise
+    else:
+        nodes = list(api.list(cluster.path("nodes")))
+    return {
+        str((n.get("metadata") or {}).get("name")):
+        ((n.get("metadata") or {}).get("labels") or {}).get(keys.GPU_SHARING_STRATEGY_LABEL)
+        for n in nodes
+    }  # fmt: skip
+
+
+def _pods(api: cluster.Api, scope: Scope) -> Iterator[dict[str, Any]]:
+    url = cluster.path("pods", namespace=scope.namespace)
+    fields = f"spec.nodeName={scope.node}" if scope.node else ""
+    yield from api.list(url, label_selector=scope.selector or "", field_selector=fields)
+
+
+def _info(pod: Mapping[str, Any]) -> PodInfo:
+    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+    containers = {}
+    for s in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or []):
+        runtime_id = str(s.get("containerID") or "")
+        if "://" in runtime_id:
+            containers[runtime_id.split("://", 1)[1]] = str(s.get("name"))
+    return PodInfo(str(meta.get("uid")), str(meta.get("namespace")), str(meta.get("name")),
+                   containers)  # fmt: skip
+
+
+def _rows(
+    endpoint: Endpoint, body: str, pods: list[PodInfo], strategy: str | None
+) -> list[TopRow]:
+    if endpoint.kind == EXPORTER:
+        parsed = prometheus.parse(body)
+        if parsed.truncated:
+            log.warning("node %s: dcgm-exporter's answer was cut at its bounds", endpoint.node)
+        return dcgm.rows(endpoint.node, parsed.samples, endpoint.per_process)
+    usage = document.from_dict(_json(body))
+    for problem in usage.problems:
+        log.warning("node %s: %s", endpoint.node, problem)
+    return view.make(usage, pods, strategy)
+
+
+def _json(body: str) -> Any:
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError) as e:
+        raise document.UsageDocumentError(f"not JSON: {e}") from e
+
+
+def _idle(node: str, usage_body: str, idle_body: str, window: float) -> list[IdleRow]:
+    found = samples.from_dict(_json(idle_body))
+    read_at = parse_time(str(_json(idle_body).get("readAt", "")))
+    if read_at is None:
+        raise document.UsageDocumentError("the idle samples carry no readAt time")
+    return [IdleRow(node, i) for i in samples.idle(found, read_at.timestamp(), window)]
+
+
+def _chosen(rows: list[TopRow], scope: Scope, pods: list[dict[str, Any]]) -> list[TopRow]:
+    """Every row with no pod filter; else the chosen pods' rows and their GPUs' rows."""
+    if scope.namespace is None and scope.pod is None and scope.selector is None:
+        return rows
+    names = {((p.get("metadata") or {}).get("namespace"), (p.get("metadata") or {}).get("name"))
+             for p in pods}  # fmt: skip
+    wanted = [r for r in rows if r.kind == view.POD and (r.namespace, r.pod) in names
+              and (scope.pod is None or r.pod == scope.pod)]  # fmt: skip
+    gpus = {(r.node, r.gpu_uuid) for r in wanted}
+    return [r for r in rows if r in wanted or (r.kind != view.POD and (r.node, r.gpu_uuid) in gpus)]
+
+
+def _idle_wanted(row: IdleRow, scope: Scope, pods: list[dict[str, Any]]) -> bool:
+    if scope.namespace is None and scope.pod is None and scope.selector is None:
+        return True
+    h = row.idle.holder
+    names = {((p.get("metadata") or {}).get("namespace"), (p.get("metadata") or {}).get("name"))
+             for p in pods}  # fmt: skip
+    return (h.namespace, h.pod) in names and (scope.pod is None or h.pod == scope.pod)
