@@ -24,6 +24,7 @@ from kubectl_gpu.usage.prometheus import Sample
 from kubectl_gpu.usage.view import GPU, POD, TopRow
 
 FB_USED, FB_FREE, GPU_UTIL = "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_GPU_UTIL"
+PER_PROCESS_FIELDS = (FB_USED, GPU_UTIL)  # the only two it splits per process
 PER_PROCESS_SINCE = (4, 5, 3)  # the first dcgm-exporter release with per-process values
 VIRTUAL_GPUS_ENV = "KUBERNETES_VIRTUAL_GPUS"
 VIRTUAL_GPUS_FLAG = "--kubernetes-virtual-gpus"
@@ -72,7 +73,8 @@ def rows(node: str, samples: Sequence[Sample], own: bool) -> list[TopRow]:
         key = (uuid, mig, s.label("namespace") or "", s.label("pod") or "",
                s.label("container"), s.label("vgpu"))  # fmt: skip
         pods.setdefault(key, {"labels": s})[s.name] = s.value
-        device.setdefault("from_pod", {})[s.name] = s.value  # a copy carries the device's
+        if not own or s.name not in PER_PROCESS_FIELDS:  # a copy carries the device's figure
+            device.setdefault("from_pod", {})[s.name] = s.value
     found: list[TopRow] = []
     for (uuid, mig), facts in sorted(devices.items(), key=lambda d: (d[0][0], d[0][1] or "")):
         found.append(_device_row(node, uuid, mig, facts))
