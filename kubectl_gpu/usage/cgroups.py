@@ -22,8 +22,13 @@ import re
 MAX_BYTES = 16 * 1024  # a real file is a few hundred bytes (13 v1 hierarchies, long paths)
 MAX_LINES = 64
 
-_POD = re.compile(r"^(?:kubepods-(?:burstable-|besteffort-|guaranteed-)?)?pod([0-9a-fA-F_-]{32,36})(?:\.slice)?$")
-_SCOPE = re.compile(r"^(cri-containerd|docker|crio|containerd|libpod)-([0-9a-fA-F]{12,128})\.scope$")
+_POD = re.compile(
+    r"^(?:kubelet-)?(?:kubepods-(?:burstable-|besteffort-|guaranteed-)?)?"
+    r"pod([0-9a-fA-F_-]{32,36})(?:\.slice)?$"
+)
+_SCOPE = re.compile(
+    r"^(cri-containerd|docker|crio|containerd|libpod)-([0-9a-fA-F]{12,128})\.scope$"
+)
 _BARE_ID = re.compile(r"^[0-9a-fA-F]{12,128}$")
 _UUID_DIGITS = 32
 
@@ -76,7 +81,7 @@ def pod_of_path(path: str) -> PodCgroup | None:
 
 
 def _under_kubepods(parents: list[str]) -> bool:
-    return any(p == "kubepods" or p.endswith("kubepods.slice") or p.startswith("kubepods-")
+    return any(p == "kubepods" or "kubepods" in p.split("-") or p.endswith("kubepods.slice")
                for p in parents)  # fmt: skip
 
 
