@@ -20,8 +20,8 @@ from kubectl_gpu.usage import document
 from kubectl_gpu.usage.readings import SM_MIG
 
 KIND = "GPUIdleSamples"
-MAX_DEVICES = 1024  # held device IDs tracked on one node; beyond it new ones are not
-MAX_SAMPLES = 1440  # per device (a day at one a minute), whatever the agent is told
+MAX_DEVICES = 512  # held device IDs tracked on one node; beyond it new ones are not
+MAX_SAMPLES = 240  # per device (4 hours at one a minute), whatever the agent is told
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,7 +35,7 @@ class Holder:
     container: str | None
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Sample:
     """One look at a held device: when, and what its holder's processes used."""
 

@@ -80,12 +80,24 @@ def test_the_agent_is_privileged_like_nvidias_mig_manager_and_nothing_more() -> 
     [container] = spec["containers"]
     security = container["securityContext"]
     assert security["privileged"] is True and security["readOnlyRootFilesystem"] is True
-    assert not spec.get("hostPID") and not spec.get("hostNetwork") and not spec.get("hostIPC")
+    assert not spec.get("hostNetwork") and not spec.get("hostIPC")
     assert set(container["resources"]) == {"requests", "limits"}
     for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
         command = container[probe]["exec"]["command"]
         assert command[:2] == ["kubectl-gpu-agent", "--check-health"]
         assert command[command.index("--heartbeat") + 1] in container["args"]
+
+
+def test_the_agent_sees_host_pids_and_serves_only_its_usage_port_for_top() -> None:
+    """NVML's PIDs are the host's: `top` maps them to pods through /proc/<pid>/cgroup, which
+    needs the host's PID namespace; the one port is the read-only usage endpoint."""
+    spec = agent_pod(BUNDLE)
+    [container] = spec["containers"]
+    assert spec["hostPID"] is True
+    assert container["ports"] == [{"name": "usage", "containerPort": 9402, "protocol": "TCP"}]
+    args = container["args"]
+    assert args[args.index("--usage-port") + 1] == "9402"
+    assert args[args.index("--proc-root") + 1] == "/proc"
 
 
 @pytest.mark.parametrize("name", [bundle.AGENT, bundle.DEVICE_PLUGIN])
