@@ -74,9 +74,7 @@ class UsageReader:
         except DeviceError as e:
             log.warning("usage without NVML: %s", e.message)
             problems.append(f"NVML could not be read: {e.message}")
-        processes = tuple(
-            (g.uuid, self._attributed(p)) for g in gpus for p in g.processes
-        )
+        processes = tuple((g.uuid, self._attributed(p)) for g in gpus for p in g.processes)
         held = _held(reporting.read_node_sources(self.sources.kubelet), gpus)
         read_at = timestamp(dt.datetime.fromtimestamp(now, dt.timezone.utc))
         node = self.sources.kubelet.node
@@ -113,11 +111,18 @@ def _held(sources: join.NodeSources, gpus: tuple[GpuReading, ...]) -> tuple[Held
     from kubectl_gpu.gpumap.allocations import Gpu, MigDevice
 
     inventory = [
-        Gpu(g.index, g.uuid, g.model, None,
-            tuple(MigDevice(m.uuid, m.profile, m.gpu_instance, m.compute_instance)
-                  for m in g.mig_devices))
+        Gpu(
+            g.index,
+            g.uuid,
+            g.model,
+            None,
+            tuple(
+                MigDevice(m.uuid, m.profile, m.gpu_instance, m.compute_instance)
+                for m in g.mig_devices
+            ),
+        )
         for g in gpus
-    ]  # fmt: skip
+    ]
     node_map = join.make(sources, (), inventory or None)
     replicas: dict[tuple[str, str], int] = {}
     for row in (*node_map.rows, *node_map.free):
@@ -125,11 +130,21 @@ def _held(sources: join.NodeSources, gpus: tuple[GpuReading, ...]) -> tuple[Held
             key = (row.resource, deviceid.parse(row.device_id).physical)
             replicas[key] = replicas.get(key, 0) + 1
     return tuple(
-        Held(r.device_id, r.resource, r.source, r.gpu_uuid, r.mig_uuid, r.replica,
-             replicas.get((r.resource, deviceid.parse(r.device_id).physical)),
-             r.namespace, r.pod, r.pod_uid, r.container)
+        Held(
+            r.device_id,
+            r.resource,
+            r.source,
+            r.gpu_uuid,
+            r.mig_uuid,
+            r.replica,
+            replicas.get((r.resource, deviceid.parse(r.device_id).physical)),
+            r.namespace,
+            r.pod,
+            r.pod_uid,
+            r.container,
+        )
         for r in node_map.rows
-    )  # fmt: skip
+    )
 
 
 class Sampler:
@@ -156,11 +171,13 @@ class Sampler:
         reading = self.reader.read()
         at = self.reader.clock()
         taken = [
-            (samples.Holder(r.device_id or "", r.namespace, r.pod, r.pod_uid, r.container),
-             samples.Sample(at, r.memory_used, r.sm_percent, r.sm_unavailable))
+            (
+                samples.Holder(r.device_id or "", r.namespace, r.pod, r.pod_uid, r.container),
+                samples.Sample(at, r.memory_used, r.sm_percent, r.sm_unavailable),
+            )
             for r in view.make(reading, (), None)
             if r.kind == view.POD and r.device_id is not None
-        ]  # fmt: skip
+        ]
         with self.lock:
             self.ring.add(taken)
 

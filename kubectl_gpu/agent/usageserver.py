@@ -207,9 +207,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         with sampler.lock:
             return samples.to_dict(node, read_at, sampler.interval, sampler.ring)
 
-    def _answer(
-        self, status: int, document: Any, allow: str = "", retry: int = 0
-    ) -> None:
+    def _answer(self, status: int, document: Any, allow: str = "", retry: int = 0) -> None:
         body = json.dumps(document, separators=(",", ":")).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")

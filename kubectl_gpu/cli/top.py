@@ -54,12 +54,26 @@ class TopRequest:
 @click.option("-l", "--selector", metavar="SELECTOR", help="Only pods with these labels.")
 @click.option("--sort-by", type=click.Choice(["memory", "sm"]), help="Busiest pods first.")
 @click.option("-w", "--watch", is_flag=True, help="Read again every --interval until Ctrl-C.")
-@click.option("--interval", type=Duration(), default="5s", show_default=True,
-              help="Time between reads with --watch.")  # fmt: skip
-@click.option("--idle", type=Duration(), metavar="DURATION",
-              help="List pods that hold GPU devices but used none over DURATION (e.g. 30m).")  # fmt: skip
-@click.option("--node-timeout", type=Duration(), default="10s", show_default=True,
-              help="How long each node may take to answer.")  # fmt: skip
+@click.option(
+    "--interval",
+    type=Duration(),
+    default="5s",
+    show_default=True,
+    help="Time between reads with --watch.",
+)
+@click.option(
+    "--idle",
+    type=Duration(),
+    metavar="DURATION",
+    help="List pods that hold GPU devices but used none over DURATION (e.g. 30m).",
+)
+@click.option(
+    "--node-timeout",
+    type=Duration(),
+    default="10s",
+    show_default=True,
+    help="How long each node may take to answer.",
+)
 @global_options
 @pass_settings
 def top(settings: Settings, **flags: Any) -> None:
@@ -101,8 +115,10 @@ def top(settings: Settings, **flags: Any) -> None:
         except KeyboardInterrupt:
             return
     if failed:
-        raise GpuError(f"{len(failed)} node(s) did not answer: {', '.join(sorted(failed))}",
-                       hint="the other nodes are shown above; try again, or raise --node-timeout")  # fmt: skip
+        raise GpuError(
+            f"{len(failed)} node(s) did not answer: {', '.join(sorted(failed))}",
+            hint="the other nodes are shown above; try again, or raise --node-timeout",
+        )
 
 
 def _scope(request: TopRequest, settings: Settings) -> Scope:
@@ -148,9 +164,11 @@ def _once(request: TopRequest, settings: Settings, scope: Scope) -> dict[str, st
         _emit_idle(reading.idle, settings.output)
     else:
         rows = sort(reading.rows, request.sort_by)
-        document = {**render.list_document(TOP_KIND, [r.to_dict() for r in rows]),
-                    "source": _source(reading),
-                    "failedNodes": [{"node": n, "reason": w} for n, w in sorted(reading.failed.items())]}  # fmt: skip
+        document = {
+            **render.list_document(TOP_KIND, [r.to_dict() for r in rows]),
+            "source": _source(reading),
+            "failedNodes": [{"node": n, "reason": w} for n, w in sorted(reading.failed.items())],
+        }
         render.emit_table(rows, columns(), settings.output, document, render.node_name)
     return reading.failed
 
@@ -165,19 +183,26 @@ def _read(request: TopRequest, settings: Settings, scope: Scope) -> TopReading:
 
 
 def _source(reading: TopReading) -> dict[str, Any]:
-    return {"kind": reading.source, "perProcess": reading.per_process, "nodes": reading.nodes,
-            "readAt": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}  # fmt: skip
+    return {
+        "kind": reading.source,
+        "perProcess": reading.per_process,
+        "nodes": reading.nodes,
+        "readAt": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
 
 
 def header(reading: TopReading) -> str:
     """The line on stderr saying where the figures come from."""
-    where = f"on {reading.nodes} node{'s' if reading.nodes != 1 else ''}, read now through the API server's pod proxy"
+    nodes = f"{reading.nodes} node{'s' if reading.nodes != 1 else ''}"
+    where = f"on {nodes}, read now through the API server's pod proxy"
     if reading.source == "agent":
         return f"GPU use from the kubectl-gpu agent {where}"
     if reading.per_process:
         return f"GPU use from dcgm-exporter (per-process values) {where}"
-    return (f"GPU use from dcgm-exporter {where}; it copies each device's figures onto the pods "
-            "sharing it, so pods show none of their own (the GPU rows hold them)")  # fmt: skip
+    return (
+        f"GPU use from dcgm-exporter {where}; it copies each device's figures onto the pods "
+        "sharing it, so pods show none of their own (the GPU rows hold them)"
+    )
 
 
 def sort(rows: Sequence[TopRow], by: str | None) -> list[TopRow]:
@@ -216,8 +241,11 @@ def columns() -> list[Column]:
         Column("SM", view.sm_text),
         Column("LIMIT", _limit),
         Column("PIDS", lambda r: ",".join(map(str, r.pids[:8])) or None, wide_only=True),
-        Column("NEIGHBOURS", lambda r: ",".join(r.limit.neighbours) if r.limit else None,
-               wide_only=True),  # fmt: skip
+        Column(
+            "NEIGHBOURS",
+            lambda r: ",".join(r.limit.neighbours) if r.limit else None,
+            wide_only=True,
+        ),
         Column("UUID", lambda r: r.gpu_uuid, wide_only=True),
         Column("NOTE", lambda r: r.note, wide_only=True),
     ]
@@ -265,8 +293,14 @@ def idle_columns() -> list[Column]:
     return [
         Column("NODE", lambda r: r.node),
         Column("DEVICE-ID", lambda r: r.idle.holder.device_id),
-        Column("POD", lambda r: f"{r.idle.holder.namespace}/{r.idle.holder.pod}"
-               if r.idle.holder.pod else r.idle.holder.pod_uid),  # fmt: skip
+        Column(
+            "POD",
+            lambda r: (
+                f"{r.idle.holder.namespace}/{r.idle.holder.pod}"
+                if r.idle.holder.pod
+                else r.idle.holder.pod_uid
+            ),
+        ),
         Column("CONTAINER", lambda r: r.idle.holder.container),
         Column("IDLE-FOR", lambda r: human_duration(r.idle.covered)),
         Column("SAMPLES", lambda r: r.idle.samples),
@@ -276,6 +310,14 @@ def idle_columns() -> list[Column]:
 
 def _idle_dict(r: IdleRow) -> dict[str, Any]:
     h = r.idle.holder
-    return {"node": r.node, "deviceID": h.device_id, "namespace": h.namespace, "pod": h.pod,
-            "podUID": h.pod_uid, "container": h.container, "idleSeconds": round(r.idle.covered),
-            "samples": r.idle.samples, "smKnown": r.idle.sm_known}  # fmt: skip
+    return {
+        "node": r.node,
+        "deviceID": h.device_id,
+        "namespace": h.namespace,
+        "pod": h.pod,
+        "podUID": h.pod_uid,
+        "container": h.container,
+        "idleSeconds": round(r.idle.covered),
+        "samples": r.idle.samples,
+        "smKnown": r.idle.sm_known,
+    }

@@ -81,8 +81,10 @@ def pod_of_path(path: str) -> PodCgroup | None:
 
 
 def _under_kubepods(parents: list[str]) -> bool:
-    return any(p == "kubepods" or "kubepods" in p.split("-") or p.endswith("kubepods.slice")
-               for p in parents)  # fmt: skip
+    return any(
+        p == "kubepods" or "kubepods" in p.split("-") or p.endswith("kubepods.slice")
+        for p in parents
+    )
 
 
 def _uid(text: str) -> str | None:

@@ -70,8 +70,14 @@ def rows(node: str, samples: Sequence[Sample], own: bool) -> list[TopRow]:
         if s.label("pod") is None:
             device[s.name] = s.value
             continue
-        key = (uuid, mig, s.label("namespace") or "", s.label("pod") or "",
-               s.label("container"), s.label("vgpu"))  # fmt: skip
+        key = (
+            uuid,
+            mig,
+            s.label("namespace") or "",
+            s.label("pod") or "",
+            s.label("container"),
+            s.label("vgpu"),
+        )
         pods.setdefault(key, {"labels": s})[s.name] = s.value
         if not own or s.name not in PER_PROCESS_FIELDS:  # a copy carries the device's figure
             device.setdefault("from_pod", {})[s.name] = s.value
@@ -87,16 +93,25 @@ def rows(node: str, samples: Sequence[Sample], own: bool) -> list[TopRow]:
 
 def _device_row(node: str, uuid: str, mig: str | None, facts: Mapping[str, Any]) -> TopRow:
     s: Sample = facts["labels"]
-    values = {**facts.get("from_pod", {}), **{k: v for k, v in facts.items() if k.startswith("DCGM")}}
+    values = {
+        **facts.get("from_pod", {}),
+        **{k: v for k, v in facts.items() if k.startswith("DCGM")},
+    }
     used, free = values.get(FB_USED), values.get(FB_FREE)
     total = int((used + free) * _MIB) if used is not None and free is not None else None
     return TopRow(
-        node, _int(s.label("gpu")), uuid, s.label("modelName"), GPU,
-        f"mig {s.label('GPU_I_PROFILE')}" if mig else "", None,
-        memory_used=int(used * _MIB) if used is not None else None, memory_total=total,
+        node,
+        _int(s.label("gpu")),
+        uuid,
+        s.label("modelName"),
+        GPU,
+        f"mig {s.label('GPU_I_PROFILE')}" if mig else "",
+        None,
+        memory_used=int(used * _MIB) if used is not None else None,
+        memory_total=total,
         sm_percent=_int_value(values.get(GPU_UTIL)),
         sm_unavailable=None if values.get(GPU_UTIL) is not None else "not-read",
-    )  # fmt: skip
+    )
 
 
 def _pod_row(
@@ -107,23 +122,45 @@ def _pod_row(
     used, util = values.get(FB_USED), values.get(GPU_UTIL)
     me = f"{namespace}/{pod}"
     neighbours = tuple(n for n in names if n != me)
-    limit = isolation.Limit(isolation.NONE, neighbours=neighbours) if neighbours or vgpu else (
-        isolation.Limit(isolation.UNKNOWN))  # fmt: skip
+    limit = (
+        isolation.Limit(isolation.NONE, neighbours=neighbours)
+        if neighbours or vgpu
+        else (isolation.Limit(isolation.UNKNOWN))
+    )
     device = f"mig {s.label('GPU_I_PROFILE')}" if mig else (f"::{vgpu}" if vgpu else "gpu")
     if not own:  # the device's figures: shown on the GPU row only, never as the pod's
         return TopRow(
-            node, _int(s.label("gpu")), uuid, s.label("modelName"), POD, device, None,
-            namespace=namespace, pod=pod, container=container, sm_unavailable=DEVICE_COPY,
-            limit=limit, note=COPY_NOTE, copied=True,
-        )  # fmt: skip
+            node,
+            _int(s.label("gpu")),
+            uuid,
+            s.label("modelName"),
+            POD,
+            device,
+            None,
+            namespace=namespace,
+            pod=pod,
+            container=container,
+            sm_unavailable=DEVICE_COPY,
+            limit=limit,
+            note=COPY_NOTE,
+            copied=True,
+        )
     return TopRow(
-        node, _int(s.label("gpu")), uuid, s.label("modelName"), POD, device, None,
-        namespace=namespace, pod=pod, container=container,
+        node,
+        _int(s.label("gpu")),
+        uuid,
+        s.label("modelName"),
+        POD,
+        device,
+        None,
+        namespace=namespace,
+        pod=pod,
+        container=container,
         memory_used=int(used * _MIB) if used is not None else None,
         sm_percent=_int_value(util) if not mig else None,
         sm_unavailable="mig" if mig else (None if util is not None else "not-read"),
         limit=limit,
-    )  # fmt: skip
+    )
 
 
 def _int(text: str | None) -> int | None:

@@ -69,7 +69,7 @@ def _sample(line: str) -> Sample | None:
     name = _NAME.match(line)
     if name is None:
         return None
-    rest = line[name.end():]
+    rest = line[name.end() :]
     labels: list[tuple[str, str]] = []
     if rest.startswith("{"):
         position = 1

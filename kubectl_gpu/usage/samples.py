@@ -109,8 +109,13 @@ def from_dict(doc: Any) -> list[tuple[Holder, tuple[Sample, ...]]]:
 
 def _holder(d: Mapping[str, Any]) -> Holder:
     o = document._opt
-    return Holder(str(d["deviceID"]), o(d.get("namespace")), o(d.get("pod")),
-                  o(d.get("podUID")), o(d.get("container")))  # fmt: skip
+    return Holder(
+        str(d["deviceID"]),
+        o(d.get("namespace")),
+        o(d.get("pod")),
+        o(d.get("podUID")),
+        o(d.get("container")),
+    )
 
 
 def _samples(d: Mapping[str, Any]) -> tuple[Sample, ...]:

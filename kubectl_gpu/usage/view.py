@@ -110,7 +110,9 @@ class _Pods:
         self.by_name = {(p.namespace, p.name): p for p in self.by_uid.values()}
 
     def of_held(self, h: Held) -> PodInfo | None:
-        return self.by_uid.get(h.pod_uid or "") or self.by_name.get((h.namespace or "", h.pod or ""))
+        return self.by_uid.get(h.pod_uid or "") or self.by_name.get(
+            (h.namespace or "", h.pod or "")
+        )
 
 
 @dataclasses.dataclass
@@ -134,7 +136,9 @@ class _Gpu:
         self.usage, self.gpu, self.pods, self.strategy = usage, gpu, pods, strategy
         self.migs = {(m.gpu_instance, m.compute_instance): m for m in gpu.mig_devices}
         self.mig_by_uuid = {m.uuid: m for m in gpu.mig_devices}
-        self.held = [h for h in usage.held if h.gpu_uuid == gpu.uuid or h.mig_uuid in self.mig_by_uuid]
+        self.held = [
+            h for h in usage.held if h.gpu_uuid == gpu.uuid or h.mig_uuid in self.mig_by_uuid
+        ]
         self.processes = usage.processes_on(gpu.uuid)
 
     def rows(self) -> list[TopRow]:
@@ -152,7 +156,9 @@ class _Gpu:
         for h in self.held:  # holders with nothing running
             pod = self.pods.of_held(h)
             uid = h.pod_uid or (pod.uid if pod else None) or f"{h.namespace}/{h.pod}"
-            if not any(u.held is not None and u.held.device_id == h.device_id for u in uses.values()):
+            if not any(
+                u.held is not None and u.held.device_id == h.device_id for u in uses.values()
+            ):
                 mig = self.mig_by_uuid.get(h.mig_uuid or "")
                 uses[(uid, None, h.device_id)] = _Use(uid, None, h, mig, [], 0, None, None)
         pod_rows = [self._pod_row(u, uses.values(), strays) for u in uses.values()]
@@ -164,8 +170,12 @@ class _Gpu:
 
     def _holding(self, uid: str, mig: MigReading | None) -> Held | None:
         pod = self.pods.by_uid.get(uid)
-        mine = [h for h in self.usage.held if h.pod_uid == uid
-                or (pod is not None and (h.namespace, h.pod) == (pod.namespace, pod.name))]  # fmt: skip
+        mine = [
+            h
+            for h in self.usage.held
+            if h.pod_uid == uid
+            or (pod is not None and (h.namespace, h.pod) == (pod.namespace, pod.name))
+        ]
         here = [h for h in mine if h in self.held]
         if mig is not None:
             here = [h for h in here if h.mig_uuid == mig.uuid] or here
@@ -176,11 +186,19 @@ class _Gpu:
     def _gpu_row(self) -> TopRow:
         g = self.gpu
         return TopRow(
-            self.usage.node, g.index, g.uuid, g.model, GPU, "", None,
+            self.usage.node,
+            g.index,
+            g.uuid,
+            g.model,
+            GPU,
+            "",
+            None,
             pids=tuple(a.process.pid for a in self.processes),
-            memory_used=g.memory_used, memory_total=g.memory_total,
-            sm_percent=g.sm_percent, sm_unavailable=g.sm_unavailable,
-        )  # fmt: skip
+            memory_used=g.memory_used,
+            memory_total=g.memory_total,
+            sm_percent=g.sm_percent,
+            sm_unavailable=g.sm_unavailable,
+        )
 
     def _pod_row(self, use: _Use, uses: Iterable[_Use], strays: Sequence[Attributed]) -> TopRow:
         pod = self.pods.by_uid.get(use.uid)
@@ -195,15 +213,25 @@ class _Gpu:
         if use.held is not None and not use.pids:
             note = NO_PROCESS
         return TopRow(
-            self.usage.node, self.gpu.index, self.gpu.uuid, self.gpu.model, POD,
-            _device_label(use.held, use.mig), use.held.device_id if use.held else None,
+            self.usage.node,
+            self.gpu.index,
+            self.gpu.uuid,
+            self.gpu.model,
+            POD,
+            _device_label(use.held, use.mig),
+            use.held.device_id if use.held else None,
             namespace=pod.namespace if pod else (use.held.namespace if use.held else None),
             pod=pod.name if pod else (use.held.pod if use.held else None),
-            pod_uid=use.uid if "/" not in use.uid else None, container=container,
-            pids=tuple(sorted(use.pids)), memory_used=use.memory,
+            pod_uid=use.uid if "/" not in use.uid else None,
+            container=container,
+            pids=tuple(sorted(use.pids)),
+            memory_used=use.memory,
             memory_total=use.mig.memory_total if use.mig else None,
-            sm_percent=use.sm, sm_unavailable=use.sm_unavailable, limit=limit, note=note,
-        )  # fmt: skip
+            sm_percent=use.sm,
+            sm_unavailable=use.sm_unavailable,
+            limit=limit,
+            note=note,
+        )
 
     def _limit(self, use: _Use, neighbours: tuple[str, ...]) -> Limit:
         held = use.held
@@ -218,7 +246,9 @@ class _Gpu:
             neighbours=neighbours,
         )
 
-    def _neighbours(self, use: _Use, uses: Iterable[_Use], strays: Sequence[Attributed]) -> tuple[str, ...]:
+    def _neighbours(
+        self, use: _Use, uses: Iterable[_Use], strays: Sequence[Attributed]
+    ) -> tuple[str, ...]:
         """The other pods on the same physical device (the GPU, or the MIG instance), and
         the processes in no pod there: who could take this pod's memory."""
         mine = _physical(use)
@@ -244,12 +274,19 @@ class _Gpu:
     def _stray_row(self, a: Attributed) -> TopRow:
         mig = self._mig_of(a)
         return TopRow(
-            self.usage.node, self.gpu.index, self.gpu.uuid, self.gpu.model, NO_POD,
-            _device_label(None, mig), None, pids=(a.process.pid,),
-            memory_used=a.process.used_memory, sm_percent=a.process.sm_percent,
+            self.usage.node,
+            self.gpu.index,
+            self.gpu.uuid,
+            self.gpu.model,
+            NO_POD,
+            _device_label(None, mig),
+            None,
+            pids=(a.process.pid,),
+            memory_used=a.process.used_memory,
+            sm_percent=a.process.sm_percent,
             sm_unavailable=a.process.sm_unavailable,
             note="in no pod: a node process or one its pod left behind",
-        )  # fmt: skip
+        )
 
 
 def _physical(use: _Use) -> str:

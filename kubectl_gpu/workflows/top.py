@@ -102,7 +102,9 @@ def read(api: cluster.Api, scope: Scope, options: Options) -> TopReading:
     if options.idle is not None and endpoints and endpoints[0].kind != AGENT:
         raise GpuError(
             "--idle needs the kubectl-gpu agent (it keeps the samples); only dcgm-exporter "
-            "runs here", hint="kubectl gpu install adds the agent")  # fmt: skip
+            "runs here",
+            hint="kubectl gpu install adds the agent",
+        )
     failed: dict[str, str] = {}
     if scope.node is not None and not any(e.node == scope.node for e in endpoints):
         failed[scope.node] = f"no {endpoints[0].kind if endpoints else AGENT} pod runs on it"
@@ -123,8 +125,9 @@ def read(api: cluster.Api, scope: Scope, options: Options) -> TopReading:
     own = all(e.per_process for e in endpoints)
     chosen = _chosen(rows, scope, pods)
     chosen_idle = [i for i in idle if _idle_wanted(i, scope, pods)]
-    return TopReading(kind, own, chosen, failed, len(endpoints),
-                      chosen_idle if options.idle is not None else None)  # fmt: skip
+    return TopReading(
+        kind, own, chosen, failed, len(endpoints), chosen_idle if options.idle is not None else None
+    )
 
 
 # --- where the figures come from ------------------------------------------------------------------
@@ -135,8 +138,11 @@ def _endpoints(api: cluster.Api, scope: Scope) -> list[Endpoint]:
     found = [e for e in agents if e is not None]
     if not found:
         exporters = [p for selector in EXPORTER_SELECTORS for p in _running(api, selector)]
-        found = [e for p in dcgm.exporter_pods(exporters)
-                 if (e := _endpoint(EXPORTER, p, EXPORTER_PORT, dcgm.per_process(p)))]  # fmt: skip
+        found = [
+            e
+            for p in dcgm.exporter_pods(exporters)
+            if (e := _endpoint(EXPORTER, p, EXPORTER_PORT, dcgm.per_process(p)))
+        ]
     if not found:
         raise NoSourceError(
             "no source of GPU use: neither the kubectl-gpu agent nor dcgm-exporter runs in "
@@ -160,8 +166,14 @@ def _endpoint(kind: str, pod: Mapping[str, Any], port: int, own: bool = True) ->
         for p in container.get("ports") or []:  # the pod's own port when it names one
             if p.get("name") in ("usage", "gpu-metrics", "metrics") and p.get("containerPort"):
                 port = int(p["containerPort"])
-    return Endpoint(kind, str(spec["nodeName"]), str(meta.get("namespace", "")),
-                    str(meta.get("name", "")), port, own)  # fmt: skip
+    return Endpoint(
+        kind,
+        str(spec["nodeName"]),
+        str(meta.get("namespace", "")),
+        str(meta.get("name", "")),
+        port,
+        own,
+    )
 
 
 def _where(endpoint: Endpoint) -> str:
@@ -173,9 +185,13 @@ def _fetch_all(
 ) -> dict[Endpoint, tuple[str, str | None]]:
     """Every endpoint's answer, `concurrency` at a time, each within the deadline."""
     bounded = dataclasses.replace(
-        api, deadline=options.deadline, timeout=options.deadline, retry_reads=False,
-        connect_timeout=min(api.connect_timeout, options.deadline), max_answer=MAX_USAGE_BYTES,
-    )  # fmt: skip
+        api,
+        deadline=options.deadline,
+        timeout=options.deadline,
+        retry_reads=False,
+        connect_timeout=min(api.connect_timeout, options.deadline),
+        max_answer=MAX_USAGE_BYTES,
+    )
     answers: dict[Endpoint, tuple[str, str | None]] = {}
     workers = max(1, min(options.concurrency, len(endpoints)))
     with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="top") as pool:
@@ -202,8 +218,9 @@ def _fetch(api: cluster.Api, endpoint: Endpoint, idle: bool) -> tuple[str, str |
     body = api.text(url)
     idle_body = None
     if idle:
-        idle_body = api.text(cluster.proxy_path(endpoint.namespace, endpoint.pod, endpoint.port,
-                                                "/v1/idle"))  # fmt: skip
+        idle_body = api.text(
+            cluster.proxy_path(endpoint.namespace, endpoint.pod, endpoint.port, "/v1/idle")
+        )
     return body, idle_body
 
 
@@ -226,16 +243,18 @@ def _strategies(api: cluster.Api, node: str | None) -> dict[str, str | None]:
             nodes = [api.get(cluster.path("nodes", node))]
         except ClusterError as e:
             if e.status == 404:
-                raise GpuError(f'nodes "{node}" not found',
-                               hint="kubectl get nodes lists the node names") from e  # fmt: skip
+                raise GpuError(
+                    f'nodes "{node}" not found', hint="kubectl get nodes lists the node names"
+                ) from e
             raise
     else:
         nodes = list(api.list(cluster.path("nodes")))
     return {
-        str((n.get("metadata") or {}).get("name")):
-        ((n.get("metadata") or {}).get("labels") or {}).get(keys.GPU_SHARING_STRATEGY_LABEL)
+        str((n.get("metadata") or {}).get("name")): (
+            (n.get("metadata") or {}).get("labels") or {}
+        ).get(keys.GPU_SHARING_STRATEGY_LABEL)
         for n in nodes
-    }  # fmt: skip
+    }
 
 
 def _pods(api: cluster.Api, scope: Scope) -> Iterator[dict[str, Any]]:
@@ -251,13 +270,12 @@ def _info(pod: Mapping[str, Any]) -> PodInfo:
         runtime_id = str(s.get("containerID") or "")
         if "://" in runtime_id:
             containers[runtime_id.split("://", 1)[1]] = str(s.get("name"))
-    return PodInfo(str(meta.get("uid")), str(meta.get("namespace")), str(meta.get("name")),
-                   containers)  # fmt: skip
+    return PodInfo(
+        str(meta.get("uid")), str(meta.get("namespace")), str(meta.get("name")), containers
+    )
 
 
-def _rows(
-    endpoint: Endpoint, body: str, pods: list[PodInfo], strategy: str | None
-) -> list[TopRow]:
+def _rows(endpoint: Endpoint, body: str, pods: list[PodInfo], strategy: str | None) -> list[TopRow]:
     if endpoint.kind == EXPORTER:
         parsed = prometheus.parse(body)
         if parsed.truncated:
@@ -288,10 +306,17 @@ def _chosen(rows: list[TopRow], scope: Scope, pods: list[dict[str, Any]]) -> lis
     """Every row with no pod filter; else the chosen pods' rows and their GPUs' rows."""
     if scope.namespace is None and scope.pod is None and scope.selector is None:
         return rows
-    names = {((p.get("metadata") or {}).get("namespace"), (p.get("metadata") or {}).get("name"))
-             for p in pods}  # fmt: skip
-    wanted = [r for r in rows if r.kind == view.POD and (r.namespace, r.pod) in names
-              and (scope.pod is None or r.pod == scope.pod)]  # fmt: skip
+    names = {
+        ((p.get("metadata") or {}).get("namespace"), (p.get("metadata") or {}).get("name"))
+        for p in pods
+    }
+    wanted = [
+        r
+        for r in rows
+        if r.kind == view.POD
+        and (r.namespace, r.pod) in names
+        and (scope.pod is None or r.pod == scope.pod)
+    ]
     gpus = {(r.node, r.gpu_uuid) for r in wanted}
     return [r for r in rows if r in wanted or (r.kind != view.POD and (r.node, r.gpu_uuid) in gpus)]
 
@@ -300,6 +325,8 @@ def _idle_wanted(row: IdleRow, scope: Scope, pods: list[dict[str, Any]]) -> bool
     if scope.namespace is None and scope.pod is None and scope.selector is None:
         return True
     h = row.idle.holder
-    names = {((p.get("metadata") or {}).get("namespace"), (p.get("metadata") or {}).get("name"))
-             for p in pods}  # fmt: skip
+    names = {
+        ((p.get("metadata") or {}).get("namespace"), (p.get("metadata") or {}).get("name"))
+        for p in pods
+    }
     return (h.namespace, h.pod) in names and (scope.pod is None or h.pod == scope.pod)

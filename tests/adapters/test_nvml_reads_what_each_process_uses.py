@@ -41,7 +41,9 @@ def test_with_no_sample_at_all_every_process_says_so(fake_nvml: MakeFakeNvml) ->
     with nvml.session() as device:
         [gpu] = device.usage(0)
 
-    assert [(p.sm_percent, p.sm_unavailable) for p in gpu.processes] == [(None, readings.SM_NO_SAMPLES)]
+    assert [(p.sm_percent, p.sm_unavailable) for p in gpu.processes] == [
+        (None, readings.SM_NO_SAMPLES)
+    ]
 
 
 def test_on_a_mig_gpu_memory_is_per_instance_and_sm_is_not_offered(fake_nvml: MakeFakeNvml) -> None:

@@ -37,7 +37,8 @@ def test_anything_but_a_read_is_refused_405(served: usageserver.UsageServer, met
 
 
 @pytest.mark.parametrize(
-    "path", ["/", "/v1", "/v1/usage/../../etc/passwd", "/proc/1/environ", "/v2/usage", "/v1/usage/x"]
+    "path",
+    ["/", "/v1", "/v1/usage/../../etc/passwd", "/proc/1/environ", "/v2/usage", "/v1/usage/x"],
 )
 def test_unknown_paths_are_404_and_name_no_file(served: usageserver.UsageServer, path: str) -> None:
     answer = exchange(served, f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
@@ -55,7 +56,8 @@ def test_an_oversized_request_line_is_refused(served: usageserver.UsageServer) -
 
 
 @pytest.mark.parametrize(
-    "head", [b"X-Long: " + b"a" * 10_000 + b"\r\n", b"".join(b"X-%d: 1\r\n" % i for i in range(100))]
+    "head",
+    [b"X-Long: " + b"a" * 10_000 + b"\r\n", b"".join(b"X-%d: 1\r\n" % i for i in range(100))],
 )
 def test_oversized_or_too_many_headers_are_refused(
     served: usageserver.UsageServer, head: bytes
@@ -85,8 +87,10 @@ def test_many_connections_are_answered_503_beyond_the_bound(
     served: usageserver.UsageServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(usageserver._Handler, "timeout", 3.0)
-    idle = [socket.create_connection(served.server_address[:2], timeout=5)
-            for _ in range(usageserver.MAX_CONNECTIONS)]  # fmt: skip
+    idle = [
+        socket.create_connection(served.server_address[:2], timeout=5)
+        for _ in range(usageserver.MAX_CONNECTIONS)
+    ]
     try:
         time.sleep(0.3)  # each holds a slot, sending nothing
         answer = exchange(served, b"GET /healthz HTTP/1.1\r\n\r\n")
@@ -117,8 +121,10 @@ def test_concurrent_reads_cost_nvml_one_reading(
     usage_node: UsageNode, served: usageserver.UsageServer
 ) -> None:
     before = len([c for c in usage_node.lib.calls if c == "nvmlDeviceGetCount_v2"])
-    threads = [threading.Thread(target=exchange, args=(served, b"GET /v1/usage HTTP/1.1\r\n\r\n"))
-               for _ in range(5)]  # fmt: skip
+    threads = [
+        threading.Thread(target=exchange, args=(served, b"GET /v1/usage HTTP/1.1\r\n\r\n"))
+        for _ in range(5)
+    ]
     for t in threads:
         t.start()
     for t in threads:

@@ -33,8 +33,15 @@ class UsageNode:
     proc: Path
     kubelet: FakeKubelet
 
-    def process(self, gpu: int, pid: int, mib: int, cgroup: str, sm: int | None = None,
-                mig: tuple[int, int] | None = None) -> None:  # fmt: skip
+    def process(
+        self,
+        gpu: int,
+        pid: int,
+        mib: int,
+        cgroup: str,
+        sm: int | None = None,
+        mig: tuple[int, int] | None = None,
+    ) -> None:
         """A compute process on GPU `gpu` whose host /proc/<pid>/cgroup reads `cgroup`."""
         self.lib.add_process(gpu, pid, used_mib=mib, mig_device=mig, sm_percent=sm)
         (self.proc / str(pid)).mkdir(parents=True, exist_ok=True)
@@ -52,7 +59,9 @@ def time_sliced(kubelet: FakeKubelet, gpu_uuid: str, pods: dict[str, tuple[str, 
         Pod(name, "default", (Container("main", (Devices(resource, (f"{gpu_uuid}::{r}",)),)),), uid)
         for name, (uid, r) in pods.items()
     )
-    kubelet.set_allocatable(Allocatable((Devices(resource, tuple(f"{gpu_uuid}::{i}" for i in range(4))),)))
+    kubelet.set_allocatable(
+        Allocatable((Devices(resource, tuple(f"{gpu_uuid}::{i}" for i in range(4))),))
+    )
     kubelet.write_checkpoint()
 
 

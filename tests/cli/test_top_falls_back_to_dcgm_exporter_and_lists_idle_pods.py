@@ -37,8 +37,11 @@ def proxy(real: SimCluster, tmp_path: Path) -> Iterator[tuple[t.PodProxyAnswers,
 def exporter_on(real: SimCluster, node: str, image: str, per_process: bool) -> str:
     t.ensure_namespace(real, "gpu-operator")
     name = f"nvidia-dcgm-exporter-{node}"
-    container: dict[str, Any] = {"name": "nvidia-dcgm-exporter", "image": image,
-                                 "ports": [{"name": "metrics", "containerPort": 9400}]}  # fmt: skip
+    container: dict[str, Any] = {
+        "name": "nvidia-dcgm-exporter",
+        "image": image,
+        "ports": [{"name": "metrics", "containerPort": 9400}],
+    }
     if per_process:
         container["env"] = [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}]
     spec = {"containers": [container], "hostPID": per_process}
@@ -46,7 +49,9 @@ def exporter_on(real: SimCluster, node: str, image: str, per_process: bool) -> s
     return name
 
 
-def setup(real: SimCluster, answers: t.PodProxyAnswers, image: str, fixture: str, own: bool) -> None:
+def setup(
+    real: SimCluster, answers: t.PodProxyAnswers, image: str, fixture: str, own: bool
+) -> None:
     t.gpu_node(real, "gpu-1", "time-slicing")
     for pod in ("train-a", "train-b", "small"):
         t.running_pod(real, pod, "gpu-1")
@@ -63,7 +68,10 @@ def test_copied_figures_are_said_to_be_the_devices(
     result = run_cli("--kubeconfig", str(kubeconfig), "top", "-A")
 
     assert result.exit_code == 0, result.stderr
-    assert "GPU use from dcgm-exporter" in result.stderr and "copies each device's figures" in result.stderr
+    assert (
+        "GPU use from dcgm-exporter" in result.stderr
+        and "copies each device's figures" in result.stderr
+    )
     line = next(x for x in result.stdout.splitlines() if "default/train-a" in x)
     assert "(device)" in line and "16.0Gi" not in line
     assert "/api/v1/namespaces/gpu-operator/pods/nvidia-dcgm-exporter-gpu-1:9400/proxy/metrics" in (
@@ -83,7 +91,11 @@ def test_per_process_values_are_shown_as_the_pods_own(
     pods = {r["pod"]: r for r in result.json["items"] if r["kind"] == "pod"}
     assert pods["train-a"]["memoryUsedBytes"] == 12 * t.GIB and pods["train-a"]["smPercent"] == 60
     assert not pods["train-a"]["copied"]
-    assert result.json["source"] == {**result.json["source"], "kind": "dcgm-exporter", "perProcess": True}
+    assert result.json["source"] == {
+        **result.json["source"],
+        "kind": "dcgm-exporter",
+        "perProcess": True,
+    }
 
 
 def test_idle_lists_holders_that_used_nothing_over_the_window(
@@ -97,11 +109,22 @@ def test_idle_lists_holders_that_used_nothing_over_the_window(
     now = 1_800_000_000.0
     for i in range(40):  # one a minute for 40 minutes
         at = now - (39 - i) * 60
-        ring.add([
-            (samples.Holder("GPU-a::0", "default", "lazy", "u1", "main"), samples.Sample(at, 0, None, "no-samples")),
-            (samples.Holder("GPU-a::1", "default", "busy", "u2", "main"), samples.Sample(at, 2**30, 40 if i == 30 else 0)),
-            (samples.Holder("MIG-x", "ml", "holder", "u3", "main"), samples.Sample(at, 0, None, "mig")),
-        ])  # fmt: skip
+        ring.add(
+            [
+                (
+                    samples.Holder("GPU-a::0", "default", "lazy", "u1", "main"),
+                    samples.Sample(at, 0, None, "no-samples"),
+                ),
+                (
+                    samples.Holder("GPU-a::1", "default", "busy", "u2", "main"),
+                    samples.Sample(at, 2**30, 40 if i == 30 else 0),
+                ),
+                (
+                    samples.Holder("MIG-x", "ml", "holder", "u3", "main"),
+                    samples.Sample(at, 0, None, "mig"),
+                ),
+            ]
+        )
     document = samples.to_dict("gpu-1", "2027-01-15T08:00:00Z", 60, ring)
     document["readAt"] = "2027-01-15T08:00:00Z"
     answers.answers[(agent, "/v1/idle")] = t.Answer(body=_shifted(document, now))

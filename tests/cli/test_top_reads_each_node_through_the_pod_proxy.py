@@ -50,12 +50,18 @@ def test_time_sliced_pods_show_their_own_memory_and_no_isolation(
     agent = t.agent_pod(real, "gpu-1")
     a = t.running_pod(real, "train-a", "gpu-1", container_id="a" * 64)
     b = t.running_pod(real, "train-b", "gpu-1", container_id="b" * 64)
-    answers.answers[(agent, "/v1/usage")] = t.Answer(body=t.usage_doc(
-        "gpu-1", [t.h100(GPU_A, 16.5, 70)],
-        [(GPU_A, t.process(11, 12, a["metadata"]["uid"], "a" * 64, sm=60)),
-         (GPU_A, t.process(12, 4, b["metadata"]["uid"], "b" * 64, sm=10)),
-         (GPU_A, t.process(13, 0.5, None, sm=0))],
-        [t.held(f"{GPU_A}::0", GPU_A, a, 0, 4), t.held(f"{GPU_A}::1", GPU_A, b, 1, 4)]))  # fmt: skip
+    answers.answers[(agent, "/v1/usage")] = t.Answer(
+        body=t.usage_doc(
+            "gpu-1",
+            [t.h100(GPU_A, 16.5, 70)],
+            [
+                (GPU_A, t.process(11, 12, a["metadata"]["uid"], "a" * 64, sm=60)),
+                (GPU_A, t.process(12, 4, b["metadata"]["uid"], "b" * 64, sm=10)),
+                (GPU_A, t.process(13, 0.5, None, sm=0)),
+            ],
+            [t.held(f"{GPU_A}::0", GPU_A, a, 0, 4), t.held(f"{GPU_A}::1", GPU_A, b, 1, 4)],
+        )
+    )
 
     result = top(run_cli, kubeconfig, "-A", "-o", "json")
 
@@ -84,9 +90,14 @@ def test_mps_pods_are_capped_at_memory_over_replicas_and_their_thread_share(
     t.gpu_node(real, "gpu-1", "mps")
     agent = t.agent_pod(real, "gpu-1")
     a = t.running_pod(real, "infer", "gpu-1")
-    answers.answers[(agent, "/v1/usage")] = t.Answer(body=t.usage_doc(
-        "gpu-1", [t.h100(GPU_A, 3, 20)], [(GPU_A, t.process(11, 3, a["metadata"]["uid"], sm=20))],
-        [t.held(f"{GPU_A}::2", GPU_A, a, 2, 4)]))  # fmt: skip
+    answers.answers[(agent, "/v1/usage")] = t.Answer(
+        body=t.usage_doc(
+            "gpu-1",
+            [t.h100(GPU_A, 3, 20)],
+            [(GPU_A, t.process(11, 3, a["metadata"]["uid"], sm=20))],
+            [t.held(f"{GPU_A}::2", GPU_A, a, 2, 4)],
+        )
+    )
 
     result = top(run_cli, kubeconfig, "-A", "-o", "json")
 
@@ -103,10 +114,14 @@ def test_a_mig_pod_is_held_to_its_instance_and_has_no_sm_figure(
     agent = t.agent_pod(real, "gpu-1")
     a = t.running_pod(real, "small", "gpu-1")
     mig = MigReading(MIG_1, "1g.10gb", 9, 0, 10 * t.GIB, 2 * t.GIB)
-    answers.answers[(agent, "/v1/usage")] = t.Answer(body=t.usage_doc(
-        "gpu-1", [t.h100(GPU_A, 2, None, (mig,))],
-        [(GPU_A, t.process(11, 2, a["metadata"]["uid"], gi=9, ci=0))],
-        [t.held(MIG_1, GPU_A, a, mig=MIG_1, resource="nvidia.com/mig-1g.10gb")]))  # fmt: skip
+    answers.answers[(agent, "/v1/usage")] = t.Answer(
+        body=t.usage_doc(
+            "gpu-1",
+            [t.h100(GPU_A, 2, None, (mig,))],
+            [(GPU_A, t.process(11, 2, a["metadata"]["uid"], gi=9, ci=0))],
+            [t.held(MIG_1, GPU_A, a, mig=MIG_1, resource="nvidia.com/mig-1g.10gb")],
+        )
+    )
 
     result = top(run_cli, kubeconfig, "-A", "-o", "json")
     small = pods_of(result)["small"]
@@ -126,9 +141,14 @@ def test_a_dra_pod_is_shown_on_the_gpu_its_processes_run_on(
     agent = t.agent_pod(real, "gpu-1")
     a = t.running_pod(real, "claimer", "gpu-1")
     dra = t.held("gpu.nvidia.com/gpu-1/gpu-0", None, a, source="dra", resource="claim:gpu")
-    answers.answers[(agent, "/v1/usage")] = t.Answer(body=t.usage_doc(
-        "gpu-1", [t.h100(GPU_A, 5, 30)], [(GPU_A, t.process(11, 5, a["metadata"]["uid"], sm=30))],
-        [dra]))  # fmt: skip
+    answers.answers[(agent, "/v1/usage")] = t.Answer(
+        body=t.usage_doc(
+            "gpu-1",
+            [t.h100(GPU_A, 5, 30)],
+            [(GPU_A, t.process(11, 5, a["metadata"]["uid"], sm=30))],
+            [dra],
+        )
+    )
 
     result = top(run_cli, kubeconfig, "-A", "-o", "json")
 
@@ -144,12 +164,15 @@ def test_nodes_that_fail_or_do_not_answer_in_time_are_named_and_the_others_shown
     for node in ("gpu-1", "gpu-2", "gpu-3"):
         t.gpu_node(real, node)
     agents = [t.agent_pod(real, n) for n in ("gpu-1", "gpu-2", "gpu-3")]
-    answers.answers[(agents[0], "/v1/usage")] = t.Answer(body=t.usage_doc(
-        "gpu-1", [t.h100(GPU_A, 1, 5)], [], []))  # fmt: skip
+    answers.answers[(agents[0], "/v1/usage")] = t.Answer(
+        body=t.usage_doc("gpu-1", [t.h100(GPU_A, 1, 5)], [], [])
+    )
     answers.answers[(agents[1], "/v1/usage")] = t.Answer(hang=5, body=b"{}")
     answers.answers[(agents[2], "/v1/usage")] = t.Answer(
-        503, b'{"kind":"Status","apiVersion":"v1","status":"Failure","message":"error trying '
-        b'to reach service: dial tcp 10.1.2.3:9402: connect: connection refused","code":503}')
+        503,
+        b'{"kind":"Status","apiVersion":"v1","status":"Failure","message":"error trying '
+        b'to reach service: dial tcp 10.1.2.3:9402: connect: connection refused","code":503}',
+    )
 
     result = top(run_cli, kubeconfig, "-A", "--node-timeout", "1s", "-o", "json")
 
@@ -174,8 +197,10 @@ def test_an_answer_that_is_not_a_usage_document_fails_that_node_only(
     result = top(run_cli, kubeconfig, "-A")
 
     assert result.exit_code == 1
-    assert "node gpu-1: agent pod kubectl-gpu/kubectl-gpu-agent-gpu-1 answered something " \
-           "unreadable" in result.stderr  # fmt: skip
+    assert (
+        "node gpu-1: agent pod kubectl-gpu/kubectl-gpu-agent-gpu-1 answered something "
+        "unreadable" in result.stderr
+    )
 
 
 def test_top_pod_shows_that_pod_and_its_gpu(
@@ -186,15 +211,25 @@ def test_top_pod_shows_that_pod_and_its_gpu(
     agent = t.agent_pod(real, "gpu-1")
     a = t.running_pod(real, "train-a", "gpu-1")
     b = t.running_pod(real, "train-b", "gpu-1")
-    answers.answers[(agent, "/v1/usage")] = t.Answer(body=t.usage_doc(
-        "gpu-1", [t.h100(GPU_A, 3, 10)],
-        [(GPU_A, t.process(11, 1, a["metadata"]["uid"])), (GPU_A, t.process(12, 2, b["metadata"]["uid"]))],
-        [t.held(f"{GPU_A}::0", GPU_A, a, 0, 2), t.held(f"{GPU_A}::1", GPU_A, b, 1, 2)]))  # fmt: skip
+    answers.answers[(agent, "/v1/usage")] = t.Answer(
+        body=t.usage_doc(
+            "gpu-1",
+            [t.h100(GPU_A, 3, 10)],
+            [
+                (GPU_A, t.process(11, 1, a["metadata"]["uid"])),
+                (GPU_A, t.process(12, 2, b["metadata"]["uid"])),
+            ],
+            [t.held(f"{GPU_A}::0", GPU_A, a, 0, 2), t.held(f"{GPU_A}::1", GPU_A, b, 1, 2)],
+        )
+    )
 
     result = top(run_cli, kubeconfig, "pod", "train-b", "-n", "default", "-o", "json")
 
     assert result.exit_code == 0, result.stderr
-    assert [(r["kind"], r["pod"]) for r in result.json["items"]] == [("gpu", None), ("pod", "train-b")]
+    assert [(r["kind"], r["pod"]) for r in result.json["items"]] == [
+        ("gpu", None),
+        ("pod", "train-b"),
+    ]
 
 
 def test_without_the_pods_proxy_permission_the_message_names_it(

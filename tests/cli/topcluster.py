@@ -84,9 +84,15 @@ def gpu_node(real: SimCluster, name: str, strategy: str | None = None) -> None:
     real.store.create(objects.node(name, labels=labels))
 
 
-def running_pod(real: SimCluster, name: str, node: str, namespace: str = "default",
-                labels: dict[str, str] | None = None, spec: dict[str, Any] | None = None,
-                container_id: str = "") -> dict[str, Any]:  # fmt: skip
+def running_pod(
+    real: SimCluster,
+    name: str,
+    node: str,
+    namespace: str = "default",
+    labels: dict[str, str] | None = None,
+    spec: dict[str, Any] | None = None,
+    container_id: str = "",
+) -> dict[str, Any]:
     """A Running pod bound to `node` with IP 127.0.0.1; returns it as the server keeps it."""
     pod = objects.pod(name, namespace, node_name=node, labels=labels)
     pod["spec"].update(spec or {})
@@ -103,8 +109,15 @@ def agent_pod(real: SimCluster, node: str) -> str:
     """The kubectl-gpu agent's pod on `node` (as the DaemonSet labels it); its name."""
     ensure_namespace(real, AGENT_NS)
     name = f"kubectl-gpu-agent-{node}"
-    spec = {"containers": [{"name": "agent", "image": "agent:1",
-                            "ports": [{"name": "usage", "containerPort": 9402}]}]}  # fmt: skip
+    spec = {
+        "containers": [
+            {
+                "name": "agent",
+                "image": "agent:1",
+                "ports": [{"name": "usage", "containerPort": 9402}],
+            }
+        ]
+    }
     running_pod(real, name, node, AGENT_NS, {"app.kubernetes.io/name": "kubectl-gpu-agent"}, spec)
     return name
 
@@ -116,27 +129,68 @@ def ensure_namespace(real: SimCluster, name: str) -> None:
         pass
 
 
-def usage_doc(node: str, gpus: list[GpuReading], processes: list[tuple[str, document.Attributed]],
-              held: list[document.Held]) -> bytes:  # fmt: skip
-    usage = document.NodeUsage(node, "test", "2026-11-28T06:00:00Z", tuple(gpus),
-                               tuple(processes), tuple(held))  # fmt: skip
+def usage_doc(
+    node: str,
+    gpus: list[GpuReading],
+    processes: list[tuple[str, document.Attributed]],
+    held: list[document.Held],
+) -> bytes:
+    usage = document.NodeUsage(
+        node, "test", "2026-11-28T06:00:00Z", tuple(gpus), tuple(processes), tuple(held)
+    )
     return json.dumps(usage.to_dict()).encode()
 
 
-def h100(uuid: str, used_gib: float, sm: int | None, mig: tuple[MigReading, ...] = ()) -> GpuReading:
-    return GpuReading(0, uuid, "NVIDIA H100 80GB HBM3", 80 * GIB, int(used_gib * GIB), sm,
-                      "mig" if mig else None, bool(mig), mig)  # fmt: skip
+def h100(
+    uuid: str, used_gib: float, sm: int | None, mig: tuple[MigReading, ...] = ()
+) -> GpuReading:
+    return GpuReading(
+        0,
+        uuid,
+        "NVIDIA H100 80GB HBM3",
+        80 * GIB,
+        int(used_gib * GIB),
+        sm,
+        "mig" if mig else None,
+        bool(mig),
+        mig,
+    )
 
 
-def process(pid: int, gib: float, uid: str | None, cid: str | None = None, sm: int | None = None,
-            gi: int | None = None, ci: int | None = None) -> document.Attributed:  # fmt: skip
+def process(
+    pid: int,
+    gib: float,
+    uid: str | None,
+    cid: str | None = None,
+    sm: int | None = None,
+    gi: int | None = None,
+    ci: int | None = None,
+) -> document.Attributed:
     reading = ProcessReading(pid, int(gib * GIB), gi, ci, sm, "mig" if gi is not None else None)
     return document.Attributed(reading, uid, cid)
 
 
-def held(device_id: str, gpu: str | None, pod: dict[str, Any], replica: int | None = None,
-         replicas: int | None = None, mig: str | None = None, source: str = "podresources",
-         resource: str = "nvidia.com/gpu") -> document.Held:  # fmt: skip
+def held(
+    device_id: str,
+    gpu: str | None,
+    pod: dict[str, Any],
+    replica: int | None = None,
+    replicas: int | None = None,
+    mig: str | None = None,
+    source: str = "podresources",
+    resource: str = "nvidia.com/gpu",
+) -> document.Held:
     meta = pod["metadata"]
-    return document.Held(device_id, resource, source, gpu, mig, replica, replicas,
-                         meta["namespace"], meta["name"], meta["uid"], "main")  # fmt: skip
+    return document.Held(
+        device_id,
+        resource,
+        source,
+        gpu,
+        mig,
+        replica,
+        replicas,
+        meta["namespace"],
+        meta["name"],
+        meta["uid"],
+        "main",
+    )

@@ -19,7 +19,9 @@ def test_the_user_roles_parse_and_are_valid_rbac_v1() -> None:
     blocks = re.findall(r"```yaml\n(.*?)```", DOC, flags=re.S)
     roles = [r for block in blocks for r in yaml.safe_load_all(block)]
     assert [r["metadata"]["name"] for r in roles] == [
-        "kubectl-gpu-view", "kubectl-gpu-edit", "kubectl-gpu-top"
+        "kubectl-gpu-view",
+        "kubectl-gpu-edit",
+        "kubectl-gpu-top",
     ]
     api = client.ApiClient()
     for role in roles:
@@ -30,7 +32,12 @@ def test_the_user_roles_parse_and_are_valid_rbac_v1() -> None:
 
 def test_top_needs_only_get_on_pods_proxy_in_the_agents_namespace() -> None:
     blocks = re.findall(r"```yaml\n(.*?)```", DOC, flags=re.S)
-    [top] = [r for b in blocks for r in yaml.safe_load_all(b) if r["metadata"]["name"] == "kubectl-gpu-top"]
+    [top] = [
+        r
+        for b in blocks
+        for r in yaml.safe_load_all(b)
+        if r["metadata"]["name"] == "kubectl-gpu-top"
+    ]
     assert top["kind"] == "Role" and top["metadata"]["namespace"] == "kubectl-gpu"
     assert top["rules"] == [{"apiGroups": [""], "resources": ["pods/proxy"], "verbs": ["get"]}]
 

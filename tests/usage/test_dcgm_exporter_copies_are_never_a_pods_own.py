@@ -26,7 +26,9 @@ def test_copied_figures_are_shown_on_the_gpu_only() -> None:
     pods = {r.pod: r for r in found if r.kind == view.POD}
     assert pods["train-a"].memory_used is None and pods["train-a"].sm_percent is None
     assert pods["train-a"].copied and pods["train-a"].sm_unavailable == dcgm.DEVICE_COPY
-    assert pods["train-a"].limit is not None and pods["train-a"].limit.neighbours == ("default/train-b",)
+    assert pods["train-a"].limit is not None and pods["train-a"].limit.neighbours == (
+        "default/train-b",
+    )
     [h100] = [r for r in found if r.kind == view.GPU and r.gpu_index == 0]
     assert (h100.memory_used, h100.sm_percent) == (16384 * MIB, 70)
     assert h100.memory_total == (16384 + 64870) * MIB
@@ -43,7 +45,9 @@ def test_per_process_values_are_the_pods_own() -> None:
     assert h100.memory_used is None  # the pods' own values are not the device's
 
 
-def exporter(image: str, host_pid: bool = True, env: str | None = "true", args: list[str] | None = None) -> dict[str, Any]:
+def exporter(
+    image: str, host_pid: bool = True, env: str | None = "true", args: list[str] | None = None
+) -> dict[str, Any]:
     container: dict[str, Any] = {"name": "exporter", "image": image, "args": args or []}
     if env is not None:
         container["env"] = [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": env}]
@@ -54,10 +58,19 @@ def exporter(image: str, host_pid: bool = True, env: str | None = "true", args: 
     ("pod", "own"),
     [
         (exporter("nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-ubuntu22.04"), True),
-        (exporter("nvcr.io/nvidia/k8s/dcgm-exporter:4.6.0-4.9.0-ubuntu22.04", env=None,
-                  args=["--kubernetes-virtual-gpus"]), True),
+        (
+            exporter(
+                "nvcr.io/nvidia/k8s/dcgm-exporter:4.6.0-4.9.0-ubuntu22.04",
+                env=None,
+                args=["--kubernetes-virtual-gpus"],
+            ),
+            True,
+        ),
         (exporter("nvcr.io/nvidia/k8s/dcgm-exporter:4.5.2-4.8.1-ubuntu22.04"), False),
-        (exporter("nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-ubuntu22.04", host_pid=False), False),
+        (
+            exporter("nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-ubuntu22.04", host_pid=False),
+            False,
+        ),
         (exporter("nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-ubuntu22.04", env="false"), False),
         (exporter("nvcr.io/nvidia/k8s/dcgm-exporter:latest"), False),
     ],

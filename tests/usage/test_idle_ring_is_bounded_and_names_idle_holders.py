@@ -18,8 +18,13 @@ MIG = Holder("MIG-x", "default", "mig", "u3", "main")
 def filled(minutes: int) -> Ring:
     ring = Ring(60)
     for i in range(minutes):
-        ring.add([(LAZY, Sample(i * 60.0, 2**30, 0)), (BUSY, Sample(i * 60.0, 0, 5 if i == minutes - 3 else 0)),
-                  (MIG, Sample(i * 60.0, 2**20 if i == 1 else 0, None, "mig"))])  # fmt: skip
+        ring.add(
+            [
+                (LAZY, Sample(i * 60.0, 2**30, 0)),
+                (BUSY, Sample(i * 60.0, 0, 5 if i == minutes - 3 else 0)),
+                (MIG, Sample(i * 60.0, 2**20 if i == 1 else 0, None, "mig")),
+            ]
+        )
     return ring
 
 
@@ -50,8 +55,12 @@ def test_the_ring_keeps_its_capacity_and_forgets_released_devices() -> None:
 
 def test_the_ring_tracks_at_most_max_devices() -> None:
     ring = Ring(1)
-    ring.add([(Holder(f"d{i}", None, None, None, None), Sample(0, 0, 0))
-              for i in range(samples.MAX_DEVICES + 50)])  # fmt: skip
+    ring.add(
+        [
+            (Holder(f"d{i}", None, None, None, None), Sample(0, 0, 0))
+            for i in range(samples.MAX_DEVICES + 50)
+        ]
+    )
     assert len(ring.items()) == samples.MAX_DEVICES
     assert Ring(10**9).capacity == samples.MAX_SAMPLES
 

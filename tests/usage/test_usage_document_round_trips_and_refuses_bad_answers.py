@@ -18,9 +18,22 @@ def usage() -> NodeUsage:
     mig = MigReading("MIG-1", "1g.10gb", 9, 0, 10 * 2**30, 2**30)
     gpu = GpuReading(0, GPU, "H100", 80 * 2**30, 2**30, None, "mig", True, (mig,))
     process = Attributed(ProcessReading(7, 2**30, 9, 0, None, "mig"), "uid-1", "c" * 64)
-    held = Held("MIG-1", "nvidia.com/mig-1g.10gb", "podresources", GPU, "MIG-1", None, None,
-                "ml", "train", "uid-1", "main")  # fmt: skip
-    return NodeUsage("n1", "1.0", "2026-11-28T06:00:00Z", (gpu,), ((GPU, process),), (held,), ("x",))
+    held = Held(
+        "MIG-1",
+        "nvidia.com/mig-1g.10gb",
+        "podresources",
+        GPU,
+        "MIG-1",
+        None,
+        None,
+        "ml",
+        "train",
+        "uid-1",
+        "main",
+    )
+    return NodeUsage(
+        "n1", "1.0", "2026-11-28T06:00:00Z", (gpu,), ((GPU, process),), (held,), ("x",)
+    )
 
 
 def test_the_document_reads_back_as_written() -> None:
