@@ -43,8 +43,9 @@ test-gpu: $(VENV)/.installed
 dist: $(VENV)/.installed
 	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w dist .
 
-# The krew archive (dist/kubectl-gpu_vX.Y.Z.tar.gz, same bytes every run) and plugin.yaml's
-# version/uri/sha256. Fetches the vendored pure-Python dependencies from PyPI: needs the network.
+# The krew archive (dist/kubectl-gpu_vX.Y.Z.tar.gz, same bytes every run and every day) and
+# plugin.yaml's version/uri/sha256. Fetches the vendored dependencies pinned with their hashes in
+# tools/release/vendor.lock from PyPI: needs the network. CI rebuilds it and compares.
 release: $(VENV)/.installed
 	$(PY) scripts/release.py --vendor pypi --dist dist --manifest plugin.yaml
 

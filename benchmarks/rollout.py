@@ -1,5 +1,6 @@
 """Benchmark (not a test): `kubectl gpu share` rolling the device plugin across a fleet of KWOK
-nodes on the real kube-apiserver, in `--max-unavailable` batches.
+nodes on the real kube-apiserver, in `--max-unavailable` batches, against Kubernetes' own
+rollout of the same DaemonSets on the same server.
 
 The plane runs the controller-manager (its DaemonSet controller recreates each deleted plugin
 pod; node-lifecycle-controller off, as KWOK's leases last an hour, and a client rate of 200/s
@@ -9,9 +10,13 @@ ConfigMap; tests/fakes/cluster/layouts.helm), on N GPU nodes of benchmarks.synth
 `share --replicas 4 --max-unavailable M` then rewrites the config and restarts the plugin (and
 GFD beside it) on every node, a batch at a time, waiting for each new pod to be Ready. Measured:
 wall time, the requests the command made as the server's audit log names them (by verb and
-resource, per node; whether any LIST of pods is not scoped to one node) and its progress output
+resource, per node; LISTs of pods scoped to one node and DaemonSet-wide) and its progress output
 (lines, a sample, and the lines saying which batch of how many runs and what it waits for).
 No `--wait`: KWOK nodes have no device plugin to raise their allocatable.
+
+The baseline, first on the same plane and nodes: what a platform engineer does without us —
+both DaemonSets given the same `maxUnavailable`, `kubectl rollout restart` of the two, and
+`kubectl rollout status` of each to the end. Printed side by side with the ratio share/native.
 
 Run: `.venv/bin/python -m benchmarks.rollout [--nodes 1000] [--max-unavailable 100]`.
 """
@@ -83,6 +88,35 @@ def ready(plane: Any, layout: layouts.Layout, nodes: int, timeout: float = 1800)
     raise RuntimeError("the device plugin DaemonSets never became Ready on every node")
 
 
+def native_rollout(plane: Any, layout: layouts.Layout, max_unavailable: int) -> float:
+    """Seconds for Kubernetes' own rolling update of the plugin and GFD DaemonSets."""
+    names = [o["metadata"]["name"] for o in layout.objects if o["kind"] == "DaemonSet"]
+    kubectl = ["kubectl", "--kubeconfig", str(plane.kubeconfig), "-n", layout.namespace]
+    strategy = json.dumps(
+        {
+            "spec": {
+                "updateStrategy": {
+                    "type": "RollingUpdate",
+                    "rollingUpdate": {"maxUnavailable": max_unavailable},
+                }
+            }
+        }
+    )
+    for name in names:
+        subprocess.run([*kubectl, "patch", "daemonset", name, "--type", "merge", "-p", strategy],
+                       check=True, capture_output=True)  # fmt: skip
+    for name in names:  # the patch itself rolls nothing, but wait until the controller saw it
+        subprocess.run([*kubectl, "rollout", "status", f"daemonset/{name}", "--timeout", "30m"],
+                       check=True, capture_output=True)  # fmt: skip
+    began = time.monotonic()
+    subprocess.run([*kubectl, "rollout", "restart", *(f"daemonset/{n}" for n in names)],
+                   check=True, capture_output=True)  # fmt: skip
+    for name in names:
+        subprocess.run([*kubectl, "rollout", "status", f"daemonset/{name}", "--timeout", "30m"],
+                       check=True, capture_output=True)  # fmt: skip
+    return time.monotonic() - began
+
+
 def _ours(line: str) -> dict[str, Any] | None:
     """An audit event of a request kubectl-gpu made (the Python client's user agent)."""
     if "OpenAPI-Generator" not in line and "kubectl-gpu/" not in line:
@@ -108,6 +142,7 @@ def measure(nodes: int, max_unavailable: int) -> dict[str, Any]:
         layout = install(plane, nodes)
         result["ready_s"] = ready(plane, layout, nodes) + (time.monotonic() - started)
         result["version"] = plane.server_version()
+        result["native_s"] = native_rollout(plane, layout, max_unavailable)
         offset = plane.audit_log.stat().st_size
         command = [str(BIN / "kubectl-gpu"), "--kubeconfig", str(plane.kubeconfig), "share",
                    "--replicas", "4", "--max-unavailable", str(max_unavailable),
@@ -124,14 +159,14 @@ def measure(nodes: int, max_unavailable: int) -> dict[str, Any]:
         result["lines"] = lines
         events = requests_since(plane, offset)
         calls: collections.Counter[str] = collections.Counter()
-        unscoped = 0
+        pod_lists: collections.Counter[str] = collections.Counter()
         for e in events:
             ref = e.get("objectRef") or {}
             calls[f"{e['verb']} {ref.get('resource', '')}"] += 1
-            uri = e.get("requestURI", "")
-            if e["verb"] == "list" and ref.get("resource") == "pods" and "spec.nodeName" not in uri:
-                unscoped += 1
-        result["calls"], result["unscoped_pod_lists"] = calls, unscoped
+            if e["verb"] == "list" and ref.get("resource") == "pods":
+                scoped = "spec.nodeName" in e.get("requestURI", "")
+                pod_lists["one node" if scoped else "namespace-wide"] += 1
+        result["calls"], result["pod_lists"] = calls, pod_lists
     finally:
         plane.stop()
     return result
@@ -154,9 +189,13 @@ def main() -> None:
         f"{r['ready_s']:.0f} s); {run_all.load()}"
     )
     print(
-        f"  exit {r['exit']}, {r['wall_s']:.0f} s wall, {total} requests = "
-        f"{total / n:.1f} per node; LISTs of pods not scoped to a node: "
-        f"{r['unscoped_pod_lists']}"
+        f"  native rollout (kubectl rollout restart + status, maxUnavailable "
+        f"{r['max_unavailable']}): {r['native_s']:.1f} s; share: {r['wall_s']:.1f} s; "
+        f"ratio share/native {r['wall_s'] / r['native_s']:.2f}"
+    )
+    print(
+        f"  exit {r['exit']}, {total} requests = {total / n:.1f} per node; LISTs of pods: "
+        + ", ".join(f"{v} {k}" for k, v in sorted(r["pod_lists"].items()))
     )
     print("  " + ", ".join(f"{v} {k}" for k, v in r["calls"].most_common()))
     first = f"the first after {during[0]:.0f} s" if during else "none"

@@ -8,17 +8,21 @@ SOURCE_DATE_EPOCH (default 1980-01-01), uid/gid 0, fixed modes, gzip mtime 0 and
 Then the sha256, uri and version in plugin.yaml are rewritten in place (comments kept).
 
 Dependencies (`--vendor`):
-  pypi  (make release; needs the network) pip fetches click, PyYAML, tabulate at the versions in
-        this environment and the exact pins in PINNED: jsonschema 4.17.3 with attrs and
-        pyrsistent (the last jsonschema without the compiled rpds-py), and kubernetes 35.0.0
-        with its whole requirement closure (the last client without pydantic, whose core is
-        compiled). Compiled accelerators (*.so) are dropped; each package left has a
-        pure-Python fallback (PyYAML, charset-normalizer, protobuf's python backend).
+  pypi  (make release; needs the network) pip installs exactly what tools/release/vendor.lock
+        names, each pinned to one version and one wheel by its sha256 (--require-hashes), so a
+        fresh clone on any day vendors the same bytes: click, PyYAML, tabulate, jsonschema 4.17.3
+        with attrs and pyrsistent (the last jsonschema without the compiled rpds-py), protobuf,
+        and kubernetes 35.0.0 with its whole requirement closure (the last client without
+        pydantic, whose core is compiled). Compiled accelerators (*.so) are dropped; each package
+        left has a pure-Python fallback (PyYAML, charset-normalizer, protobuf's python backend).
   venv  (tests; offline) copies click, PyYAML and tabulate as installed here; jsonschema and
         kubernetes are left out, so commands that need them name the package.
   none  the package alone.
+`--check` builds from the lock without writing plugin.yaml and exits 1 unless the archive's
+sha256 is the one plugin.yaml records (CI runs it: a release cut from this commit must match
+its own manifest).
 A command whose library is missing stops with the package to install.
-Usage: python scripts/release.py [--vendor pypi|venv|none] [--dist DIR] [--manifest PATH]
+Usage: python scripts/release.py [--vendor pypi|venv|none] [--dist DIR] [--manifest PATH] [--check]
 """
 
 from __future__ import annotations
@@ -43,17 +47,45 @@ ROOT = Path(__file__).resolve().parent.parent
 REPO = "https://github.com/kubectl-gpu/kubectl-gpu"
 SHEBANG = b"#!/usr/bin/env python3\n"
 EPOCH = int(os.environ.get("SOURCE_DATE_EPOCH", "315532800"))  # zip cannot go before 1980
-PURE = ("click", "PyYAML", "tabulate")  # whole dependency closure is pure Python
-# Exact pins, so that every build vendors the same bytes; each closure resolved once with
-# `pip install --report` for --python-version 3.10 (a test checks the closure is complete).
-PINNED = (
-    "jsonschema==4.17.3", "attrs==24.2.0", "pyrsistent==0.20.0",
-    "protobuf==7.36.2",
-    "kubernetes==35.0.0", "certifi==2026.10.18", "charset-normalizer==3.5.2",
-    "durationpy==0.11", "idna==3.20", "oauthlib==4.0.1", "python-dateutil==3.0.0",
-    "requests==2.34.2", "requests-oauthlib==2.0.0", "six==1.17.0", "tzdata==2026.6",
-    "urllib3==2.8.0", "websocket-client==1.9.2",
-)  # fmt: skip
+PURE = ("click", "PyYAML", "tabulate")  # what --vendor venv copies (pure Python)
+LOCK = ROOT / "tools" / "release" / "vendor.lock"
+_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!-]+)$")
+_HASH = re.compile(r"^--hash=sha256:[0-9a-f]{64}$")
+
+
+class LockError(ValueError):
+    """vendor.lock names a dependency that could float: no exact version, or no hash."""
+
+
+def locked(lock: Path = LOCK) -> dict[str, str]:
+    """Distribution -> exact version, from the lock; refuses any line that is not `name==version`
+    followed by at least one `--hash=sha256:…` (pip would otherwise pick what is newest)."""
+    pins: dict[str, str] = {}
+    entries = " ".join(
+        line.split("#", 1)[0].replace("\\", " ") for line in lock.read_text().splitlines()
+    ).split()
+    current = None
+    hashed: set[str] = set()
+    for number, word in enumerate(entries):
+        if word.startswith("--"):
+            if current is None or not _HASH.match(word):
+                raise LockError(f"{lock.name}: {word!r} is not a --hash=sha256:… of a pin")
+            hashed.add(current)
+            continue
+        match = _PIN.match(word)
+        if match is None:
+            raise LockError(
+                f"{lock.name}: {word!r} (entry {number + 1}) is not pinned as NAME==VERSION; "
+                "a vendored dependency must not float"
+            )
+        current = match.group(1)
+        pins[current] = match.group(2)
+    unhashed = sorted(set(pins) - hashed)
+    if unhashed:
+        raise LockError(f"{lock.name}: no --hash=sha256 for {', '.join(unhashed)}")
+    return pins
+
+
 # import name -> distribution whose absence it means (for the zipapp's message)
 MODULE_DISTRIBUTIONS = {
     "kubernetes": "kubernetes",
@@ -123,12 +155,13 @@ def vendor_from_venv(stage: Path) -> None:
 
 
 def vendor_from_pypi(stage: Path) -> None:
-    pins = [f"{name}=={metadata.version(name)}" for name in PURE] + list(PINNED)
+    locked()  # refuse a floating lock before pip sees it
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(
             [sys.executable, "-m", "pip", "install", "-q", "--target", tmp, "--no-deps",
              "--only-binary=:all:", "--platform", "manylinux2014_x86_64",
-             "--python-version", "3.10", "--implementation", "cp", *pins],
+             "--python-version", "3.10", "--implementation", "cp",
+             "--require-hashes", "-r", str(LOCK)],
             check=True,
         )  # fmt: skip
         for path in sorted(Path(tmp).rglob("*")):
@@ -212,6 +245,26 @@ def build(dist: Path, vendor: str, manifest: Path | None, uri_base: str = "") ->
     return archive
 
 
+def recorded_sha256(manifest: Path) -> set[str]:
+    return set(re.findall(r'(?m)^\s+sha256: "?([0-9a-f]{64})"?\s*$', manifest.read_text()))
+
+
+def check(dist: Path, vendor: str, manifest: Path) -> int:
+    """Build as `make release` does, leave the manifest alone, compare."""
+    archive = build(dist, vendor, None)
+    built = hashlib.sha256(archive.read_bytes()).hexdigest()
+    recorded = recorded_sha256(manifest)
+    if recorded == {built}:
+        sys.stdout.write(f"{manifest.name}: sha256 {built} is the archive built from this tree\n")
+        return 0
+    sys.stderr.write(
+        f"error: {manifest.name} records sha256 {', '.join(sorted(recorded)) or 'none'}, but the "
+        f"archive built from this tree is {built}\n"
+        "hint: run `make release` and commit plugin.yaml with the change\n"
+    )
+    return 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--vendor", choices=("pypi", "venv", "none"), default="pypi")
@@ -219,7 +272,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--manifest", type=Path, default=ROOT / "plugin.yaml")
     parser.add_argument("--no-manifest", action="store_true", help="leave plugin.yaml alone")
     parser.add_argument("--uri-base", default="", help="where the archive will be downloaded")
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 unless the archive matches plugin.yaml"
+    )
     args = parser.parse_args(argv)
+    if args.check:
+        return check(args.dist, args.vendor, args.manifest)
     manifest = None if args.no_manifest else args.manifest
     archive = build(args.dist, args.vendor, manifest, args.uri_base)
     sys.stdout.write(f"{archive}\n")

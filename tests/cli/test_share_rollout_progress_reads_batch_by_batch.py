@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import pytest
 
+from tests.cli import clirequests
 from tests.conftest import CliResult
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
@@ -64,3 +65,30 @@ def test_each_batch_says_its_number_the_nodes_done_and_what_it_waits_for(
         "batch 1 of 3", "batch 1 of 3", "batch 2 of 3", "batch 2 of 3", "batch 3 of 3",
         "batch 3 of 3",
     ]  # fmt: skip
+
+
+def test_a_batch_looks_at_its_nodes_in_one_request_however_many_wait(
+    run_cli: Run, cluster: SimCluster
+) -> None:
+    """Five nodes in one batch: the plugin pods are found, and each look at the batch made, with
+    one LIST of the DaemonSet's pods, not one per node (a 500-node batch made 500 per look)."""
+    start = clirequests.mark(cluster)
+    result = run_cli(
+        "--kubeconfig", str(cluster.kubeconfig), "share", "--replicas", "2",
+        "--max-unavailable", "5", "-o", "json",
+    )  # fmt: skip
+
+    assert result.exit_code == 0, result.stderr
+    assert [r["result"] for r in json.loads(result.stdout)["nodes"]] == ["restarted"] * 5
+    sent = clirequests.since(cluster, start)
+    deletes = [r for r in sent if r.startswith("delete ") and "/pods/" in r]
+    gfd = [r for r in deletes if "gpu-feature-discovery" in r]
+    assert (len(deletes) - len(gfd), len(gfd)) == (5, 5)  # each plugin and its GFD companion
+    first_delete = sent.index(deletes[0])
+    after = sent[first_delete:]
+    per_node = [r for r in after if r.startswith("list ") and "spec.nodeName" in r]
+    assert per_node == []
+    looks = [r for r in after if r.startswith("list ") and "/pods?" in r]
+    # one look per poll (polls back off from 0.05 s to 1 s over the 3 s steady check and the
+    # restart itself), so a handful, never a multiple of the five nodes
+    assert 1 <= len(looks) < 5 * 3, looks

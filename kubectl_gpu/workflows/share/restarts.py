@@ -2,11 +2,18 @@
 
 Owns the rolling restart: for each batch of at most `max_unavailable` nodes, delete the plugin
 pod found by the DaemonSet's selector, `spec.nodeName` and the plugin container (GFD and MPS
-pods share the Helm chart's labels, reference/sharing-config.md §0.10; they are restarted beside
-it, unwaited), then wait for the DaemonSet's new pod to be Running and Ready, and to stay so
-for `STEADY_S` with no container restart (a DaemonSet's minReadySeconds); each batch says on
-stderr which it is of how many, how many nodes are done and what it waits for. A new pod that
-crash-loops, or one not Ready by the timeout, ends the rollout: later nodes are not touched.
+pods share the labels of NVIDIA's Helm chart, deployments/helm/nvidia-device-plugin in
+github.com/NVIDIA/k8s-device-plugin; they are restarted beside it, unwaited),
+then wait for the DaemonSet's new pod to be Running and Ready, and to stay so for `STEADY_S`
+with no container restart (a DaemonSet's minReadySeconds); each batch says on stderr which it
+is of how many, how many nodes are done and what it waits for. A new pod that crash-loops, or
+one not Ready by the timeout, ends the rollout: later nodes are not touched.
+
+Within a batch the deletes run side by side (at most `PARALLEL` at a time; the cluster port
+honours 429 Retry-After), and each look at the batch is one request: a LIST by `spec.nodeName`
+for a batch of one node, else one LIST of the DaemonSet's pods by its selector, however many
+nodes wait. Before, each node took its own LISTs and delete one after another, and each look
+listed once per waiting node: a 500-node batch spent most of its time in those requests.
 Must not decide which nodes to restart (the plan does).
 """
 
@@ -15,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from kubectl_gpu import cluster, errors
 from kubectl_gpu.sharing import rollout
@@ -28,6 +36,8 @@ WAITED_FOR = "a new device plugin pod to be Running and Ready"
 # The plugin has no readiness probe, so kubelet calls it Ready the moment it starts, and one
 # that rejects its new config exits a second or so later: a single Ready look proves nothing.
 STEADY_S = 3.0
+PARALLEL = 16  # deletes in flight at once within a batch: bounded, so a large batch
+# does not open hundreds of connections to the API server at the same moment
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,11 +92,11 @@ def _restart_group(
     deadline: Deadline,
     progress: Batches,
 ) -> list[Restart]:
+    current = _plugin_pods(api, deployment, nodes)
+    doomed = list(_companions(api, deployment, nodes))
     old: dict[str, str] = {}
     for node in nodes:
-        pod = sharestate.plugin_pods(api, deployment, node).get(node)
-        for companion in sharestate.companion_pods(api, deployment, node):
-            _delete(api, companion)
+        pod = current.get(node)
         if pod is None:
             # The DaemonSet may be replacing it (the GPU Operator re-renders it after a
             # ClusterPolicy change): any plugin pod that comes up now has the new config.
@@ -95,9 +105,53 @@ def _restart_group(
             continue
         old[node] = str(pod["metadata"].get("uid", ""))
         log.info("restarting the device plugin on %s (pod %s)", node, pod["metadata"]["name"])
-        _delete(api, pod)
+        doomed.append(pod)
+    _delete_all(api, doomed)
     results = _await_new_pods(api, deployment, old, deadline, progress)
     return [results[n] for n in nodes]
+
+
+def _plugin_pods(
+    api: cluster.Api, deployment: Deployment, nodes: Sequence[str]
+) -> dict[str, sharestate.Json]:
+    """The plugin pod on each of `nodes`, in one request."""
+    if len(nodes) == 1:
+        return sharestate.plugin_pods(api, deployment, nodes[0])
+    wanted = set(nodes)
+    return {n: p for n, p in sharestate.plugin_pods(api, deployment).items() if n in wanted}
+
+
+def _companions(
+    api: cluster.Api, deployment: Deployment, nodes: Sequence[str]
+) -> Iterator[sharestate.Json]:
+    if len(nodes) == 1:
+        yield from sharestate.companion_pods(api, deployment, nodes[0])
+        return
+    wanted = set(nodes)
+    for pod in sharestate.companion_pods(api, deployment):
+        if str((pod.get("spec") or {}).get("nodeName") or "") in wanted:
+            yield pod
+
+
+def _delete_all(api: cluster.Api, pods: Sequence[sharestate.Json]) -> None:
+    """Delete `pods` side by side; the first failure is raised once all have been tried."""
+    if len(pods) <= 1:
+        for pod in pods:
+            _delete(api, pod)
+        return
+    with ThreadPoolExecutor(max_workers=min(PARALLEL, len(pods))) as pool:
+        outcomes = list(pool.map(lambda pod: _attempt(api, pod), pods))
+    failure = next((e for e in outcomes if e is not None), None)
+    if failure is not None:
+        raise failure
+
+
+def _attempt(api: cluster.Api, pod: sharestate.Json) -> errors.ClusterError | None:
+    try:
+        _delete(api, pod)
+    except errors.ClusterError as e:
+        return e
+    return None
 
 
 def _await_new_pods(
@@ -113,8 +167,9 @@ def _await_new_pods(
     while True:
         waiting = sorted(set(old) - set(results))
         progress.waiting(WAITED_FOR, waiting)
+        found = _plugin_pods(api, deployment, waiting)
         for node in waiting:
-            pod = sharestate.plugin_pods(api, deployment, node).get(node)
+            pod = found.get(node)
             if pod is None or str(pod["metadata"].get("uid", "")) == old[node]:
                 continue
             state = rollout.PluginPod.from_dict(pod, deployment.container)

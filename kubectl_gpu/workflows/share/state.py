@@ -136,13 +136,14 @@ def plugin_pods(
     return pods
 
 
-def companion_pods(api: cluster.Api, deployment: Deployment, node: str) -> list[Json]:
-    """GFD / MPS-daemon pods on `node` that read the same config (restarted with the plugin)."""
+def companion_pods(api: cluster.Api, deployment: Deployment, node: str | None = None) -> list[Json]:
+    """GFD / MPS-daemon pods on `node` (or on every node) that read the same config
+    (restarted with the plugin)."""
     if not deployment.companions:
         return []
     url = cluster.path("pods", namespace=deployment.namespace)
     found = []
-    for pod in api.list(url, field_selector=f"spec.nodeName={node}"):
+    for pod in api.list(url, field_selector=f"spec.nodeName={node}" if node else ""):
         owners = (pod.get("metadata") or {}).get("ownerReferences") or []
         if any(o.get("name") in deployment.companions for o in owners):
             found.append(pod)
