@@ -73,3 +73,18 @@ def size(value: int | None) -> str:
     if mib < 1024:
         return f"{mib:.0f}Mi"
     return f"{mib / 1024:.1f}Gi"
+
+
+def statement(strategy: str, replicas: int) -> str:
+    """What a sharing config leaves each pod, in words (`share --dry-run`)."""
+    if replicas <= 1 or strategy not in (TIME_SLICING, MPS_STRATEGY):
+        return "each pod gets a whole GPU"
+    if strategy == MPS_STRATEGY:
+        return (
+            f"MPS: each pod is capped at 1/{replicas} of its GPU's memory and "
+            f"{100 // replicas}% of its SM threads"
+        )
+    return (
+        f"time-slicing: no isolation; up to {replicas} pods share each GPU's memory, and any "
+        "of them can take all of it (kubectl gpu top shows who holds what)"
+    )

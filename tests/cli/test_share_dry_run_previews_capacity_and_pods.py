@@ -44,6 +44,18 @@ def test_more_replicas_let_the_pending_pod_in_and_hit_nobody(
     assert "node gpu-a: nvidia.com/gpu 1 → 4" in result.stderr
     assert "hits pod" not in result.stderr
     assert "Pending pod default/next would fit on gpu-a" in result.stderr
+    assert (
+        "node gpu-a: per pod: time-slicing: no isolation; up to 4 pods share each GPU's memory"
+        in (result.stderr)
+    )
+
+
+def test_an_mps_dry_run_states_each_pods_memory_cap_and_thread_share(
+    run_cli: Run, full: SimCluster
+) -> None:
+    result = share(run_cli, full, "--mps", "--replicas", "4", "--dry-run")
+    assert "node gpu-a: per pod: MPS: each pod is capped at 1/4 of its GPU's memory and 25% of " \
+           "its SM threads" in result.stderr  # fmt: skip
 
 
 def test_renaming_hits_the_pods_of_the_old_name_and_json_says_so(

@@ -43,6 +43,8 @@ def render_result(result: Any, settings: Settings) -> None:
     if result.preview is not None and (options.diff or settings.output in ("table", "wide")):
         for line in render.preview_lines(result.preview):
             click.echo(line, err=True)
+        for line in _isolation_lines(result.nodes):
+            click.echo(line, err=True)
     if options.diff:
         click.echo(sharereport.diff(result) or "no changes\n", nl=False)
         return
@@ -63,6 +65,13 @@ def render_result(result: Any, settings: Settings) -> None:
     if result.failed:
         click.echo("hint: restore the previous config with `kubectl gpu share rollback`", err=True)
         click.get_current_context().exit(int(ExitCode.ERROR))
+
+
+def _isolation_lines(nodes: Any) -> list[str]:
+    """Per node, what the config leaves each pod: a whole GPU, an MPS cap, or no isolation."""
+    from kubectl_gpu.usage import isolation
+
+    return [f"node {n.node}: per pod: {isolation.statement(n.strategy, n.replicas)}" for n in nodes]
 
 
 def _summary(result: Any) -> str:
