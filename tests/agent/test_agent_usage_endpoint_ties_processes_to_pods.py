@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import urllib.request
 
+import pytest
+
 from kubectl_gpu.agent import usageserver
 from kubectl_gpu.usage import document, view
 from tests.agent.usagenode import MIB, UsageNode, systemd_cgroup, time_sliced
@@ -90,3 +92,51 @@ def test_no_sm_samples_is_said_not_shown_as_zero(
 
     [process] = body["gpus"][0]["processes"]  # type: ignore[index]
     assert process["smPercent"] is None and process["smUnavailable"] == "no-samples"
+
+
+def test_the_sampler_fills_the_idle_ring_the_endpoint_serves(usage_node: UsageNode) -> None:
+    from kubectl_gpu.agent import usagereading
+    from kubectl_gpu.usage import samples
+
+    gpu = usage_node.lib.gpu(0).uuid
+    time_sliced(usage_node.kubelet, gpu, {"train-a": (UID_A, 0), "lazy": (UID_B, 1)})
+    usage_node.process(0, 4101, 1024, systemd_cgroup(UID_A, CID_A), sm=60)
+    clock = iter(range(1_000, 10_000, 60))
+    reader = usage_node.reader()
+    reader.clock = lambda: float(next(clock))
+    sampler = usagereading.Sampler(reader, 60, 10)
+    for _ in range(3):
+        sampler.sample()
+    server = usageserver.UsageServer(("127.0.0.1", 0), reader, sampler)
+    server.serve_in_background()
+    try:
+        status, body = get(server, "/v1/idle")
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    assert status == 200
+    devices = {h.pod: s for h, s in samples.from_dict(body)}
+    assert set(devices) == {"train-a", "lazy"} and len(devices["lazy"]) == 3
+    assert [s.sm_percent for s in devices["train-a"]] == [60, 60, 60]
+    assert all(s.memory == 0 for s in devices["lazy"])
+
+
+def test_usage_port_zero_turns_the_endpoint_off(
+    usage_node: UsageNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubectl_gpu import agent
+    from kubectl_gpu.agent import reporting
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the endpoint was started")
+
+    monkeypatch.setattr(usageserver, "UsageServer", refuse)
+    args = agent._parser().parse_args(["--node-name", "n1", "--usage-port", "0"])
+    with agent._usage_endpoint(args, reporting.Sources("n1", usage_node.kubelet.root)):
+        pass
+    args = agent._parser().parse_args(["--node-name", "n1", "--once"])
+    with agent._usage_endpoint(args, reporting.Sources("n1", usage_node.kubelet.root)):
+        pass
+    defaults = agent._parser().parse_args(["--node-name", "n1"])
+    assert (defaults.usage_port, str(defaults.proc_root)) == (9402, "/proc")

@@ -41,9 +41,7 @@ def render_result(result: Any, settings: Settings) -> None:
         click.echo(render.format_finding(finding), err=True)
     options = result.options
     if result.preview is not None and (options.diff or settings.output in ("table", "wide")):
-        for line in render.preview_lines(result.preview):
-            click.echo(line, err=True)
-        for line in _isolation_lines(result.nodes):
+        for line in render.preview_lines(result.preview) + _isolation_lines(result.nodes):
             click.echo(line, err=True)
     if options.diff:
         click.echo(sharereport.diff(result) or "no changes\n", nl=False)
