@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import urllib.request
 
+import jsonschema
 import pytest
 
 from kubectl_gpu.agent import usageserver
@@ -13,6 +14,7 @@ from kubectl_gpu.usage import document, view
 from tests.agent.usagenode import MIB, UsageNode, systemd_cgroup, time_sliced
 from tests.agent.usagenode import served as served  # noqa: F401 (fixture)
 from tests.agent.usagenode import usage_node as usage_node  # noqa: F401 (fixture)
+from tests.conftest import ROOT
 from tests.fakes.kubelet_fixture import fake_kubelet as fake_kubelet  # noqa: F401 (fixture)
 
 UID_A = "1d2c3b4a-0000-4000-8000-00000000000a"
@@ -41,6 +43,7 @@ def test_time_sliced_pods_get_their_own_memory_and_sm_and_no_isolation(
     status, body = get(served, "/v1/usage")
 
     assert status == 200
+    jsonschema.validate(body, json.loads((ROOT / "schemas" / "gpu-usage.v1.json").read_text()))
     usage = document.from_dict(body)
     rows = view.make(usage, (), "time-slicing")
     pods = {r.pod: r for r in rows if r.kind == view.POD}

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from kubectl_gpu.usage import samples
@@ -88,6 +89,8 @@ def test_per_process_values_are_shown_as_the_pods_own(
     result = run_cli("--kubeconfig", str(kubeconfig), "top", "-A", "-o", "json")
 
     assert result.exit_code == 0, result.stderr
+    schema = json.loads((ROOT / "schemas" / "gpu-top.v1.json").read_text())
+    jsonschema.validate(result.json, schema)
     pods = {r["pod"]: r for r in result.json["items"] if r["kind"] == "pod"}
     assert pods["train-a"]["memoryUsedBytes"] == 12 * t.GIB and pods["train-a"]["smPercent"] == 60
     assert not pods["train-a"]["copied"]

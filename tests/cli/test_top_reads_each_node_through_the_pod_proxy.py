@@ -10,16 +10,18 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from kubectl_gpu.usage.readings import MigReading
 from tests.cli import topcluster as t
 from tests.cli.test_map_cluster_resolves_every_sharing_form import real as real  # noqa: F401
-from tests.conftest import CliResult
+from tests.conftest import ROOT, CliResult
 from tests.fakes.cluster import SimCluster
 from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
+SCHEMA = json.loads((ROOT / "schemas" / "gpu-top.v1.json").read_text())
 GPU_A = "GPU-aaaaaaaa-1111-2222-3333-444444444444"
 GPU_B = "GPU-bbbbbbbb-1111-2222-3333-444444444444"
 MIG_1 = "MIG-11111111-2222-3333-4444-555555555555"
@@ -66,6 +68,7 @@ def test_time_sliced_pods_show_their_own_memory_and_no_isolation(
     result = top(run_cli, kubeconfig, "-A", "-o", "json")
 
     assert result.exit_code == 0, result.stderr
+    jsonschema.validate(result.json, SCHEMA)
     pods = pods_of(result)
     assert pods["train-a"]["memoryUsedBytes"] == 12 * t.GIB
     assert pods["train-b"]["memoryUsedBytes"] == 4 * t.GIB
@@ -177,6 +180,7 @@ def test_nodes_that_fail_or_do_not_answer_in_time_are_named_and_the_others_shown
     result = top(run_cli, kubeconfig, "-A", "--node-timeout", "1s", "-o", "json")
 
     assert result.exit_code == 1
+    jsonschema.validate(result.json, SCHEMA)
     assert [r["node"] for r in result.json["items"]] == ["gpu-1"]
     failed = {f["node"]: f["reason"] for f in result.json["failedNodes"]}
     assert set(failed) == {"gpu-2", "gpu-3"}
