@@ -318,7 +318,10 @@ def _chosen(rows: list[TopRow], scope: Scope, pods: list[dict[str, Any]]) -> lis
         and (scope.pod is None or r.pod == scope.pod)
     ]
     gpus = {(r.node, r.gpu_uuid) for r in wanted}
-    return [r for r in rows if r in wanted or (r.kind != view.POD and (r.node, r.gpu_uuid) in gpus)]
+    kept = {id(r) for r in wanted}  # by identity: comparing rows field by field is quadratic
+    return [
+        r for r in rows if id(r) in kept or (r.kind != view.POD and (r.node, r.gpu_uuid) in gpus)
+    ]
 
 
 def _idle_wanted(row: IdleRow, scope: Scope, pods: list[dict[str, Any]]) -> bool:
