@@ -84,6 +84,10 @@ def test_time_sliced_pods_show_their_own_memory_and_no_isolation(
     line = next(x for x in table.stdout.splitlines() if "default/train-a" in x)
     assert "12.0Gi" in line and "60%" in line and "none: 2 neighbours" in line
     assert max(map(len, table.stdout.splitlines())) <= 120
+    wide = top(run_cli, kubeconfig, "-A", "-o", "wide", "--no-headers")
+    line = next(x for x in wide.stdout.splitlines() if "default/train-a" in x)
+    assert "default/train-b,pid 13 (no pod)" in line and "main" in line and GPU_A in line
+    assert not wide.stdout.startswith("NODE") and "GPU use from" not in wide.stderr
 
 
 def test_mps_pods_are_capped_at_memory_over_replicas_and_their_thread_share(
