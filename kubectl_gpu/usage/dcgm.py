@@ -110,7 +110,7 @@ def _device_row(node: str, uuid: str, mig: str | None, facts: Mapping[str, Any])
         memory_used=int(used * _MIB) if used is not None else None,
         memory_total=total,
         sm_percent=_int_value(values.get(GPU_UTIL)),
-        sm_unavailable=None if values.get(GPU_UTIL) is not None else "not-read",
+        sm_unavailable=None if values.get(GPU_UTIL) is not None else ("mig" if mig else "not-read"),
     )
 
 
