@@ -149,7 +149,7 @@ class _Gpu:
                 strays.append(a)
                 continue
             mig = self._mig_of(a)
-            held = self._holding(a.pod_uid, mig)
+            held = self._holding(a, mig)
             key = (a.pod_uid, a.container_id, held.device_id if held else "")
             use = uses.setdefault(key, _Use(a.pod_uid, a.container_id, held, mig))
             _add(use, a)
@@ -168,8 +168,12 @@ class _Gpu:
     def _mig_of(self, a: Attributed) -> MigReading | None:
         return self.migs.get((a.process.gpu_instance, a.process.compute_instance))
 
-    def _holding(self, uid: str, mig: MigReading | None) -> Held | None:
-        pod = self.pods.by_uid.get(uid)
+    def _holding(self, a: Attributed, mig: MigReading | None) -> Held | None:
+        """The device of its pod a process runs on: on this GPU (its MIG instance), the one
+        its own container holds where the pod's containers hold several; else a DRA device
+        of the pod (kubelet does not say which GPU a claim's device is)."""
+        uid = a.pod_uid
+        pod = self.pods.by_uid.get(uid or "")
         mine = [
             h
             for h in self.usage.held
@@ -179,6 +183,8 @@ class _Gpu:
         here = [h for h in mine if h in self.held]
         if mig is not None:
             here = [h for h in here if h.mig_uuid == mig.uuid] or here
+        container = pod.containers.get(a.container_id or "") if pod else None
+        here = [h for h in here if h.container == container] or here
         dra = [h for h in mine if h.source == "dra" and h.gpu_uuid is None and h.mig_uuid is None]
         found = here or dra
         return found[0] if found else None

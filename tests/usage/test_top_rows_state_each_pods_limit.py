@@ -124,3 +124,16 @@ def test_a_pods_processes_are_summed_and_a_gpus_total_is_never_a_pods() -> None:
     assert (
         stray.pids == (3,) and one.limit is not None and one.limit.form == "none"
     )  # pid 3 shares it
+
+
+def test_each_container_is_charged_on_the_replica_it_holds() -> None:
+    pods = [PodInfo("u1", "default", "one", {"c1": "first", "c2": "second"})]
+    first = Held(f"{G0}::0", "nvidia.com/gpu", "podresources", G0, None, 0, 2,
+                 "default", "one", "u1", "first")  # fmt: skip
+    second = Held(f"{G0}::1", "nvidia.com/gpu", "podresources", G0, None, 1, 2,
+                  "default", "one", "u1", "second")  # fmt: skip
+    running = Attributed(ProcessReading(9, 3 * GIB, None, None, 20, None), "u1", "c2")
+    rows = view.make(reading([(G0, running)], [first, second]), pods, "time-slicing")
+    charged = {r.container: r for r in rows if r.kind == view.POD}
+    assert charged["second"].device == "::1" and charged["second"].memory_used == 3 * GIB
+    assert charged["first"].memory_used == 0 and charged["first"].note == view.NO_PROCESS
