@@ -110,6 +110,14 @@ def read(api: cluster.Api, scope: Scope, options: Options) -> TopReading:
         failed[scope.node] = f"no {endpoints[0].kind if endpoints else AGENT} pod runs on it"
     strategies = _strategies(api, scope.node)
     pods = list(_pods(api, scope))
+    if scope.pod is not None and not any(
+        (p.get("metadata") or {}).get("name") == scope.pod for p in pods
+    ):
+        where = f" on node {scope.node}" if scope.node else ""
+        raise GpuError(
+            f'pods "{scope.pod}" not found in namespace {scope.namespace}{where}',
+            hint="kubectl get pods -n NAMESPACE lists the pod names",
+        )
     answers = _fetch_all(api, endpoints, options, failed)
     rows: list[TopRow] = []
     idle: list[IdleRow] = []

@@ -232,6 +232,11 @@ def test_top_pod_shows_that_pod_and_its_gpu(
     )
 
     result = top(run_cli, kubeconfig, "pod", "train-b", "-n", "default", "-o", "json")
+    asked = len(answers.asked)
+    missing = top(run_cli, kubeconfig, "pod", "nosuch", "-n", "default")
+    assert missing.exit_code == 1
+    assert 'pods "nosuch" not found in namespace default' in missing.stderr
+    assert len(answers.asked) == asked  # no agent was asked
 
     assert result.exit_code == 0, result.stderr
     assert [(r["kind"], r["pod"]) for r in result.json["items"]] == [
