@@ -97,7 +97,11 @@ class TopReading:
 
 
 def read(api: cluster.Api, scope: Scope, options: Options) -> TopReading:
-    """The figures of every node in `scope`, from the first source the cluster has."""
+    """The figures of every node in `scope`, from the first source the cluster has.
+
+    Pods are listed (to name UIDs and containers) when the scope filters pods, and otherwise
+    only when an answer holds a process whose pod the agent could not name: at fleet scale
+    the agents' answers, not a cluster-wide pod LIST, carry the cost."""
     endpoints = _endpoints(api, scope)
     if options.idle is not None and endpoints and endpoints[0].kind != AGENT:
         raise GpuError(
@@ -109,33 +113,84 @@ def read(api: cluster.Api, scope: Scope, options: Options) -> TopReading:
     if scope.node is not None and not any(e.node == scope.node for e in endpoints):
         failed[scope.node] = f"no {endpoints[0].kind if endpoints else AGENT} pod runs on it"
     strategies = _strategies(api, scope.node)
-    pods = list(_pods(api, scope))
-    if scope.pod is not None and not any(
-        (p.get("metadata") or {}).get("name") == scope.pod for p in pods
-    ):
-        where = f" on node {scope.node}" if scope.node else ""
-        raise GpuError(
-            f'pods "{scope.pod}" not found in namespace {scope.namespace}{where}',
-            hint="kubectl get pods -n NAMESPACE lists the pod names",
-        )
-    answers = _fetch_all(api, endpoints, options, failed)
+    pods = list(_pods(api, scope)) if _filters_pods(scope) else None
+    _check_pod(scope, pods)
+    parsed = _parsed(_fetch_all(api, endpoints, options, failed), failed, options)
+    if pods is None:
+        pods = list(_pods(api, scope)) if _unnamed(parsed) else []
+    infos = [_info(p) for p in pods]
     rows: list[TopRow] = []
     idle: list[IdleRow] = []
-    infos = [_info(p) for p in pods]
-    for endpoint, (body, idle_body) in sorted(answers.items(), key=lambda a: a[0].node):
-        try:
-            rows += _rows(endpoint, body, infos, strategies.get(endpoint.node))
-            if idle_body is not None and options.idle is not None:
-                idle += _idle(endpoint.node, body, idle_body, options.idle)
-        except document.UsageDocumentError as e:
-            failed[endpoint.node] = f"{_where(endpoint)} answered something unreadable: {e}"
+    for endpoint, (answer, idle_doc) in sorted(parsed.items(), key=lambda a: a[0].node):
+        if isinstance(answer, document.NodeUsage):
+            rows += view.make(answer, infos, strategies.get(endpoint.node))
+        else:
+            rows += dcgm.rows(endpoint.node, answer, endpoint.per_process)
+        idle += [IdleRow(endpoint.node, i) for i in idle_doc]
     kind = endpoints[0].kind if endpoints else AGENT
     own = all(e.per_process for e in endpoints)
-    chosen = _chosen(rows, scope, pods)
     chosen_idle = [i for i in idle if _idle_wanted(i, scope, pods)]
-    return TopReading(
-        kind, own, chosen, failed, len(endpoints), chosen_idle if options.idle is not None else None
+    return TopReading(kind, own, _chosen(rows, scope, pods), failed, len(endpoints),
+                      chosen_idle if options.idle is not None else None)  # fmt: skip
+
+
+def _filters_pods(scope: Scope) -> bool:
+    return scope.namespace is not None or scope.pod is not None or scope.selector is not None
+
+
+def _check_pod(scope: Scope, pods: list[dict[str, Any]] | None) -> None:
+    """`top pod NAME` of a pod that does not exist fails as kubectl does, before any agent
+    is asked."""
+    if scope.pod is None or any((p.get("metadata") or {}).get("name") == scope.pod
+                                for p in pods or ()):  # fmt: skip
+        return
+    where = f" on node {scope.node}" if scope.node else ""
+    raise GpuError(
+        f'pods "{scope.pod}" not found in namespace {scope.namespace}{where}',
+        hint="kubectl get pods -n NAMESPACE lists the pod names",
     )
+
+
+# one node's answer read: the agent's document (or the exporter's samples), and its idle holders
+Parsed = tuple[document.NodeUsage | tuple[prometheus.Sample, ...], list[samples.Idle]]
+
+
+def _parsed(
+    answers: dict[Endpoint, tuple[str, str | None]], failed: dict[str, str], options: Options
+) -> dict[Endpoint, Parsed]:
+    """Each answer read once; a node whose answer cannot be read is named in `failed`."""
+    found: dict[Endpoint, Parsed] = {}
+    for endpoint, (body, idle_body) in answers.items():
+        try:
+            if endpoint.kind == EXPORTER:
+                metrics = prometheus.parse(body)
+                if metrics.truncated:
+                    log.warning("node %s: dcgm-exporter's answer was cut at its bounds",
+                                endpoint.node)  # fmt: skip
+                found[endpoint] = (metrics.samples, [])
+                continue
+            usage = document.from_dict(_json(body))
+            for problem in usage.problems:
+                log.warning("node %s: %s", endpoint.node, problem)
+            idle = []
+            if idle_body is not None and options.idle is not None:
+                idle = _idle(idle_body, options.idle)
+            found[endpoint] = (usage, idle)
+        except document.UsageDocumentError as e:
+            failed[endpoint.node] = f"{_where(endpoint)} answered something unreadable: {e}"
+    return found
+
+
+def _unnamed(parsed: dict[Endpoint, Parsed]) -> bool:
+    """Whether a process's pod is known to its agent by UID only (a DRA pod, a pod holding
+    no device there): then the pods are listed to name it."""
+    for answer, _ in parsed.values():
+        if not isinstance(answer, document.NodeUsage):
+            continue
+        named = {h.pod_uid for h in answer.held if h.pod_uid and h.pod}
+        if any(a.pod_uid and a.pod_uid not in named for _, a in answer.processes):
+            return True
+    return False
 
 
 # --- where the figures come from ------------------------------------------------------------------
@@ -283,18 +338,6 @@ def _info(pod: Mapping[str, Any]) -> PodInfo:
     )
 
 
-def _rows(endpoint: Endpoint, body: str, pods: list[PodInfo], strategy: str | None) -> list[TopRow]:
-    if endpoint.kind == EXPORTER:
-        parsed = prometheus.parse(body)
-        if parsed.truncated:
-            log.warning("node %s: dcgm-exporter's answer was cut at its bounds", endpoint.node)
-        return dcgm.rows(endpoint.node, parsed.samples, endpoint.per_process)
-    usage = document.from_dict(_json(body))
-    for problem in usage.problems:
-        log.warning("node %s: %s", endpoint.node, problem)
-    return view.make(usage, pods, strategy)
-
-
 def _json(body: str) -> Any:
     try:
         return json.loads(body)
@@ -302,12 +345,13 @@ def _json(body: str) -> Any:
         raise document.UsageDocumentError(f"not JSON: {e}") from e
 
 
-def _idle(node: str, usage_body: str, idle_body: str, window: float) -> list[IdleRow]:
-    found = samples.from_dict(_json(idle_body))
-    read_at = parse_time(str(_json(idle_body).get("readAt", "")))
+def _idle(idle_body: str, window: float) -> list[samples.Idle]:
+    doc = _json(idle_body)
+    found = samples.from_dict(doc)
+    read_at = parse_time(str(doc.get("readAt", "")))
     if read_at is None:
         raise document.UsageDocumentError("the idle samples carry no readAt time")
-    return [IdleRow(node, i) for i in samples.idle(found, read_at.timestamp(), window)]
+    return samples.idle(found, read_at.timestamp(), window)
 
 
 def _chosen(rows: list[TopRow], scope: Scope, pods: list[dict[str, Any]]) -> list[TopRow]:

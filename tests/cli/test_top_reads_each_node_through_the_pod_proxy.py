@@ -40,6 +40,15 @@ def top(run: Run, kubeconfig: Path, *args: str) -> CliResult:
     return run("--kubeconfig", str(kubeconfig), "top", *args)
 
 
+def pod_lists(answers: t.PodProxyAnswers) -> list[str]:
+    """The cluster-wide pod LISTs top sent beside the one that finds the agents by label."""
+    return [
+        s.path
+        for s in answers.seen
+        if s.path.split("?")[0] == "/api/v1/pods" and "labelSelector" not in s.path
+    ]
+
+
 def pods_of(result: CliResult) -> dict[str, dict[str, Any]]:
     return {r["pod"]: r for r in result.json["items"] if r["kind"] == "pod"}
 
@@ -77,6 +86,8 @@ def test_time_sliced_pods_show_their_own_memory_and_no_isolation(
     assert pods["train-a"]["neighbours"] == ["default/train-b", "pid 13 (no pod)"]
     assert any(r["kind"] == "no-pod" and r["pids"] == [13] for r in result.json["items"])
     assert result.json["source"]["kind"] == "agent"
+    # the agent named every pod: no cluster-wide pod LIST (the fleet's cost is the agents')
+    assert not pod_lists(answers)
     assert f"/api/v1/namespaces/{t.AGENT_NS}/pods/{agent}:9402/proxy/v1/usage" in answers.asked
 
     table = top(run_cli, kubeconfig, "-A")
@@ -160,6 +171,8 @@ def test_a_dra_pod_is_shown_on_the_gpu_its_processes_run_on(
     result = top(run_cli, kubeconfig, "-A", "-o", "json")
 
     claimer = pods_of(result)["claimer"]
+    # kubelet names a DRA pod, the cgroup gives its UID: the pods are listed to join them
+    assert pod_lists(answers)
     assert claimer["device"] == "gpu-0" and claimer["deviceID"] == dra.device_id
     assert claimer["isolation"] == "whole-gpu" and claimer["memoryUsedBytes"] == 5 * t.GIB
 

@@ -181,7 +181,8 @@ def held(
     resource: str = "nvidia.com/gpu",
 ) -> document.Held:
     meta = pod["metadata"]
-    return document.Held(
+    uid = None if source == "dra" else meta["uid"]  # PodResources names pods; the checkpoint
+    return document.Held(  # gives UIDs only to device-plugin allocations
         device_id,
         resource,
         source,
@@ -191,6 +192,6 @@ def held(
         replicas,
         meta["namespace"],
         meta["name"],
-        meta["uid"],
+        uid,
         "main",
     )
