@@ -33,9 +33,7 @@ class Process:
     used_memory: int  # bytes
     gpu_instance_id: int | None = None
     compute_instance_id: int | None = None
-    # Share of the SMs it kept busy over the last sample period, as
-    # nvmlDeviceGetProcessUtilization reports it; None: the driver has no sample for it.
-    sm_percent: int | None = None
+    sm_percent: int | None = None  # nvmlDeviceGetProcessUtilization's smUtil; None: no samples
 
 
 @dataclass(eq=False)
@@ -125,22 +123,16 @@ class Gpu:
         pid: int,
         used_mib: int = 256,
         mig_device: tuple[int, int] | None = None,
-        *,
-        used_bytes: int | None = None,
         sm_percent: int | None = None,
     ) -> Process:
-        """Start a compute process, in MIG device (GI ID, CI ID) when given; its memory in MiB
-        or, exactly, in bytes; its SM % when the driver is to have a sample for it."""
-        memory = used_mib * MIB if used_bytes is None else used_bytes
-        if sm_percent is not None and not 0 <= sm_percent <= 100:
-            raise ValueError(f"SM % must be 0-100, got {sm_percent}")
-        process = Process(pid, memory, sm_percent=sm_percent)
+        """Start a compute process, in MIG device (GI ID, CI ID) when given."""
+        process = Process(pid, used_mib * MIB, sm_percent=sm_percent)
         if mig_device is not None:
             gi_id, ci_id = mig_device
             gi = self.mig.gpu_instances.get(gi_id)
             if gi is None or ci_id not in gi.compute_instances:
                 raise ValueError(f"GPU {self.index} has no MIG device {mig_device}")
-            process = Process(pid, memory, gi_id, ci_id, sm_percent)
+            process = Process(pid, used_mib * MIB, gi_id, ci_id, sm_percent)
         self.processes.append(process)
         return process
 

@@ -58,13 +58,11 @@ class FakeLibNvml(InventorySymbols, GpuInstanceSymbols, ComputeInstanceSymbols):
         pid: int,
         used_mib: int = 256,
         mig_device: tuple[int, int] | None = None,
-        *,
         sm_percent: int | None = None,
     ) -> None:
-        """Start a compute process on GPU ``index``, in MIG device (GI ID, CI ID) when given,
-        with an SM utilization sample of ``sm_percent`` when given."""
+        """Start a compute process on GPU ``index``, in MIG device (GI ID, CI ID) when given."""
         with self.lock:
-            self.gpus[index].add_process(pid, used_mib, mig_device, sm_percent=sm_percent)
+            self.gpus[index].add_process(pid, used_mib, mig_device, sm_percent)
 
     def stop_process(self, index: int, pid: int) -> None:
         """End a compute process on GPU ``index``."""

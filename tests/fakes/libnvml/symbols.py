@@ -2,8 +2,7 @@
 
 Owns: nvmlInitWithFlags/nvmlInit_v2/nvmlShutdown, nvmlErrorString, driver and NVML versions,
 device count and handles (by index, UUID, PCI bus ID), UUID, name, index, minor number, PCI info,
-memory, compute capability, running compute processes and their SM utilization samples, and MIG
-mode get/set. Each method is named
+memory, compute capability, running compute processes, and MIG mode get/set. Each method is named
 after the C symbol pynvml 13.615 looks up and takes the ctypes arguments its wrapper passes.
 Must not: hold GPU rules (device.py) or MIG instance symbols (gpu_instances.py,
 compute_instances.py).
@@ -11,7 +10,6 @@ compute_instances.py).
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pynvml
@@ -219,34 +217,41 @@ class InventorySymbols(SymbolCore):
         return codes.SUCCESS
 
     @c_symbol
+    def nvmlDeviceGetUtilizationRates(self, device: Any, utilization: Any) -> int:
+        """The GPU's busy % (the sum of its processes' SM %, at most 100); NOT_SUPPORTED on a
+        MIG-enabled GPU or a MIG device, as NVML answers there."""
+        found, info = self.resolve(device, "gpu", "mig"), marshal.target(utilization)
+        if found is None or info is None:
+            return codes.INVALID_ARGUMENT
+        if found.gi is not None or found.gpu.mig_enabled:
+            return codes.NOT_SUPPORTED
+        busy = sum(p.sm_percent or 0 for p in found.gpu.processes)
+        info.gpu, info.memory = min(100, busy), 0
+        return codes.SUCCESS
+
+    @c_symbol
     def nvmlDeviceGetProcessUtilization(
         self, device: Any, samples: Any, count: Any, last_seen: Any
     ) -> int:
-        """Per-process SM % samples newer than `last_seen` (µs). NVML: "On MIG-enabled GPUs,
-        querying process utilization is not currently supported"; no samples is NOT_FOUND; a
-        NULL array (or one too small) gets the count and INSUFFICIENT_SIZE."""
-        counter = marshal.target(count)
-        if self.resolve(device, "mig") is not None:
-            return codes.NOT_SUPPORTED
-        gpu = self.whole_gpu(device)
-        if gpu is None or counter is None:
+        """One sample per process that has an SM %: NOT_SUPPORTED on MIG ("not currently
+        supported on MIG-enabled GPUs"), NOT_FOUND when no process has a sample."""
+        found, counter = self.resolve(device, "gpu", "mig"), marshal.target(count)
+        if found is None or counter is None:
             return codes.INVALID_ARGUMENT
-        if gpu.mig_enabled:
+        if found.gi is not None or found.gpu.mig_enabled:
             return codes.NOT_SUPPORTED
-        stamp = time.time_ns() // 1000
-        sampled = [p for p in gpu.processes if p.sm_percent is not None]
-        if not sampled or marshal.uint(last_seen) >= stamp:
-            counter.value = 0
+        sampled = [p for p in found.gpu.processes if p.sm_percent is not None]
+        if not sampled:
             return codes.NOT_FOUND
         room = counter.value
         counter.value = len(sampled)
         if samples is None or room < len(sampled):
             return codes.INSUFFICIENT_SIZE
-        records = marshal.elements(samples)
+        since = marshal.uint(last_seen)
         for i, process in enumerate(sampled):
-            record = records[i]
-            record.pid, record.timeStamp, record.smUtil = process.pid, stamp, process.sm_percent
-            record.memUtil = record.encUtil = record.decUtil = 0
+            record = samples[i]
+            record.pid, record.timeStamp = process.pid, since + 1
+            record.smUtil, record.memUtil, record.encUtil, record.decUtil = process.sm_percent, 0, 0, 0
         return codes.SUCCESS
 
     # -- MIG mode ------------------------------------------------------------------------------
