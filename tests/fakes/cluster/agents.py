@@ -6,9 +6,10 @@ agent's kubeconfig, heartbeat, `nvidia-smi` and the /proc of its GPU processes; 
 namespace, where it has one: the agent then runs inside it, on its pod IP, with `--usage-port`),
 `AgentRuntime` (the kubelet's view of the agent container: start the process when the
 DaemonSet's pod starts, report it crashed when it exits so the kubelet's back-off restarts it,
-stop it with its pod; its output becomes the pod's container log) and `NodeKubelets` (keeps each node's checkpoint and PodResources answers equal to
-what the simulated kubelet allocated). Must not: decide what the agent does (that is the real
-`kubectl_gpu.agent`), or pass it anything a DaemonSet pod would not have.
+stop it with its pod; its output becomes the pod's container log) and `NodeKubelets` (keeps
+each node's checkpoint and PodResources answers equal to what the simulated kubelet allocated).
+Must not: decide what the agent does (that is the real `kubectl_gpu.agent`), or pass it anything
+a DaemonSet pod would not have.
 """
 
 from __future__ import annotations

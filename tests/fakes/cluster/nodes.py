@@ -60,6 +60,8 @@ class MigDeviceView:
     memory_mb: int
     multiprocessors: int
     engines: Mapping[str, int]
+    gi_id: int = 0
+    ci_id: int = 0
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,9 @@ class GpuView:
     mig_capable: bool
     mig_enabled: bool
     mig_devices: tuple[MigDeviceView, ...]
+    processes: tuple[Process, ...] = ()
+    memory_reserved: int = 0  # bytes
+    pci_bus_id: str = ""
 
 
 class SimNode:
@@ -258,6 +263,8 @@ def _view(gpu: Gpu) -> GpuView:
                     memory_mb=profile.memory_size_mb,
                     multiprocessors=ci.profile.multiprocessor_count,
                     engines=engines,
+                    gi_id=gi.id,
+                    ci_id=ci.id,
                 )
             )
     return GpuView(
@@ -269,4 +276,7 @@ def _view(gpu: Gpu) -> GpuView:
         mig_capable=gpu.mig_capable,
         mig_enabled=gpu.mig_enabled,
         mig_devices=tuple(devices),
+        processes=tuple(gpu.processes),
+        memory_reserved=gpu.memory_reserved,
+        pci_bus_id=gpu.pci_bus_id,
     )
