@@ -87,7 +87,7 @@ def _global_lock() -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _held(number: int) -> bool:
+def held(number: int) -> bool:
     """Whether a live process holds slot `number` (call under the global lock)."""
     path = RUN_DIR / f"slot-{number}.lock"
     if not path.exists():
@@ -136,7 +136,7 @@ class Slot:
             self._handle.close()
             self._handle = None
             _sweep()
-            if not any(_held(n) for n in range(1, MAX_SLOTS + 1)):
+            if not any(held(n) for n in range(1, MAX_SLOTS + 1)):
                 _guard(add=False)
 
     def node_address(self, node: int) -> str:
@@ -165,7 +165,7 @@ def _sweep() -> None:
     names += [m.group(1) for m in re.finditer(rf"^\d+: ({PREFIX}\d+n\d+h)[@:]", links, re.M)]
     for name in sorted(set(names)):
         found = _NAME.match(name)
-        if found is None or _held(int(found.group(1))):
+        if found is None or held(int(found.group(1))):
             continue
         if name.endswith("h"):
             _ip("link", "del", name, check=False)
