@@ -1,0 +1,75 @@
+"""The real agent runs inside its node's network namespace and still talks to the API server.
+
+Inside the namespace only the node's own addresses exist; the agent's kubeconfig still says
+https://127.0.0.1:PORT with the server's own certificate, and a relay on the namespace's loopback
+carries it to the host's. Proof that it gets through: the agent acts on a label the test sets
+(it removes a MIG state label no request stands behind). Once the agent has its usage endpoint
+(`--usage-port`), the API server's pod proxy reaches that too, on the agent pod's own IP.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from kubectl_gpu import keys
+from tests.fakes.cluster import NodeSpec, SimCluster, agents, netns
+from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
+from tests.journey.conftest import Kubectl
+from tests.journey.conftest import kubectl as kubectl  # noqa: F401 (fixture)
+
+pytestmark = [
+    pytest.mark.kubectl,
+    pytest.mark.timeout(150),
+    pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable())),
+]
+
+
+def eventually(check: Callable[[], Any], timeout: float = 40.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.3)
+
+
+def test_the_agent_runs_in_its_node_namespace_and_reaches_the_api_server(
+    sim_cluster: MakeSimCluster, kubectl: Callable[[SimCluster], Kubectl]
+) -> None:
+    cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1)], agents=True, node_networks=True)
+    k = kubectl(cluster)
+    installed = k("gpu", "install")
+    assert installed.returncode == 0, installed.stderr
+    assert cluster.agents is not None
+    pid = eventually(lambda: cluster.agents.pid("gpu-a") if cluster.agents else None)
+    assert pid, "no agent process started"
+    network = cluster.networks["gpu-a"]
+    inside = subprocess.run(["ip", "netns", "pids", network.name], capture_output=True, text=True)
+    # the agent itself (nsenter execs it: same PID) runs in the namespace
+    assert str(pid) in inside.stdout.split(), inside
+
+    labelled = k("label", "node", "gpu-a", f"{keys.MIG_STATE_LABEL}=pending")
+    assert labelled.returncode == 0, labelled.stderr
+
+    def label_gone() -> bool:
+        labels = cluster.store.get("nodes", "gpu-a")["metadata"].get("labels") or {}
+        return keys.MIG_STATE_LABEL not in labels
+
+    assert eventually(label_gone), "the agent in the namespace never acted on its node"
+
+    listed = k("get", "pods", "-n", keys.NAMESPACE, "-o", "json",
+               "--field-selector", "spec.nodeName=gpu-a")  # fmt: skip
+    pod = json.loads(listed.stdout)["items"][0]
+    assert pod["status"]["podIP"] in network.addresses
+    if "--usage-port" in agents._agent_flags():
+        name = pod["metadata"]["name"]
+        path = f"/api/v1/namespaces/{keys.NAMESPACE}/pods/{name}:9402/proxy/v1/usage"
+        got = eventually(lambda: (r := k("get", "--raw", path)).returncode == 0 and r)
+        assert got, k("get", "--raw", path).stderr
