@@ -51,11 +51,18 @@ def server_processes(url: str) -> list[int]:
     return found
 
 
-def node_namespaces() -> set[str]:
-    if netns.unavailable() is not None:
+def node_namespaces() -> set[tuple[str, int]]:
+    """(name, inode) of each simulated node namespace: a name is reused by the next cluster
+    that takes the same slot (another xdist worker's), the namespace is new."""
+    if netns.unavailable() is not None or not netns.NETNS_DIR.exists():
         return set()
-    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True)
-    return {line.split()[0] for line in listed.stdout.splitlines() if line.startswith(netns.PREFIX)}
+    found = set()
+    for entry in netns.NETNS_DIR.glob(f"{netns.PREFIX}*"):
+        try:
+            found.add((entry.name, entry.stat().st_ino))
+        except OSError:  # removed meanwhile
+            continue
+    return found
 
 
 def test_the_demo_cluster_answers_kubectl_and_exits_cleanly_on_sigterm(tmp_path: Path) -> None:

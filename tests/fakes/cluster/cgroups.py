@@ -1,8 +1,9 @@
 """`/proc/PID/cgroup` of a container's process as a node's kubelet and containerd leave it.
 
-NVML reports host PIDs only, so a reader maps a GPU process to its pod through the host's
-`/proc/PID/cgroup`, whose path names the pod UID (docs/gpu-usage.md). The kubelet lays the pod
-cgroups out by QoS class under `kubepods`, in one of two forms chosen by its cgroup driver:
+NVML reports host PIDs only ("you will always get the host pids", NVIDIA/nvidia-docker#1483), so
+a reader maps a GPU process to its pod through the host's `/proc/PID/cgroup`, whose path names
+the pod UID (dcgm-exporter's `internal/pkg/transformation/pidmapper.go` does so). The kubelet lays
+the pod cgroups out by QoS class under `kubepods`, in one of two forms chosen by its cgroup driver:
 
 - systemd (here with the unified cgroup v2 hierarchy, one `0::` line):
   `/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod<UID, - as _>.slice/

@@ -1,9 +1,10 @@
 """A dcgm-exporter stand-in on simulated GPU nodes, as the GPU Operator lays it out (test code).
 
 The GPU Operator runs dcgm-exporter as DaemonSet `nvidia-dcgm-exporter` (pods
-`nvidia-dcgm-exporter-…`, label `app=nvidia-dcgm-exporter`, port 9400 named `metrics`). A reader
+`nvidia-dcgm-exporter-…`, label `app=nvidia-dcgm-exporter`, port 9400; NVIDIA/gpu-operator
+`assets/state-dcgm-exporter/`). A reader
 with no agent of ours can scrape each node's exporter through the API server's pod proxy
-(`pods/NAME:9400/proxy/metrics`; docs/gpu-usage.md). Here each such pod's process is an HTTP
+(`pods/NAME:9400/proxy/metrics`, as krew's `gpugo` does). Here each such pod's process is an HTTP
 server inside its node's network namespace (netns.py) on the pod's IP, answering `/metrics` in
 dcgm-exporter's Prometheus text format from the node's NVML state, the kubelet's device
 assignments (what the real one reads from PodResources) and the node's `/proc/PID/cgroup` files,
@@ -14,10 +15,12 @@ in one of the two forms its releases have:
   `modelName`, `Hostname`, `DCGM_FI_DRIVER_VERSION`, `container`, `namespace`, `pod` (empty for
   a device no pod holds); every pod sharing a time-sliced GPU gets the device's own figures
   copied (dcgm-exporter #307, #587);
-- **per-process** (4.5.3-4.8.2 and later with `KUBERNETES_VIRTUAL_GPUS=true` in the container's
-  environment, the switch): a pod holding a replica `<UUID>::<n>` gets label `vgpu="<n>"` and its
-  own processes' `DCGM_FI_DEV_FB_USED` (and `DCGM_FI_DEV_GPU_UTIL`, except on MIG, where only
-  memory is per process), the processes found by the pod UID in their cgroup path.
+- **per-process** (NVIDIA/dcgm-exporter PR #594, first in 4.5.3-4.8.2, with
+  `KUBERNETES_VIRTUAL_GPUS=true` in the container's environment, the switch; the exact label set
+  of its per-process series is this stand-in's reading of that PR): a pod holding a replica
+  `<UUID>::<n>` gets label `vgpu="<n>"` and its own processes' `DCGM_FI_DEV_FB_USED` (and
+  `DCGM_FI_DEV_GPU_UTIL`, except on MIG, where only memory is per process), the processes found
+  by the pod UID in their cgroup path.
 
 Figures: `DCGM_FI_DEV_FB_USED`/`_FREE` in MiB (a whole GPU's used memory includes what the driver
 reserves), `DCGM_FI_DEV_GPU_UTIL` in % (the sum of its processes' SM %, at most 100; no series
