@@ -5,8 +5,10 @@ instance they run in, per-process SM % samples — not supported on MIG-enabled 
 host's `/proc/PID/cgroup`, whose kubelet cgroup path names the pod UID (systemd form on one node,
 cgroupfs on the other). Read here through pynvml over the node's shared NVML state, as the agent
 process does. The memory and SM % are the pod's test-only annotations
-(`sim.kubectl-gpu.io/gpu-memory`, `sim.kubectl-gpu.io/sm-percent`); a process of no pod is added
-by hand; everything of a pod goes when the pod is deleted.
+(`sim.kubectl-gpu.io/gpu-memory`, `sim.kubectl-gpu.io/sm-percent`); the device is the one the
+device plugin handed out (a time-slice replica, a MIG device) or the real scheduler allocated from
+a DRA ResourceSlice; a process of no pod is added by hand; everything of a pod goes when the pod
+is deleted.
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ import pynvml
 import pytest
 
 from tests.fakes import libnvml
-from tests.fakes.cluster import NodeSpec, SimCluster
+from tests.fakes.cluster import NodeSpec, SimCluster, dradriver
 from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
 from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
+from tests.fakes.libnvml.device import NOT_AVAILABLE
 from tests.fakes.libnvml.statefile import GpuStateFile, load_library
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(120)]
@@ -145,3 +148,38 @@ def test_gpu_pods_processes_appear_with_their_memory_instance_and_cgroup_and_go_
         assert set(processes(0)) == {by_pod["small"].pid, stray.pid}
     with node_nvml(cluster, "gpu-mig"):
         assert processes(0) == {}
+
+
+def test_a_pod_with_a_dra_claim_runs_its_process_on_the_allocated_gpu(
+    sim_cluster: MakeSimCluster, tmp_path: Path
+) -> None:
+    cluster = sim_cluster([NodeSpec("gpu-d", "L4", 2)], agents=True, gpu_processes=True)
+    gpus = cluster.node_gpus("gpu-d")
+    dradriver.install(cluster.store, {"gpu-d": [
+        dradriver.DraGpu(g.index, g.uuid, model=g.name, memory_gib=24) for g in gpus
+    ]})  # fmt: skip
+    cluster.store.create({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "second-gpu", "namespace": "default"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+            "deviceClassName": "gpu.nvidia.com",
+            "selectors": [{"cel": {"expression":
+                f"device.attributes['gpu.nvidia.com'].uuid == '{gpus[1].uuid}'"}}]}}]}},
+    })  # fmt: skip
+    kubectl = kubectl_for(cluster, tmp_path)
+    manifest = json.loads(pod("claimant", "gpu-d", "cpu", "6Gi", "25"))
+    container = manifest["spec"]["containers"][0]
+    container["resources"] = {"claims": [{"name": "gpu"}]}
+    manifest["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "second-gpu"}]
+    del manifest["spec"]["nodeName"]  # the scheduler places it, allocating the claim on the way
+    applied = kubectl("apply", "-f", "-", stdin=json.dumps(manifest))
+    assert applied.returncode == 0, applied.stderr
+    cluster.settle()
+    uid = cluster.store.get("pods", "claimant", "default")["metadata"]["uid"]
+    (process,) = cluster.gpu_processes("gpu-d")
+    assert (process.pod, process.gpu_index, process.sm_percent) == ("claimant", 1, 25)
+    with node_nvml(cluster, "gpu-d"):
+        assert processes(0) == {}
+        assert processes(1) == {process.pid: (6 * GIB, NOT_AVAILABLE, NOT_AVAILABLE)}
+    text = (cluster.proc_root("gpu-d") / str(process.pid) / "cgroup").read_text()
+    assert pod_uid_in(text) == uid
