@@ -4,7 +4,8 @@ Inside the namespace only the node's own addresses exist; the agent's kubeconfig
 https://127.0.0.1:PORT with the server's own certificate, and a relay on the namespace's loopback
 carries it to the host's. Proof that it gets through: the agent acts on a label the test sets
 (it removes a MIG state label no request stands behind). Once the agent has its usage endpoint
-(`--usage-port`), the API server's pod proxy reaches that too, on the agent pod's own IP.
+(`--usage-port`), the API server's pod proxy reaches that too, on the agent pod's own IP, and
+its answer names the pod a GPU process belongs to.
 """
 
 from __future__ import annotations
@@ -31,6 +32,15 @@ pytestmark = [
 ]
 
 
+GPU_POD = json.dumps({
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "infer", "annotations": {"sim.kubectl-gpu.io/gpu-memory": "5Gi"}},
+    "spec": {"nodeName": "gpu-a", "containers": [
+        {"name": "server", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
+         "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+})  # fmt: skip
+
+
 def eventually(check: Callable[[], Any], timeout: float = 40.0) -> Any:
     deadline = time.monotonic() + timeout
     while True:
@@ -43,7 +53,9 @@ def eventually(check: Callable[[], Any], timeout: float = 40.0) -> Any:
 def test_the_agent_runs_in_its_node_namespace_and_reaches_the_api_server(
     sim_cluster: MakeSimCluster, kubectl: Callable[[SimCluster], Kubectl]
 ) -> None:
-    cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1)], agents=True, node_networks=True)
+    cluster = sim_cluster(
+        [NodeSpec("gpu-a", "L4", 1)], agents=True, node_networks=True, gpu_processes=True
+    )
     k = kubectl(cluster)
     installed = k("gpu", "install")
     assert installed.returncode == 0, installed.stderr
@@ -69,7 +81,14 @@ def test_the_agent_runs_in_its_node_namespace_and_reaches_the_api_server(
     pod = json.loads(listed.stdout)["items"][0]
     assert pod["status"]["podIP"] in network.addresses
     if "--usage-port" in agents._agent_flags():
+        # a GPU pod's process, which the agent ties to the pod through its cgroup file
+        applied = k("apply", "-f", "-", stdin=GPU_POD)
+        assert applied.returncode == 0, applied.stderr
+        uid = eventually(
+            lambda: cluster.gpu_processes("gpu-a") and cluster.gpu_processes("gpu-a")[0].pod_uid
+        )
+        assert uid, "the GPU pod got no process"
         name = pod["metadata"]["name"]
         path = f"/api/v1/namespaces/{keys.NAMESPACE}/pods/{name}:9402/proxy/v1/usage"
-        got = eventually(lambda: (r := k("get", "--raw", path)).returncode == 0 and r)
-        assert got, k("get", "--raw", path).stderr
+        got = eventually(lambda: (r := k("get", "--raw", path)).returncode == 0 and uid in r.stdout)
+        assert got, k("get", "--raw", path)
