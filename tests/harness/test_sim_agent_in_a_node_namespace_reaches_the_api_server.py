@@ -2,7 +2,8 @@
 
 Inside the namespace only the node's own addresses exist; the agent's kubeconfig still says
 https://127.0.0.1:PORT with the server's own certificate, and a relay on the namespace's loopback
-carries it to the host's. Proof that it gets through: the agent acts on a label the test sets
+carries it to the host's. The node's InternalIP is there as well, so `kubectl logs` reaches the
+node's kubelet endpoint. Proof that the agent gets through: the agent acts on a label the test sets
 (it removes a MIG state label no request stands behind). Once the agent has its usage endpoint
 (`--usage-port`), the API server's pod proxy reaches that too, on the agent pod's own IP, and
 its answer names the pod a GPU process belongs to.
@@ -80,6 +81,11 @@ def test_the_agent_runs_in_its_node_namespace_and_reaches_the_api_server(
                "--field-selector", "spec.nodeName=gpu-a")  # fmt: skip
     pod = json.loads(listed.stdout)["items"][0]
     assert pod["status"]["podIP"] in network.addresses
+    # the node's own InternalIP lives in the namespace too: the API server reaches the node's
+    # kubelet endpoint (KWOK's server, through a relay) there for `kubectl logs`
+    assert pod["status"]["hostIP"] == network.address
+    logs = k("logs", "-n", keys.NAMESPACE, pod["metadata"]["name"])
+    assert logs.returncode == 0 and logs.stdout.strip(), logs.stderr
     if "--usage-port" in agents._agent_flags():
         # a GPU pod's process, which the agent ties to the pod through its cgroup file
         applied = k("apply", "-f", "-", stdin=GPU_POD)

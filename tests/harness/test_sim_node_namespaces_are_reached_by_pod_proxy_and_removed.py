@@ -53,8 +53,12 @@ def test_pod_proxy_reaches_a_server_in_a_node_namespace_and_all_is_removed_at_st
         assert got.returncode == 0, got.stderr
         uuid = cluster.node_gpus(node)[0].uuid
         assert f'UUID="{uuid}"' in got.stdout and f'Hostname="{node}"' in got.stdout
-        # the host sends it through the node's veth, not eth0
+        # the host sends it, and what goes to the node's InternalIP, through the node's veth
         assert f"dev {network.host_if}" in ip("route", "get", pod_ip).stdout
+        addresses = cluster.store.get("nodes", node)["status"]["addresses"]
+        internal = next(a["address"] for a in addresses if a["type"] == "InternalIP")
+        assert internal == network.address == pod["status"]["hostIP"]
+        assert f"dev {network.host_if}" in ip("route", "get", internal).stdout
 
     # the machine's default route leaves it: a simulated address in no namespace must fail here
     slot = cluster.networks["gpu-a"].address.split(".")[2]

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from tests.controlplane.containerlogs import LogStore
 from tests.controlplane.plane import LIFECYCLE_BY_TEST
-from tests.fakes.cluster import dcgmexporter
+from tests.fakes.cluster import dcgmexporter, netns
 from tests.fakes.cluster.agents import AgentRuntime, NodeKubelets, NodeSide, write_smi
 from tests.fakes.cluster.allocation import Allocation
 from tests.fakes.cluster.dcgmexporter import DcgmExporterRuntime
@@ -236,6 +236,8 @@ class SimCluster:
             self.networks[name] = network
             network.create()
             network.relay_loopback(self.plane.port)
+            if network.address in self.plane.kubelet_addresses:
+                network.relay_loopback(self.plane.kubelet_port, inside=network.address)
             if self.agents is not None and name in self.agents.sides:
                 self.agents.sides[name].network = network
 
@@ -381,8 +383,15 @@ class SimCluster:
         return node
 
     def _node_object(self, node: SimNode) -> Obj:
-        """The node's kubelet endpoint is KWOK's server (container logs)."""
-        return self.plane.with_kubelet(node.node_object())
+        """The node's kubelet endpoint is KWOK's server (container logs); a node with a network
+        namespace whose address KWOK's certificate names has that InternalIP, relayed there."""
+        obj = self.plane.with_kubelet(node.node_object())
+        network = self.networks.get(node.name)
+        if network is not None and network.address in self.plane.kubelet_addresses:
+            for address in obj["status"]["addresses"]:
+                if address["type"] == "InternalIP":
+                    address["address"] = network.address
+        return obj
 
     def node_gpus(self, name: str) -> list[Gpu]:
         """The node's GPUs (the NVML stand-in's objects; change them only through set_mig)."""
@@ -504,7 +513,7 @@ def _plane(plane: ControlPlane | None) -> tuple[ControlPlane, bool]:
 
     if plane is not None:
         return plane, False
-    return ControlPlane().start(), True
+    return ControlPlane(kubelet_addresses=netns.certified_addresses()).start(), True
 
 
 def _log_files(plane: ControlPlane, directory: Path) -> LogStore:

@@ -15,9 +15,10 @@ default route leaves it, and a simulated address that is in no namespace must fa
 than be sent off the machine), `NodeNetwork` (one node's namespace, veth and routes;
 `command()` wraps a program so it runs inside; `listen()` opens a listening socket inside) and
 `Relay` (the node's 127.0.0.1:PORT forwarded to the host's, so a process inside reaches the API
-server at the kubeconfig's unchanged address and certificate). Needs root and iproute2; says so
-when they are missing. Must not route any address outside SIM_NETWORKS, or make any address
-local to the host.
+server at the kubeconfig's unchanged address and certificate; and the node's address at KWOK's
+kubelet port, so `kubectl logs` reaches KWOK's server through the node's own InternalIP). Needs
+root and iproute2; says so when they are missing. Must not route any address outside
+SIM_NETWORKS, or make any address local to the host.
 """
 
 from __future__ import annotations
@@ -47,6 +48,10 @@ PREFIX = "kgs"  # every namespace and veth this module makes: kgs<slot>n<node>[h
 SIM_NETWORKS = ("10.0.0.0/16", "10.128.0.0/9")
 MAX_SLOTS = 127
 MAX_NODES = 240
+# Node addresses KWOK's kubelet certificate names (`certified_addresses`): a networked node in
+# this range is registered with its own InternalIP; past it, with 127.0.0.1 as other nodes are.
+CERTIFIED_SLOTS = 16
+CERTIFIED_NODES = 16
 _NAME = re.compile(rf"^{PREFIX}(\d+)n(\d+)[hc]?$")
 _CLONE_NEWNET = 0x40000000
 _IP_TIMEOUT = 20.0
@@ -101,6 +106,20 @@ def held(number: int) -> bool:
         return False
 
 
+def node_address(slot: int, node: int) -> str:
+    return f"10.0.{slot}.{node + 10}"
+
+
+def certified_addresses() -> tuple[str, ...]:
+    """Node addresses for a control plane's kubelet certificate (ControlPlane's
+    `kubelet_addresses`), so the API server can reach KWOK's server at a node's own address."""
+    return tuple(
+        node_address(slot, node)
+        for slot in range(1, CERTIFIED_SLOTS + 1)
+        for node in range(CERTIFIED_NODES)
+    )
+
+
 class Slot:
     """This cluster's number among the clusters on this machine, held until `release`."""
 
@@ -140,7 +159,7 @@ class Slot:
                 _guard(add=False)
 
     def node_address(self, node: int) -> str:
-        return f"10.0.{self.number}.{node + 10}"
+        return node_address(self.number, node)
 
     def pod_network(self, node: int) -> ipaddress.IPv4Network:
         return ipaddress.IPv4Network(f"10.{128 + self.number}.{node}.0/24")
@@ -260,9 +279,10 @@ class NodeNetwork:
         """A TCP socket listening on `address:port` inside the namespace."""
         return in_namespace(self.path, lambda: _listening(address, port, backlog))
 
-    def relay_loopback(self, port: int) -> Relay:
-        """127.0.0.1:`port` inside forwards to 127.0.0.1:`port` of the host."""
-        relay = Relay(self.listen("127.0.0.1", port), ("127.0.0.1", port), f"relay-{self.name}")
+    def relay_loopback(self, port: int, inside: str = "127.0.0.1") -> Relay:
+        """`inside`:`port` in the namespace forwards to 127.0.0.1:`port` of the host (the API
+        server for the node's processes; KWOK's kubelet server at the node's own address)."""
+        relay = Relay(self.listen(inside, port), ("127.0.0.1", port), f"relay-{self.name}")
         self._relays.append(relay)
         return relay.start()
 
