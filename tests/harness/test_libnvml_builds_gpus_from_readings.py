@@ -122,5 +122,11 @@ def test_snapshot_shows_instances_and_processes(fake_nvml: MakeFakeNvml) -> None
     ]
     assert state["gpu_instances"][0]["compute_instances"][0]["uuid"].startswith("MIG-")
     assert state["processes"] == [
-        {"pid": 5, "used_memory": 100 * 1024 * 1024, "gpu_instance_id": 4, "compute_instance_id": 0}
+        {
+            "pid": 5,
+            "used_memory": 100 * 1024 * 1024,
+            "gpu_instance_id": 4,
+            "compute_instance_id": 0,
+            "sm_percent": None,  # no SM sample for it
+        }
     ]

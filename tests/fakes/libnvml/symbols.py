@@ -251,7 +251,12 @@ class InventorySymbols(SymbolCore):
         for i, process in enumerate(sampled):
             record = samples[i]
             record.pid, record.timeStamp = process.pid, since + 1
-            record.smUtil, record.memUtil, record.encUtil, record.decUtil = process.sm_percent, 0, 0, 0
+            record.smUtil, record.memUtil, record.encUtil, record.decUtil = (
+                process.sm_percent,
+                0,
+                0,
+                0,
+            )
         return codes.SUCCESS
 
     # -- MIG mode ------------------------------------------------------------------------------
