@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from kubectl_gpu import keys
-from tests.fakes.cluster import NodeSpec, SimCluster, agents, netns
+from tests.fakes.cluster import NodeSpec, SimCluster, agentflags, netns
 from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.journey.conftest import Kubectl
@@ -86,7 +86,7 @@ def test_the_agent_runs_in_its_node_namespace_and_reaches_the_api_server(
     assert pod["status"]["hostIP"] == network.address
     logs = k("logs", "-n", keys.NAMESPACE, pod["metadata"]["name"])
     assert logs.returncode == 0 and logs.stdout.strip(), logs.stderr
-    if "--usage-port" in agents._agent_flags():
+    if "--usage-port" in agentflags.accepted():
         # a GPU pod's process, which the agent ties to the pod through its cgroup file
         applied = k("apply", "-f", "-", stdin=GPU_POD)
         assert applied.returncode == 0, applied.stderr

@@ -2,21 +2,17 @@
 and a kubelet stand-in (checkpoint file + PodResources socket) per node for it to read.
 
 Owns `NodeSide` (one directory per GPU node: the shared GPU state file, the kubelet root, the
-agent's kubeconfig, heartbeat, `nvidia-smi` and the /proc of its GPU processes; its network
-namespace, where it has one: the agent then runs inside it, on its pod IP, with `--usage-port`),
-`AgentRuntime` (the kubelet's view of the agent container: start the process when the
-DaemonSet's pod starts, report it crashed when it exits so the kubelet's back-off restarts it,
-stop it with its pod; its output becomes the pod's container log) and `NodeKubelets` (keeps
-each node's checkpoint and PodResources answers equal to what the simulated kubelet allocated).
-Must not: decide what the agent does (that is the real `kubectl_gpu.agent`), or pass it anything
-a DaemonSet pod would not have.
+agent's kubeconfig, heartbeat and `nvidia-smi`), `AgentRuntime` (the kubelet's view of the
+agent container: start the process when the DaemonSet's pod starts, report it crashed when it
+exits so the kubelet's back-off restarts it, stop it with its pod; its output becomes the pod's
+container log) and `NodeKubelets` (keeps each node's checkpoint and PodResources answers equal to
+what the simulated kubelet allocated). Must not: decide what the agent does (that is the real
+`kubectl_gpu.agent`), or pass it anything a DaemonSet pod would not have.
 """
 
 from __future__ import annotations
 
-import functools
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -27,29 +23,31 @@ from pathlib import Path
 from typing import Any
 
 from tests.controlplane.containerlogs import LogStore
+from tests.fakes.cluster import agentflags
 from tests.fakes.cluster.loop import Change, ControlLoop
 from tests.fakes.cluster.netns import NodeNetwork
 from tests.fakes.cluster.nodes import SimNode
 
 Obj = dict[str, Any]
 AGENT_PROGRAM = "kubectl-gpu-agent"
-USAGE_PORT = 9402  # the agent's read-only endpoint, which `kubectl gpu top` reaches by pod proxy
 REPO_ROOT = Path(__file__).resolve().parents[3]
 _STOP_GRACE = 5.0
 
 
 class NodeSide:
-    """Where one simulated GPU node keeps what a real node keeps on disk."""
+    """Where one simulated GPU node keeps what a real node keeps on disk; also the /proc of its
+    GPU processes (the agent's `--proc-root`) and its network namespace, where it has one (the
+    agent then runs inside it, reachable on its pod IP, with `--usage-port`)."""
 
     def __init__(self, root: Path, node: SimNode) -> None:
         self.node = node
         self.dir = root / node.name
+        self.proc_root = self.dir / "proc"  # the host's /proc as far as GPU processes go
+        self.network: NodeNetwork | None = None  # its network namespace, when it has one
         self.kubelet_root = self.dir / "kubelet"
         self.gpu_state = self.dir / "gpus.json"
         self.kubeconfig = self.dir / "kubeconfig"
         self.heartbeat = self.dir / "heartbeat"
-        self.proc_root = self.dir / "proc"  # the host's /proc as far as GPU processes go
-        self.network: NodeNetwork | None = None  # its network namespace, when it has one
         self.bin = root / "bin"
         self.dir.mkdir(parents=True, exist_ok=True)
         node.share_state(self.gpu_state)
@@ -180,7 +178,7 @@ class AgentRuntime:
             # Where this node keeps what a pod would find mounted (last flag wins in argparse).
             "--kubeconfig", str(side.kubeconfig), "--kubelet-root", str(side.kubelet_root),
             "--heartbeat", str(side.heartbeat), "--interval", str(self.interval),
-            *_usage_flags(side),
+            *agentflags.usage_flags(side.proc_root, networked=side.network is not None),
         ]  # fmt: skip
         if side.network is not None:  # the node's processes run in its network namespace
             command = side.network.command(command)
@@ -222,26 +220,6 @@ class AgentRuntime:
         except subprocess.TimeoutExpired:
             pass
         self.loop.enqueue("kubelet", ("node", run.node))
-
-
-@functools.cache
-def _agent_flags() -> frozenset[str]:
-    """The long flags the installed agent accepts (its --help), read once per process."""
-    result = subprocess.run(  # noqa: S603 (fixed argv, no shell)
-        [sys.executable, "-m", "kubectl_gpu.agent", "--help"],
-        capture_output=True, text=True, timeout=60, check=False, cwd=REPO_ROOT,
-    )  # fmt: skip
-    return frozenset(re.findall(r"(--[a-z][a-z0-9-]+)", result.stdout))
-
-
-def _usage_flags(side: NodeSide) -> list[str]:
-    """Where the agent reads the node's processes and serves `top`: the node's /proc stand-in,
-    and port 9402 in the node's own network namespace (off without one: every node's agent
-    would share the host's ports). Passed once the agent has the flags."""
-    if not {"--usage-port", "--proc-root"} <= _agent_flags():
-        return []
-    port = str(USAGE_PORT) if side.network is not None else "0"
-    return ["--proc-root", str(side.proc_root), "--usage-port", port]
 
 
 def _terminate(run: _Run) -> None:

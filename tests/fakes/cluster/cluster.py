@@ -24,16 +24,15 @@ from typing import TYPE_CHECKING, Any
 
 from tests.controlplane.containerlogs import LogStore
 from tests.controlplane.plane import LIFECYCLE_BY_TEST
-from tests.fakes.cluster import dcgmexporter, netns
 from tests.fakes.cluster.agents import AgentRuntime, NodeKubelets, NodeSide, write_smi
 from tests.fakes.cluster.allocation import Allocation
-from tests.fakes.cluster.dcgmexporter import DcgmExporterRuntime
+from tests.fakes.cluster.dcgmexporter import DcgmExporterRuntime, daemonset
 from tests.fakes.cluster.deviceplugin import DevicePluginRuntime
 from tests.fakes.cluster.gfd import GfdRuntime
 from tests.fakes.cluster.layouts import LAYOUTS, Layout
 from tests.fakes.cluster.loop import Controller, ControlLoop
 from tests.fakes.cluster.migmanager import MigManager
-from tests.fakes.cluster.netns import NodeNetwork, Slot
+from tests.fakes.cluster.netns import NodeNetwork, Slot, certified_addresses
 from tests.fakes.cluster.nodes import NodeSpec, SimNode
 from tests.fakes.cluster.operator import GpuOperator
 from tests.fakes.cluster.podlifecycle import Kubelet, PodRuntime
@@ -221,7 +220,7 @@ class SimCluster:
         if self.dcgm_exporter:
             namespace = self.layout.namespace if self.layout else "gpu-operator"
             self._ensure_namespace(namespace)
-            ds = dcgmexporter.daemonset(namespace, per_process=self.dcgm_exporter == "per-process")
+            ds = daemonset(namespace, per_process=self.dcgm_exporter == "per-process")
             self._create(ds)
         self.settle(timeout)
         return self
@@ -513,7 +512,7 @@ def _plane(plane: ControlPlane | None) -> tuple[ControlPlane, bool]:
 
     if plane is not None:
         return plane, False
-    return ControlPlane(kubelet_addresses=netns.certified_addresses()).start(), True
+    return ControlPlane(kubelet_addresses=certified_addresses()).start(), True
 
 
 def _log_files(plane: ControlPlane, directory: Path) -> LogStore:
