@@ -11,6 +11,7 @@ its answer names the pod a GPU process belongs to.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import subprocess
 import time
@@ -81,6 +82,7 @@ def test_the_agent_runs_in_its_node_namespace_and_reaches_the_api_server(
                "--field-selector", "spec.nodeName=gpu-a")  # fmt: skip
     pod = json.loads(listed.stdout)["items"][0]
     assert pod["status"]["podIP"] in network.addresses
+    assert ipaddress.IPv4Address(pod["status"]["podIP"]) in network.pod_network
     # the node's own InternalIP lives in the namespace too: the API server reaches the node's
     # kubelet endpoint (KWOK's server, through a relay) there for `kubectl logs`
     assert pod["status"]["hostIP"] == network.address

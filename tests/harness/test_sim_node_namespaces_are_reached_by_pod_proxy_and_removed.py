@@ -11,6 +11,7 @@ through eth0, and when the cluster stops its namespaces, veths, routes and relay
 
 from __future__ import annotations
 
+import ipaddress
 import subprocess
 import threading
 from pathlib import Path
@@ -48,6 +49,8 @@ def test_pod_proxy_reaches_a_server_in_a_node_namespace_and_all_is_removed_at_st
         pod_ip = pod["status"]["podIP"]
         network = cluster.networks[node]
         assert pod_ip in network.addresses
+        # from the node's own pod network, which no other cluster on the machine uses
+        assert ipaddress.IPv4Address(pod_ip) in network.pod_network
         path = f"/api/v1/namespaces/gpu-operator/pods/{name}:9400/proxy/metrics"
         got = kubectl("get", "--raw", path)
         assert got.returncode == 0, got.stderr

@@ -84,7 +84,7 @@ class Kubelet:
         self.store, self.loop, self.nodes = store, loop, nodes
         self.logs = logs
         self.workloads = workloads
-        self.networks = networks or {}
+        self.networks = networks if networks is not None else {}  # filled as nodes get them
         self.plugin = plugin
         self.runtimes = list(runtimes)
         self.time_scale = time_scale
