@@ -12,6 +12,7 @@ import dataclasses
 import secrets
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -49,7 +50,9 @@ def _serving(d: Path, name: str, names: str) -> None:
     )  # fmt: skip
 
 
-def make(directory: Path) -> Credentials:
+def make(directory: Path, kubelet_addresses: Sequence[str] = ()) -> Credentials:
+    """A CA and what is signed with it; KWOK's kubelet certificate also names
+    `kubelet_addresses` (node InternalIPs a test routes to KWOK's server)."""
     directory.mkdir(parents=True, exist_ok=True)
     d = directory
     _openssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", d / "ca.key")
@@ -62,7 +65,7 @@ def make(directory: Path) -> Credentials:
         "DNS:kubernetes.default.svc,IP:10.0.0.1",
     )  # fmt: skip
     # KWOK's kubelet-like server (container logs): every simulated node's kubelet endpoint
-    _serving(d, "kubelet", "IP:127.0.0.1")
+    _serving(d, "kubelet", ",".join(f"IP:{a}" for a in ("127.0.0.1", *kubelet_addresses)))
     _openssl("genrsa", "-out", d / "sa.key", "2048")
     _openssl("rsa", "-in", d / "sa.key", "-pubout", "-out", d / "sa.pub")
     token = secrets.token_hex(16)

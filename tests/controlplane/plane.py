@@ -159,6 +159,7 @@ class ControlPlane:
         node_lease_seconds: int = 40,
         controller_manager_args: Sequence[str] = (),
         node_authorizer: bool = True,
+        kubelet_addresses: Sequence[str] = (),
     ) -> None:
         """`runtime_config` and `feature_gates` go to the API server as they are. Without
         `node_authorizer` only RBAC authorizes: a plane told not to serve resource.k8s.io/v1
@@ -169,7 +170,9 @@ class ControlPlane:
         benchmarks: at thousands of nodes the audit log and KWOK's lease renewals (every quarter
         of the lease, one write per node) are most of what the server does; leases of an hour
         need the node-lifecycle-controller off (it would find the nodes unreachable), and the
-        DaemonSet controller a higher client rate than its 20 requests/s."""
+        DaemonSet controller a higher client rate than its 20 requests/s. `kubelet_addresses`:
+        node InternalIPs, besides 127.0.0.1, at which a test serves KWOK's kubelet endpoint
+        (a node in a network namespace of its own): its certificate names them."""
         version = version or chosen_version()
         if version not in VERSIONS:
             raise ValueError(
@@ -188,6 +191,7 @@ class ControlPlane:
         self.node_lease_seconds = node_lease_seconds
         self.controller_manager_args = tuple(controller_manager_args)
         self.node_authorizer = node_authorizer
+        self.kubelet_addresses = tuple(kubelet_addresses)
         self.components: list[Component] = []
         self.bins: dict[str, Path] = {}
         self.port = 0
@@ -206,7 +210,7 @@ class ControlPlane:
         self._keeper = _Keeper()
         if self._own_dir:
             self._keeper.tell("remove", self.dir)
-        self.creds = certs.make(self.dir / "pki")
+        self.creds = certs.make(self.dir / "pki", self.kubelet_addresses)
         deadline = time.monotonic() + timeout
         try:
             self._on_free_ports(lambda: self._start_etcd(deadline))

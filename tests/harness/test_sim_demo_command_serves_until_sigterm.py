@@ -1,6 +1,7 @@
 """`python -m tests.fakes.cluster --real`, as `make demo` runs it: a cluster on a real control
 plane that the server's own kubectl can use (GPU nodes advertising shared GPUs, a DRA node's
-ResourceSlice), and a clean stop on SIGTERM that leaves no control-plane process behind."""
+ResourceSlice, each GPU node in a network namespace of its own), and a clean stop on SIGTERM that
+leaves no control-plane process and no namespace behind."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.cluster import netns
 from tests.kube.kubectl import KubectlRunner
 
 pytestmark = pytest.mark.timeout(180)
@@ -49,6 +51,20 @@ def server_processes(url: str) -> list[int]:
     return found
 
 
+def node_namespaces() -> set[tuple[str, int]]:
+    """(name, inode) of each simulated node namespace: a name is reused by the next cluster
+    that takes the same slot (another xdist worker's), the namespace is new."""
+    if netns.unavailable() is not None or not netns.NETNS_DIR.exists():
+        return set()
+    found = set()
+    for entry in netns.NETNS_DIR.glob(f"{netns.PREFIX}*"):
+        try:
+            found.add((entry.name, entry.stat().st_ino))
+        except OSError:  # removed meanwhile
+            continue
+    return found
+
+
 def test_the_demo_cluster_answers_kubectl_and_exits_cleanly_on_sigterm(tmp_path: Path) -> None:
     config = tmp_path / "ts.yaml"
     config.write_text(
@@ -56,6 +72,7 @@ def test_the_demo_cluster_answers_kubectl_and_exits_cleanly_on_sigterm(tmp_path:
         "    - name: nvidia.com/gpu\n      replicas: 2\n"
     )
     kubeconfig = tmp_path / "kubeconfig"
+    namespaces_before = node_namespaces()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen(
         [
@@ -98,9 +115,13 @@ def test_the_demo_cluster_answers_kubectl_and_exits_cleanly_on_sigterm(tmp_path:
         assert [s["spec"]["nodeName"] for s in slices] == ["dra-a"]
         apiserver = server_processes(fields["server"])
         assert apiserver, "no kube-apiserver serving the demo's port"
+        made = node_namespaces() - namespaces_before
+        if netns.unavailable() is None:  # the GPU node's own network namespace
+            assert len(made) == 1, made
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
         assert not server_processes(fields["server"]), "the control plane outlived the demo"
+        assert not made & node_namespaces(), "the demo's node namespace outlived it"
     finally:
         if process.poll() is None:
             process.kill()

@@ -3,10 +3,12 @@
 Owns the command line only: build the nodes (`--nodes gpu-a=H100-SXM5-80GB:8,cpu-1=none:0`), the
 deployment (`--layout gpu-operator|helm|static|none`) and its configs (`--config KEY=FILE`,
 `--default KEY`), GPU nodes served by NVIDIA's DRA driver (`--dra-nodes dra-a=A100-SXM4-80GB:2`),
-whether GPU nodes run the real agent once it is installed (`--agents`, the
-default), start a `SimCluster` on a control plane of its own (tests/controlplane), write the
-kubeconfig, print one `ready: kubeconfig=PATH server=URL kubectl=PATH` line (kubectl of the
-server's own release), serve until SIGTERM or SIGINT, then stop cleanly and exit 0. Must not be
+whether GPU nodes run the real agent once it is installed (`--agents`, the default), each GPU
+node's network namespace (`--node-networks`, on where the machine allows it), GPU pods' compute
+processes (`--gpu-processes`, on) and a dcgm-exporter stand-in (`--dcgm-exporter
+copied|per-process`), start a `SimCluster` on a control plane of its own (tests/controlplane),
+write the kubeconfig, print one `ready: kubeconfig=PATH server=URL kubectl=PATH` line (kubectl of
+the server's own release), serve until SIGTERM or SIGINT, then stop cleanly and exit 0. Must not be
 used by tests in-process (they use the fixture).
 """
 
@@ -19,7 +21,7 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from tests.fakes.cluster import dranodes
+from tests.fakes.cluster import dranodes, netns
 from tests.fakes.cluster.cluster import SimCluster
 from tests.fakes.cluster.layouts import LAYOUTS
 from tests.fakes.cluster.nodes import NodeSpec
@@ -58,6 +60,29 @@ def _options(argv: list[str] | None) -> argparse.Namespace:
         help="GPU nodes served by NVIDIA's DRA driver (its DeviceClasses and ResourceSlices)",
     )
     parser.add_argument(
+        "--node-networks",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="give every GPU node a network namespace of its own, so the API server's pod "
+        "proxy reaches its pods (the agent's usage endpoint, dcgm-exporter) (default: on where "
+        "this machine allows it: root, iproute2)",
+    )
+    parser.add_argument(
+        "--gpu-processes",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="running GPU pods get compute processes in their node's NVML state and /proc "
+        "(memory and SM %% from the pod annotations sim.kubectl-gpu.io/gpu-memory and "
+        "sim.kubectl-gpu.io/sm-percent)",
+    )
+    parser.add_argument(
+        "--dcgm-exporter",
+        choices=["none", "copied", "per-process"],
+        default="none",
+        help="run the GPU Operator's dcgm-exporter (a stand-in) on every GPU node: figures "
+        "copied to every pod sharing a device, or per process (KUBERNETES_VIRTUAL_GPUS)",
+    )
+    parser.add_argument(
         "--real",
         action="store_true",
         help="accepted as before: the cluster always runs on a real control plane (etcd, "
@@ -87,6 +112,14 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         raise SystemExit(str(error)) from None
     layout = None if options.layout == "none" else options.layout
+    networks = options.node_networks
+    if networks is None:
+        networks = netns.unavailable() is None
+    elif networks and netns.unavailable():
+        raise SystemExit(f"--node-networks: {netns.unavailable()}")
+    exporter = None if options.dcgm_exporter == "none" else options.dcgm_exporter
+    if exporter and not networks:
+        raise SystemExit("--dcgm-exporter serves on pod IPs: it needs --node-networks")
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -101,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
         options.default_config,
         kubeconfig=options.kubeconfig.resolve(),
         agents=options.agents,
+        node_networks=networks,
+        gpu_processes=options.gpu_processes,
+        dcgm_exporter=exporter,
     )
     try:
         cluster.start()

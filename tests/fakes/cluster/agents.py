@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from tests.controlplane.containerlogs import LogStore
+from tests.fakes.cluster import agentflags
 from tests.fakes.cluster.loop import Change, ControlLoop
+from tests.fakes.cluster.netns import NodeNetwork
 from tests.fakes.cluster.nodes import SimNode
 
 Obj = dict[str, Any]
@@ -33,11 +35,15 @@ _STOP_GRACE = 5.0
 
 
 class NodeSide:
-    """Where one simulated GPU node keeps what a real node keeps on disk."""
+    """Where one simulated GPU node keeps what a real node keeps on disk; also the /proc of its
+    GPU processes (the agent's `--proc-root`) and its network namespace, where it has one (the
+    agent then runs inside it, reachable on its pod IP, with `--usage-port`)."""
 
     def __init__(self, root: Path, node: SimNode) -> None:
         self.node = node
         self.dir = root / node.name
+        self.proc_root = self.dir / "proc"  # the host's /proc as far as GPU processes go
+        self.network: NodeNetwork | None = None  # its network namespace, when it has one
         self.kubelet_root = self.dir / "kubelet"
         self.gpu_state = self.dir / "gpus.json"
         self.kubeconfig = self.dir / "kubeconfig"
@@ -65,6 +71,7 @@ class _Run:
     container: str
     args: list[str]
     service_account: str = "default"
+    pod_ip: str = ""
     process: subprocess.Popen[str] | None = None
     reader: threading.Thread | None = None
 
@@ -104,11 +111,15 @@ class AgentRuntime:
         meta = pod["metadata"]
         account = str((pod.get("spec") or {}).get("serviceAccountName") or "default")
         run = _Run(
-            node, meta["namespace"], meta["name"], container["name"], _args(container), account
-        )
+            node, meta["namespace"], meta["name"], container["name"], _args(container), account,
+            str((pod.get("status") or {}).get("podIP") or ""),
+        )  # fmt: skip
         with self._lock:
             self._runs[meta["uid"]] = run
         if node in self.sides:
+            network = self.sides[node].network
+            if network is not None and run.pod_ip:
+                network.add_address(run.pod_ip)  # its pod IP, where the pod proxy reaches it
             self._spawn(run)
 
     def stop(self, uid: str) -> None:
@@ -116,6 +127,9 @@ class AgentRuntime:
             run = self._runs.pop(uid, None)
         if run is not None:
             _terminate(run)
+            network = self.sides[run.node].network if run.node in self.sides else None
+            if network is not None and run.pod_ip:
+                network.remove_address(run.pod_ip)
 
     def fates(self, uid: str) -> dict[str, str | None]:
         with self._lock:
@@ -164,7 +178,10 @@ class AgentRuntime:
             # Where this node keeps what a pod would find mounted (last flag wins in argparse).
             "--kubeconfig", str(side.kubeconfig), "--kubelet-root", str(side.kubelet_root),
             "--heartbeat", str(side.heartbeat), "--interval", str(self.interval),
+            *agentflags.usage_flags(side.proc_root, networked=side.network is not None),
         ]  # fmt: skip
+        if side.network is not None:  # the node's processes run in its network namespace
+            command = side.network.command(command)
         env = {
             **os.environ,
             "NODE_NAME": run.node,

@@ -26,15 +26,18 @@ from tests.controlplane.containerlogs import LogStore
 from tests.controlplane.plane import LIFECYCLE_BY_TEST
 from tests.fakes.cluster.agents import AgentRuntime, NodeKubelets, NodeSide, write_smi
 from tests.fakes.cluster.allocation import Allocation
+from tests.fakes.cluster.dcgmexporter import DcgmExporterRuntime, daemonset
 from tests.fakes.cluster.deviceplugin import DevicePluginRuntime
 from tests.fakes.cluster.gfd import GfdRuntime
 from tests.fakes.cluster.layouts import LAYOUTS, Layout
 from tests.fakes.cluster.loop import Controller, ControlLoop
 from tests.fakes.cluster.migmanager import MigManager
+from tests.fakes.cluster.netns import NodeNetwork, Slot, certified_addresses
 from tests.fakes.cluster.nodes import NodeSpec, SimNode
 from tests.fakes.cluster.operator import GpuOperator
 from tests.fakes.cluster.podlifecycle import Kubelet, PodRuntime
 from tests.fakes.cluster.programs import ProgramPod, SidecarWatch
+from tests.fakes.cluster.workloads import GpuProcess, GpuWorkloads
 from tests.fakes.libnvml import FakeLibNvml, Gpu
 from tests.kube import ApiError
 
@@ -73,12 +76,27 @@ class SimCluster:
         agent_interval: float = 0.5,
         plane: ControlPlane | None = None,
         node_starts_programs: bool = False,
+        node_networks: bool = False,
+        gpu_processes: bool = False,
+        dcgm_exporter: str | None = None,
     ) -> None:
         """`node_starts_programs`: on a real control plane, the pods of the layout's device
         plugin and GFD DaemonSets are started by the node side instead of KWOK, which makes
         every pod Running and Ready at once: their whole lifecycle is then as a kubelet reports
         it (a plugin that crashes at start is never Ready; a config-manager init container
-        that fails keeps its pod Pending)."""
+        that fails keeps its pod Pending).
+
+        `node_networks`: every GPU node gets a network namespace of its own (netns.py; needs
+        root), holding the IPs of its pods whose processes run there (the agent, dcgm-exporter)
+        so the API server's pod proxy reaches them; the agent runs inside it, and reaches the
+        API server through a relay on the namespace's 127.0.0.1. `gpu_processes`: running pods
+        that hold GPU devices get compute processes in their node's NVML state and /proc
+        (workloads.py). `dcgm_exporter`: "copied" or "per-process" runs the GPU Operator's
+        dcgm-exporter DaemonSet (dcgmexporter.py; needs `node_networks`)."""
+        if dcgm_exporter not in (None, "copied", "per-process"):
+            raise ValueError(f"dcgm_exporter is copied or per-process, not {dcgm_exporter!r}")
+        if dcgm_exporter and not node_networks:
+            raise ValueError("dcgm_exporter serves on pod IPs: it needs node_networks")
         unknown = set(controllers) - set(WITH_MIG_MANAGER)
         if unknown:
             raise ValueError(f"unknown controllers {sorted(unknown)}; known: {WITH_MIG_MANAGER}")
@@ -109,11 +127,28 @@ class SimCluster:
         self.agents: AgentRuntime | None = None
         self.node_kubelets: NodeKubelets | None = None
         self._node_root: Path | None = None
+        self.want_networks = node_networks
+        self.slot: Slot | None = None
+        self.networks: dict[str, NodeNetwork] = {}  # filled at start
+        gpu_nodes = [name for name, node in self.nodes.items() if node.gpus]
+        if agents or gpu_processes or dcgm_exporter:
+            # a short directory under /tmp: a unix socket path must fit in 108 bytes
+            self._node_root = Path(tempfile.mkdtemp(prefix="sim", dir="/tmp"))
+        proc_roots = {n: self._node_root / n / "proc" for n in gpu_nodes if self._node_root}
         if agents:
             runtimes.append(self._node_side(agent_interval))
+        self.workloads = GpuWorkloads(self.nodes, proc_roots, self.store) if gpu_processes else None
+        self.dcgm_exporter = dcgm_exporter
+        self.exporters: DcgmExporterRuntime | None = None
+        if dcgm_exporter:
+            self.exporters = DcgmExporterRuntime(
+                self.nodes, self.networks, self.allocations, proc_roots
+            )
+            runtimes.append(self.exporters)
         self.kubelet = Kubelet(
             self.store, self.loop, self.nodes, self.plugin, runtimes,
-            time_scale=time_scale, logs=self.logs,
+            time_scale=time_scale, logs=self.logs, workloads=self.workloads,
+            networks=self.networks,
         )  # fmt: skip
         self._wire(runtimes)
         self._started = False
@@ -147,10 +182,8 @@ class SimCluster:
             self.loop.add(self.node_kubelets)
 
     def _node_side(self, interval: float) -> AgentRuntime:
-        """Each GPU node's disk (GPU state, kubelet root) and the agent processes on them.
-
-        A short directory under /tmp: a unix socket path must fit in 108 bytes."""
-        self._node_root = Path(tempfile.mkdtemp(prefix="sim", dir="/tmp"))
+        """Each GPU node's disk (GPU state, kubelet root) and the agent processes on them."""
+        assert self._node_root is not None
         sides = {
             name: NodeSide(self._node_root, node) for name, node in self.nodes.items() if node.gpus
         }
@@ -171,6 +204,8 @@ class SimCluster:
     # ---- lifetime -----------------------------------------------------------------------
 
     def start(self, timeout: float = 60.0) -> SimCluster:
+        if self.want_networks:
+            self._make_networks()
         self.loop.start()
         self._started = True
         shutil.copyfile(self.plane.kubeconfig, self.kubeconfig)
@@ -182,8 +217,34 @@ class SimCluster:
             self._create(self._started_by_node(obj))
         if self.agents is not None and self.node_kubelets is not None:
             self.node_kubelets.start()
+        if self.dcgm_exporter:
+            namespace = self.layout.namespace if self.layout else "gpu-operator"
+            self._ensure_namespace(namespace)
+            ds = daemonset(namespace, per_process=self.dcgm_exporter == "per-process")
+            self._create(ds)
         self.settle(timeout)
         return self
+
+    def _make_networks(self) -> None:
+        """A namespace per GPU node, with a relay to the API server on its loopback."""
+        self.slot = Slot.acquire()
+        for name, node in self.nodes.items():
+            if not node.gpus:
+                continue
+            network = NodeNetwork(self.slot, name, node.index)
+            self.networks[name] = network
+            network.create()
+            network.relay_loopback(self.plane.port)
+            if network.address in self.plane.kubelet_addresses:
+                network.relay_loopback(self.plane.kubelet_port, inside=network.address)
+            if self.agents is not None and name in self.agents.sides:
+                self.agents.sides[name].network = network
+
+    def _ensure_namespace(self, name: str) -> None:
+        try:
+            self.store.get("namespaces", name)
+        except ApiError:
+            self._create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 
     def _started_by_node(self, obj: Obj) -> Obj:
         """`obj`, or a DaemonSet whose pods run a simulated program marked for the node side
@@ -212,10 +273,7 @@ class SimCluster:
 
     def stop(self) -> None:
         """Stop the node side, the store's watches and a plane of the cluster's own."""
-        if self.agents is not None:
-            self.agents.stop_all()  # first: they talk to the server
-        if self.node_kubelets is not None:
-            self.node_kubelets.stop()
+        self._stop_node_side()
         if self._started:
             self.loop.stop()
             self._started = False
@@ -229,6 +287,22 @@ class SimCluster:
         for root in (self._node_root, self._log_root):
             if root is not None:
                 shutil.rmtree(root, ignore_errors=True)
+
+    def _stop_node_side(self) -> None:
+        """Processes first (they talk to the server, and keep their namespaces alive), then
+        the namespaces, routes and relays, then the slot (the last one takes the guards)."""
+        if self.agents is not None:
+            self.agents.stop_all()
+        if self.exporters is not None:
+            self.exporters.stop_all()
+        if self.node_kubelets is not None:
+            self.node_kubelets.stop()
+        for network in self.networks.values():
+            network.destroy()
+        self.networks.clear()
+        if self.slot is not None:
+            self.slot.release()
+            self.slot = None
 
     def __enter__(self) -> SimCluster:
         return self.start()
@@ -308,8 +382,15 @@ class SimCluster:
         return node
 
     def _node_object(self, node: SimNode) -> Obj:
-        """The node's kubelet endpoint is KWOK's server (container logs)."""
-        return self.plane.with_kubelet(node.node_object())
+        """The node's kubelet endpoint is KWOK's server (container logs); a node with a network
+        namespace whose address KWOK's certificate names has that InternalIP, relayed there."""
+        obj = self.plane.with_kubelet(node.node_object())
+        network = self.networks.get(node.name)
+        if network is not None and network.address in self.plane.kubelet_addresses:
+            for address in obj["status"]["addresses"]:
+                if address["type"] == "InternalIP":
+                    address["address"] = network.address
+        return obj
 
     def node_gpus(self, name: str) -> list[Gpu]:
         """The node's GPUs (the NVML stand-in's objects; change them only through set_mig)."""
@@ -322,6 +403,40 @@ class SimCluster:
     def set_mig(self, node: str, gpu_index: int, profiles: Sequence[str] | None) -> None:
         """Partition one GPU (None disables MIG); the plugin sees it at its next (re)start."""
         self.nodes[node].set_mig(gpu_index, profiles)
+
+    # ---- GPU processes and node networks ---------------------------------------------------
+
+    def gpu_processes(self, node: str) -> list[GpuProcess]:
+        """The compute processes on `node` (of its GPU pods, and strays)."""
+        assert self.workloads is not None, "start the cluster with gpu_processes=True"
+        return self.workloads.processes(node)
+
+    def add_stray_process(
+        self,
+        node: str,
+        gpu_index: int,
+        used_bytes: int,
+        *,
+        mig_device: tuple[int, int] | None = None,
+        sm_percent: int | None = None,
+        cgroup_path: str = "/system.slice/gpu-burn.service",
+    ) -> GpuProcess:
+        """A compute process of no pod on `node` (see GpuWorkloads.add_stray)."""
+        assert self.workloads is not None, "start the cluster with gpu_processes=True"
+        return self.workloads.add_stray(
+            node, gpu_index, used_bytes, mig_device=mig_device, sm_percent=sm_percent,
+            cgroup_path=cgroup_path,
+        )  # fmt: skip
+
+    def proc_root(self, node: str) -> Path:
+        """Where `node`'s /proc is, as far as its GPU processes go (the agent's --proc-root)."""
+        assert self._node_root is not None
+        return self._node_root / node / "proc"
+
+    def gpu_state(self, node: str) -> Path | None:
+        """`node`'s NVML state file, which every process on the node reads (agents only)."""
+        side = self.agents.sides.get(node) if self.agents is not None else None
+        return side.gpu_state if side is not None else None
 
     # ---- what the node side knows ----------------------------------------------------------
 
@@ -397,7 +512,7 @@ def _plane(plane: ControlPlane | None) -> tuple[ControlPlane, bool]:
 
     if plane is not None:
         return plane, False
-    return ControlPlane().start(), True
+    return ControlPlane(kubelet_addresses=certified_addresses()).start(), True
 
 
 def _log_files(plane: ControlPlane, directory: Path) -> LogStore:

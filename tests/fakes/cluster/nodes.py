@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.libnvml import FakeLibNvml, Gpu, codes
+from tests.fakes.libnvml import FakeLibNvml, Gpu, Process, codes
 from tests.fakes.libnvml.models import compute_profiles, mig_device_profile
 from tests.fakes.libnvml.statefile import GpuStateFile
 from tests.kube.objects import node as sample_node
@@ -60,6 +60,8 @@ class MigDeviceView:
     memory_mb: int
     multiprocessors: int
     engines: Mapping[str, int]
+    gi_id: int = 0
+    ci_id: int = 0
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,9 @@ class GpuView:
     mig_capable: bool
     mig_enabled: bool
     mig_devices: tuple[MigDeviceView, ...]
+    processes: tuple[Process, ...] = ()
+    memory_reserved: int = 0  # bytes
+    pci_bus_id: str = ""
 
 
 class SimNode:
@@ -161,6 +166,44 @@ class SimNode:
             for profile in profiles or ():
                 _create(gpu, profile)
 
+    # ---- compute processes ------------------------------------------------------------
+
+    def locate(self, device_uuid: str) -> tuple[int, tuple[int, int] | None] | None:
+        """(GPU index, (GPU instance ID, compute instance ID) or None for the whole GPU) of a
+        GPU or MIG device UUID on this node, or None."""
+        with self._gpus_in_use(changing=False):
+            for gpu in self.gpus:
+                if gpu.uuid == device_uuid:
+                    return gpu.index, None
+                for gi, ci in gpu.mig.mig_devices():
+                    if ci.uuid == device_uuid:
+                        return gpu.index, (gi.id, ci.id)
+        return None
+
+    def start_process(
+        self,
+        gpu_index: int,
+        pid: int,
+        used_bytes: int,
+        mig_device: tuple[int, int] | None = None,
+        sm_percent: int | None = None,
+    ) -> None:
+        """A compute process appears on a GPU (in a MIG device): every process on the node
+        (the agent, nvidia-smi) sees it in NVML from now on."""
+        with self._gpus_in_use(changing=True):
+            gpu = self.gpus[gpu_index]
+            if mig_device is not None:
+                gi = gpu.mig.gpu_instances.get(mig_device[0])
+                if gi is None or mig_device[1] not in gi.compute_instances:
+                    raise ValueError(f"GPU {gpu_index} of {self.name}: no MIG device {mig_device}")
+            gi_id, ci_id = mig_device or (None, None)
+            gpu.processes.append(Process(pid, used_bytes, gi_id, ci_id, sm_percent))
+
+    def end_processes(self, pids: set[int]) -> None:
+        with self._gpus_in_use(changing=True):
+            for gpu in self.gpus:
+                gpu.processes = [p for p in gpu.processes if p.pid not in pids]
+
     def gpu_views(self) -> tuple[GpuView, ...]:
         with self._gpus_in_use(changing=False):
             return tuple(_view(gpu) for gpu in self.gpus)
@@ -220,6 +263,8 @@ def _view(gpu: Gpu) -> GpuView:
                     memory_mb=profile.memory_size_mb,
                     multiprocessors=ci.profile.multiprocessor_count,
                     engines=engines,
+                    gi_id=gi.id,
+                    ci_id=ci.id,
                 )
             )
     return GpuView(
@@ -231,4 +276,7 @@ def _view(gpu: Gpu) -> GpuView:
         mig_capable=gpu.mig_capable,
         mig_enabled=gpu.mig_enabled,
         mig_devices=tuple(devices),
+        processes=tuple(gpu.processes),
+        memory_reserved=gpu.memory_reserved,
+        pci_bus_id=gpu.pci_bus_id,
     )

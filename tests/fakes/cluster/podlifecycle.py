@@ -6,8 +6,10 @@ allocation.py (a rejected pod goes Failed with kubelet's reason and an Event), s
 programs simulated in some pods (device plugin, GFD) through their `PodRuntime`, crash loops with
 kubelet's doubling back-off (10 s to 300 s, scaled by `time_scale`) and restart counts, the
 container logs a crash leaves (its reason as the run's last line; the run before a restart kept as
-`previous`, when a `LogStore` is given), releasing devices when a pod ends, and writing complete
-pod status. KWOK plays the kubelet's pod lifecycle on the real control plane and makes every
+`previous`, when a `LogStore` is given), releasing devices when a pod ends (and, with
+`GpuWorkloads`, starting and ending the compute processes of pods that hold GPU devices), pod IPs
+from a node's own network namespace where it has one, and writing complete pod status. KWOK
+plays the kubelet's pod lifecycle on the real control plane and makes every
 bound pod Running, so this keeps only what a node adds: device allocation, the simulated
 programs, their crash loops and logs, and statuses only for pods running such a program, written
 after KWOK has started the pod; but it plays the whole lifecycle of the pods KWOK leaves to it
@@ -18,7 +20,7 @@ decide what a simulated program does (programs.py).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -30,8 +32,10 @@ from tests.fakes.cluster.allocation import AllocationTable, Rejected, admit
 from tests.fakes.cluster.deviceplugin import DevicePluginRuntime
 from tests.fakes.cluster.loop import Change, ControlLoop
 from tests.fakes.cluster.matching import is_terminal
+from tests.fakes.cluster.netns import NodeNetwork
 from tests.fakes.cluster.nodes import SimNode
 from tests.fakes.cluster.podstatus import ContainerRun, PodPlace
+from tests.fakes.cluster.workloads import GpuWorkloads
 from tests.kube import ApiError
 
 Obj = dict[str, Any]
@@ -72,9 +76,15 @@ class Kubelet:
         *,
         time_scale: float,
         logs: LogStore | None = None,
+        workloads: GpuWorkloads | None = None,
+        networks: Mapping[str, NodeNetwork] | None = None,
     ) -> None:
+        """`workloads`: the GPU processes of pods holding devices; `networks`: the nodes
+        whose pods get their IPs from the node's own network namespace (netns.py)."""
         self.store, self.loop, self.nodes = store, loop, nodes
         self.logs = logs
+        self.workloads = workloads
+        self.networks = networks if networks is not None else {}  # filled as nodes get them
         self.plugin = plugin
         self.runtimes = list(runtimes)
         self.time_scale = time_scale
@@ -170,7 +180,11 @@ class Kubelet:
         ref = (str(pod["metadata"].get("namespace") or ""), str(pod["metadata"]["name"]))
         self._pods[uid] = StartedPod(node_name, place, runtime, ref=ref)
         if runtime is not None:
-            runtime.start(node_name, pod)
+            # what it is started with is what this kubelet will report: the pod's IP
+            placed = {**pod, "status": {**(pod.get("status") or {}), "podIP": place.pod_ip}}
+            runtime.start(node_name, placed)
+        if self.workloads is not None:
+            self.workloads.started(node_name, pod, allocations)
         return True
 
     def _forget(self, uid: str) -> None:
@@ -180,6 +194,8 @@ class Kubelet:
         self.table.release(started.node, uid)
         if started.runtime is not None:
             started.runtime.stop(uid)
+        if self.workloads is not None:
+            self.workloads.stopped(uid)
 
     # ---- containers ----------------------------------------------------------------------
 
@@ -272,6 +288,8 @@ class Kubelet:
         return None
 
     def _pod_ip(self, node: str) -> str:
+        if node in self.networks:
+            return self.networks[node].next_pod_ip()
         index = self.nodes[node].index if node in self.nodes else 250
         self._ips[node] = self._ips.get(node, 1) + 1
         return f"10.244.{index}.{self._ips[node]}"

@@ -21,6 +21,7 @@ from typing import Any
 from tests.controlplane import ControlPlane
 from tests.controlplane.plane import wait_for
 from tests.controlplane.store import ApiStore
+from tests.fakes.cluster import netns
 from tests.kube import ApiError
 
 Obj = dict[str, Any]
@@ -41,7 +42,7 @@ def plane() -> ControlPlane:
     global _plane, _api
     with _lock:
         if _plane is None:
-            started = ControlPlane().start()
+            started = ControlPlane(kubelet_addresses=netns.certified_addresses()).start()
             atexit.register(started.stop)
             assert started.creds is not None
             _api = ApiStore(started.url, started.creds.admin_token, started.creds.ca_cert)
