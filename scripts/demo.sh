@@ -61,12 +61,18 @@ step "${gpu[*]} share --replicas 4 --wait --timeout 60s"
 "${gpu[@]}" share --replicas 4 --wait --timeout 60s || fail "share did not verify"
 [ "$(kubectl get node gpu-a -o jsonpath='{.status.allocatable.nvidia\.com/gpu}')" = 8 ] || fail "gpu-a should advertise 2 x 4"
 
-step "kubectl apply -f <3 inference pods, 1 nvidia.com/gpu each, on gpu-a>"
+step "kubectl apply -f <3 inference pods, 1 nvidia.com/gpu each, on gpu-a, using 4, 12 and 30 GiB>"
+# sim.kubectl-gpu.io/* tells the simulated node what the pod's CUDA process uses (test-only).
+use=([1]="4Gi 15" [2]="12Gi 40" [3]="30Gi 70")
 for i in 1 2 3; do
+  read -r memory sm <<<"${use[$i]}"
   kubectl apply -f - <<POD || fail "pod infer-$i"
 apiVersion: v1
 kind: Pod
-metadata: {name: infer-$i, namespace: default}
+metadata:
+  name: infer-$i
+  namespace: default
+  annotations: {sim.kubectl-gpu.io/gpu-memory: "$memory", sim.kubectl-gpu.io/sm-percent: "$sm"}
 spec:
   nodeSelector: {kubernetes.io/hostname: gpu-a}
   containers:
@@ -80,6 +86,19 @@ has_replica_rows() { "${gpu[@]}" map -A -o json | json "sum(1 for r in d['items'
 until_ok 20 has_replica_rows || fail "the map does not show the three pods on GPU-…::N replicas"
 "${gpu[@]}" map -A
 ok "each pod on a GPU-…::N replica of a physical GPU, by namespace/name"
+
+step "${gpu[*]} top node/gpu-a   # what each pod uses, read now from the agent through the pod proxy"
+# Three pods on two GPUs: at least two share one, each with its own memory, and nothing but
+# the replica count between them (time-slicing has no memory isolation).
+top_ok() { "${gpu[@]}" top node/gpu-a -o json | json "
+len({r['pod'] for r in d['items'] if r['kind'] == 'pod' and (r['pod'] or '').startswith('infer-')}) == 3
+and any(len({r['memoryUsedBytes'] for r in d['items'] if r['kind'] == 'pod' and r['gpuUUID'] == u}) == 2
+        for u in {r['gpuUUID'] for r in d['items']})
+and all(r['isolation'] == 'none' for r in d['items'] if r['kind'] == 'pod')
+and d['source']['kind'] == 'agent'" | grep -q True; }
+until_ok 30 top_ok || fail "top does not show the three pods' own memory with no isolation"
+"${gpu[@]}" top node/gpu-a
+ok "each pod's own memory and SM %, two on one GPU with no isolation between them"
 
 # 4. MIG: checked offline against the A100's geometry, applied by the agent through NVML.
 mig=tests/data/mig/mig-parted__deployments__systemd__config-default.yaml
@@ -100,7 +119,7 @@ step "kubectl apply -f <a notebook pod asking for nvidia.com/mig-1g.10gb>"
 kubectl apply -f - <<'POD' || fail "pod notebook"
 apiVersion: v1
 kind: Pod
-metadata: {name: notebook, namespace: default}
+metadata: {name: notebook, namespace: default, annotations: {sim.kubectl-gpu.io/gpu-memory: "6Gi"}}
 spec:
   containers:
   - {name: jupyter, image: "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", resources: {limits: {nvidia.com/mig-1g.10gb: "1"}}}
@@ -111,6 +130,14 @@ has_mig_row() { "${gpu[@]}" map gpu-b -o json | json "any(r['mig_uuid'] and r['p
 until_ok 20 has_mig_row || fail "the map does not show the notebook on a MIG device"
 "${gpu[@]}" map gpu-b -o wide
 ok "the notebook holds a MIG-… device, shown under its parent GPU"
+step "${gpu[*]} top pod notebook   # its use against the MIG instance that holds it"
+mig_top_ok() { "${gpu[@]}" top pod notebook -o json | json "
+any(r['pod'] == 'notebook' and r['isolation'] == 'mig' and r['memoryUsedBytes'] == 6 * 2**30
+    and r['memoryLimitBytes'] and r['memoryLimitBytes'] > 6 * 2**30 and r['smUnavailable'] == 'mig'
+    for r in d['items'])" | grep -q True; }
+until_ok 30 mig_top_ok || fail "top does not show the notebook's use against its MIG instance"
+"${gpu[@]}" top pod notebook
+ok "6 GiB used of the 1g.10gb instance; no SM figure on MIG (NVML has none per process there)"
 
 # 5. DRA: a claim the real scheduler allocates on a node served by NVIDIA's DRA driver.
 step "kubectl apply -f <a ResourceClaimTemplate for one gpu.nvidia.com device, and a pod using it>"
