@@ -102,7 +102,10 @@ def read(api: cluster.Api, scope: Scope, options: Options) -> TopReading:
     Pods are listed (to name UIDs and containers) when the scope filters pods, and otherwise
     only when an answer holds a process whose pod the agent could not name: at fleet scale
     the agents' answers, not a cluster-wide pod LIST, carry the cost."""
-    endpoints = _endpoints(api, scope)
+    pods = list(_pods(api, scope)) if _filters_pods(scope) else None
+    _check_pod(scope, pods)
+    asked = _nodes_to_ask(scope, pods)
+    endpoints = _endpoints(api, asked)
     if options.idle is not None and endpoints and endpoints[0].kind != AGENT:
         raise GpuError(
             "--idle needs the kubectl-gpu agent (it keeps the samples); only dcgm-exporter "
@@ -110,11 +113,10 @@ def read(api: cluster.Api, scope: Scope, options: Options) -> TopReading:
             hint="kubectl gpu install adds the agent",
         )
     failed: dict[str, str] = {}
-    if scope.node is not None and not any(e.node == scope.node for e in endpoints):
-        failed[scope.node] = f"no {endpoints[0].kind if endpoints else AGENT} pod runs on it"
-    strategies = _strategies(api, scope.node)
-    pods = list(_pods(api, scope)) if _filters_pods(scope) else None
-    _check_pod(scope, pods)
+    for node in sorted(_named_nodes(scope, pods)):
+        if not any(e.node == node for e in endpoints):
+            failed[node] = "neither the kubectl-gpu agent nor dcgm-exporter runs on it"
+    strategies = _strategies(api, scope.node, asked)
     parsed = _parsed(_fetch_all(api, endpoints, options, failed), failed, options)
     if pods is None:
         pods = list(_pods(api, scope)) if _unnamed(parsed) else []
@@ -132,6 +134,26 @@ def read(api: cluster.Api, scope: Scope, options: Options) -> TopReading:
     chosen_idle = [i for i in idle if _idle_wanted(i, scope, pods)]
     return TopReading(kind, own, _chosen(rows, scope, pods), failed, len(endpoints),
                       chosen_idle if options.idle is not None else None)  # fmt: skip
+
+
+def _nodes_to_ask(scope: Scope, pods: list[dict[str, Any]] | None) -> frozenset[str] | None:
+    """The nodes whose figures the scope can show (None: every node): `top node/NAME` asks
+    that node, a pod filter the nodes its pods run on, and no agent is asked for a node
+    whose rows would all be dropped."""
+    if pods is None:
+        return None if scope.node is None else frozenset({scope.node})
+    return frozenset(str(n) for p in pods if (n := (p.get("spec") or {}).get("nodeName")))
+
+
+def _named_nodes(scope: Scope, pods: list[dict[str, Any]] | None) -> set[str]:
+    """The nodes the user named, or the one that runs the pod the user named: one without a
+    source is a failure to say. Nodes that merely run pods of a namespace are not (most
+    run no GPU)."""
+    if scope.node is not None:
+        return {scope.node}
+    if scope.pod is not None:
+        return set(_nodes_to_ask(scope, pods) or ())
+    return set()
 
 
 def _filters_pods(scope: Scope) -> bool:
@@ -196,17 +218,24 @@ def _unnamed(parsed: dict[Endpoint, Parsed]) -> bool:
 # --- where the figures come from ------------------------------------------------------------------
 
 
-def _endpoints(api: cluster.Api, scope: Scope) -> list[Endpoint]:
-    agents = [_endpoint(AGENT, p, AGENT_PORT) for p in _running(api, AGENT_SELECTOR)]
+def _endpoints(api: cluster.Api, nodes: frozenset[str] | None) -> list[Endpoint]:
+    """The agent on each of `nodes` (None: every node), or else dcgm-exporter's pods there.
+
+    One node is looked up by a field selector (no cluster-wide LIST of the agent pods); with
+    none there, the cluster may still have a source elsewhere, so the node is only named."""
+    if nodes is not None and not nodes:
+        return []
+    on = next(iter(nodes)) if nodes is not None and len(nodes) == 1 else None
+    agents = [_endpoint(AGENT, p, AGENT_PORT) for p in _running(api, AGENT_SELECTOR, on)]
     found = [e for e in agents if e is not None]
     if not found:
-        exporters = [p for selector in EXPORTER_SELECTORS for p in _running(api, selector)]
+        exporters = [p for selector in EXPORTER_SELECTORS for p in _running(api, selector, on)]
         found = [
             e
             for p in dcgm.exporter_pods(exporters)
             if (e := _endpoint(EXPORTER, p, EXPORTER_PORT, dcgm.per_process(p)))
         ]
-    if not found:
+    if not found and on is None:
         raise NoSourceError(
             "no source of GPU use: neither the kubectl-gpu agent nor dcgm-exporter runs in "
             "this cluster",
@@ -214,11 +243,12 @@ def _endpoints(api: cluster.Api, scope: Scope) -> list[Endpoint]:
             "e.g. with the GPU Operator); docs/top.md",
         )
     unique = {e.node: e for e in found}
-    return [e for n, e in sorted(unique.items()) if scope.node is None or n == scope.node]
+    return [e for n, e in sorted(unique.items()) if nodes is None or n in nodes]
 
 
-def _running(api: cluster.Api, selector: str) -> list[dict[str, Any]]:
-    return list(api.list(cluster.path("pods"), label_selector=selector))
+def _running(api: cluster.Api, selector: str, node: str | None) -> list[dict[str, Any]]:
+    fields = f"spec.nodeName={node}" if node else ""
+    return list(api.list(cluster.path("pods"), label_selector=selector, field_selector=fields))
 
 
 def _endpoint(kind: str, pod: Mapping[str, Any], port: int, own: bool = True) -> Endpoint | None:
@@ -299,8 +329,11 @@ def _forbidden(endpoint: Endpoint, e: ClusterError) -> GpuError:
 # --- names, labels, rows ------------------------------------------------------------------------
 
 
-def _strategies(api: cluster.Api, node: str | None) -> dict[str, str | None]:
-    """Each node's `nvidia.com/gpu.sharing-strategy` label (NVIDIA's GFD sets it)."""
+def _strategies(
+    api: cluster.Api, node: str | None, asked: frozenset[str] | None
+) -> dict[str, str | None]:
+    """Each asked node's `nvidia.com/gpu.sharing-strategy` label (NVIDIA's GFD sets it): the
+    named node (which must exist), the one node a pod runs on, or else every node."""
     if node is not None:
         try:
             nodes = [api.get(cluster.path("nodes", node))]
@@ -310,6 +343,8 @@ def _strategies(api: cluster.Api, node: str | None) -> dict[str, str | None]:
                     f'nodes "{node}" not found', hint="kubectl get nodes lists the node names"
                 ) from e
             raise
+    elif asked is not None and len(asked) <= 1:
+        nodes = [n for name in asked if (n := _node(api, name)) is not None]
     else:
         nodes = list(api.list(cluster.path("nodes")))
     return {
@@ -320,9 +355,20 @@ def _strategies(api: cluster.Api, node: str | None) -> dict[str, str | None]:
     }
 
 
+def _node(api: cluster.Api, name: str) -> dict[str, Any] | None:
+    try:
+        return dict(api.get(cluster.path("nodes", name)))
+    except ClusterError as e:
+        if e.status == 404:  # the pod's node is gone: its figures carry no strategy
+            return None
+        raise
+
+
 def _pods(api: cluster.Api, scope: Scope) -> Iterator[dict[str, Any]]:
     url = cluster.path("pods", namespace=scope.namespace)
-    fields = f"spec.nodeName={scope.node}" if scope.node else ""
+    chosen = [f"spec.nodeName={scope.node}"] if scope.node else []
+    chosen += [f"metadata.name={scope.pod}"] if scope.pod else []
+    fields = ",".join(chosen)
     yield from api.list(url, label_selector=scope.selector or "", field_selector=fields)
 
 

@@ -284,3 +284,73 @@ def test_with_no_agent_and_no_exporter_it_says_what_to_install(
     assert result.exit_code == 1
     assert "neither the kubectl-gpu agent nor dcgm-exporter runs in this cluster" in result.stderr
     assert "kubectl gpu install" in result.stderr
+
+
+def asked_agents(answers: t.PodProxyAnswers) -> set[str]:
+    """The agent pods whose figures were asked for through the pod proxy."""
+    return {p.split("/proxy/")[0].rsplit("/", 1)[-1].split(":")[0] for p in answers.asked}
+
+
+def test_a_pod_or_a_node_is_read_from_its_own_node_only(
+    run_cli: Run, real: SimCluster, proxy: tuple[t.PodProxyAnswers, Path]
+) -> None:
+    answers, kubeconfig = proxy
+    agents = {}
+    for node, gpu in (("gpu-1", GPU_A), ("gpu-2", GPU_B), ("gpu-3", GPU_A)):
+        t.gpu_node(real, node, "time-slicing")
+        agents[node] = t.agent_pod(real, node)
+        answers.answers[(agents[node], "/v1/usage")] = t.Answer(
+            body=t.usage_doc(node, [t.h100(gpu, 1, 5)], [], [])
+        )
+    t.ensure_namespace(real, "ml")
+    pod = t.running_pod(real, "train-b", "gpu-2", "ml")
+    t.running_pod(real, "web-0", "cpu-1", "ml")  # on a node with no GPU and no agent
+    answers.answers[(agents["gpu-2"], "/v1/usage")] = t.Answer(
+        body=t.usage_doc(
+            "gpu-2",
+            [t.h100(GPU_B, 3, 10)],
+            [(GPU_B, t.process(12, 2, pod["metadata"]["uid"]))],
+            [t.held(f"{GPU_B}::1", GPU_B, pod, 1, 2)],
+        )
+    )
+
+    one_pod = top(run_cli, kubeconfig, "pod", "train-b", "-n", "ml")
+    pod_asked, answers.asked[:] = asked_agents(answers), []
+    one_node = top(run_cli, kubeconfig, "node/gpu-3", "-o", "json")
+    node_asked, answers.asked[:] = asked_agents(answers), []
+    namespace = top(run_cli, kubeconfig, "-n", "ml")
+    namespace_asked, answers.asked[:] = asked_agents(answers), []
+    everything = top(run_cli, kubeconfig, "-A")
+
+    assert one_pod.exit_code == 0, one_pod.stderr
+    assert pod_asked == {agents["gpu-2"]}
+    assert "GPU use from the kubectl-gpu agent on 1 node," in one_pod.stderr
+    assert "ml/train-b" in one_pod.stdout and "gpu-1" not in one_pod.stdout
+    assert one_node.exit_code == 0, one_node.stderr
+    assert node_asked == {agents["gpu-3"]}
+    assert {r["node"] for r in one_node.json["items"]} == {"gpu-3"}
+    assert namespace.exit_code == 0, namespace.stderr  # cpu-1 runs no GPU: not a failure
+    assert namespace_asked == {agents["gpu-2"]}
+    assert everything.exit_code == 0, everything.stderr
+    assert asked_agents(answers) == set(agents.values())
+
+
+def test_a_pod_on_a_node_with_no_source_says_so(
+    run_cli: Run, real: SimCluster, proxy: tuple[t.PodProxyAnswers, Path]
+) -> None:
+    answers, kubeconfig = proxy
+    t.gpu_node(real, "gpu-1")
+    agent = t.agent_pod(real, "gpu-1")
+    answers.answers[(agent, "/v1/usage")] = t.Answer(
+        body=t.usage_doc("gpu-1", [t.h100(GPU_A, 1, 5)], [], [])
+    )
+    t.gpu_node(real, "gpu-2")
+    t.running_pod(real, "train-0", "gpu-2")
+
+    result = top(run_cli, kubeconfig, "pod", "train-0", "-n", "default")
+
+    assert result.exit_code == 1
+    assert "node gpu-2: neither the kubectl-gpu agent nor dcgm-exporter runs on it" in (
+        result.stderr
+    )
+    assert answers.asked == []
