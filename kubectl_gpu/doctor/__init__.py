@@ -14,11 +14,20 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from kubectl_gpu.doctor import admission, containerlogs, dra, health, nodeside, scheduler
+from kubectl_gpu.doctor import (
+    admission,
+    containerlogs,
+    dra,
+    health,
+    neighbours,
+    nodeside,
+    scheduler,
+)
 from kubectl_gpu.doctor.containerlogs import ContainerLog
 from kubectl_gpu.doctor.dra import DraCase
 from kubectl_gpu.doctor.facts import Event, Node, Pod, Quota
 from kubectl_gpu.doctor.model import Diagnosis, has_errors, ordered
+from kubectl_gpu.doctor.neighbours import OutOfMemory
 from kubectl_gpu.doctor.nodeside import PluginOnNode
 from kubectl_gpu.sharing.rollout.status import NodeStatus
 
@@ -26,6 +35,7 @@ __all__ = [
     "ContainerLog",
     "Diagnosis",
     "DraCase",
+    "OutOfMemory",
     "PluginOnNode",
     "PodCase",
     "diagnose_pod",
@@ -38,7 +48,8 @@ __all__ = [
 @dataclasses.dataclass(frozen=True)
 class PodCase:
     """Everything gathered about one pod: it, its events, the nodes, quotas, its node's plugin,
-    the tails of its container logs, and its DRA side (None: it uses no claim)."""
+    the tails of its container logs, its DRA side (None: it uses no claim), and, when it ran
+    out of GPU memory, what its GPU holds."""
 
     pod: Pod
     events: Sequence[Event]
@@ -49,6 +60,7 @@ class PodCase:
     survey: Sequence[NodeStatus] = ()  # the device plugin per GPU node, when it was found
     stuck: Mapping[str, Sequence[str]] = dataclasses.field(default_factory=dict)  # by node
     dra: DraCase | None = None
+    oom: OutOfMemory | None = None  # a CUDA out-of-memory and its GPU's holders (neighbours)
 
 
 def diagnose_pod(case: PodCase) -> tuple[Diagnosis, ...]:
@@ -65,6 +77,7 @@ def diagnose_pod(case: PodCase) -> tuple[Diagnosis, ...]:
         found += dra.check(pod, case.nodes, case.events, case.dra)
     found += nodeside.runtime(pod, case.events)
     found += _unreported(found, containerlogs.check(pod, case.logs))
+    found += neighbours.check(pod, case.oom)
     if not any(d.severity in ("error", "warning") for d in found):
         found.append(_healthy(pod))
     return ordered(found)

@@ -23,7 +23,7 @@ from kubectl_gpu.mig import actuators, stuck
 from kubectl_gpu.sharing import deployment as deployments
 from kubectl_gpu.sharing.rollout.status import NodeStatus as PluginNodeStatus
 from kubectl_gpu.sharing.rollout.status import PluginPod
-from kubectl_gpu.workflows.doctor import dra
+from kubectl_gpu.workflows.doctor import dra, neighbours
 from kubectl_gpu.workflows.share import state as sharestate
 
 T = TypeVar("T")
@@ -76,16 +76,18 @@ def pod(api: cluster.Api, namespace: str, name: str) -> Result:
     uid = str((raw.get("metadata") or {}).get("uid") or "")
     subject = facts.pod_from_dict(raw)
     case_nodes = _nodes(api)
+    logs = _logs(api, subject)
     case = doctor.PodCase(
         pod=subject,
         events=_events(api, namespace, name, uid),
         nodes=case_nodes,
         quotas=_quotas(api, namespace),
         plugin=_plugin(api, str((raw.get("spec") or {}).get("nodeName") or "")),
-        logs=_logs(api, subject),
+        logs=logs,
         survey=() if subject.node else _survey(api),
         stuck=_stuck(api, [n for n in case_nodes if n.name == subject.node] or case_nodes),
         dra=dra.gather(api, raw),
+        oom=neighbours.gather(api, subject, logs),
     )
     return Result("Pod", namespace, name, doctor.diagnose_pod(case))
 
