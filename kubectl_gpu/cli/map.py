@@ -295,24 +295,31 @@ def _pod_names(row: Row) -> tuple[str | None, ...]:
 
 
 def columns(output: str) -> list[Column]:
-    """The table's columns; `table` shortens UUIDs to their first 8 digits, `wide` does not."""
+    """The table's columns; `table` shortens UUIDs to their first 8 digits, `wide` does not.
+
+    The default ones answer "which pod has which physical GPU": node, GPU index and UUID,
+    the part of it held (DEVICE) and the pod; with realistic names (EKS node names,
+    Deployment pod names) they fit a 120-column terminal. `-o wide` adds the plane, model,
+    MIG UUID, profile, placement, instances, device ID, resource, replica, container and
+    the DRA columns."""
     shown: Callable[[str | None], str | None]
     shown = _full if output == "wide" else _Abbreviated()
     field = operator.attrgetter  # per cell, a third of a lambda's cost (100,000 rows)
     return [
         Column("NODE", field("node")),
-        Column("PLANE", field("plane")),
+        Column("PLANE", field("plane"), wide_only=True),
         Column("GPU", field("gpu_index")),
-        Column("MODEL", field("gpu_model")),
+        Column("MODEL", field("gpu_model"), wide_only=True),
         Column("UUID", lambda r: shown(r.gpu_uuid)),
-        Column("MIG", lambda r: shown(r.mig_uuid)),
-        Column("PROFILE", field("mig_profile")),
+        Column("DEVICE", device_text),
+        Column("MIG", lambda r: shown(r.mig_uuid), wide_only=True),
+        Column("PROFILE", field("mig_profile"), wide_only=True),
         Column("GI/CI", _instances, wide_only=True),
-        Column("DEVICE-ID", lambda r: shown(r.device_id)),
-        Column("RESOURCE", field("resource")),
-        Column("REPLICA", field("replica")),
+        Column("DEVICE-ID", lambda r: shown(r.device_id), wide_only=True),
+        Column("RESOURCE", field("resource"), wide_only=True),
+        Column("REPLICA", field("replica"), wide_only=True),
         Column("POD", _pod),
-        Column("CONTAINER", field("container")),
+        Column("CONTAINER", field("container"), wide_only=True),
         Column("SHARING", lambda r: r.sharing, wide_only=True),
         Column("SHARE", lambda r: _share(r, shown), wide_only=True),
         Column("COUNTERS", lambda r: r.counters, wide_only=True),
@@ -327,7 +334,7 @@ def cluster_columns(output: str) -> list[Column]:
     for c in columns(output):
         found.append(Column(c.header, _through_row(c.value), c.wide_only))
         if c.header == "PROFILE":
-            found.append(Column("PLACEMENT", lambda r: r.placement_text))
+            found.append(Column("PLACEMENT", lambda r: r.placement_text, wide_only=True))
     return [*found, Column("AGE", lambda r: human_duration(r.age_seconds))]
 
 
@@ -396,6 +403,22 @@ def _share(row: Row, shown: Callable[[str | None], str | None]) -> str | None:
     if row.share_id is None:
         return None
     return " ".join(p for p in (shown(row.share_id), row.consumed) if p)
+
+
+def device_text(row: Row) -> str | None:
+    """The part of the physical GPU a row's device is: `gpu` (all of it), `::N` (a
+    time-slicing or MPS replica), `1g.10gb` (a MIG device, by its profile; `mig` when that
+    is unknown), `1g.10gb::N`; `dra:…` when a DRA claim holds it. One word, so the table
+    splits on spaces. None for a device that is no NVIDIA GPU."""
+    if row.mig_uuid is not None:
+        part = row.mig_profile or "mig"
+    elif row.gpu_uuid is not None:
+        part = "gpu" if row.replica is None else ""
+    else:
+        return None
+    if row.replica is not None:
+        part += f"::{row.replica}"
+    return f"dra:{part}" if row.source == "dra" else part
 
 
 def _instances(row: Row) -> str | None:

@@ -279,3 +279,46 @@ def test_offline_flags_are_usage_errors_against_the_cluster(
     result = run_cli("--kubeconfig", str(tmp_path / "kubeconfig"), "map", *args)
 
     assert result.exit_code == 2 and problem in result.stderr
+
+
+def test_the_default_table_fits_120_columns_and_wide_keeps_the_rest(
+    run_cli: Run, api: cluster.Api, real: SimCluster, kubeconfig: Path
+) -> None:
+    # A node as platform teams run them: 8 H100s, two time-sliced 4 ways, one in MIG, the rest
+    # whole; pods with the names Deployments and StatefulSets give them.
+    b.add_node(real, "ip-10-0-12-34.ec2.internal")
+    plain = b.gpus(7, b.A100)
+    whole, sliced = plain[:5], plain[5:]
+    mig = b.mig_gpu(7, ["3g.40gb", "2g.20gb", "1g.10gb"])
+    replicas = [f"{g.uuid}::{n}" for g in sliced for n in range(4)]
+    held = [b.held(f"llama-finetune-7b-worker-{i}", [g.uuid], namespace="research-ml")
+            for i, g in enumerate(whole)]  # fmt: skip
+    held += [
+        b.held(f"inference-server-6d8f7b9c4-x{n}kq", [r], namespace="serving")
+        for n, r in enumerate(replicas)
+    ]
+    held += [
+        b.held(f"jupyter-notebook-{n}", [m.uuid], f"nvidia.com/mig-{m.profile}", "notebooks")
+        for n, m in enumerate(mig.mig_devices)
+    ]
+    b.publish_node(api, "ip-10-0-12-34.ec2.internal", [*plain, mig], held)
+
+    table = run_cli("--kubeconfig", str(kubeconfig), "map", "-A")
+    wide = run_cli("--kubeconfig", str(kubeconfig), "map", "-A", "-o", "wide")
+
+    assert table.exit_code == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert len(lines) == 1 + 5 + 8 + 3
+    assert max(len(line) for line in lines) <= 120, "\n".join(lines)
+    cells = [line.split() for line in lines]
+    assert cells[0] == "NODE GPU UUID DEVICE POD AGE".split()
+    assert [(c[1], c[3], c[4]) for c in cells[1:]] == [
+        *((str(i), "gpu", f"research-ml/llama-finetune-7b-worker-{i}") for i in range(5)),
+        *((str(5 + n // 4), f"::{n % 4}", f"serving/inference-server-6d8f7b9c4-x{n}kq")
+          for n in range(8)),
+        *(("7", p, f"notebooks/jupyter-notebook-{n}")
+          for n, p in enumerate(["3g.40gb", "2g.20gb", "1g.10gb"])),
+    ]  # fmt: skip
+    header = wide.stdout.splitlines()[0].split()
+    for column in ("PLANE", "MODEL", "MIG", "PLACEMENT", "DEVICE-ID", "REPLICA", "CONTAINER"):
+        assert column in header

@@ -1,7 +1,7 @@
 """`kubectl gpu map -A` on a cluster where some nodes are served by the NVIDIA device plugin
 and others by the NVIDIA DRA driver (simulated: tests/fakes/cluster/dradriver.py and the
-scheduler step in drascheduler.py): one table and one JSON shape, a PLANE column, every DRA
-allocation resolved to its physical GPU (and MIG parent), including a claim made for an
+scheduler step in drascheduler.py): one table and one JSON shape, a PLANE column (wide), every
+DRA allocation resolved to its physical GPU (and MIG parent), including a claim made for an
 `nvidia.com/gpu` limit (KEP-5004), two claims sharing one GPU, a MIG partition chosen as a
 firstAvailable alternative with its GPU's counters, and the sharing config in effect; against
 real API servers serving resource.k8s.io at v1, v1beta2 or v1beta1 only
@@ -207,19 +207,21 @@ def test_an_extended_resource_served_by_dra_names_its_container_and_gpu(
 
 
 @pytest.mark.parametrize("served", ["v1"], indirect=True)
-def test_the_table_has_a_plane_column_and_wide_shows_sharing(
-    run_cli: Run, served: ServedPlane
-) -> None:
+def test_wide_has_a_plane_column_and_shows_sharing(run_cli: Run, served: ServedPlane) -> None:
     kubeconfig = str(served.plane.kubeconfig)
     table = run_cli("--kubeconfig", kubeconfig, "map", "-A")
     wide = run_cli("--kubeconfig", kubeconfig, "map", "-A", "-o", "wide")
 
     assert table.exit_code == 0, table.stderr
-    lines = table.stdout.splitlines()
+    lines = wide.stdout.splitlines()
     assert lines[0].split()[:2] == ["NODE", "PLANE"]
     planes = {line.split()[0]: line.split()[1] for line in lines[1:]}
     dra = {"dra-1": "dra", "dra-2": "dra"} if recent(served) else {"dra-1": "dra"}
     assert planes == {"dp-1": "device-plugin", **dra}
+    header, *rows = (line.split() for line in table.stdout.splitlines())
+    assert "PLANE" not in header  # the default table shows a DRA device as `dra:…`
+    devices = {r[0]: r[header.index("DEVICE")].startswith("dra:") for r in rows}
+    assert devices == {node: plane == "dra" for node, plane in planes.items()}
     assert "SHARING" in wide.stdout.splitlines()[0]
     assert "TimeSlicing (Long)" in wide.stdout
 
