@@ -46,6 +46,7 @@ class TopRequest:
     interval: float
     idle: float | None
     node_timeout: float
+    tree: bool
 
 
 @click.command("top", short_help="Show what each pod uses of its GPUs, and what limits it.")
@@ -74,6 +75,11 @@ class TopRequest:
     show_default=True,
     help="How long each node may take to answer.",
 )
+@click.option(
+    "--tree",
+    is_flag=True,
+    help="Draw node → GPU → MIG device / replica / DRA device → pod, with use and free.",
+)
 @global_options
 @pass_settings
 def top(settings: Settings, **flags: Any) -> None:
@@ -99,12 +105,19 @@ def top(settings: Settings, **flags: Any) -> None:
       kubectl gpu top pod train-0 -n ml
       kubectl gpu top -A --sort-by memory
       kubectl gpu top -A --idle 1h
+      kubectl gpu top node/gpu-node-1 --tree
     """
     request = TopRequest(**flags)
     if request.interval < MIN_INTERVAL:
         raise UsageError(f"--interval must be at least {MIN_INTERVAL:g}s")
     if request.watch and request.idle is not None:
         raise UsageError("--idle looks back over a window: it cannot be combined with --watch")
+    if request.tree and (request.idle is not None or settings.output not in ("table", "wide")):
+        raise UsageError(
+            "--tree draws the rows as a picture: it cannot be combined with --idle or -o "
+            f"{settings.output}",
+            hint="-o json gives every figure the picture shows",
+        )
     scope = _scope(request, settings)
     while True:
         failed = _once(request, settings, scope)
@@ -162,6 +175,11 @@ def _once(request: TopRequest, settings: Settings, scope: Scope) -> dict[str, st
         click.echo(f"node {printable(node)}: {printable(why)}", err=True)
     if reading.idle is not None:
         _emit_idle(reading.idle, settings.output)
+    elif request.tree:
+        from kubectl_gpu.usage import tree
+
+        for line in tree.lines(sort(reading.rows, request.sort_by)):
+            click.echo(printable(line))
     else:
         rows = sort(reading.rows, request.sort_by)
         document = {

@@ -58,6 +58,11 @@ class TopRow:
     limit: Limit | None = None
     note: str | None = None
     copied: bool = False  # the figures are the device's, copied onto this pod (dcgm-exporter)
+    # for `--tree` only (not in `-o json`): how many replicas the device's GPU is cut into,
+    # the MIG device's GPU instance ID, and, on a GPU row, the MIG devices no one uses
+    replicas: int | None = None
+    gpu_instance: int | None = None
+    free_migs: tuple[MigReading, ...] = ()
 
     @property
     def pod_ref(self) -> str | None:
@@ -204,7 +209,14 @@ class _Gpu:
             memory_total=g.memory_total,
             sm_percent=g.sm_percent,
             sm_unavailable=g.sm_unavailable,
+            free_migs=tuple(m for m in g.mig_devices if m.uuid not in self._used_migs()),
         )
+
+    def _used_migs(self) -> set[str]:
+        """The MIG devices a pod holds or a process runs on."""
+        used = {h.mig_uuid for h in self.held if h.mig_uuid}
+        used |= {m.uuid for a in self.processes if (m := self._mig_of(a)) is not None}
+        return {u for u in used if u}
 
     def _pod_row(self, use: _Use, uses: Iterable[_Use], strays: Sequence[Attributed]) -> TopRow:
         pod = self.pods.by_uid.get(use.uid)
@@ -237,6 +249,8 @@ class _Gpu:
             sm_unavailable=use.sm_unavailable,
             limit=limit,
             note=note,
+            replicas=use.held.replicas if use.held else None,
+            gpu_instance=use.mig.gpu_instance if use.mig else None,
         )
 
     def _limit(self, use: _Use, neighbours: tuple[str, ...]) -> Limit:
@@ -292,6 +306,7 @@ class _Gpu:
             sm_percent=a.process.sm_percent,
             sm_unavailable=a.process.sm_unavailable,
             note="in no pod: a node process or one its pod left behind",
+            gpu_instance=mig.gpu_instance if mig else None,
         )
 
 
