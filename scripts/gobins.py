@@ -59,9 +59,11 @@ class Target:
     # the binaries (KWOK's stage definitions: `kwok` runs nothing without them).
     data: tuple[tuple[str, tuple[str, ...]], ...] = ()
     cgo: bool = False  # go-nvml (under go-nvlib) is cgo-only: it loads libnvidia-ml with dlopen
-    # A C shared library compiled with gcc instead of `go build`: (output file, the pinned
-    # module and path of the header it compiles against). Its stubs come from that header.
-    c_library: tuple[str, str, str] | None = None
+    # C shared libraries compiled with gcc instead of `go build`, one per name in `binaries`:
+    # (the pinned module, the path in it of the header they compile against; their stubs come
+    # from that header). A name ending in .so.N is also the library's SONAME; any other gets
+    # none, so that loading it does not satisfy a later dlopen of that SONAME in the process.
+    c_library: tuple[str, str] | None = None
 
     @property
     def module_dir(self) -> Path:
@@ -141,10 +143,11 @@ TARGETS: dict[str, Target] = {
         Target(
             name="libnvml",
             packages=(),
-            binaries=("libnvidia-ml.so.1",),
+            # the node's library; the same without a SONAME for tests that load it in-process
+            binaries=("libnvidia-ml.so.1", "libnvidia-ml-in-process.so"),
             module="tests/fakes/libnvml/c",
             cold_minutes="0.1",
-            c_library=("libnvidia-ml.so.1", "github.com/NVIDIA/go-nvml", "pkg/nvml/nvml.h"),
+            c_library=("github.com/NVIDIA/go-nvml", "pkg/nvml/nvml.h"),
         ),
         Target(
             name="kwok",
@@ -359,9 +362,9 @@ def nvml_stubs(header: str) -> tuple[list[str], str]:
 
 def _build_c_library(go: str, target: Target, directory: Path, *, quiet: bool) -> None:
     assert target.c_library is not None
-    output, module, header_path = target.c_library
+    module, header_path = target.c_library
     say = (lambda _msg: None) if quiet else _say
-    say(f"gobins: building {target.name} ({output}) into {directory}")
+    say(f"gobins: building {target.name} ({', '.join(target.binaries)}) into {directory}")
     started = time.monotonic()
     env = dict(os.environ, GOFLAGS="-mod=readonly -buildvcs=false")
     fetched = subprocess.run(
@@ -378,17 +381,19 @@ def _build_c_library(go: str, target: Target, directory: Path, *, quiet: bool) -
         # Export NVML's names only: the library's own helpers must not meet a host's symbols.
         (staging / "exports.map").write_text("{ global: nvml*; local: *; };\n")
         sources = sorted(str(p) for p in target.module_dir.glob("*.c"))
-        done = subprocess.run(
-            [
-                _cc(), *_C_FLAGS, "-shared", f"-I{target.module_dir}", f"-I{staging}",
-                "-o", str(staging / output), f"-Wl,-soname,{output}",
-                f"-Wl,--version-script={staging / 'exports.map'}",
-                *sources, str(staging / "stubs.c"), "-lpthread", "-lm",
-            ],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
-        if done.returncode != 0:
-            raise BuildError(f"cannot build {target.name}:\n{done.stderr.strip()[-3000:]}")
+        for output in target.binaries:
+            soname = [f"-Wl,-soname,{output}"] if re.search(r"\.so\.\d+$", output) else []
+            done = subprocess.run(
+                [
+                    _cc(), *_C_FLAGS, "-shared", f"-I{target.module_dir}", f"-I{staging}",
+                    "-o", str(staging / output), *soname,
+                    f"-Wl,--version-script={staging / 'exports.map'}",
+                    *sources, str(staging / "stubs.c"), "-lpthread", "-lm",
+                ],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            if done.returncode != 0:
+                raise BuildError(f"cannot build {target.name}:\n{done.stderr.strip()[-3000:]}")
         for leftover in ("stubs.c", "exports.map", Path(header_path).name):
             (staging / leftover).unlink()
         if directory.exists():

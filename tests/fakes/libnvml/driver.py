@@ -35,8 +35,11 @@ SONAME = "libnvidia-ml.so.1"
 DRIVER_VERSION = "580.159.04"  # the driver read in tests/data/nvml
 
 
+IN_PROCESS = "libnvidia-ml-in-process.so"  # the same library without a SONAME (clib.py)
+
+
 @cache
-def library() -> Path:
+def library(name: str = SONAME) -> Path:
     """The built library (scripts/gobins.py compiles it once per source change, in a second)."""
     spec = importlib.util.spec_from_file_location("gobins", ROOT / "scripts" / "gobins.py")
     assert spec is not None and spec.loader is not None
@@ -44,7 +47,7 @@ def library() -> Path:
     sys.modules.setdefault("gobins", gobins)
     spec.loader.exec_module(gobins)
     directory: Path = gobins.ensure("libnvml", quiet=True)
-    return directory / SONAME
+    return directory / name
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,15 @@ def lay_out(path: Path, driver_version: str = DRIVER_VERSION) -> DriverRoot:
     root.library.symlink_to(versioned.name)
     _write_smi(root)
     return root
+
+
+def in_process_library(root: DriverRoot) -> Path:
+    """The library without a SONAME, in `root`, for loading into the test's own process: once
+    loaded there, a library named libnvidia-ml.so.1 would answer every later
+    `CDLL("libnvidia-ml.so.1")` of that process, as if the machine had a driver."""
+    copy = root.lib_dir / IN_PROCESS
+    shutil.copyfile(library(IN_PROCESS), copy)
+    return copy
 
 
 def _write_smi(root: DriverRoot) -> None:
