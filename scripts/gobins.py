@@ -4,11 +4,11 @@
 Kubernetes' control plane (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl),
 etcd, KWOK, krew, the config oracles built from NVIDIA's and Kubernetes' modules, and the
 simulated nodes' `libnvidia-ml.so.1` (C, tests/fakes/libnvml/c, compiled with gcc against the
-nvml.h of the Go module it pins) are not committed: each is a Go module under `tools/go/<target>/` whose go.mod pins the versions and
-whose go.sum is verified on every build (`-mod=readonly`: a module whose hash differs from
-go.sum, or one go.sum does not list, stops the build). The binaries land in a cache outside the
-clone, keyed by the target's files and the Go version, so a fresh clone on the same machine
-(and CI right after a session) reuses them:
+nvml.h of the Go module it pins) are not committed: each is a Go module under
+`tools/go/<target>/` whose go.mod pins the versions and whose go.sum is verified on every build
+(`-mod=readonly`: a module whose hash differs from go.sum, or one go.sum does not list, stops
+the build). The binaries land in a cache outside the clone, keyed by the target's files and the
+Go version, so a fresh clone on the same machine (and CI right after a session) reuses them:
 
     ${KUBECTL_GPU_CACHE:-${XDG_CACHE_HOME:-~/.cache}/kubectl-gpu}/gobin/<target>-<key>/
 
@@ -339,7 +339,7 @@ _NVML_FUNCTION = re.compile(r"^\s*nvmlReturn_t\s+DECLDIR\s+(nvml\w+)\s*\(", re.M
 def _cc() -> str:
     cc = shutil.which(os.environ.get("CC", "gcc"))
     if cc is None:
-        raise BuildError("gcc is not on PATH: the simulated NVML library is C (apt-get install gcc)")
+        raise BuildError("gcc is not on PATH: the simulated NVML library is C (apt install gcc)")
     return cc
 
 

@@ -2,8 +2,11 @@
 
 On a real node the GPUs' state lives in the driver, so the device plugin, the node agent and
 ``nvidia-smi`` — separate processes — all see one truth. The simulated node keeps that truth in a
-JSON file: each process holds a ``FakeLibNvml`` and, under an exclusive ``flock``, reloads it when
-another process changed the file and writes it back after a call that changes GPU state.
+JSON file: each Python process holds a ``FakeLibNvml`` and, under an exclusive ``flock``, reloads
+it when another process changed the file and writes it back after a call that changes GPU state.
+The node's C library, libnvidia-ml.so.1 (tests/fakes/libnvml/c, docs/simulated-nvml.md), reads
+and writes the same file under the same lock and keeps this format, so a change to the format
+is a change to both.
 
 Owns: the file format (the library's ``snapshot`` plus the MIG UUID counter and a generation
 number), ``save``/``refresh`` (restoring into the existing ``Gpu`` objects, so handles to whole
