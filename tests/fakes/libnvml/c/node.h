@@ -63,6 +63,9 @@ const char *sim_state_path(void);
 int sim_open(sim_node *node, int writing); /* SIM_OK, or SIM_DRIVER_NOT_LOADED without state */
 void sim_close(sim_node *node);            /* saves a changed document, unlocks, frees */
 
+/* The code every call answers after the node lost its driver ("lost" in the file), else 0. */
+int sim_lost(const sim_node *node);
+
 int sim_gpu_count(const sim_node *node);
 jv *sim_gpu(const sim_node *node, int index);
 const char *sim_driver_version(const sim_node *node);

@@ -169,12 +169,16 @@ static int initialized(void) {
     return yes;
 }
 
+static nvmlReturn_t end(sim_node *node, int result);
+
 /* Start a call: initialised, the node's state loaded under its lock (exclusive when the call
  * may change it), and the handle argument resolved; a failure ends the call. */
 static nvmlReturn_t begin(sim_node *node, int writing, const void *handle, int kinds, target *t) {
     if (!initialized()) return NVML_ERROR_UNINITIALIZED;
     int opened = sim_open(node, writing);
     if (opened != SIM_OK) return (nvmlReturn_t)opened;
+    int lost = sim_lost(node); /* e.g. NVML_ERROR_UNKNOWN after `systemctl daemon-reload` */
+    if (lost) return end(node, lost);
     if (kinds && !resolve(node, handle, kinds, t)) {
         sim_close(node);
         return NVML_ERROR_INVALID_ARGUMENT;
@@ -202,7 +206,9 @@ static nvmlReturn_t init(void) {
     sim_node node;
     int opened = sim_open(&node, 0); /* a node without a state file has no driver */
     if (opened != SIM_OK) return (nvmlReturn_t)opened;
+    int lost = sim_lost(&node);
     sim_close(&node);
+    if (lost) return (nvmlReturn_t)lost;
     pthread_mutex_lock(&init_lock);
     init_count++;
     pthread_mutex_unlock(&init_lock);
@@ -266,10 +272,13 @@ nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length) {
 }
 
 static nvmlReturn_t cuda_version(int *version) {
-    if (!initialized()) return NVML_ERROR_UNINITIALIZED;
-    if (!version) return NVML_ERROR_INVALID_ARGUMENT;
+    sim_node node;
+    target t;
+    nvmlReturn_t r = begin(&node, 0, NULL, 0, &t);
+    if (r) return r;
+    if (!version) return end(&node, NVML_ERROR_INVALID_ARGUMENT);
     *version = CUDA_DRIVER_VERSION;
-    return NVML_SUCCESS;
+    return end(&node, NVML_SUCCESS);
 }
 
 nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v) {
