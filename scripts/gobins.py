@@ -330,8 +330,11 @@ def _build(go: str, target: Target, directory: Path, *, quiet: bool) -> None:
     say(f"gobins: {target.name} built in {time.monotonic() - started:.0f} s")
 
 
-# -O2 and warnings as errors: the library is loaded into NVIDIA's Go binaries and the agent.
-_C_FLAGS = ("-std=c11", "-D_GNU_SOURCE", "-O2", "-fPIC", "-Wall", "-Wextra", "-Werror")
+# -O2 and warnings as errors: the library is loaded into NVIDIA's Go binaries and the agent;
+# and it is linked with -z defs, so a symbol it lacks fails the build, not the process loading it.
+_C_FLAGS = (
+    "-std=c11", "-D_GNU_SOURCE", "-O2", "-fPIC", "-Wall", "-Wextra", "-Werror", "-Wl,-z,defs",
+)  # fmt: skip
 # Every function nvml.h declares returns nvmlReturn_t (nvmlErrorString aside, which is ours).
 _NVML_FUNCTION = re.compile(r"^\s*nvmlReturn_t\s+DECLDIR\s+(nvml\w+)\s*\(", re.MULTILINE)
 

@@ -124,6 +124,8 @@ void sim_close(sim_node *node) {
     node->fd = -1;
 }
 
+int sim_lost(const sim_node *node) { return (int)json_key_num(node->doc, "lost", 0); }
+
 int sim_gpu_count(const sim_node *node) { return json_len(json_get(node->doc, "gpus")); }
 
 jv *sim_gpu(const sim_node *node, int index) { return json_at(json_get(node->doc, "gpus"), index); }
