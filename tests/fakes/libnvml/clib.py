@@ -42,8 +42,8 @@ class CLibNvml(FakeLibNvml):
 
     def __init__(self, gpus: Sequence[str | Gpu | dict[str, Any]], driver: Path) -> None:
         super().__init__(gpus)
-        root = lay_out(driver)
-        state = GpuStateFile(root.state)
+        self.driver: DriverRoot = lay_out(driver)
+        state = GpuStateFile(self.driver.state)
         with state.locked(), self.lock:
             state.save(self)
         self.view = CLibraryView(self, state)  # type: ignore[assignment]

@@ -131,6 +131,7 @@ def _restore(lib: FakeLibNvml, document: dict[str, Any]) -> None:
         gpu.mig_current = mig.get("current", gpu.mig_current)
         gpu.mig_pending = mig.get("pending", gpu.mig_pending)
         gpu.processes = [Process(**p) for p in row.get("processes", ())]
+        gpu.xid_events = [dict(e) for e in row.get("xid_events", ())]
         gpu.mig.clear()
         for instance in row.get("gpu_instances", ()):
             _restore_gpu_instance(gpu, instance)
@@ -162,4 +163,4 @@ def load_library(state: GpuStateFile) -> FakeLibNvml:
 
 
 def _static(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in row.items() if k not in ("gpu_instances", "processes")}
+    return {k: v for k, v in row.items() if k not in ("gpu_instances", "processes", "xid_events")}

@@ -2,7 +2,8 @@
  * (test code only).
  *
  * Owns: the NVML functions the node agent (kubectl_gpu/nvml.py through pynvml),
- * scripts/nvml_readings.py and the node's other processes call, with the return codes the real
+ * scripts/nvml_readings.py, NVIDIA's device plugin and the node's other processes call (Xid
+ * events through event sets among them), with the return codes the real
  * driver gives (tests/data/nvml) or nvml.h documents; opaque handles (stable per GPU, GPU
  * instance, compute instance and MIG device, so they compare as the real library's do, and
  * invalid once what they name is gone); init reference counting; and the call log of strict
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 
 #define NVML_NO_UNVERSIONED_FUNC_DEFS /* define the old names too, as the real library does */
 #include "nvml.h"
@@ -1213,8 +1215,7 @@ nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t mig, nvml
 }
 
 /* A MIG device's share of its GPU (nvmlDeviceGetAttributes: MIG device handles only). */
-nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device, nvmlDeviceAttributes_t *attributes) {
-    ENTER("nvmlDeviceGetAttributes_v2");
+static nvmlReturn_t attributes_of(nvmlDevice_t device, nvmlDeviceAttributes_t *attributes) {
     sim_node node;
     target t;
     nvmlReturn_t r = begin(&node, 0, device.handle, GPU | MIG, &t);
@@ -1238,6 +1239,188 @@ nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device, nvmlDeviceAttribute
     return end(&node, NVML_SUCCESS);
 }
 
+nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device, nvmlDeviceAttributes_t *attributes) {
+    return ENTER("nvmlDeviceGetAttributes_v2"), attributes_of(device, attributes);
+}
 nvmlReturn_t nvmlDeviceGetAttributes(nvmlDevice_t device, nvmlDeviceAttributes_t *attributes) {
-    return nvmlDeviceGetAttributes_v2(device, attributes);
+    return ENTER("nvmlDeviceGetAttributes"), attributes_of(device, attributes);
+}
+
+/* ---- event sets: Xid errors ----------------------------------------------------------------
+ *
+ * A GPU's Xid errors are the "xid_events" of its record in the state file ({seq, xid,
+ * gpu_instance_id, compute_instance_id}, appended by the simulation: FakeLibNvml.raise_xid).
+ * A registration sees the events raised after it; nvmlEventSetWait polls the file until one
+ * arrives or the timeout passes (NVML_ERROR_TIMEOUT). */
+
+#define SUPPORTED_EVENTS                                                                     \
+    (nvmlEventTypeXidCriticalError | nvmlEventTypeSingleBitEccError | nvmlEventTypeDoubleBitEccError)
+#define MAX_REGISTRATIONS 64
+
+struct nvmlEventSet_st {
+    int count;
+    struct {
+        int gpu;
+        unsigned long long types;
+        long long seen; /* the last event sequence number delivered or present at registration */
+    } registrations[MAX_REGISTRATIONS];
+    pthread_mutex_t lock;
+};
+
+#define MAX_SETS 1024
+static struct nvmlEventSet_st *sets[MAX_SETS];
+static pthread_mutex_t sets_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct nvmlEventSet_st *known_set(const void *handle) {
+    struct nvmlEventSet_st *found = NULL;
+    pthread_mutex_lock(&sets_lock);
+    for (int i = 0; i < MAX_SETS && !found; i++)
+        if (handle && sets[i] == handle) found = sets[i];
+    pthread_mutex_unlock(&sets_lock);
+    return found;
+}
+
+static long long last_seq(const jv *gpu) {
+    jv *events = json_get(gpu, "xid_events");
+    long long last = 0;
+    for (int i = 0; i < json_len(events); i++) {
+        long long seq = json_key_num(json_at(events, i), "seq", 0);
+        if (seq > last) last = seq;
+    }
+    return last;
+}
+
+nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set) {
+    ENTER("nvmlEventSetCreate");
+    sim_node node;
+    target t;
+    nvmlReturn_t r = begin(&node, 0, NULL, 0, &t);
+    if (r) return r;
+    if (!set) return end(&node, NVML_ERROR_INVALID_ARGUMENT);
+    struct nvmlEventSet_st *made = calloc(1, sizeof *made);
+    if (!made) return end(&node, NVML_ERROR_MEMORY);
+    pthread_mutex_init(&made->lock, NULL);
+    pthread_mutex_lock(&sets_lock);
+    int slot = -1;
+    for (int i = 0; i < MAX_SETS && slot < 0; i++)
+        if (!sets[i]) slot = i;
+    if (slot >= 0) sets[slot] = made;
+    pthread_mutex_unlock(&sets_lock);
+    if (slot < 0) {
+        free(made);
+        return end(&node, NVML_ERROR_INSUFFICIENT_RESOURCES);
+    }
+    set->handle = made;
+    return end(&node, NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
+    ENTER("nvmlEventSetFree");
+    if (!initialized()) return NVML_ERROR_UNINITIALIZED;
+    struct nvmlEventSet_st *found = NULL;
+    pthread_mutex_lock(&sets_lock);
+    for (int i = 0; i < MAX_SETS && !found; i++) {
+        if (set.handle && sets[i] == set.handle) {
+            found = sets[i];
+            sets[i] = NULL;
+        }
+    }
+    pthread_mutex_unlock(&sets_lock);
+    if (!found) return NVML_ERROR_INVALID_ARGUMENT;
+    pthread_mutex_destroy(&found->lock);
+    free(found);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device, unsigned long long *types) {
+    ENTER("nvmlDeviceGetSupportedEventTypes");
+    sim_node node;
+    target t;
+    nvmlReturn_t r = begin(&node, 0, device.handle, GPU | MIG, &t);
+    if (r) return r;
+    if (!types) return end(&node, NVML_ERROR_INVALID_ARGUMENT);
+    *types = SUPPORTED_EVENTS;
+    return end(&node, NVML_SUCCESS);
+}
+
+/* A MIG device's events are its GPU's, told apart by the instance IDs in the event data. */
+nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long types, nvmlEventSet_t set) {
+    ENTER("nvmlDeviceRegisterEvents");
+    sim_node node;
+    target t;
+    nvmlReturn_t r = begin(&node, 0, device.handle, GPU | MIG, &t);
+    if (r) return r;
+    struct nvmlEventSet_st *s = known_set(set.handle);
+    if (!s || !types) return end(&node, NVML_ERROR_INVALID_ARGUMENT);
+    if (types & ~(unsigned long long)SUPPORTED_EVENTS) return end(&node, NVML_ERROR_NOT_SUPPORTED);
+    pthread_mutex_lock(&s->lock);
+    int result = NVML_SUCCESS, i = 0;
+    while (i < s->count && s->registrations[i].gpu != t.index) i++;
+    if (i == s->count && s->count == MAX_REGISTRATIONS) {
+        result = NVML_ERROR_INSUFFICIENT_RESOURCES;
+    } else if (i == s->count) {
+        s->registrations[i].gpu = t.index;
+        s->registrations[i].seen = last_seq(t.gpu);
+        s->registrations[i].types = 0;
+        s->count++;
+    }
+    if (result == NVML_SUCCESS) s->registrations[i].types |= types;
+    pthread_mutex_unlock(&s->lock);
+    return end(&node, result);
+}
+
+/* The oldest event after `seen` of a registration, if any. */
+static int next_event(sim_node *node, struct nvmlEventSet_st *s, nvmlEventData_t *data) {
+    for (int i = 0; i < s->count; i++) {
+        jv *gpu = sim_gpu(node, s->registrations[i].gpu);
+        jv *events = json_get(gpu, "xid_events");
+        jv *oldest = NULL;
+        for (int j = 0; j < json_len(events); j++) {
+            jv *e = json_at(events, j);
+            long long seq = json_key_num(e, "seq", 0);
+            if (seq > s->registrations[i].seen && (!oldest || seq < json_key_num(oldest, "seq", 0)))
+                oldest = e;
+        }
+        if (!oldest) continue;
+        s->registrations[i].seen = json_key_num(oldest, "seq", 0);
+        if (!(s->registrations[i].types & nvmlEventTypeXidCriticalError)) continue;
+        memset(data, 0, sizeof *data);
+        data->device.handle = gpu_handle(s->registrations[i].gpu);
+        data->eventType = nvmlEventTypeXidCriticalError;
+        data->eventData = (unsigned long long)json_key_num(oldest, "xid", 999);
+        data->gpuInstanceId = (unsigned)json_key_num(oldest, "gpu_instance_id", SIM_NOT_AVAILABLE);
+        data->computeInstanceId = (unsigned)json_key_num(oldest, "compute_instance_id", SIM_NOT_AVAILABLE);
+        return 1;
+    }
+    return 0;
+}
+
+static nvmlReturn_t wait_event(nvmlEventSet_t set, nvmlEventData_t *data, unsigned timeout_ms) {
+    struct nvmlEventSet_st *s = known_set(set.handle);
+    if (!initialized()) return NVML_ERROR_UNINITIALIZED;
+    if (!s || !data) return NVML_ERROR_INVALID_ARGUMENT;
+    unsigned long long deadline = now_us() + (unsigned long long)timeout_ms * 1000ULL;
+    for (;;) {
+        sim_node node;
+        target t;
+        nvmlReturn_t r = begin(&node, 0, NULL, 0, &t);
+        if (r) return r;
+        pthread_mutex_lock(&s->lock);
+        int found = next_event(&node, s, data);
+        pthread_mutex_unlock(&s->lock);
+        end(&node, NVML_SUCCESS);
+        if (found) return NVML_SUCCESS;
+        unsigned long long now = now_us();
+        if (now >= deadline) return NVML_ERROR_TIMEOUT;
+        unsigned long long pause = deadline - now < 50000ULL ? deadline - now : 50000ULL;
+        struct timespec ts = {0, (long)(pause * 1000ULL)};
+        nanosleep(&ts, NULL);
+    }
+}
+
+nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeout_ms) {
+    return ENTER("nvmlEventSetWait_v2"), wait_event(set, data, timeout_ms);
+}
+nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeout_ms) {
+    return ENTER("nvmlEventSetWait"), wait_event(set, data, timeout_ms);
 }
