@@ -1,11 +1,11 @@
 """One GPU as the NVML stand-in models it: identity, memory, processes, MIG mode (test code only).
 
 Owns: a GPU's readable facts (index, minor number, UUID, PCI IDs, name, memory, compute
-capability), its running compute processes, the Xid errors raised on it, its MIG mode (current and pending) and how a mode
-change activates, the ``reset``/``reboot`` test hooks, building a GPU from a model or from a plain
-dict of readings, and a JSON-serialisable ``snapshot``. Must not: know about ctypes or handles
-(the symbol modules marshal) or hold MIG geometry rules (instances.py and models.py).
-"""
+capability), its running compute processes, the Xid errors raised on it, its MIG mode (current and
+pending) and how a mode change activates, the ``reset``/``reboot`` test hooks, building a GPU from
+a model or from a plain dict of readings, and a JSON-serialisable ``snapshot``. Must not: know
+about ctypes or handles (the symbol modules marshal) or hold MIG geometry rules (instances.py and
+models.py). """
 
 from __future__ import annotations
 

@@ -30,7 +30,8 @@ class FakeLibNvml(InventorySymbols, GpuInstanceSymbols, ComputeInstanceSymbols):
         FakeLibNvml(["H100-SXM5-80GB", "H100-SXM5-80GB", "L4"])
 
     Test hooks (never called by the code under test): ``gpu(i)``, ``privileged``,
-    ``add_process``/``stop_process``, ``raise_xid``, ``reset(i)``, ``reboot()``, ``snapshot()``, ``calls``.
+    ``add_process``/``stop_process``, ``raise_xid``, ``reset(i)``, ``reboot()``, ``snapshot()``,
+    ``calls``.
     The hooks on ``FakeLibNvml`` take the library's lock; those on ``Gpu`` do not (setup only).
     """
 
