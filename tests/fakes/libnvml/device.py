@@ -5,7 +5,8 @@ capability), its running compute processes, the Xid errors raised on it, its MIG
 pending) and how a mode change activates, the ``reset``/``reboot`` test hooks, building a GPU from
 a model or from a plain dict of readings, and a JSON-serialisable ``snapshot``. Must not: know
 about ctypes or handles (the symbol modules marshal) or hold MIG geometry rules (instances.py and
-models.py). """
+models.py).
+"""
 
 from __future__ import annotations
 
