@@ -67,6 +67,24 @@ def _life_cycle(lib: FakeLibNvml) -> list[tuple[str, Any]]:
         r.answers.append(("reset", lib.reset(0)))  # what nvidia-smi -r does on Ampere
     r.ask("mode after", pynvml.nvmlDeviceGetMigMode, gpu)
     r.ask("max MIG devices", pynvml.nvmlDeviceGetMaxMigDeviceCount, gpu)
+    instances = _partition(r, gpu)
+    _enumerate(r, gpu)
+    if instances:
+        first = pynvml.nvmlGpuInstanceGetInfo(instances[0]).id
+        lib.add_process(0, 4242, used_mib=512, mig_device=(first, 0))
+        r.ask("processes", pynvml.nvmlDeviceGetComputeRunningProcesses, gpu)
+        r.ask("destroy busy GI", pynvml.nvmlGpuInstanceDestroy, instances[0])
+        lib.stop_process(0, 4242)
+    for gi in reversed(instances):
+        _tear_down(r, gi)
+    r.ask("mode off", pynvml.nvmlDeviceSetMigMode, gpu, 0)
+    r.ask("mode at the end", pynvml.nvmlDeviceGetMigMode, gpu)
+    pynvml.nvmlShutdown()
+    return _uuids_by_order(r.answers)
+
+
+def _partition(r: Record, gpu: Any) -> list[Any]:
+    """Every GPU-instance profile where the driver chooses, every compute instance in it."""
     instances = []
     for enum in range(pynvml.NVML_GPU_INSTANCE_PROFILE_COUNT):
         info = r.ask(f"GI profile {enum}", pynvml.nvmlDeviceGetGpuInstanceProfileInfo, gpu, enum)
@@ -85,6 +103,11 @@ def _life_cycle(lib: FakeLibNvml) -> list[tuple[str, Any]]:
             if ci_info is not None:
                 r.ask(f"GI {enum} CI {ci_enum} create",
                       pynvml.nvmlGpuInstanceCreateComputeInstance, gi, ci_info.id)  # fmt: skip
+    return instances
+
+
+def _enumerate(r: Record, gpu: Any) -> None:
+    """The MIG devices as the device plugin finds them: by index under the parent."""
     for j in range(pynvml.nvmlDeviceGetMaxMigDeviceCount(gpu)):
         mig = r.ask(f"MIG {j}", pynvml.nvmlDeviceGetMigDeviceHandleByIndex, gpu, j)
         if mig is not None:
@@ -93,28 +116,21 @@ def _life_cycle(lib: FakeLibNvml) -> list[tuple[str, Any]]:
             r.ask(f"MIG {j} memory", pynvml.nvmlDeviceGetMemoryInfo, mig)
             r.ask(f"MIG {j} GI", pynvml.nvmlDeviceGetGpuInstanceId, mig)
             r.ask(f"MIG {j} CI", pynvml.nvmlDeviceGetComputeInstanceId, mig)
-    if instances:
-        first = pynvml.nvmlGpuInstanceGetInfo(instances[0]).id
-        lib.add_process(0, 4242, used_mib=512, mig_device=(first, 0))
-        r.ask("processes", pynvml.nvmlDeviceGetComputeRunningProcesses, gpu)
-        r.ask("destroy busy GI", pynvml.nvmlGpuInstanceDestroy, instances[0])
-        lib.stop_process(0, 4242)
-    for gi in reversed(instances):
-        r.ask("destroy GI with CIs", pynvml.nvmlGpuInstanceDestroy, gi)
-        for ci_enum in range(pynvml.NVML_COMPUTE_INSTANCE_PROFILE_COUNT):
-            count = ctypes.c_uint(0)
-            array = (pynvml.c_nvmlComputeInstance_t * 8)()
-            try:
-                pynvml.nvmlGpuInstanceGetComputeInstances(gi, ci_enum, array, ctypes.byref(count))
-            except pynvml.NVMLError_NotSupported:
-                continue
-            for i in range(count.value):
-                r.ask("destroy CI", pynvml.nvmlComputeInstanceDestroy, array[i])
-        r.ask("destroy GI", pynvml.nvmlGpuInstanceDestroy, gi)
-    r.ask("mode off", pynvml.nvmlDeviceSetMigMode, gpu, 0)
-    r.ask("mode at the end", pynvml.nvmlDeviceGetMigMode, gpu)
-    pynvml.nvmlShutdown()
-    return _uuids_by_order(r.answers)
+
+
+def _tear_down(r: Record, gi: Any) -> None:
+    """Destroying a GPU instance with compute instances is refused; then each goes."""
+    r.ask("destroy GI with CIs", pynvml.nvmlGpuInstanceDestroy, gi)
+    for ci_enum in range(pynvml.NVML_COMPUTE_INSTANCE_PROFILE_COUNT):
+        count = ctypes.c_uint(0)
+        array = (pynvml.c_nvmlComputeInstance_t * 8)()
+        try:
+            pynvml.nvmlGpuInstanceGetComputeInstances(gi, ci_enum, array, ctypes.byref(count))
+        except pynvml.NVMLError_NotSupported:
+            continue
+        for i in range(count.value):
+            r.ask("destroy CI", pynvml.nvmlComputeInstanceDestroy, array[i])
+    r.ask("destroy GI", pynvml.nvmlGpuInstanceDestroy, gi)
 
 
 def _uuids_by_order(answers: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
