@@ -54,7 +54,11 @@ step "${gpu[*]} install"
 step "${gpu[*]} status"
 until_ok 30 "${gpu[@]}" status || fail "status is not all green"
 ok "every part ready, and an agent reporting from each GPU node"
-ps -o pid=,args= -p "$(pgrep -d, -f 'tests.fakes.node.agent' || echo 1)" | sed 's/ --gpu-state.*-- / … /' | head -2
+# The installed kubectl-gpu-agent entry point, unmodified, with the node's libnvidia-ml.so.1
+# (the project's NVML library at the C ABI, docs/simulated-nvml.md) loaded as on a real node.
+agent_pid=$(pgrep -n -f 'bin/kubectl-gpu-agent ') || fail "no kubectl-gpu-agent process"
+ps -o pid=,args= -p "$agent_pid" | sed 's/ --kubeconfig .*//'
+grep -m1 -o '/[^ ]*libnvidia-ml[^ ]*' "/proc/$agent_pid/maps" || fail "the agent has no libnvidia-ml loaded"
 
 # 3. Share every GPU four ways; capacity is proven, not assumed.
 step "${gpu[*]} share --replicas 4 --wait --timeout 60s"

@@ -2,12 +2,13 @@
 """Build the owners' Go programs the tests run against, at pinned versions, into a cache.
 
 Kubernetes' control plane (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl),
-etcd, KWOK, krew and the config oracles built from NVIDIA's and Kubernetes' modules are not
-committed: each is a Go module under `tools/go/<target>/` whose go.mod pins the versions and
-whose go.sum is verified on every build (`-mod=readonly`: a module whose hash differs from
-go.sum, or one go.sum does not list, stops the build). The binaries land in a cache outside the
-clone, keyed by the target's files and the Go version, so a fresh clone on the same machine
-(and CI right after a session) reuses them:
+etcd, KWOK, krew, the config oracles built from NVIDIA's and Kubernetes' modules, and the
+simulated nodes' `libnvidia-ml.so.1` (C, tests/fakes/libnvml/c, compiled with gcc against the
+nvml.h of the Go module it pins) are not committed: each is a Go module under
+`tools/go/<target>/` whose go.mod pins the versions and whose go.sum is verified on every build
+(`-mod=readonly`: a module whose hash differs from go.sum, or one go.sum does not list, stops
+the build). The binaries land in a cache outside the clone, keyed by the target's files and the
+Go version, so a fresh clone on the same machine (and CI right after a session) reuses them:
 
     ${KUBECTL_GPU_CACHE:-${XDG_CACHE_HOME:-~/.cache}/kubectl-gpu}/gobin/<target>-<key>/
 
@@ -58,6 +59,11 @@ class Target:
     # the binaries (KWOK's stage definitions: `kwok` runs nothing without them).
     data: tuple[tuple[str, tuple[str, ...]], ...] = ()
     cgo: bool = False  # go-nvml (under go-nvlib) is cgo-only: it loads libnvidia-ml with dlopen
+    # C shared libraries compiled with gcc instead of `go build`, one per name in `binaries`:
+    # (the pinned module, the path in it of the header they compile against; their stubs come
+    # from that header). A name ending in .so.N is also the library's SONAME; any other gets
+    # none, so that loading it does not satisfy a later dlopen of that SONAME in the process.
+    c_library: tuple[str, str] | None = None
 
     @property
     def module_dir(self) -> Path:
@@ -134,6 +140,26 @@ TARGETS: dict[str, Target] = {
             module="tests/oracles/cel",
             cold_minutes="3-4",
         ),
+        # NVIDIA's device plugin at v0.19.3, the newest release the module proxy serves (v0.20.0
+        # is refused there: try it again on each bump). cgo: go-nvml loads libnvidia-ml.so.1
+        # with dlopen, from --driver-root (a simulated node's: docs/simulated-nvml.md).
+        Target(
+            name="nvidia-device-plugin",
+            packages=("github.com/NVIDIA/k8s-device-plugin/cmd/nvidia-device-plugin",),
+            binaries=("nvidia-device-plugin",),
+            ldflags="-s -w -X github.com/NVIDIA/k8s-device-plugin/internal/info.version=v0.19.3",
+            cold_minutes="2-3",
+            cgo=True,
+        ),
+        Target(
+            name="libnvml",
+            packages=(),
+            # the node's library; the same without a SONAME for tests that load it in-process
+            binaries=("libnvidia-ml.so.1", "libnvidia-ml-in-process.so"),
+            module="tests/fakes/libnvml/c",
+            cold_minutes="0.1",
+            c_library=("github.com/NVIDIA/go-nvml", "pkg/nvml/nvml.h"),
+        ),
         Target(
             name="kwok",
             packages=("sigs.k8s.io/kwok/cmd/kwok", "sigs.k8s.io/kwok/cmd/kwokctl"),
@@ -195,13 +221,16 @@ def _go_version(go: str) -> str:
 
 
 def cache_key(target: Target, go_version: str) -> str:
-    """Changes when the pins, go.sum, our Go sources, the build flags or Go itself change."""
+    """Changes when the pins, go.sum, our Go (or C) sources, the build flags, Go or the C
+    compiler change."""
     digest = hashlib.sha256()
     digest.update(f"{go_version}\0{target.ldflags}\0{target.packages}\0{target.data}\0".encode())
     if target.cgo:
         digest.update(b"cgo\0")
+    if target.c_library is not None:
+        digest.update(f"{target.c_library}\0{_C_FLAGS}\0{_cc_version()}\0".encode())
     for path in sorted(target.module_dir.rglob("*")):
-        if path.is_file() and path.suffix in {".mod", ".sum", ".go"}:
+        if path.is_file() and path.suffix in {".mod", ".sum", ".go", ".c", ".h"}:
             digest.update(str(path.relative_to(target.module_dir)).encode() + b"\0")
             digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
@@ -269,6 +298,9 @@ def prune(
 
 
 def _build(go: str, target: Target, directory: Path, *, quiet: bool) -> None:
+    if target.c_library is not None:
+        _build_c_library(go, target, directory, quiet=quiet)
+        return
     if not (target.module_dir / "go.sum").is_file():
         raise BuildError(f"{target.module_dir}/go.sum is missing: the pins cannot be verified")
     say = (lambda _msg: None) if quiet else _say
@@ -307,6 +339,83 @@ def _build(go: str, target: Target, directory: Path, *, quiet: bool) -> None:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     say(f"gobins: {target.name} built in {time.monotonic() - started:.0f} s")
+
+
+# -O2 and warnings as errors: the library is loaded into NVIDIA's Go binaries and the agent;
+# and it is linked with -z defs, so a symbol it lacks fails the build, not the process loading it.
+_C_FLAGS = (
+    "-std=c11", "-D_GNU_SOURCE", "-O2", "-fPIC", "-Wall", "-Wextra", "-Werror", "-Wl,-z,defs",
+)  # fmt: skip
+# Every function nvml.h declares returns nvmlReturn_t (nvmlErrorString aside, which is ours).
+_NVML_FUNCTION = re.compile(r"^\s*nvmlReturn_t\s+DECLDIR\s+(nvml\w+)\s*\(", re.MULTILINE)
+
+
+def _cc() -> str:
+    cc = shutil.which(os.environ.get("CC", "gcc"))
+    if cc is None:
+        raise BuildError("gcc is not on PATH: the simulated NVML library is C (apt install gcc)")
+    return cc
+
+
+def _cc_version() -> str:
+    done = subprocess.run([_cc(), "--version"], capture_output=True, text=True, check=False)
+    return done.stdout.splitlines()[0] if done.stdout else "unknown"
+
+
+def nvml_stubs(header: str) -> tuple[list[str], str]:
+    """The NVML function names `header` declares, and C source defining each as a weak stub
+    that answers NVML_ERROR_NOT_SUPPORTED (or aborts in strict mode): a binary calling any
+    NVML function finds the symbol, and the library's own definitions win at link time."""
+    names = sorted(set(_NVML_FUNCTION.findall(header)))
+    lines = ['#include "trace.h"', ""]
+    lines += [
+        f'__attribute__((weak)) int {n}(void) {{ return sim_unimplemented("{n}"); }}' for n in names
+    ]
+    return names, "\n".join(lines) + "\n"
+
+
+def _build_c_library(go: str, target: Target, directory: Path, *, quiet: bool) -> None:
+    assert target.c_library is not None
+    module, header_path = target.c_library
+    say = (lambda _msg: None) if quiet else _say
+    say(f"gobins: building {target.name} ({', '.join(target.binaries)}) into {directory}")
+    started = time.monotonic()
+    env = dict(os.environ, GOFLAGS="-mod=readonly -buildvcs=false")
+    fetched = subprocess.run(
+        [go, "mod", "download", module],
+        cwd=target.module_dir, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if fetched.returncode != 0:
+        raise BuildError(_explain(target, fetched.stderr))
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=directory.parent))
+    try:
+        _copy_module_files(go, target, env, module, (header_path,), staging)
+        _names, stubs = nvml_stubs((staging / Path(header_path).name).read_text())
+        (staging / "stubs.c").write_text(stubs)
+        # Export NVML's names only: the library's own helpers must not meet a host's symbols.
+        (staging / "exports.map").write_text("{ global: nvml*; local: *; };\n")
+        sources = sorted(str(p) for p in target.module_dir.glob("*.c"))
+        for output in target.binaries:
+            soname = [f"-Wl,-soname,{output}"] if re.search(r"\.so\.\d+$", output) else []
+            done = subprocess.run(
+                [
+                    _cc(), *_C_FLAGS, "-shared", f"-I{target.module_dir}", f"-I{staging}",
+                    "-o", str(staging / output), *soname,
+                    f"-Wl,--version-script={staging / 'exports.map'}",
+                    *sources, str(staging / "stubs.c"), "-lpthread", "-lm",
+                ],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            if done.returncode != 0:
+                raise BuildError(f"cannot build {target.name}:\n{done.stderr.strip()[-3000:]}")
+        for leftover in ("stubs.c", "exports.map", Path(header_path).name):
+            (staging / leftover).unlink()
+        if directory.exists():
+            shutil.rmtree(directory)
+        staging.rename(directory)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    say(f"gobins: {target.name} built in {time.monotonic() - started:.1f} s")
 
 
 def _say(message: str) -> None:

@@ -1,4 +1,6 @@
-"""Fixtures for the node agent's tests: a simulated cluster, our MIG ConfigMap, one agent pass."""
+"""Fixtures for the node agent's tests: a simulated cluster, our MIG ConfigMap, one agent pass,
+and `node_nvml`: a node's GPUs served to the test's pynvml by the simulated nodes' C library,
+libnvidia-ml.so.1 (docs/simulated-nvml.md), as the agent's own process would be."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import logging
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +23,12 @@ from kubectl_gpu.agent import reconcile
 from kubectl_gpu.mig.apply import Start
 from kubectl_gpu.workflows.waiting import Timing
 from tests.controlplane.plane import ControlPlane
-from tests.fakes import libnvml
 from tests.fakes.cluster import SimCluster
 from tests.fakes.cluster import manifests as m
 from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (the real plane)
+from tests.fakes.libnvml.clib import served_by_c
+from tests.fakes.libnvml.driver import lay_out
+from tests.fakes.libnvml.library import FakeLibNvml
 from tests.fakes.node.agent import spawn
 from tests.gpumap.test_report_crd_matches_the_schema import crd
 
@@ -96,6 +101,18 @@ def notes(cluster: SimCluster, node: str) -> dict[str, str]:
 Agent = Callable[..., Start]
 
 
+def node_nvml(cluster: SimCluster, node: str) -> AbstractContextManager[FakeLibNvml]:
+    """`node`'s GPUs served to pynvml in this process by the node's libnvidia-ml.so.1 (its
+    driver root made here when the cluster runs no node side); the test hooks of
+    `cluster.nvml(node)` (processes, resets, a lost driver) reach the library through the
+    node's state file."""
+    sim = cluster.nodes[node]
+    if sim.state_file is None:
+        sim.share_state(lay_out(cluster.kubeconfig.parent / "nodes" / node / "driver").state)
+    assert sim.state_file is not None
+    return served_by_c(sim.nvml, sim.state_file)
+
+
 @pytest.fixture
 def agent() -> Agent:
     """`agent(cluster, node, timeout=…, reset=…, socket=…)`: one reconcile pass on `node`."""
@@ -110,7 +127,7 @@ def agent() -> Agent:
     ) -> Start:
         api = api_client.connect(str(cluster.kubeconfig))
         options = reconcile.Options(node, timeout=timeout, reset=reset, kubelet_socket=socket)
-        with libnvml.installed(cluster.nvml(node)):
+        with node_nvml(cluster, node):
             start = reconcile.reconcile(api, options, FAST)
         cluster.settle()
         return start

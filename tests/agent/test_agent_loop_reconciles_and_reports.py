@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kubectl_gpu import agent, cluster, keys
-from tests.fakes import libnvml
+from tests.agent.conftest import node_nvml
 from tests.fakes.cluster import NodeSpec
 from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
@@ -33,7 +33,7 @@ def test_one_pass_publishes_the_report_and_beats(
     reportbuilders.install(cluster.connect(str(sim.kubeconfig)))
     heartbeat = tmp_path / "beat"
 
-    with libnvml.installed(sim.nvml("gpu-a")):
+    with node_nvml(sim, "gpu-a"):
         status = run_once("gpu-a", fake_kubelet.root, heartbeat, sim.kubeconfig)
 
     assert status == 0 and heartbeat.exists()
@@ -51,7 +51,7 @@ def test_a_report_that_cannot_be_written_fails_the_pass_but_still_beats(
     # no report CRD installed: the report write gets a 404
     heartbeat = tmp_path / "beat"
 
-    with libnvml.installed(sim.nvml("gpu-a")):
+    with node_nvml(sim, "gpu-a"):
         status = run_once("gpu-a", fake_kubelet.root, heartbeat, sim.kubeconfig)
 
     assert status == 1 and heartbeat.exists()

@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 from kubectl_gpu import cluster
 from kubectl_gpu.agent import reporting
+from tests.agent.conftest import node_nvml
 from tests.cli import clirequests
 from tests.conftest import CliResult
-from tests.fakes import libnvml
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
@@ -81,7 +81,7 @@ def test_report_is_read_from_the_node_and_published_once(
     sources = reporting.Sources("gpu-a", kubelet_root=fake_kubelet.root, timeout=5)
     start = clirequests.mark(sim)
 
-    with libnvml.installed(sim.nvml("gpu-a")):
+    with node_nvml(sim, "gpu-a"):
         digest = reporting.publish(api, sources, None).digest
         again = reporting.publish(api, sources, digest).digest
 
@@ -107,7 +107,7 @@ def test_a_dead_kubelet_socket_still_yields_a_report_from_the_checkpoint(
     reportbuilders.install(api)
     sources = reporting.Sources("gpu-a", kubelet_root=fake_kubelet.root, timeout=1)
 
-    with libnvml.installed(sim.nvml("gpu-a")):
+    with node_nvml(sim, "gpu-a"):
         reporting.publish(api, sources, None)
 
     result = run_cli("--kubeconfig", str(sim.kubeconfig), "map", "-A", "-o", "json")

@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 from kubectl_gpu import cluster
 from kubectl_gpu.agent import reporting
+from tests.agent.conftest import node_nvml
 from tests.conftest import CliResult
-from tests.fakes import libnvml
 from tests.fakes.cluster import NodeSpec, dradriver
 from tests.fakes.cluster.dradriver import DraGpu
 from tests.fakes.cluster.fixture import MakeSimCluster
@@ -51,7 +51,7 @@ def test_the_agent_reports_a_claims_device_and_map_shows_its_physical_gpu(
     api = cluster.connect(str(sim.kubeconfig))
     reportbuilders.install(api)
 
-    with libnvml.installed(sim.nvml("dra-1")):
+    with node_nvml(sim, "dra-1"):
         reporting.publish(api, reporting.Sources("dra-1", kubelet_root=fake_kubelet.root), None)
 
     mapped = run_cli("--kubeconfig", str(sim.kubeconfig), "map", "-A", "-o", "json")

@@ -15,7 +15,7 @@ import pytest
 from kubectl_gpu import agent, bundle, keys
 from kubectl_gpu import cluster as api_client
 from kubectl_gpu.agent import lifecycle
-from tests.agent.conftest import Agent, ask, labels, notes, store_config
+from tests.agent.conftest import Agent, ask, labels, node_nvml, notes, store_config
 from tests.conftest import CliResult
 from tests.fakes import libnvml
 from tests.fakes.cluster import SimCluster, layouts
@@ -30,7 +30,7 @@ BALANCED = {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}
 
 def run_once(cluster: SimCluster, root: Path, heartbeat: Path) -> int:
     argv = ["--once", "--node-name", "gpu-1", "--kubelet-root", str(root), "--timeout", "5"]
-    with libnvml.installed(cluster.nvml("gpu-1")):
+    with node_nvml(cluster, "gpu-1"):
         status = agent.main([*argv, "--kubeconfig", str(cluster.kubeconfig),
                              "--heartbeat", str(heartbeat)])  # fmt: skip
     cluster.settle()
@@ -98,7 +98,7 @@ def test_sigterm_at_rest_ends_the_loop_cleanly(
     lib = cluster.nvml("gpu-1")
     lib.on_return("nvmlShutdown", lambda: signal.raise_signal(signal.SIGTERM))
     argv = ["--node-name", "gpu-1", "--kubelet-root", str(fake_kubelet.root), "--interval", "0"]
-    with libnvml.installed(lib):
+    with node_nvml(cluster, "gpu-1"):
         status = agent.main([*argv, "--kubeconfig", str(cluster.kubeconfig),
                              "--heartbeat", str(tmp_path / "beat")])  # fmt: skip
     assert status == 0

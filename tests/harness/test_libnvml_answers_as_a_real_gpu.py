@@ -1,10 +1,13 @@
-"""The NVML stand-in, playing a model that a real GPU was read from, gives the same answers the
+"""The simulated NVML, playing a model that a real GPU was read from, gives the same answers the
 real driver gave (tests/data/nvml), and kubectl-gpu's reader makes the same of both.
 
-The reading was taken read-only with scripts/nvml_readings.py; this test runs that very script
-against the stand-in, so a question asked of the real GPU is asked of the stand-in alike. Only
-the lent machine's identity (UUID, PCI bus position) and readings that neither kubectl-gpu nor
-the stand-in speak of are left out. Memory is compared whole: the real GPU was idle.
+The reading was taken read-only with scripts/nvml_readings.py; these tests run that very script
+against the simulated NVML, so a question asked of the real GPU is asked of it alike: in a
+process of its own, where pynvml loads a node's libnvidia-ml.so.1 through the dynamic linker as
+on a GPU node, and in the test's process against both the Python stand-in and the C library
+(the ``fake_nvml`` fixture). Only the lent machine's identity (UUID, PCI bus position) and
+readings that neither kubectl-gpu nor the simulation speak of are left out. Memory is compared
+whole: the real GPU was idle.
 """
 
 from __future__ import annotations
@@ -12,14 +15,21 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
 from tests.conftest import ROOT
+from tests.fakes.libnvml import FakeLibNvml
+from tests.fakes.libnvml.driver import lay_out
 from tests.fakes.libnvml.fixture import MakeFakeNvml
 from tests.fakes.libnvml.fixture import fake_nvml as fake_nvml
+from tests.fakes.libnvml.statefile import GpuStateFile
 
 READINGS = ROOT / "tests" / "data" / "nvml"
 # the stand-in model that plays each real reading
@@ -60,9 +70,45 @@ def real(request: pytest.FixtureRequest, fake_nvml: MakeFakeNvml) -> dict[str, A
     return reading
 
 
-def test_the_stand_in_answers_what_the_real_driver_answered(real: dict[str, Any]) -> None:
-    played = _script().nvml_readings()
+@pytest.fixture(params=sorted(PLAYED_BY))
+def read_on_a_node(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[dict[str, Any], Any]:
+    """(a real reading, the script's reading of a simulated node playing it), the script run
+    as on a GPU node: its own process, pynvml finding libnvidia-ml.so.1 on the linker's path."""
+    reading: dict[str, Any] = json.loads((READINGS / request.param).read_text())
+    driver = lay_out(tmp_path / "driver")
+    node = FakeLibNvml([PLAYED_BY[request.param]] * len(reading["gpus"]))
+    state = GpuStateFile(driver.state)
+    with state.locked():
+        state.save(node)
+    out = tmp_path / "reading.json"
+    done = subprocess.run(  # noqa: S603 (fixed argv)
+        [sys.executable, str(ROOT / "scripts" / "nvml_readings.py"), str(out)],
+        env={**os.environ, **driver.env()}, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return reading, json.loads(out.read_text())
 
+
+def test_a_nodes_library_answers_what_the_real_driver_answered(
+    read_on_a_node: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    real, played = read_on_a_node
+    _assert_same_answers(real, played)
+
+
+def test_kubectl_gpu_reads_a_nodes_library_as_it_read_the_real_gpu(
+    read_on_a_node: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    real, played = read_on_a_node
+    assert "error" not in real["kubectl_gpu"], real["kubectl_gpu"]
+    assert _without_uuids(played["kubectl_gpu"]) == _without_uuids(real["kubectl_gpu"])
+
+
+def test_the_stand_in_answers_what_the_real_driver_answered(real: dict[str, Any]) -> None:
+    _assert_same_answers(real, _script().nvml_readings())
+
+
+def _assert_same_answers(real: dict[str, Any], played: dict[str, Any]) -> None:
     real_gpu, played_gpu = _comparable(real)["gpus"][0], _comparable(played)["gpus"][0]
     profiles = zip(
         real_gpu.pop("gpu_instance_profiles"), played_gpu.pop("gpu_instance_profiles"), strict=True

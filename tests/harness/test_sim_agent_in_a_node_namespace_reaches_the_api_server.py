@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from kubectl_gpu import keys
-from tests.fakes.cluster import NodeSpec, SimCluster, agentflags, netns
+from tests.fakes.cluster import NodeSpec, SimCluster, netns
 from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.journey.conftest import Kubectl
@@ -88,15 +88,14 @@ def test_the_agent_runs_in_its_node_namespace_and_reaches_the_api_server(
     assert pod["status"]["hostIP"] == network.address
     logs = k("logs", "-n", keys.NAMESPACE, pod["metadata"]["name"])
     assert logs.returncode == 0 and logs.stdout.strip(), logs.stderr
-    if "--usage-port" in agentflags.accepted():
-        # a GPU pod's process, which the agent ties to the pod through its cgroup file
-        applied = k("apply", "-f", "-", stdin=GPU_POD)
-        assert applied.returncode == 0, applied.stderr
-        uid = eventually(
-            lambda: cluster.gpu_processes("gpu-a") and cluster.gpu_processes("gpu-a")[0].pod_uid
-        )
-        assert uid, "the GPU pod got no process"
-        name = pod["metadata"]["name"]
-        path = f"/api/v1/namespaces/{keys.NAMESPACE}/pods/{name}:9402/proxy/v1/usage"
-        got = eventually(lambda: (r := k("get", "--raw", path)).returncode == 0 and uid in r.stdout)
-        assert got, k("get", "--raw", path)
+    # a GPU pod's process, which the agent ties to the pod through its cgroup file
+    applied = k("apply", "-f", "-", stdin=GPU_POD)
+    assert applied.returncode == 0, applied.stderr
+    uid = eventually(
+        lambda: cluster.gpu_processes("gpu-a") and cluster.gpu_processes("gpu-a")[0].pod_uid
+    )
+    assert uid, "the GPU pod got no process"
+    name = pod["metadata"]["name"]
+    path = f"/api/v1/namespaces/{keys.NAMESPACE}/pods/{name}:9402/proxy/v1/usage"
+    got = eventually(lambda: (r := k("get", "--raw", path)).returncode == 0 and uid in r.stdout)
+    assert got, k("get", "--raw", path)

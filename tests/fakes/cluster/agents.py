@@ -1,8 +1,9 @@
 """The node side of simulated GPU nodes: the real `kubectl-gpu-agent` as one OS process per node,
 and a kubelet stand-in (checkpoint file + PodResources socket) per node for it to read.
 
-Owns `NodeSide` (one directory per GPU node: the shared GPU state file, the kubelet root, the
-agent's kubeconfig, heartbeat and `nvidia-smi`), `AgentRuntime` (the kubelet's view of the
+Owns `NodeSide` (one directory per GPU node: its driver root with the project's
+libnvidia-ml.so.1, `nvidia-smi` and the shared GPU state file, the kubelet root, the agent's
+kubeconfig and heartbeat), `AgentRuntime` (the kubelet's view of the
 agent container: start the process when the DaemonSet's pod starts, report it crashed when it
 exits so the kubelet's back-off restarts it, stop it with its pod; its output becomes the pod's
 container log) and `NodeKubelets` (keeps each node's checkpoint and PodResources answers equal to
@@ -15,7 +16,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
@@ -27,6 +27,8 @@ from tests.fakes.cluster import agentflags
 from tests.fakes.cluster.loop import Change, ControlLoop
 from tests.fakes.cluster.netns import NodeNetwork
 from tests.fakes.cluster.nodes import SimNode
+from tests.fakes.libnvml.driver import lay_out
+from tests.fakes.node.agent import agent_command
 
 Obj = dict[str, Any]
 AGENT_PROGRAM = "kubectl-gpu-agent"
@@ -45,22 +47,12 @@ class NodeSide:
         self.proc_root = self.dir / "proc"  # the host's /proc as far as GPU processes go
         self.network: NodeNetwork | None = None  # its network namespace, when it has one
         self.kubelet_root = self.dir / "kubelet"
-        self.gpu_state = self.dir / "gpus.json"
         self.kubeconfig = self.dir / "kubeconfig"
         self.heartbeat = self.dir / "heartbeat"
-        self.bin = root / "bin"
         self.dir.mkdir(parents=True, exist_ok=True)
+        self.driver = lay_out(self.dir / "driver")
+        self.gpu_state = self.driver.state
         node.share_state(self.gpu_state)
-
-
-def write_smi(bin_dir: Path) -> None:
-    """`nvidia-smi` for the node's processes: the stand-in, run by this Python."""
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    smi = bin_dir / "nvidia-smi"
-    smi.write_text(
-        f"#!{sys.executable}\nimport sys\nfrom tests.fakes.node.smi import main\nsys.exit(main())\n"
-    )
-    smi.chmod(0o755)
 
 
 @dataclass
@@ -173,8 +165,7 @@ class AgentRuntime:
         if self.credentials is not None:
             self.credentials(run.namespace, run.pod, run.service_account, side.kubeconfig)
         command = [
-            sys.executable, "-m", "tests.fakes.node.agent", "--gpu-state", str(side.gpu_state),
-            "--", *run.args,
+            *agent_command(), *run.args,
             # Where this node keeps what a pod would find mounted (last flag wins in argparse).
             "--kubeconfig", str(side.kubeconfig), "--kubelet-root", str(side.kubelet_root),
             "--heartbeat", str(side.heartbeat), "--interval", str(self.interval),
@@ -185,8 +176,8 @@ class AgentRuntime:
         env = {
             **os.environ,
             "NODE_NAME": run.node,
-            "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
-            "PATH": os.pathsep.join([str(side.bin), os.environ.get("PATH", "")]),
+            # The node's driver: the linker finds its libnvidia-ml.so.1, PATH its nvidia-smi.
+            **side.driver.env(),
             "PYTHONUNBUFFERED": "1",
         }
         env.pop("KUBECONFIG", None)

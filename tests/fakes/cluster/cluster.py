@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from tests.controlplane.containerlogs import LogStore
 from tests.controlplane.plane import LIFECYCLE_BY_TEST
-from tests.fakes.cluster.agents import AgentRuntime, NodeKubelets, NodeSide, write_smi
+from tests.fakes.cluster.agents import AgentRuntime, NodeKubelets, NodeSide
 from tests.fakes.cluster.allocation import Allocation
 from tests.fakes.cluster.dcgmexporter import DcgmExporterRuntime, daemonset
 from tests.fakes.cluster.deviceplugin import DevicePluginRuntime
@@ -187,7 +187,6 @@ class SimCluster:
         sides = {
             name: NodeSide(self._node_root, node) for name, node in self.nodes.items() if node.gpus
         }
-        write_smi(self._node_root / "bin")
         self.node_kubelets = NodeKubelets(sides, self.podresources)
         self.agents = AgentRuntime(
             self.loop, sides, self.logs, interval=interval,

@@ -1,5 +1,12 @@
 """The NVML stand-in: fake C symbols behind pynvml's own function lookup (test code only).
 
+Simulated nodes' processes get NVML from a C library instead, ``libnvidia-ml.so.1``
+(``c/``, laid out per node by ``driver.py``; docs/simulated-nvml.md), over the same state file
+(``statefile.py``). This Python stand-in remains for tests that run pynvml-level code in their
+own process: the ``fake_nvml`` fixture runs each such test against both (``clib.py`` puts the C
+library behind this same seam), and one MIG life-cycle script must get the same answers from
+both (tests/harness/test_libnvml_stand_in_and_library_answer_alike.py).
+
 pynvml (nvidia-ml-py 13.615) resolves every C function with ``getattr(nvmlLib, name)`` in
 ``_nvmlGetFunctionPointer``, caching the result in ``_nvmlGetFunctionPointer_cache``, and
 ``nvmlInit`` loads ``libnvidia-ml.so.1`` only while ``nvmlLib`` is None. Installing a

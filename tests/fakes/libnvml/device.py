@@ -1,10 +1,11 @@
 """One GPU as the NVML stand-in models it: identity, memory, processes, MIG mode (test code only).
 
 Owns: a GPU's readable facts (index, minor number, UUID, PCI IDs, name, memory, compute
-capability), its running compute processes, its MIG mode (current and pending) and how a mode
-change activates, the ``reset``/``reboot`` test hooks, building a GPU from a model or from a plain
-dict of readings, and a JSON-serialisable ``snapshot``. Must not: know about ctypes or handles
-(the symbol modules marshal) or hold MIG geometry rules (instances.py and models.py).
+capability), its running compute processes, the Xid errors raised on it, its MIG mode (current and
+pending) and how a mode change activates, the ``reset``/``reboot`` test hooks, building a GPU from
+a model or from a plain dict of readings, and a JSON-serialisable ``snapshot``. Must not: know
+about ctypes or handles (the symbol modules marshal) or hold MIG geometry rules (instances.py and
+models.py).
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ class Gpu:
     mig_current: int = codes.MIG_DISABLE
     mig_pending: int = codes.MIG_DISABLE
     processes: list[Process] = field(default_factory=list)
+    # Xid errors raised so far: {seq, xid, gpu_instance_id, compute_instance_id}; the C
+    # library delivers them through event sets (the Python stand-in has none).
+    xid_events: list[dict[str, Any]] = field(default_factory=list)
     mig: MigLayout = field(init=False)
 
     def __post_init__(self) -> None:
@@ -135,6 +139,14 @@ class Gpu:
             process = Process(pid, used_mib * MIB, gi_id, ci_id, sm_percent)
         self.processes.append(process)
         return process
+
+    def raise_xid(self, xid: int, mig_device: tuple[int, int] | None = None) -> None:
+        """An Xid error on this GPU, in MIG device (GI ID, CI ID) when given."""
+        gi, ci = mig_device if mig_device is not None else (None, None)
+        seq = max((int(e["seq"]) for e in self.xid_events), default=0) + 1
+        self.xid_events.append(
+            {"seq": seq, "xid": xid, "gpu_instance_id": gi, "compute_instance_id": ci}
+        )
 
     def stop_process(self, pid: int) -> None:
         """End a compute process."""
@@ -252,6 +264,7 @@ class Gpu:
             "gi_profiles": [_profile_snapshot(p) for p in self.profiles],
             "gpu_instances": self.mig.snapshot(),
             "processes": [vars(p).copy() for p in self.processes],
+            "xid_events": [dict(e) for e in self.xid_events],
         }
 
     def _mig_snapshot(self) -> dict[str, Any] | None:

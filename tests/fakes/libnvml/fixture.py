@@ -1,9 +1,11 @@
-"""The ``fake_nvml`` pytest fixture: install the NVML stand-in for one test (test code only).
+"""The ``fake_nvml`` pytest fixture: install an NVML for one test (test code only).
 
-Owns: the stand-in's lifetime in a test: ``fake_nvml(gpus=[...])`` builds a ``FakeLibNvml``,
+Owns: the library's lifetime in a test: ``fake_nvml(gpus=[...])`` builds a ``FakeLibNvml``,
 installs it as pynvml's library and returns it; pynvml's globals are restored after the test,
-whatever it did. Must not: hold NVML behaviour (the other modules of this package) or be
-collected as a conftest: tests import it explicitly with
+whatever it did. The fixture is parametrised: each test runs once against the Python stand-in
+and once against the simulated nodes' C library, ``libnvidia-ml.so.1`` (clib.py), so the two are
+shown to answer alike by every test that uses it. Must not: hold NVML behaviour (the other
+modules of this package) or be collected as a conftest: tests import it explicitly with
 ``from tests.fakes.libnvml.fixture import fake_nvml as fake_nvml``.
 """
 
@@ -15,6 +17,7 @@ from typing import Any, Protocol
 import pytest
 
 from tests.fakes.libnvml import Installation, install, uninstall
+from tests.fakes.libnvml.clib import CLibNvml
 from tests.fakes.libnvml.device import Gpu
 from tests.fakes.libnvml.library import FakeLibNvml
 
@@ -25,8 +28,13 @@ class MakeFakeNvml(Protocol):
     def __call__(self, gpus: Sequence[str | Gpu | dict[str, Any]] = ...) -> FakeLibNvml: ...
 
 
-@pytest.fixture
-def fake_nvml() -> Iterator[MakeFakeNvml]:
+BACKENDS = ("stand-in", "libnvidia-ml.so.1")
+
+
+@pytest.fixture(params=BACKENDS)
+def fake_nvml(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[MakeFakeNvml]:
     """``fake_nvml(gpus=["H100-SXM5-80GB", "L4"])`` → an installed ``FakeLibNvml``.
 
     pynvml is not initialised for you: code under test calls ``pynvml.nvmlInit()`` as it would
@@ -35,7 +43,10 @@ def fake_nvml() -> Iterator[MakeFakeNvml]:
     saved: list[Installation] = []
 
     def make(gpus: Sequence[str | Gpu | dict[str, Any]] = ("H100-SXM5-80GB",)) -> FakeLibNvml:
-        lib = FakeLibNvml(gpus)
+        if request.param == "stand-in":
+            lib = FakeLibNvml(gpus)
+        else:
+            lib = CLibNvml(gpus, tmp_path_factory.mktemp("driver"))
         if saved:
             uninstall(saved.pop())
         saved.append(install(lib))

@@ -30,7 +30,8 @@ class FakeLibNvml(InventorySymbols, GpuInstanceSymbols, ComputeInstanceSymbols):
         FakeLibNvml(["H100-SXM5-80GB", "H100-SXM5-80GB", "L4"])
 
     Test hooks (never called by the code under test): ``gpu(i)``, ``privileged``,
-    ``add_process``/``stop_process``, ``reset(i)``, ``reboot()``, ``snapshot()``, ``calls``.
+    ``add_process``/``stop_process``, ``raise_xid``, ``reset(i)``, ``reboot()``, ``snapshot()``,
+    ``calls``.
     The hooks on ``FakeLibNvml`` take the library's lock; those on ``Gpu`` do not (setup only).
     """
 
@@ -63,6 +64,11 @@ class FakeLibNvml(InventorySymbols, GpuInstanceSymbols, ComputeInstanceSymbols):
         """Start a compute process on GPU ``index``, in MIG device (GI ID, CI ID) when given."""
         with self.lock:
             self.gpus[index].add_process(pid, used_mib, mig_device, sm_percent)
+
+    def raise_xid(self, index: int, xid: int, mig_device: tuple[int, int] | None = None) -> None:
+        """An Xid error on GPU ``index`` (in MIG device (GI ID, CI ID) when given)."""
+        with self.lock:
+            self.gpus[index].raise_xid(xid, mig_device)
 
     def stop_process(self, index: int, pid: int) -> None:
         """End a compute process on GPU ``index``."""

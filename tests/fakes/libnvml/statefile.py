@@ -2,14 +2,18 @@
 
 On a real node the GPUs' state lives in the driver, so the device plugin, the node agent and
 ``nvidia-smi`` — separate processes — all see one truth. The simulated node keeps that truth in a
-JSON file: each process holds a ``FakeLibNvml`` and, under an exclusive ``flock``, reloads it when
-another process changed the file and writes it back after a call that changes GPU state.
+JSON file: each Python process holds a ``FakeLibNvml`` and, under an exclusive ``flock``, reloads
+it when another process changed the file and writes it back after a call that changes GPU state.
+The node's C library, libnvidia-ml.so.1 (tests/fakes/libnvml/c, docs/simulated-nvml.md), reads
+and writes the same file under the same lock and keeps this format, so a change to the format
+is a change to both.
 
-Owns: the file format (the library's ``snapshot`` plus the MIG UUID counter and a generation
-number), ``save``/``refresh`` (restoring into the existing ``Gpu`` objects, so handles to whole
-GPUs stay valid while handles to instances that no longer exist go stale, as after a reset), the
-lock, and ``SyncedView``, the library view a node agent process installs as pynvml's library.
-Must not: hold NVML behaviour (the other modules of this package).
+Owns: the file format (the library's ``snapshot`` plus the MIG UUID counter, whether the driver was
+lost, and a generation number), ``save``/``refresh`` (restoring into the existing ``Gpu`` objects,
+so handles to whole GPUs stay valid while handles to instances that no longer exist go stale, as
+after a reset), the lock, and ``SyncedView``, the library view a Python process running an agent
+in-process over the stand-in installs as pynvml's library (benchmarks/agent_burst.py). Must not:
+hold NVML behaviour (the other modules of this package).
 """
 
 from __future__ import annotations
@@ -112,12 +116,14 @@ class _SyncedSymbol(CSymbol):
 
 def _document(lib: FakeLibNvml) -> dict[str, Any]:
     document = lib.snapshot()
+    document["lost"] = lib.lost  # set once the node lost its driver (FakeLibNvml.lose_driver)
     for row, gpu in zip(document["gpus"], lib.gpus, strict=True):
         row["mig_uuid_counter"] = gpu.mig._created  # noqa: SLF001 (our own stand-in's state)
     return document
 
 
 def _restore(lib: FakeLibNvml, document: dict[str, Any]) -> None:
+    lib.lost = document.get("lost")
     for gpu, row in zip(lib.gpus, document["gpus"], strict=True):
         if row["uuid"] != gpu.uuid:
             raise ValueError(f"{row['uuid']} in the state file is not GPU {gpu.index}")
@@ -125,6 +131,7 @@ def _restore(lib: FakeLibNvml, document: dict[str, Any]) -> None:
         gpu.mig_current = mig.get("current", gpu.mig_current)
         gpu.mig_pending = mig.get("pending", gpu.mig_pending)
         gpu.processes = [Process(**p) for p in row.get("processes", ())]
+        gpu.xid_events = [dict(e) for e in row.get("xid_events", ())]
         gpu.mig.clear()
         for instance in row.get("gpu_instances", ()):
             _restore_gpu_instance(gpu, instance)
@@ -156,4 +163,4 @@ def load_library(state: GpuStateFile) -> FakeLibNvml:
 
 
 def _static(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in row.items() if k not in ("gpu_instances", "processes")}
+    return {k: v for k, v in row.items() if k not in ("gpu_instances", "processes", "xid_events")}

@@ -1,79 +1,60 @@
-"""`python -m tests.fakes.node.agent --gpu-state FILE -- AGENT-ARGS…`: the real node agent on a
-simulated node (test code only).
+"""The real node agent as a process of a simulated node (test code only).
 
-A DaemonSet pod on a real node gets the driver's libnvidia-ml and nvidia-smi from the NVIDIA
-container runtime; here the launcher gives the same process the node's NVML stand-in (the shared
-GPU state file behind pynvml's own symbol lookup) and `nvidia-smi` on PATH, then calls the
-agent's real entry point `kubectl_gpu.agent.main` with the container's arguments. Owns nothing
-else: the agent must not know it is simulated.
+A DaemonSet pod on a real node runs the installed `kubectl-gpu-agent` with the driver's
+libnvidia-ml and nvidia-smi that the NVIDIA container runtime gives it. Here the same entry
+point runs unmodified: the node's driver root (tests/fakes/libnvml/driver.py) puts the project's
+`libnvidia-ml.so.1` on the linker's search path, where pynvml's own `CDLL("libnvidia-ml.so.1")`
+finds it, and the node's `nvidia-smi` on PATH. Nothing is installed into the agent's process.
+
+Owns the agent's command line (`agent_command`) and `spawn`, one agent against any API server
+where no simulated kubelet starts it. Must not: pass the agent anything a DaemonSet pod would
+not have.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
+import shutil
 import subprocess
 import sys
-import threading
-import time
-from collections.abc import Sequence
 from pathlib import Path
 
-from tests.fakes import libnvml
-from tests.fakes.libnvml.statefile import GpuStateFile, load_library
-from tests.fakes.node.smi import STATE_ENV
+from tests.fakes.libnvml.driver import lay_out
 
-_REPO_ROOT = Path(__file__).resolve().parents[3]
+AGENT_PROGRAM = "kubectl-gpu-agent"
 
 
-def _die_with(parent: int) -> None:
-    """End this process when the simulated cluster that started it is gone: a node agent
-    must never outlive its test (on a real node the kubelet is its parent's keeper)."""
-    while os.getppid() == parent:
-        time.sleep(0.5)
-    os._exit(0)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.fakes.node.agent")
-    parser.add_argument("--gpu-state", type=Path, required=True)
-    parser.add_argument("agent_args", nargs=argparse.REMAINDER)
-    options = parser.parse_args(argv)
-    args = options.agent_args[1:] if options.agent_args[:1] == ["--"] else options.agent_args
-    threading.Thread(target=_die_with, args=(os.getppid(),), daemon=True).start()
-    os.environ[STATE_ENV] = str(options.gpu_state)  # what nvidia-smi, run by the agent, reads
-    libnvml.install(load_library(GpuStateFile(options.gpu_state)))
-
-    from kubectl_gpu import agent  # after the stand-in is in place, as the driver is on a node
-
-    return agent.main(args)
+def agent_command() -> list[str]:
+    """The installed entry point, as the agent's container runs it, made to end with the test
+    that started it (on a real node the kubelet is its keeper): `setpriv --pdeathsig` sets the
+    parent-death signal and then executes the agent itself in the same process."""
+    script = Path(sys.executable).with_name(AGENT_PROGRAM)
+    program = [str(script)] if script.is_file() else [sys.executable, "-m", "kubectl_gpu.agent"]
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", "--", *program] if setpriv else program
 
 
 def spawn(
     kubeconfig: Path, node: str, index: int, directory: Path, *agent_args: str
 ) -> subprocess.Popen[bytes]:
-    """The real agent of `node` (one L4, the NVML stand-in) as a process of its own, against
-    any API server; its log goes to `directory/agent.log`. Used where no simulated kubelet
-    starts it (the real control plane's KWOK nodes, the fleet benchmark)."""
+    """The real agent of `node` (one L4) as a process of its own, against any API server; its
+    log goes to `directory/agent.log`. Used where no simulated kubelet starts it (the real
+    control plane's KWOK nodes, the fleet benchmark)."""
     from tests.fakes.cluster.nodes import NodeSpec, SimNode
 
     (directory / "kubelet").mkdir(parents=True, exist_ok=True)
-    SimNode(NodeSpec(node, "L4", 1), index).share_state(directory / "gpus.json")
+    driver = lay_out(directory / "driver")
+    SimNode(NodeSpec(node, "L4", 1), index).share_state(driver.state)
     command = [
-        sys.executable, "-m", "tests.fakes.node.agent", "--gpu-state", str(directory / "gpus.json"),
-        "--", "--node-name", node, "--kubeconfig", str(kubeconfig),
+        *agent_command(), "--node-name", node, "--kubeconfig", str(kubeconfig),
         "--kubelet-root", str(directory / "kubelet"), "--heartbeat", str(directory / "heartbeat"),
         *agent_args,
     ]  # fmt: skip
     with (directory / "agent.log").open("w") as log:  # the child keeps its own descriptor
         return subprocess.Popen(  # noqa: S603 (fixed argv)
             command,
-            cwd=_REPO_ROOT,
-            env={**os.environ, "PYTHONPATH": str(_REPO_ROOT)},
+            cwd=directory,
+            env={**os.environ, **driver.env()},
             stdout=subprocess.DEVNULL,
             stderr=log,
         )
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,9 +1,13 @@
 """`nvidia-smi` on a simulated node: the GPU reset the node agent runs (test code only).
 
 Owns the command line `nvidia-smi -r -i <index|bus ID>` (and `-L`) over the node's GPU state file
-named by $SIM_GPU_STATE, with nvidia-smi's exit codes and wording: 0 after a reset, 3 when the
-GPU is in use ("…being used by some other process"), 2 for an unknown GPU. Must not: be used
-by product code, which only ever finds it as `nvidia-smi` on PATH.
+(`<driver root>/gpus.json`, the file the node's libnvidia-ml.so.1 serves, read and written under
+the same lock), with nvidia-smi's exit codes and wording: 0 after a reset, 3 when the GPU is in
+use ("…being used by some other process"), 2 for an unknown GPU. Each node's copy lives at
+`<driver root>/usr/bin/nvidia-smi` (tests/fakes/libnvml/driver.py) and finds its root from its
+own path; $SIM_GPU_STATE names the file where no driver root exists (an agent run in-process
+over the pynvml-level stand-in). Must not: be used by product code, which only ever finds it as
+`nvidia-smi` on PATH.
 """
 
 from __future__ import annotations
@@ -58,10 +62,10 @@ def _list(state: GpuStateFile) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, driver_root: Path | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    state_path = os.environ.get(STATE_ENV)
-    if not state_path:
+    state_path = str(driver_root / "gpus.json") if driver_root else os.environ.get(STATE_ENV)
+    if not state_path or not Path(state_path).is_file():
         print("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.")
         return 9
     state = GpuStateFile(Path(state_path))
