@@ -124,6 +124,9 @@ def test_the_tree_shows_each_gpu_its_parts_their_pods_and_what_is_free(
         "    `-- free: no pod holds it",
     ]  # fmt: skip
     assert result.stdout.isascii()
+    table = run_cli("--kubeconfig", str(kubeconfig), "top", f"node/{NODE}")
+    assert table.exit_code == 0, table.stderr
+    assert max(len(line) for line in table.stdout.splitlines()) <= 120, table.stdout
 
 
 def test_tree_refuses_formats_it_cannot_draw(run_cli: Run) -> None:
