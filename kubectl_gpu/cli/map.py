@@ -60,6 +60,7 @@ class MapRequest:
     node_name: str | None
     pods: str | None
     free: bool
+    tree: bool
 
 
 @click.command("map", short_help="Show which pod holds which GPU, MIG device and replica.")
@@ -79,6 +80,11 @@ class MapRequest:
     help="Name pods from `kubectl get pods -A -o json` (a list or one pod).",
 )
 @click.option("--free", is_flag=True, help="List the devices no container holds, instead.")
+@click.option(
+    "--tree",
+    is_flag=True,
+    help="Draw node → GPU → MIG device (placement order) / replica → pod, and the free ones.",
+)
 @global_options
 @pass_settings
 def map_(settings: Settings, **flags: Any) -> None:
@@ -105,12 +111,19 @@ def map_(settings: Settings, **flags: Any) -> None:
       kubectl gpu map -A
       kubectl gpu map gpu-node-1 -o wide
       kubectl gpu map -l nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 --free
+      kubectl gpu map gpu-node-1 --tree
       minikube ssh -- sudo cat /var/lib/kubelet/device-plugins/kubelet_internal_checkpoint \\
         | kubectl gpu map --checkpoint -
       kubectl get pods -A -o json > pods.json
       kubectl gpu map --checkpoint node1.json --node-name node1 --pods pods.json -o wide
     """
     request = MapRequest(**flags)
+    if request.tree and (request.free or settings.output not in ("table", "wide")):
+        raise UsageError(
+            "--tree draws held and free devices as a picture: it cannot be combined with "
+            f"--free or -o {settings.output}",
+            hint="-o json gives every field the picture shows",
+        )
     if request.checkpoint is None:
         _map_cluster(request, settings)
         return
@@ -146,6 +159,10 @@ def _map_checkpoint(request: MapRequest, settings: Settings) -> None:
     node_map = join.make(sources, pods)
     _warn_all(node_map.findings)
     rows = _selected(node_map.free if request.free else node_map.rows, request, settings)
+    if request.tree:
+        free = node_map.free if _unfiltered(request, settings) else []
+        _emit_tree([MapRow(r, None, None) for r in rows], [MapRow(r, None, None) for r in free])
+        return
     document = None
     if render.is_data(settings.output):  # 100,000 dicts a table does not print: 0.5 s
         document = render.list_document(MAP_KIND, [row.to_dict() for row in rows])
@@ -251,14 +268,30 @@ def _map_cluster(request: MapRequest, settings: Settings) -> None:
             log.warning("node %s: %s", missing.node, missing.reason)
     shown = result.free() if request.free else result.rows
     rows = [r for r in shown if _wanted(r.row, request, settings)]
-    document = render.list_document(MAP_KIND, [row.to_dict() for row in rows])
-    render.emit_table(rows, cluster_columns(settings.output), settings.output, document)
+    if request.tree:
+        _emit_tree(rows, result.free() if _unfiltered(request, settings) else ())
+    else:
+        document = render.list_document(MAP_KIND, [row.to_dict() for row in rows])
+        render.emit_table(rows, cluster_columns(settings.output), settings.output, document)
     absent = [m.node for m in result.missing if m.reason == NO_NODE]
     if absent:  # as `kubectl get nodes NOSUCH`: the others are shown, the command fails
         raise GpuError(
             "; ".join(f'nodes "{printable(n)}" not found' for n in absent),
             hint="kubectl get nodes lists the node names",
         )
+
+
+def _unfiltered(request: MapRequest, settings: Settings) -> bool:
+    """Whether the tree shows the free devices too: not when it shows one pod's or one
+    namespace's devices."""
+    return not request.pod and (request.all_namespaces or not settings.namespace)
+
+
+def _emit_tree(held: Sequence[MapRow], free: Sequence[MapRow]) -> None:
+    from kubectl_gpu.cli import maptree
+
+    for line in maptree.lines(held, free):
+        click.echo(printable(line))
 
 
 def _check_cluster(request: MapRequest) -> None:

@@ -37,7 +37,14 @@ def lines(rows: Sequence[TopRow]) -> list[str]:
         nodes.setdefault(r.node, {}).setdefault(r.gpu_uuid, []).append(r)
     out: list[str] = []
     for node, gpus in nodes.items():
-        _draw(Branch(node, tuple(_gpu(g) for g in gpus.values())), "", True, out, root=True)
+        out += draw(Branch(node, tuple(_gpu(g) for g in gpus.values())))
+    return out
+
+
+def draw(root: Branch) -> list[str]:
+    """`root` and everything under it, one line each, in plain ASCII."""
+    out: list[str] = []
+    _draw(root, "", True, out, root=True)
     return out
 
 

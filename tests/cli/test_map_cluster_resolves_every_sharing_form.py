@@ -322,3 +322,59 @@ def test_the_default_table_fits_120_columns_and_wide_keeps_the_rest(
     header = wide.stdout.splitlines()[0].split()
     for column in ("PLANE", "MODEL", "MIG", "PLACEMENT", "DEVICE-ID", "REPLICA", "CONTAINER"):
         assert column in header
+
+
+def test_the_tree_draws_mig_devices_in_placement_order_and_the_free_ones(
+    run_cli: Run, api: cluster.Api, real: SimCluster, kubeconfig: Path
+) -> None:
+    from kubectl_gpu.gpumap import join, report
+    from kubectl_gpu.workflows import reports
+
+    b.add_node(real, "gpu-a")
+    # GI IDs in the order the instances were made, not where they sit on the GPU
+    placed = [("3g.40gb", 1, 4, 4), ("2g.20gb", 2, 0, 2), ("1g.10gb", 5, 2, 1),
+              ("1g.10gb", 6, 3, 1)]  # fmt: skip
+    migs = tuple(
+        report.MigInstance(b.uuid("MIG", gi), profile, gi, 0, report.Placement(start, size))
+        for profile, gi, start, size in placed
+    )
+    a100 = report.InventoryGpu(0, b.uuid("GPU", 0), b.A100, 0, 81920, "MIG_ENABLED", migs)
+    l4 = b.gpus(2, b.L4)[1]
+    replicas = [f"{l4.uuid}::{n}" for n in range(4)]
+    held = [
+        b.held("notebook-0", [migs[1].uuid], "nvidia.com/mig-2g.20gb", "notebooks"),
+        b.held("notebook-1", [migs[3].uuid], "nvidia.com/mig-1g.10gb", "notebooks"),
+        b.held("infer-x0kq", [replicas[0]], namespace="serving"),
+        b.held("infer-x2kq", [replicas[2]], namespace="serving"),
+    ]
+    healthy = b.healthy({
+        "nvidia.com/mig-3g.40gb": [migs[0].uuid], "nvidia.com/mig-2g.20gb": [migs[1].uuid],
+        "nvidia.com/mig-1g.10gb": [migs[2].uuid, migs[3].uuid], "nvidia.com/gpu": replicas,
+    })  # fmt: skip
+    sources = join.NodeSources(podresources=tuple(held), allocatable=healthy)
+    reports.publish(api, report.build("gpu-a", [a100, l4], sources, b.NOW), None)
+
+    result = run_cli("--kubeconfig", str(kubeconfig), "map", "-A", "--tree")
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "gpu-a",
+        "+-- GPU 0 NVIDIA A100-SXM4-40GB GPU-00000000: 2 held, 2 free",
+        "|   +-- 2g.20gb @0:2",
+        "|   |   `-- notebooks/notebook-0 (cuda)",
+        "|   +-- 1g.10gb @2:1 free",
+        "|   +-- 1g.10gb @3:1",
+        "|   |   `-- notebooks/notebook-1 (cuda)",
+        "|   `-- 3g.40gb @4:4 free",
+        "`-- GPU 1 NVIDIA L4 GPU-00000001: 2 held, 2 free",
+        "    +-- ::0",
+        "    |   `-- serving/infer-x0kq (cuda)",
+        "    +-- ::1 free",
+        "    +-- ::2",
+        "    |   `-- serving/infer-x2kq (cuda)",
+        "    `-- ::3 free",
+    ]
+    refused = run_cli("--kubeconfig", str(kubeconfig), "map", "--tree", "-o", "json")
+    assert refused.exit_code == 2 and "cannot be combined with --free or -o json" in (
+        refused.stderr
+    )
