@@ -103,6 +103,10 @@ and d['source']['kind'] == 'agent'" | grep -q True; }
 until_ok 30 top_ok || fail "top does not show the three pods' own memory with no isolation"
 "${gpu[@]}" top node/gpu-a
 ok "each pod's own memory and SM %, two on one GPU with no isolation between them"
+step "${gpu[*]} top node/gpu-a --tree   # node → GPU → replica → pod, with use and what is free"
+"${gpu[@]}" top node/gpu-a --tree | tee "$work/tree.txt" || fail "top --tree failed"
+grep -q -- '-- ::[0-9] free' "$work/tree.txt" || fail "the tree marks no free replica"
+ok "the replicas no pod holds are marked free"
 
 # 4. MIG: checked offline against the A100's geometry, applied by the agent through NVML.
 mig=tests/data/mig/mig-parted__deployments__systemd__config-default.yaml
@@ -134,13 +138,19 @@ has_mig_row() { "${gpu[@]}" map gpu-b -o json | json "any(r['mig_uuid'] and r['p
 until_ok 20 has_mig_row || fail "the map does not show the notebook on a MIG device"
 "${gpu[@]}" map gpu-b -o wide
 ok "the notebook holds a MIG-… device, shown under its parent GPU"
+step "${gpu[*]} map gpu-b --tree   # MIG devices in placement order, the free ones marked"
+"${gpu[@]}" map gpu-b --tree | tee "$work/map-tree.txt" || fail "map --tree failed"
+grep -q 'default/notebook' "$work/map-tree.txt" && grep -q ' free$' "$work/map-tree.txt" \
+  || fail "the map tree does not show the notebook and the free MIG devices"
+ok "each MIG device at its placement, held by the notebook or free"
 step "${gpu[*]} top pod notebook   # its use against the MIG instance that holds it"
 mig_top_ok() { "${gpu[@]}" top pod notebook -o json | json "
 any(r['pod'] == 'notebook' and r['isolation'] == 'mig' and r['memoryUsedBytes'] == 6 * 2**30
     and r['memoryLimitBytes'] and r['memoryLimitBytes'] > 6 * 2**30 and r['smUnavailable'] == 'mig'
     for r in d['items'])" | grep -q True; }
 until_ok 30 mig_top_ok || fail "top does not show the notebook's use against its MIG instance"
-"${gpu[@]}" top pod notebook
+"${gpu[@]}" top pod notebook 2>&1 | tee "$work/top-pod.txt"
+grep -q "on 1 node," "$work/top-pod.txt" || fail "top pod asked more than the pod's node"
 ok "6 GiB used of the 1g.10gb instance; no SM figure on MIG (NVML has none per process there)"
 
 # 5. DRA: a claim the real scheduler allocates on a node served by NVIDIA's DRA driver.
