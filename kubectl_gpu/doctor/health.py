@@ -26,16 +26,19 @@ NVIDIA_LABEL_PREFIX = "nvidia.com/gpu."
 MAX_LISTED = 20
 
 
-def check(
+def check(  # noqa: PLR0913 - the facts of one cluster view, the last three keyword-only
     nodes: Sequence[Node],
     pods: Sequence[Pod],
     survey: Sequence[NodeStatus] | None,
+    *,
     elsewhere: Mapping[str, PluginPod] | None = None,
     stuck: Mapping[str, Sequence[str]] | None = None,
+    blocked: Mapping[str, tuple[str, str]] | None = None,
 ) -> list[Diagnosis]:
     """Every GPU health problem these facts show (survey None: no device plugin found;
     `elsewhere`: the plugin's pods on nodes without GPUs, by node; `stuck`: why a node's MIG
-    change is stuck, by node, as kubectl_gpu.mig.stuck tells)."""
+    change is stuck, by node, as kubectl_gpu.mig.stuck tells; `blocked`: why the plugin's
+    DaemonSet runs no pod on a node, and the fix, by node)."""
     stuck = stuck or {}
     gpu_nodes = [n for n in nodes if n.is_gpu_node]
     # Where the plugin is down (or paused by a stuck MIG change), allocatable falls to 0 for
@@ -47,7 +50,13 @@ def check(
             found += _unhealthy(node)
         mig = _stuck(node, stuck[node.name]) if node.name in stuck else _mig(node)
         found += [*_advertises_nothing(node), *mig, *_taint(node)]
-    found += [d for row in survey or () if row.node not in stuck for d in _survey(row)]
+    blocked = blocked or {}
+    found += [
+        d
+        for row in survey or ()
+        if row.node not in stuck
+        for d in _survey(row, None if row.plugin_pod else blocked.get(row.node))
+    ]
     found += _plugin_off_gpu_nodes(elsewhere or {})
     found += _no_product_choice(gpu_nodes, pods)
     return found
@@ -168,10 +177,22 @@ def _taint(node: Node) -> list[Diagnosis]:
     ]
 
 
-def _survey(row: NodeStatus) -> list[Diagnosis]:
-    """The survey's problems on one node; a plugin failing on a bad config is one finding."""
+def _survey(row: NodeStatus, blocked: tuple[str, str] | None = None) -> list[Diagnosis]:
+    """The survey's problems on one node; a plugin failing on a bad config is one finding, a
+    plugin pod its DaemonSet will not run there (`blocked`: why, and the fix) is said so."""
     crash = row.plugin_down and row.plugin_pod and row.config_error
     found = []
+    if blocked is not None:
+        found.append(
+            Diagnosis(
+                "kubelet",
+                "error",
+                f"node/{row.node}",
+                f"no device plugin pod runs on node {row.node}: {blocked[0]}",
+                (row.explain(),),
+                blocked[1],
+            )
+        )
     if crash:
         found.append(
             Diagnosis(
@@ -186,6 +207,8 @@ def _survey(row: NodeStatus) -> list[Diagnosis]:
         )
     for problem in row.problems:
         if crash and (problem == row.config_error or problem.startswith("plugin pod ")):
+            continue
+        if blocked is not None and problem.startswith("no device plugin pod"):
             continue
         found.append(
             Diagnosis(

@@ -22,7 +22,7 @@ from kubectl_gpu.doctor.preview import Preview
 from kubectl_gpu.sharing import rollout
 from kubectl_gpu.sharing.deployment import Overrides
 from kubectl_gpu.sharing.rollout import waits
-from kubectl_gpu.workflows import preview
+from kubectl_gpu.workflows import comeback, preview
 from kubectl_gpu.workflows.share import (
     capacity,
     drain,
@@ -122,6 +122,7 @@ def _checked_write(
             seen = preview.make(preview.share_changes(plan), known)
             drain.refuse_hits(seen, options)
             _refuse_hopeless_wait(snapshot, plan, options)
+            _refuse_no_comeback(api, snapshot, plan, options)
             # drained before anything is written: config-manager and the operator may restart
             # the plugin on the write itself
             drain.drain_first(api, seen, options, timing or Timing())
@@ -225,6 +226,21 @@ def _refuse_hopeless_wait(snapshot: Snapshot, plan: rollout.Plan, options: Optio
             "or drop --wait",
             details=tuple(found),
         )
+
+
+def _refuse_no_comeback(
+    api: cluster.Api, snapshot: Snapshot, plan: rollout.Plan, options: Options
+) -> None:
+    """Before anything is written, drained or deleted (a dry run says the same): each plugin
+    pod the rollout deletes must come back. A ClusterPolicy change makes the GPU Operator roll
+    its plugin on every node, so then every GPU node counts."""
+    if plan.policy is not None:
+        nodes = list(snapshot.nodes.values())
+    elif options.restart:
+        nodes = [snapshot.nodes[n.node] for n in plan.restarts if n.node in snapshot.nodes]
+    else:
+        return  # --no-restart: no pod is deleted
+    comeback.check(api, plan.deployment, nodes, "restarting the device plugin")
 
 
 def _interrupted(
