@@ -5,7 +5,7 @@ node (kubernetes pkg/controller/daemon, NodeShouldRunDaemonPod): every `NoSchedu
 `NoExecute` taint of the node tolerated, the pod template's node selector and required node
 affinity met. The controller adds its own tolerations to every daemon pod (not-ready,
 unreachable, disk/memory/pid pressure, unschedulable, and network-unavailable for host-network
-pods: docs/mig-and-sharing-safety.md), so a cordon never keeps a daemon pod away, while a
+pods: docs/first-try-safety.md), so a cordon never keeps a daemon pod away, while a
 foreign taint such as `dedicated=ml:NoSchedule` does: an existing pod stays (NoSchedule evicts
 nothing), but one that `share` or `mig apply` deletes is never recreated. A `Blocker` says which
 taint or selector stops it and the toleration to add. Must not read the cluster (the workflow

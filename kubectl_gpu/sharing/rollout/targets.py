@@ -191,12 +191,37 @@ def _per_node(state: ClusterState, request: ShareRequest) -> Target:
     default_key = state.deployment.default_key
     for node in nodes:
         doc = _edit(_node_base(state, node, notes), request, state.deployment)
+        if request.mps:
+            doc = _mps_strategy(state, node, doc, notes)
         key = request.key or _key_for(state, changes, doc, node, request.resource_name)
         _claim(state, changes, key, doc, wanted)
         if node.config_label != key:
             labels[node.name] = key
     policy = _policy_after(state, default_key) if state.deployment.kind == "gpu-operator" else None
     return Target(request.resource_name, changes, labels, policy, frozenset(wanted), tuple(notes))
+
+
+def _mps_strategy(
+    state: ClusterState, node: GpuNode, doc: dict[str, Any], notes: list[str]
+) -> dict[str, Any]:
+    """A node's own MPS key says `migStrategy: none` where it started from `mixed` (the bundle's
+    default key has it, for the MIG nodes beside): the plugin refuses MPS beside `mixed`
+    (docs/first-try-safety.md), and a node with no MIG-enabled GPU advertises the same
+    whole GPUs under either. A MIG-enabled node, or an env var forcing the strategy, is left
+    for the plan to refuse, saying what to do."""
+    given = doc.get("flags")
+    flags: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+    if flags.get("migStrategy") != "mixed" or node.mig_enabled:
+        return doc
+    if deployments.effective_flag(state.deployment, ("migStrategy",)) is not None:
+        return doc  # the env var wins over the key
+    notes.append(
+        f"node {node.name}: its MPS key sets migStrategy none (was mixed): the device plugin "
+        "refuses MPS with mixed, and the node has no MIG-enabled GPU, so it advertises the "
+        "same GPUs; to partition it with MIG later, stop MPS there first (`kubectl gpu share "
+        f"off --node {node.name}`)"
+    )
+    return {**doc, "flags": {**flags, "migStrategy": "none"}}
 
 
 def _gpu_node(state: ClusterState, name: str) -> GpuNode:

@@ -88,9 +88,13 @@ def _refuse_no_comeback(api: cluster.Api, policies: list[Json], found: list[Node
     back) must be one its DaemonSet brings back there; else the node would stay without GPUs
     with its MIG change called over."""
     after = {
-        f.name: stuck.restored_labels(stuck.NodeMig(f.name, f.labels, f.annotations)) for f in found
-    }
-    raw = comeback.raw_nodes(api, [f.name for f in found])
+        f.name: restored
+        for f in found
+        if (restored := stuck.restored_labels(stuck.NodeMig(f.name, f.labels, f.annotations)))
+    }  # a node with nothing paused gets no pod back from this recovery
+    if not after:
+        return
+    raw = comeback.raw_nodes(api, list(after))
     deployment = comeback.detected(api, policies)
     comeback.check(api, deployment, raw, "bringing the device plugin back", dict(after))
 
