@@ -74,18 +74,27 @@ class Blocker:
 
     def fix(self) -> str:
         """What to do: the toleration to add (where it sticks), or the taint to remove."""
+        return "; or ".join(p for p in (self.toleration(), self.removal()) if p)
+
+    def toleration(self) -> str:
+        """How to make the DaemonSet tolerate the taints, or match the node ("" for neither)."""
         steps = []
         if self.taints:
-            wanted = [toleration_for(t) for t in self.taints]
-            steps.append(_where_to_add(self.daemonset, wanted))
-            removals = " ".join(f"{t.key}:{t.effect}-" for t in self.taints)
-            steps.append(f"or remove the taint: kubectl taint node {self.node} {removals}")
+            steps.append(_where_to_add(self.daemonset, [toleration_for(t) for t in self.taints]))
         if self.unmet:
             steps.append(
-                f"make the DaemonSet's node selector/affinity match node {self.node} "
-                f"(kubectl get ds -n {self.daemonset.namespace} {self.daemonset.name} -o yaml)"
+                f"make the node selector/affinity of DaemonSet {self.daemonset.ref} match node "
+                f"{self.node} (kubectl get ds -n {self.daemonset.namespace} "
+                f"{self.daemonset.name} -o yaml)"
             )
         return "; ".join(steps)
+
+    def removal(self) -> str:
+        """The command that removes the taints instead ("" when no taint blocks)."""
+        if not self.taints:
+            return ""
+        removals = " ".join(f"{t.key}:{t.effect}-" for t in self.taints)
+        return f"remove the taint: kubectl taint node {self.node} {removals}"
 
 
 def daemonset_from_dict(raw: Mapping[str, Any], role: str, manager: str = "") -> DaemonSet:

@@ -86,17 +86,23 @@ def blockers(
 
 
 def refusal(found: Sequence[daemons.Blocker], what: str) -> WouldNotComeBack | None:
-    """The error that stops a change, naming each blocked DaemonSet, node and taint, and the
+    """The error that stops a change, one line per blocked DaemonSet and node, and the
     toleration to add (None when nothing is blocked). `what` is what the change would do."""
     if not found:
         return None
-    reasons = "; ".join(b.reason() for b in found)
-    fixes = "; ".join(dict.fromkeys(b.fix() for b in found))
     return WouldNotComeBack(
-        f"{what} would leave {_nodes(found)} without it: {reasons}, so the DaemonSet "
-        "controller would not recreate the pod; nothing was written",
-        hint=f"{fixes}; then run the same command again",
+        f"{what} would leave {_nodes(found)} without it: the DaemonSet controller would not "
+        "recreate the pods the change deletes there; nothing was written:",
+        hint=f"{fixes(found)}; then run the same command again",
+        details=tuple(b.reason() for b in found),
     )
+
+
+def fixes(found: Sequence[daemons.Blocker]) -> str:
+    """Each DaemonSet's fix once, then each node's taint removal once."""
+    tolerations = dict.fromkeys(b.toleration() for b in found if b.toleration())
+    removals = dict.fromkeys(b.removal() for b in found if b.removal())
+    return "; ".join(tolerations) + "".join(f"; or {r}" for r in removals)
 
 
 def check(
@@ -122,8 +128,8 @@ def per_node(found: Sequence[daemons.Blocker]) -> dict[str, str]:
         by_node.setdefault(item.node, []).append(item)
     return {
         node: "; ".join(b.reason() for b in items)
-        + ", so the DaemonSet controller would not recreate the pod the change deletes: "
-        + "; ".join(dict.fromkeys(b.fix() for b in items))
+        + ", so the DaemonSet controller would not recreate the pods the change deletes: "
+        + fixes(items)
         for node, items in by_node.items()
     }
 

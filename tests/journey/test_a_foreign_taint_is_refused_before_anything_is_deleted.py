@@ -79,9 +79,11 @@ def test_share_off_and_rollback_refuse_then_the_hinted_toleration_lets_them_thro
     assert cluster.allocatable("gpu-a") == 4
 
     # the hint's own command adds the toleration; then the same rollback goes through
-    [command] = PATCH.findall(rollback.stderr)
-    patched = k(*shlex.split(command)[1:])
-    assert patched.returncode == 0, patched.stderr
+    commands = PATCH.findall(rollback.stderr)
+    assert any("nvdp-nvidia-device-plugin " in c for c in commands), rollback.stderr
+    for command in commands:  # the plugin's, and GFD's beside it
+        patched = k(*shlex.split(command)[1:])
+        assert patched.returncode == 0, patched.stderr
     cluster.settle()
     done = k("gpu", "share", "rollback", "--wait", "--timeout", "60s")
     assert done.returncode == 0, done.stderr
@@ -106,7 +108,7 @@ def test_doctor_names_the_taint_that_keeps_the_plugin_away(
 
     assert found.returncode == 1, found.stderr
     [finding] = [
-        d for d in json.loads(found.stdout)["diagnoses"] if d["subject"] == "node/gpu-a"
+        d for d in json.loads(found.stdout)["diagnoses"] if d["object"] == "node/gpu-a"
         and "no device plugin pod runs on node gpu-a" in d["message"]
     ]  # fmt: skip
     assert "does not tolerate taint dedicated=ml:NoSchedule of node gpu-a" in finding["message"]
