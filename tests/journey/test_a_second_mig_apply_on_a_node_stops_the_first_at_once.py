@@ -76,7 +76,9 @@ def test_the_waiting_apply_stops_at_once_naming_the_request_that_replaced_it(
         asked = time.monotonic()
         out, err = first.communicate(timeout=60)
     finally:
-        first.kill()
+        if first.poll() is None:
+            first.kill()
+        first.communicate()  # reaped, pipes closed
 
     assert time.monotonic() - asked < 30  # not the 120 s timeout
     assert first.returncode == 1, (out, err)
