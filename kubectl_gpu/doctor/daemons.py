@@ -9,7 +9,9 @@ pods: docs/first-try-safety.md), so a cordon never keeps a daemon pod away, whil
 foreign taint such as `dedicated=ml:NoSchedule` does: an existing pod stays (NoSchedule evicts
 nothing), but one that `share` or `mig apply` deletes is never recreated. A `Blocker` says which
 taint or selector stops it and the toleration to add. Must not read the cluster (the workflow
-passes the objects). Pure: standard library and the sibling doctor modules.
+passes the objects), nor count the taints Kubernetes sets from node conditions
+(`node.kubernetes.io/*`, e.g. not-ready on a node whose kubelet is down): they are the node's
+health, not a reservation. Pure: standard library and the sibling doctor modules.
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ AUTOMATIC: tuple[Mapping[str, str], ...] = (
     {"key": "node.kubernetes.io/pid-pressure", "operator": "Exists", "effect": "NoSchedule"},
     {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"},
 )
+# Taints Kubernetes sets and lifts itself from node conditions (not-ready, unreachable, …):
+# they say the node is unwell now, which the rollout's own waits report; they are not a
+# reservation the DaemonSet was never told about, the case this check is for.
+CONDITION_PREFIX = "node.kubernetes.io/"
 HOST_NETWORK = {"key": "node.kubernetes.io/network-unavailable", "operator": "Exists",
                 "effect": "NoSchedule"}  # fmt: skip
 
@@ -122,7 +128,11 @@ def daemonset_from_dict(raw: Mapping[str, Any], role: str, manager: str = "") ->
 
 def blocker(daemonset: DaemonSet, node: facts.Node) -> Blocker | None:
     """What keeps `daemonset` from running a pod on `node` (None: nothing does)."""
-    taints = placement.untolerated(daemonset.template, node)
+    taints = tuple(
+        t
+        for t in placement.untolerated(daemonset.template, node)
+        if not t.key.startswith(CONDITION_PREFIX)
+    )
     unmet = placement.unmet(daemonset.template, node)
     if not taints and not unmet:
         return None

@@ -123,3 +123,9 @@ def test_a_daemonset_mid_rollout_says_so() -> None:
     )
     raw["metadata"]["generation"] = 2
     assert "not yet rolled out" in daemons.daemonset_from_dict(raw, "device plugin").rolling
+
+
+def test_a_taint_kubernetes_sets_from_a_node_condition_is_not_a_reservation() -> None:
+    plugin = daemons.daemonset_from_dict(daemonset([GPU_TOLERATION]), "device plugin")
+    not_ready = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+    assert daemons.blocker(plugin, node(not_ready)) is None
