@@ -7,7 +7,10 @@ or stuck (kubectl_gpu.mig.stuck's reasons, with `mig recover` as the fix), GPU n
 a GPU taint, GPU pods that choose no product where several exist, the device plugin failing on
 nodes without GPUs, and the sharing survey's problems (capacity ≠ physical × replicas, labels
 naming missing keys, plugin pods missing or failing, one finding for a plugin that fails on its
-config; kubectl_gpu.sharing.rollout.status) turned into diagnoses. Pure: standard library,
+config; kubectl_gpu.sharing.rollout.status) turned into diagnoses; a missing plugin pod its
+DaemonSet will not run on the node is said with why (`blocked`: an untolerated taint), and MIG
+devices left in capacity once the plugin serves whole GPUs (its strategy became none, as after
+`uninstall`) are one warning, never a sick GPU. Pure: standard library,
 keys and the sharing survey's rows.
 """
 
@@ -20,6 +23,8 @@ from kubectl_gpu.doctor import placement
 from kubectl_gpu.doctor.facts import Node, Pod
 from kubectl_gpu.doctor.model import Diagnosis
 from kubectl_gpu.sharing.rollout.status import NodeStatus, PluginPod
+
+GPU = "nvidia.com/gpu"
 
 INVALID_MIG = "-MIG-INVALID"
 NVIDIA_LABEL_PREFIX = "nvidia.com/gpu."
@@ -49,7 +54,7 @@ def check(  # noqa: PLR0913 - the facts of one cluster view, the last three keyw
         if node.name not in down:
             found += _unhealthy(node)
         mig = _stuck(node, stuck[node.name]) if node.name in stuck else _mig(node)
-        found += [*_advertises_nothing(node), *mig, *_taint(node)]
+        found += [*_advertises_nothing(node), *mig, *_taint(node), *_stale_mig(node)]
     blocked = blocked or {}
     found += [
         d
@@ -85,15 +90,47 @@ def _unhealthy(node: Node) -> list[Diagnosis]:
 
 def _left_by_mig_change(node: Node, resource: str) -> bool:
     """A resource the plugin stopped advertising when the node's MIG layout changed (whole
-    GPUs after MIG was enabled, a profile the new layout lacks): kubelet keeps it in capacity
-    with allocatable 0 until it restarts. Not a GPU that fell sick: those leave the rest of
-    their resource allocatable, and the node here advertises MIG devices instead."""
+    GPUs after MIG was enabled, a profile the new layout lacks) or when the plugin's MIG
+    strategy changed (MIG devices, once a plugin with `none` replaced one with `mixed`, as
+    `uninstall` may): kubelet keeps it in capacity with allocatable 0 until it restarts. Not a
+    GPU that fell sick: those leave the rest of their resource allocatable, and the node here
+    advertises other devices instead."""
     if node.allocatable.get(resource, 0):
         return False
+    if resource.startswith(keys.MIG_RESOURCE_PREFIX) and node.allocatable.get(GPU, 0) > 0:
+        return True  # MIG devices gone, whole GPUs advertised: stale_mig says what it means
     return any(
         amount > 0 and other != resource and other.startswith(keys.MIG_RESOURCE_PREFIX)
         for other, amount in node.allocatable.items()
     )
+
+
+def _stale_mig(node: Node) -> list[Diagnosis]:
+    """MIG devices still in capacity with none allocatable while whole GPUs are advertised:
+    the plugin now serves MIG-enabled GPUs (if they still are) as whole ones, which CUDA
+    cannot use; one warning per node, never a sick GPU."""
+    stale = sorted(
+        r
+        for r, n in node.capacity.items()
+        if r.startswith(keys.MIG_RESOURCE_PREFIX) and n > 0 and not node.allocatable.get(r, 0)
+    )
+    if not stale or node.allocatable.get(GPU, 0) <= 0:
+        return []
+    return [
+        Diagnosis(
+            "kubelet",
+            "warning",
+            node.ref,
+            f"node {node.name} advertises whole GPUs but still lists {', '.join(stale)} with "
+            "none allocatable: the device plugin stopped advertising MIG devices (its MIG "
+            "strategy became none, or MIG was turned off); if the GPUs are still MIG-enabled, "
+            f"pods given {GPU} there cannot use them",
+            tuple(f"capacity {r}={node.capacity[r]}, allocatable 0" for r in stale),
+            f"check with `kubectl gpu mig status --node {node.name}`; turn MIG off (kubectl gpu "
+            "mig apply -c all-disabled) or give the device plugin migStrategy mixed; kubelet "
+            "drops the stale resources when it restarts",
+        )
+    ]
 
 
 def _advertises_nothing(node: Node) -> list[Diagnosis]:
