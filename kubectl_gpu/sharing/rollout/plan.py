@@ -369,12 +369,16 @@ def _policy_change(state: ClusterState, target: Target) -> PolicyChange | None:
 
 def _record(state: ClusterState, target: Target) -> Record:
     policy = _policy_change(state, target)
+    labels = _label_changes(state, target)
     return Record(
         resource=target.resource,
         keys={k: state.configmap.texts.get(k) for k in sorted(target.keys)},
-        labels={c.node: c.before for c in _label_changes(state, target)},
+        labels={c.node: c.before for c in labels},
         policy_changed=policy is not None,
         policy=policy.before if policy is not None else None,
+        written_labels={c.node: c.after for c in labels},
+        written_policy=policy.after if policy is not None else None,
+        written_policy_kept=policy is not None,
     )
 
 

@@ -367,10 +367,15 @@ def rollback(
 
 
 def _refuse_edited(state: ClusterState, record: Record) -> None:
+    """What the change to roll back wrote must still be there: a ConfigMap key, a node's
+    config label or the ClusterPolicy's `devicePlugin.config` edited by hand since would be
+    thrown away by restoring; refuse, showing each edit."""
     configmap = state.configmap
     where = f"ConfigMap {configmap.namespace}/{configmap.name}"
     edited = {k: w for k, w in sorted(record.written.items()) if configmap.texts.get(k) != w}
-    if not edited:
+    labels = _edited_labels(state, record)
+    policy = _edited_policy(state, record)
+    if not (edited or labels or policy):
         return
     diff: list[str] = []
     for key, written in edited.items():
@@ -382,10 +387,52 @@ def _refuse_edited(state: ClusterState, record: Record) -> None:
             f"{key} (now)" if now is not None else f"{key} (now: deleted)",
             lineterm="",
         )
+    label = keys.DEVICE_PLUGIN_CONFIG_LABEL
+    diff += [
+        f"node {node}: {label}={written or '(unset)'} written by the change, now {now or '(unset)'}"
+        for node, (written, now) in labels.items()
+    ]
+    if policy:
+        name, (written_policy, now_policy) = state.deployment.cluster_policy, policy
+        diff.append(
+            f"ClusterPolicy {name} spec.devicePlugin.config: {_policy_text(written_policy)} "
+            f"written by the change, now {_policy_text(now_policy)}"
+        )
+    what = [f"key(s) {', '.join(edited)} of {where}"] if edited else []
+    if labels:
+        what.append(f"the {label} label of node(s) {', '.join(labels)}")
+    if policy:
+        what.append(f"ClusterPolicy {state.deployment.cluster_policy}'s spec.devicePlugin.config")
     raise ShareRefused(
-        f"key(s) {', '.join(edited)} of {where} were edited after the change to roll back "
-        "was written; rolling back would throw that edit away; nothing was written:",
+        f"{' and '.join(what)} were edited after the change to roll back was written; rolling "
+        "back would throw that edit away; nothing was written:",
         hint="keep the edit (make it the new config with `kubectl gpu share`), or discard it "
         "with `kubectl gpu share rollback --force`",
         details=tuple(diff),
     )
+
+
+def _edited_labels(state: ClusterState, record: Record) -> dict[str, tuple[str | None, str | None]]:
+    """Node -> (label written, label now), where they differ; gone nodes are left out."""
+    found = {}
+    for name, written in sorted((record.written_labels or {}).items()):
+        node = state.node(name)
+        if node is not None and node.config_label != written:
+            found[name] = (written, node.config_label)
+    return found
+
+
+Policy = tuple[str, str] | None
+
+
+def _edited_policy(state: ClusterState, record: Record) -> tuple[Policy, Policy] | None:
+    """(written, now) of the ClusterPolicy's devicePlugin.config, where they differ."""
+    deployment = state.deployment
+    if not record.written_policy_kept or deployment.kind != "gpu-operator":
+        return None
+    now = deployment.policy_config
+    return None if now == record.written_policy else (record.written_policy, now)
+
+
+def _policy_text(policy: Policy) -> str:
+    return "(none)" if policy is None else f"{{name: {policy[0]}, default: {policy[1]}}}"
