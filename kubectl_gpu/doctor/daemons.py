@@ -11,7 +11,7 @@ nothing), but one that `share` or `mig apply` deletes is never recreated. A `Blo
 taint or selector stops it and the toleration to add. Must not read the cluster (the workflow
 passes the objects), nor count the taints Kubernetes sets from node conditions
 (`node.kubernetes.io/*`, e.g. not-ready on a node whose kubelet is down): they are the node's
-health, not a reservation. Pure: standard library and the sibling doctor modules.
+health, not a reservation. Pure: standard library, kubectl_gpu.keys and the sibling doctor modules.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kubectl_gpu import keys
 from kubectl_gpu.doctor import facts, placement
 from kubectl_gpu.doctor.facts import Taint
 
@@ -87,7 +88,12 @@ class Blocker:
         steps = []
         if self.taints:
             steps.append(_where_to_add(self.daemonset, [toleration_for(t) for t in self.taints]))
-        if self.unmet:
+        if self.unmet and any(keys.PAUSED_FOR_MIG_CHANGE in u for u in self.unmet):
+            steps.append(
+                f"a MIG change paused it on node {self.node} and did not finish: bring it back "
+                f"with `kubectl gpu mig recover {self.node}`"
+            )
+        elif self.unmet:
             steps.append(
                 f"make the node selector/affinity of DaemonSet {self.daemonset.ref} match node "
                 f"{self.node} (kubectl get ds -n {self.daemonset.namespace} "

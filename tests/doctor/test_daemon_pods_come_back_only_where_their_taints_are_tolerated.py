@@ -101,6 +101,7 @@ def test_a_selector_that_misses_the_node_is_named() -> None:
         "paused-for-mig-change))" in found.reason()
     )
     assert not daemons.selects(plugin, node(labels=paused))
+    assert "kubectl gpu mig recover gpu-a" in found.fix()  # paused by a MIG change
 
 
 def test_the_operators_daemonsets_are_fixed_in_the_cluster_policy() -> None:
