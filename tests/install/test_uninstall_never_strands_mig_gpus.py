@@ -9,6 +9,7 @@ real kubectl on the real control plane."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 
 import pytest
@@ -31,8 +32,13 @@ def bundle_over_mig(sim_cluster: MakeSimCluster, k: Callable[[SimCluster], Kubec
     assert installed.returncode == 0, installed.stderr
     cluster.settle(10)
     cluster.set_mig("gpu-1", 0, ["3g.40gb", "3g.40gb"])  # what the agent's `mig apply` left
-    cluster.restart_plugin("gpu-1")
-    cluster.settle(10)
+    # the agent restarts the bundle's plugin after a change, so that it reads the new devices
+    selector = f"{keys.APP_NAME_LABEL}={bundle.DEVICE_PLUGIN}"
+    restarted = run("delete", "pod", "-n", keys.NAMESPACE, "-l", selector)
+    assert restarted.returncode == 0, restarted.stderr
+    deadline = time.monotonic() + 30
+    while cluster.allocatable("gpu-1", MIG) != 2 and time.monotonic() < deadline:
+        cluster.settle()
     assert cluster.allocatable("gpu-1", MIG) == 2
     return cluster
 
