@@ -90,10 +90,11 @@ def _run(
         return draft
     timing = timing or Timing()
     done: list[restarts.Restart] = []
+    pods: dict[str, str] = {}  # node -> uid of its plugin pod before the restarts
     try:
-        return _roll(api, draft, timing, done)
+        return _roll(api, draft, timing, done, pods)
     except (errors.GpuError, KeyboardInterrupt) as e:
-        raise _interrupted(draft, done, e) from e
+        raise _interrupted(draft, _restarted(api, draft, done, pods), e) from e
 
 
 def _checked_write(
@@ -160,12 +161,17 @@ def _write(
 
 
 def _roll(
-    api: cluster.Api, draft: ShareResult, timing: Timing, done: list[restarts.Restart]
+    api: cluster.Api,
+    draft: ShareResult,
+    timing: Timing,
+    done: list[restarts.Restart],
+    pods: dict[str, str],
 ) -> ShareResult:
     plan, options = draft.plan, draft.options
     overall = timing.deadline(options.timeout)  # --timeout bounds restarts and --wait together
     restarted: dict[str, restarts.Restart] = {}
     if options.restart and plan.restarts:
+        pods.update(_plugin_uids(api, draft))
         batch = (options.max_unavailable, options.timeout)
         nodes = [n.node for n in plan.restarts]
         for restart in restarts.roll(api, plan.deployment, nodes, batch, timing):
@@ -243,11 +249,39 @@ def _refuse_no_comeback(
     comeback.check(api, plan.deployment, nodes, "restarting the device plugin")
 
 
-def _interrupted(
-    draft: ShareResult, done: list[restarts.Restart], cause: BaseException
-) -> errors.GpuError:
-    """What a rollout stopped mid-way left behind: what was written, which plugins restarted,
-    and how to finish or undo it (the ConfigMap's history makes `share rollback` undo it)."""
+def _plugin_uids(api: cluster.Api, draft: ShareResult) -> dict[str, str]:
+    """The uid of each restarting node's plugin pod now (one list of the plugin's pods)."""
+    wanted = {n.node for n in draft.plan.restarts}
+    found = sharestate.plugin_pods(api, draft.plan.deployment)
+    return {
+        node: str((pod.get("metadata") or {}).get("uid", ""))
+        for node, pod in found.items()
+        if node in wanted
+    }
+
+
+def _restarted(
+    api: cluster.Api, draft: ShareResult, done: list[restarts.Restart], before: dict[str, str]
+) -> list[str]:
+    """The nodes whose plugin the rollout replaced, read back from the cluster: a node whose
+    pod was deleted counts even when its batch had not ended (Ctrl-C while waiting for the new
+    pod); what the run itself saw stands where the cluster cannot be read."""
+    seen = [r.node for r in done if r.ok]
+    if not before:
+        return seen
+    try:
+        now = _plugin_uids(api, draft)
+    except (errors.GpuError, KeyboardInterrupt):
+        return seen
+    replaced = [node for node, uid in before.items() if now.get(node) != uid]
+    return sorted(set(seen) | set(replaced))
+
+
+def _interrupted(draft: ShareResult, ok: list[str], cause: BaseException) -> errors.GpuError:
+    """What a rollout stopped mid-way left behind: what was written, on which nodes the
+    plugin was restarted (`ok`, read back from the cluster), and how to finish or undo it (the
+    ConfigMap's history makes `share rollback` undo it; running the command again restarts
+    the nodes still on the older config: their capacity tells them apart)."""
     plan = draft.plan
     what = "interrupted" if isinstance(cause, KeyboardInterrupt) else "failed"
     reason = "" if isinstance(cause, KeyboardInterrupt) else f": {cause}"
@@ -255,7 +289,6 @@ def _interrupted(
     written += [
         f"{o.get('kind', 'object')} {o['metadata'].get('name', '')}" for o in draft.objects[1:]
     ]
-    ok = [r.node for r in done if r.ok]
     waiting = [n.node for n in plan.restarts if n.node not in ok]
     parts = [
         f"the rollout was {what} after writing {', '.join(written)}{reason}",
