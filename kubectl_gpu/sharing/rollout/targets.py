@@ -413,12 +413,15 @@ def _refuse_edited(state: ClusterState, record: Record) -> None:
 
 
 def _edited_labels(state: ClusterState, record: Record) -> dict[str, tuple[str | None, str | None]]:
-    """Node -> (label written, label now), where they differ; gone nodes are left out."""
+    """Node -> (label written, label now), where they differ; gone nodes are left out, and so
+    is a label still at its value before the change (an interrupted change never wrote it:
+    restoring it throws nothing away)."""
     found = {}
     for name, written in sorted((record.written_labels or {}).items()):
         node = state.node(name)
-        if node is not None and node.config_label != written:
-            found[name] = (written, node.config_label)
+        if node is None or node.config_label in (written, record.labels.get(name)):
+            continue
+        found[name] = (written, node.config_label)
     return found
 
 
@@ -431,7 +434,9 @@ def _edited_policy(state: ClusterState, record: Record) -> tuple[Policy, Policy]
     if not record.written_policy_kept or deployment.kind != "gpu-operator":
         return None
     now = deployment.policy_config
-    return None if now == record.written_policy else (record.written_policy, now)
+    if now in (record.written_policy, record.policy):  # as written, or never written
+        return None
+    return record.written_policy, now
 
 
 def _policy_text(policy: Policy) -> str:
