@@ -85,3 +85,10 @@ def test_what_was_written_survives_the_annotation_form_and_older_records_still_r
     assert rollout.decode(record.encode(), "cm") == record
     older = Record("nvidia.com/gpu", {}, {"a": None})
     assert rollout.decode(older.encode(), "cm").written_labels is None  # nothing to compare
+
+
+def test_a_label_an_interrupted_change_never_wrote_is_no_edit() -> None:
+    before = state(helm(), {"any": PLAIN}, [gpu_node("a", 2)])
+    plan = rollout.make(before, ShareRequest(replicas=4, nodes=("a",)))
+    never_labelled = written(before, plan, label=None)  # stopped before the label patch
+    assert {c.node: c.after for c in undo(never_labelled).labels} == {}
