@@ -130,3 +130,27 @@ def test_a_taint_kubernetes_sets_from_a_node_condition_is_not_a_reservation() ->
     plugin = daemons.daemonset_from_dict(daemonset([GPU_TOLERATION]), "device plugin")
     not_ready = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
     assert daemons.blocker(plugin, node(not_ready)) is None
+
+
+def test_doctor_on_a_pod_names_the_taint_that_keeps_its_nodes_plugin_away() -> None:
+    from kubectl_gpu.doctor import nodeside
+    from tests.doctor.builders import node as built_node
+    from tests.doctor.builders import pod
+
+    plugin = daemons.daemonset_from_dict(daemonset([GPU_TOLERATION]), "device plugin")
+    blocked = daemons.blocker(
+        plugin, node({"key": "dedicated", "value": "ml", "effect": "NoSchedule"})
+    )
+    assert blocked is not None
+    known = nodeside.PluginOnNode(True, None, "nvidia", "plugin", "name=nvdp",
+                                  blocked=blocked.reason(), fix=blocked.fix())  # fmt: skip
+
+    [found] = nodeside.kubelet(
+        pod(node="gpu-a", phase="Pending"), built_node("gpu-a", 1), known, []
+    )
+
+    assert found.message == (
+        "no device plugin pod runs on node gpu-a: the device plugin DaemonSet nvidia/nvdp does "
+        "not tolerate taint dedicated=ml:NoSchedule of node gpu-a"
+    )
+    assert "{key: dedicated, operator: Equal, value: ml, effect: NoSchedule}" in found.fix
