@@ -1,7 +1,7 @@
 """From YAML nodes to plain data as NVIDIA's Go tools read it, with what a plain load hides.
 
-Owns building plain data from a composed node tree (merge keys and key names as Go's yaml.v2
-resolves them, timestamps kept as text) and the YAML-level findings no schema can see:
+Owns building plain data from a composed node tree (merge keys, key names and explicit tags as
+Go's yaml.v2 resolves them, timestamps kept as text) and the YAML-level findings no schema can see:
 duplicate keys, YAML 1.1 booleans, numbers the parsers read differently, null keys, alias
 bombs and pathological nesting. The findings carry paths only: `locating.place_all` places
 them. Must not parse text (`parsing.py`).
@@ -25,6 +25,12 @@ MAX_DEPTH = 64
 # ints over 4,300 digits and reading a long one costs time quadratic in its length.
 MAX_NUMBER_CHARS = 32
 _YAML11_BOOLEANS = {"yes", "no", "on", "off"}  # y and n: see scalars.py
+# yaml.v2's resolve.go: the tags it checks a scalar against (`!!int x` fails); a scalar with
+# any other tag (`!foo`, the non-specific `!`, `!!set`, a verbatim `!<...>`) is the string
+# as written. The tags of mappings and sequences are not looked at.
+_YAML_ORG = "tag:yaml.org,2002:"
+_CHECKED_TAGS = frozenset({"str", "bool", "int", "float", "timestamp", "null", "binary"})
+_GO_NULLS = frozenset({"", "~", "null", "Null", "NULL"})
 
 # Findings about a scalar the loader keeps as text: the schema's "expected an integer, found
 # the string …" at the same place says nothing more (validation drops it).
@@ -166,8 +172,16 @@ class _Converter:
         return merged
 
     def _scalar(self, node: yaml.Node, path: Path) -> Any:
+        written = self._written_tag(node)
+        if written is not None:
+            read = _explicitly_tagged(node, written, path)
+            if isinstance(read, Finding):
+                self._found.append(read)
+                return node.value
+            if read is not _CHECK:
+                return read
         tag = node.tag.rsplit(":", 1)[-1]
-        if tag in ("timestamp", "binary"):
+        if tag == "timestamp":
             return node.value  # keep JSON-compatible: the schemas never want dates
         if tag == "bool" and node.value.lower() in _YAML11_BOOLEANS:
             self._found.append(_ambiguous_boolean(node.value, path))
@@ -197,7 +211,15 @@ class _Converter:
     def _key(self, node: yaml.ScalarNode, path: Path) -> str | None:
         """The key as upstream names it: Go converts a plain `on`, `1.0` or `~` key to JSON as
         "true", "1" or nothing at all (the file is refused)."""
-        if getattr(node, "style", None) or self._tagged(node):
+        written = self._written_tag(node)
+        if written is not None:
+            read = _explicitly_tagged(node, written, (*path, node.value))
+            if isinstance(read, Finding):
+                self._found.append(dataclasses.replace(read, at_key=True))
+                return None
+            if isinstance(read, str):
+                return read
+        if getattr(node, "style", None) or written is not None:
             return str(node.value)
         tag = node.tag.rsplit(":", 1)[-1]
         key = scalars.go_key(node.value, tag)
@@ -211,10 +233,64 @@ class _Converter:
 
     def _tagged(self, node: yaml.Node) -> bool:
         """True when the scalar carries an explicit tag (`!!str 4`): Go honours it too."""
+        return self._written_tag(node) is not None
+
+    def _written_tag(self, node: yaml.Node) -> str | None:
+        """The scalar's explicit tag as written (`!`, `!!int`, `!foo`, `!<...>`), or None.
+
+        PyYAML resolves the non-specific `!` as if the scalar were plain (`! 4` is an int);
+        Go reads it as a string, so the written form is what tells them apart.
+        """
         text = self._text[node.start_mark.index : node.end_mark.index]
         if text.startswith("&"):  # an anchor comes before the tag
-            text = text.split(None, 1)[1] if " " in text else ""
-        return text.startswith("!")
+            text = text.split(None, 1)[1] if len(text.split(None, 1)) > 1 else ""
+        if not text.startswith("!"):
+            return None
+        return text.split(None, 1)[0] if text[1:2] != "<" else text[: text.find(">") + 1]
+
+
+class _Check:
+    """Marker: a tag Go checks the scalar against, as PyYAML does: read it as before."""
+
+
+_CHECK = _Check()
+
+
+def _explicitly_tagged(node: yaml.Node, written: str, path: Path) -> Any:
+    """A scalar with an explicit tag, as Go's yaml.v2 reads it: the value, a finding (Go
+    refuses the file), or `_CHECK` where PyYAML's reading already agrees.
+
+    A tag Go does not check (`!`, `!foo`, `!!set`, `!<tag:example.com:x>`) gives the string
+    as written; `!!null` takes only the null spellings; `!!binary` is decoded (base64, then
+    the bytes as UTF-8, each invalid byte read as U+FFFD, as Go's JSON encoding does).
+    """
+    short = node.tag[len(_YAML_ORG) :] if node.tag.startswith(_YAML_ORG) else None
+    if written == "!" or short not in _CHECKED_TAGS:
+        return str(node.value)
+    if short == "null" and node.value not in _GO_NULLS:
+        return _tag_refused(node, path, f"cannot decode !!str `{_shown(node.value)}` as a !!null")
+    if short == "binary":
+        import base64
+        import binascii
+
+        try:
+            raw = base64.b64decode(node.value.replace("\n", "").replace("\r", ""), validate=True)
+        except (binascii.Error, ValueError):
+            return _tag_refused(node, path, "!!binary value contains invalid base64 data")
+        return raw.decode("utf-8", "replace")
+    return _CHECK
+
+
+def _tag_refused(node: yaml.Node, path: Path, upstream: str) -> Finding:
+    value = _shown(node.value)
+    tag = node.tag.replace(_YAML_ORG, "!!")
+    return findings.error(
+        path,
+        "yaml.bad-scalar",
+        f"'{value}' is not a valid {tag} value: NVIDIA's Go YAML reader refuses the file "
+        f'("{upstream}")',
+        "remove the tag, or write a value of that type",
+    )
 
 
 def _null_key(text: str, path: Path) -> Finding:
