@@ -220,10 +220,15 @@ def _nesting_bound(text: str) -> int:
     return flow + 2 * (widest + 1)
 
 
-def read_nested(outer: Document, path: Path, text: str) -> tuple[list[Document], list[Unplaced]]:
-    """Parse `text`, the string value at `path` in `outer`, keeping lines relative to the file."""
+def read_nested(
+    outer: Document, path: Path, text: str, *, exact: bool = True
+) -> tuple[list[Document], list[Unplaced]]:
+    """Parse `text`, the string value at `path` in `outer`, keeping lines relative to the file.
+    `exact=False`: the text is not written as such in the file (base64), so its findings are
+    placed on the value's first line."""
     value_node = walk(outer.root, path, False)
-    line_base, column_base, exact = nested_offsets(outer, value_node)
+    line_base, column_base, placed = nested_offsets(outer, value_node)
+    exact = exact and placed
     docs, problems = read(text, outer.file, line_base if exact else 0)
     shifted = {
         id(d): dataclasses.replace(
