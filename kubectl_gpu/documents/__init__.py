@@ -19,6 +19,7 @@ from kubectl_gpu.documents.conversion import (
     MAX_NODES,
     MAX_NUMBER_CHARS,
     NON_DECIMAL,
+    TAGGED_STRING,
     VALUE_CODES,
 )
 from kubectl_gpu.documents.encoding import decode
@@ -38,6 +39,7 @@ __all__ = [
     "MAX_NODES",
     "MAX_NUMBER_CHARS",
     "NON_DECIMAL",
+    "TAGGED_STRING",
     "VALUE_CODES",
     "Document",
     "Unplaced",

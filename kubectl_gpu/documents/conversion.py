@@ -36,6 +36,7 @@ _GO_NULLS = frozenset({"", "~", "null", "Null", "NULL"})
 # the string …" at the same place says nothing more (validation drops it).
 VALUE_CODES = frozenset({"yaml.bad-scalar", "yaml.number-too-large", "yaml.sexagesimal-number"})
 NON_DECIMAL = "yaml.non-decimal-number"
+TAGGED_STRING = "yaml.tag-makes-string"  # an error where a field wants the value untagged
 
 
 class _TooComplex(Exception):
@@ -179,6 +180,8 @@ class _Converter:
                 self._found.append(read)
                 return node.value
             if read is not _CHECK:
+                if not getattr(node, "style", None) and self._plain_type(node.value) != "str":
+                    self._found.append(_made_string(written, node.value, path))
                 return read
         tag = node.tag.rsplit(":", 1)[-1]
         if tag == "timestamp":
@@ -231,6 +234,13 @@ class _Converter:
             self._found.append(_key_renamed(node.value, key, (*path, key)))
         return key
 
+    def _plain_type(self, text: str) -> str:
+        """The short tag YAML gives `text` written plain, without a tag (`4` is an int)."""
+        if not hasattr(self, "_resolver"):
+            self._resolver = self._yaml.resolver.Resolver()
+        tag: str = self._resolver.resolve(self._yaml.ScalarNode, text, (True, False))
+        return tag.rsplit(":", 1)[-1]
+
     def _tagged(self, node: yaml.Node) -> bool:
         """True when the scalar carries an explicit tag (`!!str 4`): Go honours it too."""
         return self._written_tag(node) is not None
@@ -279,6 +289,19 @@ def _explicitly_tagged(node: yaml.Node, written: str, path: Path) -> Any:
             return _tag_refused(node, path, "!!binary value contains invalid base64 data")
         return raw.decode("utf-8", "replace")
     return _CHECK
+
+
+def _made_string(written: str, text: str, path: Path) -> Finding:
+    """A tag Go does not check turns what reads as a number (or a boolean, or null) into text.
+    A warning: `validation` makes it the error where a field then wants the number."""
+    value = _shown(text)
+    return findings.warning(
+        path,
+        TAGGED_STRING,
+        f"the tag '{written}' makes {value} the string '{value}' to NVIDIA's Go YAML reader "
+        "(it reads a scalar whose tag it does not check as the text written)",
+        f"remove the tag: write {value}",
+    )
 
 
 def _tag_refused(node: yaml.Node, path: Path, upstream: str) -> Finding:

@@ -14,6 +14,8 @@ of kinds), `configs` (one config document), `holders` (ConfigMaps, Helm values, 
 
 from __future__ import annotations
 
+import dataclasses
+
 from kubectl_gpu import documents, findings
 from kubectl_gpu.documents import Document, Unplaced
 from kubectl_gpu.findings import Finding
@@ -93,19 +95,25 @@ def _without_echoes(found: list[Finding]) -> list[Finding]:
 
     A value the loader rejected (kept as text) needs no "expected an integer, found the
     string"; a hex number where a string belongs (an unquoted device-filter) needs no note
-    on its base.
+    on its base; a number a tag made a string (`! 4`) is the error, said as such, where a
+    field wants the number.
     """
     spot = _spot
     rejected = {spot(f) for f in found if f.code in documents.VALUE_CODES}
     mistyped = {spot(f) for f in found if f.code == "schema.wrong-type"}
     if not rejected and not mistyped:
         return found
+    tagged = {spot(f) for f in found if f.code == documents.TAGGED_STRING} & mistyped
     return [
-        f
+        _as_error(f) if f.code == documents.TAGGED_STRING and spot(f) in tagged else f
         for f in found
-        if not (f.code == "schema.wrong-type" and spot(f) in rejected)
+        if not (f.code == "schema.wrong-type" and spot(f) in rejected | tagged)
         and not (f.code == documents.NON_DECIMAL and spot(f) in mistyped)
     ]
+
+
+def _as_error(f: Finding) -> Finding:
+    return dataclasses.replace(f, severity=findings.Severity.ERROR)
 
 
 def _spot(f: Finding) -> tuple[int | None, int | None, str]:
