@@ -221,15 +221,24 @@ def _nesting_bound(text: str) -> int:
 
 
 def read_nested(
-    outer: Document, path: Path, text: str, *, exact: bool = True
+    outer: Document, path: Path, text: str, *, exact: bool = True, first_only: bool = False
 ) -> tuple[list[Document], list[Unplaced]]:
     """Parse `text`, the string value at `path` in `outer`, keeping lines relative to the file.
     `exact=False`: the text is not written as such in the file (base64), so its findings are
-    placed on the value's first line."""
+    placed on the value's first line. `first_only`: the text is a config file, of which
+    upstream reads only the first document: what the parser found after it is dropped here,
+    while its own lines are still known."""
     value_node = walk(outer.root, path, False)
     line_base, column_base, placed = nested_offsets(outer, value_node)
     exact = exact and placed
     docs, problems = read(text, outer.file, line_base if exact else 0)
+    if first_only and len(docs) > 1 and docs[1].root is not None:
+        start = docs[1].root.start_mark.line + 1 + (line_base if exact else 0)
+        problems = [
+            (d, f)
+            for d, f in problems
+            if d is not None or f.line is None or f.line < start or f.code == "yaml.too-many-documents"
+        ]
     shifted = {
         id(d): dataclasses.replace(
             d, line_base=line_base, column_base=column_base, exact=exact, at=path

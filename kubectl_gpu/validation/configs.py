@@ -80,15 +80,17 @@ def before(docs: list[Document], found: list[Unplaced]) -> list[Unplaced]:
     """The findings about the first document (the YAML loader's, about later documents,
     go: upstream never parses them), and the one saying the file was not read to its end.
 
-    A finding the parser placed itself stays when it lies before the second document."""
+    A finding the parser placed itself stays when it lies before the second document (in a
+    nested text placed only roughly, `documents.read_nested(first_only=True)` has dropped
+    those after it already)."""
     first, second = docs[0], docs[1]
     start, _ = second.locate(())
     if start is None or not second.exact:
-        return found
+        start = None
     kept = [
         (doc, f)
         for doc, f in found
-        if doc is first or (doc is None and (f.line is None or f.line < start))
+        if doc is first or (doc is None and (start is None or f.line is None or f.line < start))
     ]
     return kept + [
         (doc, f)
@@ -106,7 +108,7 @@ def unread_syntax(docs: list[Document], found: list[Unplaced], kind: Kind) -> li
     for doc, f in found:
         if doc is None and f.code == "yaml.syntax":
             problem = findings.warning(
-                (),
+                f.path,  # a ConfigMap value's, for one
                 "document.ignored",
                 f"a later YAML document in this {kind.title} file is not valid YAML "
                 f"({f.message.removeprefix('invalid YAML: ')}); upstream reads only the first "

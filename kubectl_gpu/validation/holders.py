@@ -241,7 +241,7 @@ def _validate_value(
     """The config in the string at `path`: read as a config file is, the first document only.
     Its findings are placed by the nested documents, which know where the string is (an
     `encoded` value, base64, only by the key's line)."""
-    inner_docs, found = documents.read_nested(doc, path, text, exact=not encoded)
+    inner_docs, found = documents.read_nested(doc, path, text, exact=not encoded, first_only=True)
     value_kind = file_kind(inner_docs, AUTO)
     for index, inner in enumerate(inner_docs):
         inner_kind = value_kind if index == 0 else detect(inner.data)
