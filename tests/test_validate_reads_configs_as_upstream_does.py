@@ -309,9 +309,7 @@ def test_the_bare_tag_makes_a_count_a_string_as_nvidias_reader_does() -> None:
 
 
 def test_a_null_device_index_says_it_targets_gpu_0_twice() -> None:
-    text = (
-        "version: v1\nmig-configs:\n  a:\n  - devices: [0, null]\n    mig-enabled: false\n"
-    )
+    text = "version: v1\nmig-configs:\n  a:\n  - devices: [0, null]\n    mig-enabled: false\n"
     report = validation.validate_text(text, "f.yaml")
     [finding] = report.findings
     assert finding.code == "mig.null-device-index" and finding.line == 4

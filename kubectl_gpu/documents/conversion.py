@@ -174,21 +174,14 @@ class _Converter:
 
     def _scalar(self, node: yaml.Node, path: Path) -> Any:
         written = self._written_tag(node)
-        if written is not None:
-            read = _explicitly_tagged(node, written, path)
-            if isinstance(read, Finding):
-                self._found.append(read)
-                return node.value
-            if read is not _CHECK:
-                if not getattr(node, "style", None) and self._plain_type(node.value) != "str":
-                    self._found.append(_made_string(written, node.value, path))
-                return read
+        if written is not None and (read := self._explicit(node, written, path)) is not _CHECK:
+            return read
         tag = node.tag.rsplit(":", 1)[-1]
         if tag == "timestamp":
             return node.value  # keep JSON-compatible: the schemas never want dates
         if tag == "bool" and node.value.lower() in _YAML11_BOOLEANS:
             self._found.append(_ambiguous_boolean(node.value, path))
-        if tag in ("int", "float"):
+        elif tag in ("int", "float"):
             problem = _number_problem(node.value, tag, path)
             if problem is not None:
                 self._found.append(problem)
@@ -204,12 +197,26 @@ class _Converter:
                 self._found.append(_ambiguous_boolean(node.value, path))
             if as_go is not scalars.UNCHANGED:
                 return as_go
+        return self._constructed(node, path)
+
+    def _constructed(self, node: yaml.Node, path: Path) -> Any:
         try:
             return self._constructor.construct_object(node)
         except (ValueError, LookupError, TypeError, ArithmeticError, self._yaml.YAMLError):
             # LookupError: PyYAML indexes the text (`!!int ''` raises IndexError)
             self._found.append(_bad_scalar(node, path))
             return node.value
+
+    def _explicit(self, node: yaml.Node, written: str, path: Path) -> Any:
+        """A scalar with the explicit tag `written`, as Go reads it (or `_CHECK`)."""
+        read = _explicitly_tagged(node, written, path)
+        if isinstance(read, Finding):
+            self._found.append(read)
+            return node.value
+        if read is not _CHECK and not getattr(node, "style", None):
+            if self._plain_type(node.value) != "str":
+                self._found.append(_made_string(written, node.value, path))
+        return read
 
     def _key(self, node: yaml.ScalarNode, path: Path) -> str | None:
         """The key as upstream names it: Go converts a plain `on`, `1.0` or `~` key to JSON as
@@ -238,7 +245,9 @@ class _Converter:
         """The short tag YAML gives `text` written plain, without a tag (`4` is an int)."""
         if not hasattr(self, "_resolver"):
             self._resolver = self._yaml.resolver.Resolver()
-        tag: str = self._resolver.resolve(self._yaml.ScalarNode, text, (True, False))
+        tag: str = self._resolver.resolve(  # type: ignore[no-untyped-call]
+            self._yaml.ScalarNode, text, (True, False)
+        )
         return tag.rsplit(":", 1)[-1]
 
     def _tagged(self, node: yaml.Node) -> bool:

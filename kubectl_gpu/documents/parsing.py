@@ -107,7 +107,7 @@ def _go_loader() -> Any:
     escapes = {k: v for k, v in yaml.SafeLoader.ESCAPE_REPLACEMENTS.items() if k != "/"}
 
     class GoLoader(yaml.SafeLoader):
-        ESCAPE_REPLACEMENTS = {**escapes, "'": "'"}
+        ESCAPE_REPLACEMENTS = {**escapes, "'": "'"}  # type: ignore[misc]
 
         def compose_node(self, parent: Any, index: Any) -> Any:
             if not self.check_event(yaml.AliasEvent):
@@ -117,7 +117,7 @@ def _go_loader() -> Any:
 
         def process_directives(self) -> Any:
             version, handles = None, {}
-            while self.check_token(yaml.DirectiveToken):  # type: ignore[no-untyped-call]
+            while self.check_token(yaml.DirectiveToken):
                 token = self.get_token()  # type: ignore[no-untyped-call]
                 if token.name == "YAML":
                     if version is not None:
@@ -237,7 +237,10 @@ def read_nested(
         problems = [
             (d, f)
             for d, f in problems
-            if d is not None or f.line is None or f.line < start or f.code == "yaml.too-many-documents"
+            if d is not None
+            or f.line is None
+            or f.line < start
+            or f.code == "yaml.too-many-documents"
         ]
     shifted = {
         id(d): dataclasses.replace(

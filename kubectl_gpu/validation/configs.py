@@ -41,20 +41,14 @@ _WRONG_TYPE = "schema.wrong-type"
 def _null_device_indices(data: Any, kind: Kind) -> dict[tuple[Any, ...], Finding]:
     """`devices: [0, null]`: Go decodes null into an int as 0, so upstream targets GPU 0 (a
     second time, here). An error that says so, in place of "expected an integer"."""
-    entries: list[tuple[tuple[Any, ...], Any]] = []
     if not isinstance(data, Mapping):
         return {}
-    if kind.name == "mig-config" and isinstance(data.get("mig-configs"), Mapping):
-        for name, specs in data["mig-configs"].items():
-            if isinstance(specs, list):
-                entries += [(("mig-configs", name, i), s) for i, s in enumerate(specs)]
+    if kind.name == "mig-config":
         code, tool = "mig.null-device-index", "mig-parted"
-    elif kind.name == "device-plugin-config" and isinstance(data.get("sharing"), Mapping):
-        for block, value in data["sharing"].items():
-            resources = value.get("resources") if isinstance(value, Mapping) else None
-            if isinstance(resources, list):
-                entries += [(("sharing", block, "resources", i), r) for i, r in enumerate(resources)]
+        entries = _entries(data, ("mig-configs",), ())
+    elif kind.name == "device-plugin-config":
         code, tool = "sharing.null-device-index", "the device plugin"
+        entries = _entries(data, ("sharing",), ("resources",))
     else:
         return {}
     found: dict[tuple[Any, ...], Finding] = {}
@@ -63,16 +57,29 @@ def _null_device_indices(data: Any, kind: Kind) -> dict[tuple[Any, ...], Finding
         if not isinstance(devices, list) or None not in devices:
             continue
         twice = " a second time" if devices.count(None) + devices.count(0) > 1 else ""
-        for index, item in enumerate(devices):
-            if item is None:
-                path = (*at, "devices", index)
-                found[path] = findings.error(
-                    path,
-                    code,
-                    f"null is not a GPU index: {tool} reads it as 0, so this entry targets "
-                    f"GPU 0{twice}",
-                    "write the GPU index, or remove the item",
-                )
+        for index in (i for i, item in enumerate(devices) if item is None):
+            path = (*at, "devices", index)
+            found[path] = findings.error(
+                path,
+                code,
+                f"null is not a GPU index: {tool} reads it as 0, so this entry targets "
+                f"GPU 0{twice}",
+                "write the GPU index, or remove the item",
+            )
+    return found
+
+
+def _entries(
+    data: Mapping[str, Any], table: tuple[str, ...], inner: tuple[str, ...]
+) -> list[tuple[tuple[Any, ...], Any]]:
+    """The list entries two levels down: `mig-configs.NAME[i]`, `sharing.BLOCK.resources[i]`."""
+    found: list[tuple[tuple[Any, ...], Any]] = []
+    outer = data.get(table[0])
+    for name, value in outer.items() if isinstance(outer, Mapping) else ():
+        for key in inner:
+            value = value.get(key) if isinstance(value, Mapping) else None
+        if isinstance(value, list):
+            found += [((*table, name, *inner, i), entry) for i, entry in enumerate(value)]
     return found
 
 

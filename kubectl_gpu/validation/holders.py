@@ -126,14 +126,14 @@ def _configmap(doc: Document, at: Path) -> tuple[list[Unplaced], list[tuple[str,
     found = about(doc, [f.under(at) for f in structure])
     keys: list[tuple[str, str]] = []
     data = cm.get("data")
-    for key, value in (data.items() if isinstance(data, dict) else ()):
+    for key, value in data.items() if isinstance(data, dict) else ():
         if not isinstance(value, str):
             continue  # the structure check reported it
         value_kind, value_findings = _validate_value(doc, (*at, "data", key), value)
         keys.append((key, value_kind))
         found.extend(value_findings)
     binary = cm.get("binaryData")
-    for key, value in (binary.items() if isinstance(binary, dict) else ()):
+    for key, value in binary.items() if isinstance(binary, dict) else ():
         path = (*at, "binaryData", key)
         text, problem = _binary_text(path, value)
         if problem is not None:

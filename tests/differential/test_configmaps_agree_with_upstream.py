@@ -91,5 +91,11 @@ def test_each_key_gets_the_verdict_of_the_file_it_mounts(
         elif set(codes) - allowed or set(codes) != set(meta.get("validate", "").split()[1:]):
             wrong.append((path.name, where, "runs as written", codes))
     assert not wrong
-    others = [f for f in report.findings if f.path[: len(at) + 1] not in ((*at, "data"), (*at, "binaryData"))]
-    assert [f.code for f in others] == (["document.skipped"] if holder == "beside-a-deployment" else [])
+    others = [
+        f
+        for f in report.findings
+        if f.path[: len(at) + 1] not in ((*at, "data"), (*at, "binaryData"))
+    ]
+    assert [f.code for f in others] == (
+        ["document.skipped"] if holder == "beside-a-deployment" else []
+    )

@@ -6,10 +6,10 @@ written`, or `# upstream: runs, not as written` (it starts, with another config 
 written: `validate` must refuse it with the code named), `# validate: error CODE` where
 `validate` is deliberately stricter, `# kind: auto` where the kind is to be detected, and for
 mig-parted `# matches: IDS`, the PCI IDs its device filters must match. A file is bytes: it
-may be UTF-16 or hold byte-order marks, and is decoded as NVIDIA's reader decodes it. Each file is judged
-again on every run: the oracle must still say what the header says (else the file or the
-oracle changed), and `validate` must agree for the same reason; for mig-parted, the GPUs a
-spec selects must be the ones mig-parted's device-filter matcher selects.
+may be UTF-16 or hold byte-order marks, and is decoded as NVIDIA's reader decodes it. Each
+file is judged again on every run: the oracle must still say what the header says (else the
+file or the oracle changed), and `validate` must agree for the same reason; for mig-parted,
+the GPUs a spec selects must be the ones mig-parted's device-filter matcher selects.
 """
 
 from __future__ import annotations
