@@ -28,7 +28,7 @@ C_LOADER_MAX_INDICATORS = 10_000
 # Where PyYAML's grammar (YAML 1.1 with parts of 1.2) and Go's yaml.v2 (YAML 1.1) differ, in
 # text a config may hold: a directive, a `\\/` escape (1.2 only: Go refuses it), a `\\'`
 # escape (Go reads it, PyYAML refuses it). Text that holds none is read by libyaml as before.
-_GO_GRAMMAR = re.compile(r"^%|\\[/']", re.MULTILINE)
+_GO_GRAMMAR = re.compile("^\ufeff*%|\\\\[/']", re.MULTILINE)
 # Byte-order marks at the start of a line (or right after the file's own BOM).
 _STRAY_BOMS = re.compile("(?:(?<=[\r\n])|(?<=^\ufeff))\ufeff+")
 
@@ -43,6 +43,9 @@ def read(text: str, file: str, line_base: int = 0) -> tuple[list[Document], list
     strays = _stray_boms(text, file, line_base) if "\ufeff" in text[1:] else []
     if strays:  # reported; the rest of the file is read as written, without them
         text = _STRAY_BOMS.sub("", text)
+    # The encoding mark: every reader skips it. Without it the node marks index the text
+    # alike whichever parser reads it (libyaml counts from after it, PyYAML from before).
+    text = text.removeprefix("\ufeff")
     try:
         docs, found = _read(text, file, line_base, _loader_for(text))
     except _AnchorRedefined:

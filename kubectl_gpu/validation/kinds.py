@@ -150,9 +150,18 @@ def file_kind(docs: list[Document], kind: str) -> str:
     if kind != AUTO:
         return first if first == LIST else kind
     if docs[0].data in (None, {}) and len(docs) > 1:
-        later = (detect(d.data) for d in docs[1:])
-        return next((k for k in later if k in KINDS), first)
+        later = (_named_kind(d.data) for d in docs[1:])
+        return next((k for k in later if k), first)
     return first
+
+
+def _named_kind(data: Any) -> str:
+    """The kind a document names by holding its part (`mig-configs: {...}`), or ""."""
+    kind = detect(data)
+    key = {"mig-config": "mig-configs", "mig-parted-hooks": "hooks"}.get(kind)
+    if key is None and kind != "mig-manager-gpu-clients":
+        return ""
+    return kind if key is None or isinstance(data.get(key), dict) else ""
 
 
 def with_dra(docs: list[Document]) -> dict[str, Kind]:

@@ -6,6 +6,11 @@ Two rules, from the issue that asked for this suite:
   accepted, everything the author wrote is in upstream's effective config, and this spelling
   gives the same effective config) => `validate` reports no error, except the deliberate
   strictness listed in docs/validate-vs-upstream.md (warnings are always allowed).
+And one from issue 31: upstream accepts a file but runs another config than the one written
+(it drops `devices`, a BOM hides lines, a respelt key is ignored) => `validate` says something
+(an error or a warning): silence there is the dangerous kind of agreement.
+
+Files are bytes (a drawn encoding), decoded for `validate` as NVIDIA's reader decodes them.
 """
 
 from __future__ import annotations
@@ -19,11 +24,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kubectl_gpu import validation
+from kubectl_gpu import documents, validation
 from kubectl_gpu.findings import Severity
 from tests.differential import oracle, reasons
 from tests.differential.configs import Case
-from tests.differential.render import to_yaml
+from tests.differential.render import to_bytes, to_yaml
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "validate-vs-upstream.md"
 MISSING = object()
@@ -42,6 +47,7 @@ class Tally:
     same_reason: int = 0  # refused by both, for the same class of reason (reasons.py)
     sharing_gpus: int = 0  # of those accepted as meant: time-slicing or MPS in effect
     accepted_as_meant: int = 0
+    run_otherwise: int = 0  # accepted upstream, but not as written: validate must speak
     disagreements: list[str] = dataclasses.field(default_factory=list)
 
 
@@ -52,20 +58,20 @@ def compare(
     effective: Callable[[dict[str, Any]], Any],
     faithful: Callable[[Any, Any], bool],
 ) -> Tally:
-    canonical = [to_yaml(c.intent) for c in cases]
-    written = [to_yaml(c.intent, c.style) for c in cases]
+    canonical = [to_yaml(c.intent).encode() for c in cases]
+    written = [to_bytes(c.intent, c.style) for c in cases]
     verdicts = oracle.verdicts(program, canonical + written)
     allowed = deliberate_codes()
     tally = Tally()
     for index, case in enumerate(cases):
         base, spelt = verdicts[index], verdicts[len(cases) + index]
-        meant = (
-            base["accepted"]
-            and not case.respelt_map_keys
-            and faithful(case.intent, effective(base))
-        )
-        for text, verdict in ((canonical[index], base), (written[index], spelt)):
+        faithful_base = base["accepted"] and faithful(case.intent, effective(base))
+        meant = faithful_base and not case.respelt_map_keys
+        # the Helm chart's MPS_ROOT overrides the file's mpsRoot: the deployment's doing
+        as_deployed = base["accepted"] and faithful(_without_mps_root(case.intent), effective(base))
+        for raw, verdict in ((canonical[index], base), (written[index], spelt)):
             tally.files += 1
+            text = _decoded(raw)
             report = validation.validate_text(text, "drawn.yaml", kind)
             errors = [f for f in report.findings if f.severity is Severity.ERROR]
             if not verdict["accepted"]:
@@ -91,8 +97,36 @@ def compare(
                     tally.disagreements.append(
                         _show("upstream runs it as written, validate refuses", text, "", report)
                     )
+            elif verdict is base and not as_deployed or (
+                verdict is spelt and faithful_base and effective(verdict) != effective(base)
+            ):
+                tally.run_otherwise += 1
+                if not report.findings:
+                    tally.disagreements.append(
+                        _show(
+                            "upstream runs another config than the one written, validate is "
+                            "silent",
+                            text,
+                            json.dumps(effective(verdict)),
+                            report,
+                        )
+                    )
     record(tally, program.name)
     return tally
+
+
+def _without_mps_root(intent: Any) -> Any:
+    flags = intent.get("flags") if isinstance(intent, dict) else None
+    if not isinstance(flags, dict) or "mpsRoot" not in flags:
+        return intent
+    return {**intent, "flags": {k: v for k, v in flags.items() if k != "mpsRoot"}}
+
+
+def _decoded(raw: bytes) -> str:
+    try:
+        return documents.decode(raw)
+    except UnicodeDecodeError:  # never drawn: every encoding written is text
+        raise AssertionError(raw[:40]) from None
 
 
 def _show(what: str, text: str, upstream: str, report: validation.FileReport) -> str:
