@@ -50,6 +50,8 @@ def device_plugin_normalise(path: tuple[Any, ...], value: Any) -> Any:
         and isinstance(value, str)
     ):
         return normalise_resource_name(value)
+    if path == ("version",) and value == "":
+        return "v1"  # an empty version is v1 to the plugin (its effective config says so)
     if path == ("flags", "plugin", "deviceListStrategy") and isinstance(value, str):
         return [value]
     if path == ("flags",) and isinstance(value, dict):
