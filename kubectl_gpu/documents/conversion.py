@@ -210,6 +210,9 @@ class _Converter:
     def _explicit(self, node: yaml.Node, written: str, path: Path) -> Any:
         """A scalar with the explicit tag `written`, as Go reads it (or `_CHECK`)."""
         read = _explicitly_tagged(node, written, path)
+        if node.tag == _YAML_ORG + "timestamp" and self._plain_type(node.value) != "timestamp":
+            text = _shown(node.value)
+            read = _tag_refused(node, path, f"cannot decode !!str `{text}` as a !!timestamp")
         if isinstance(read, Finding):
             self._found.append(read)
             return node.value

@@ -75,19 +75,7 @@ def compare(
             report = validation.validate_text(text, "drawn.yaml", kind)
             errors = [f for f in report.findings if f.severity is Severity.ERROR]
             if not verdict["accepted"]:
-                tally.refused_by_upstream += 1
-                why = reasons.upstream_class(verdict)
-                if not errors:
-                    tally.disagreements.append(
-                        _show("upstream refuses, validate accepts", text, verdict["error"], report)
-                    )
-                elif not reasons.stands_for([f.code for f in errors], why):
-                    tally.disagreements.append(
-                        _show(f"upstream refuses ({why}), validate for another reason", text,
-                              verdict["error"], report)
-                    )  # fmt: skip
-                else:
-                    tally.same_reason += 1
+                _refused(tally, text, verdict, report)
             elif meant and verdict["accepted"] and effective(verdict) == effective(base):
                 tally.accepted_as_meant += 1
                 if verdict.get("sharingStrategy") in ("time-slicing", "mps"):
@@ -97,15 +85,16 @@ def compare(
                     tally.disagreements.append(
                         _show("upstream runs it as written, validate refuses", text, "", report)
                     )
-            elif verdict is base and not as_deployed or (
-                verdict is spelt and faithful_base and effective(verdict) != effective(base)
+            elif (
+                verdict is base
+                and not as_deployed
+                or (verdict is spelt and faithful_base and effective(verdict) != effective(base))
             ):
                 tally.run_otherwise += 1
                 if not report.findings:
                     tally.disagreements.append(
                         _show(
-                            "upstream runs another config than the one written, validate is "
-                            "silent",
+                            "upstream runs another config than the one written, validate is silent",
                             text,
                             json.dumps(effective(verdict)),
                             report,
@@ -113,6 +102,26 @@ def compare(
                     )
     record(tally, program.name)
     return tally
+
+
+def _refused(
+    tally: Tally, text: str, verdict: dict[str, Any], report: validation.FileReport
+) -> None:
+    """A file upstream refuses: `validate` must err, for the same class of reason."""
+    tally.refused_by_upstream += 1
+    why = reasons.upstream_class(verdict)
+    errors = [f.code for f in report.findings if f.severity is Severity.ERROR]
+    if not errors:
+        tally.disagreements.append(
+            _show("upstream refuses, validate accepts", text, verdict["error"], report)
+        )
+    elif not reasons.stands_for(errors, why):
+        tally.disagreements.append(
+            _show(f"upstream refuses ({why}), validate for another reason", text,
+                  verdict["error"], report)
+        )  # fmt: skip
+    else:
+        tally.same_reason += 1
 
 
 def _without_mps_root(intent: Any) -> Any:
