@@ -30,10 +30,3 @@ def decode(raw: bytes) -> str:
                 raise
     return raw.decode("utf-8")
 
-
-def encoding_of(raw: bytes) -> str:
-    """The encoding `decode` reads `raw` in, for messages."""
-    for bom, encoding in _BOMS:
-        if raw.startswith(bom):
-            return encoding.upper()
-    return "UTF-8"
