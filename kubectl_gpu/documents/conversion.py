@@ -2,9 +2,9 @@
 
 Owns building plain data from a composed node tree (merge keys, key names and explicit tags
 as Go's yaml.v2 resolves them, timestamps kept as text) and the YAML-level findings no schema
-can see: duplicate keys, YAML 1.1 booleans, numbers the parsers read differently, null keys, alias
-bombs and pathological nesting. The findings carry paths only: `locating.place_all` places
-them. Must not parse text (`parsing.py`).
+can see: duplicate keys, YAML 1.1 booleans, numbers the parsers read differently, null keys,
+alias bombs and pathological nesting. The findings carry paths only: `locating.place_all`
+places them. Must not parse text (`parsing.py`).
 """
 
 from __future__ import annotations
