@@ -29,4 +29,3 @@ def decode(raw: bytes) -> str:
                 e.end += len(bom)
                 raise
     return raw.decode("utf-8")
-
