@@ -1,8 +1,9 @@
 """ConfigMaps as people hold them, judged by the oracle on the file each key mounts.
 
-A node mounts each key of a device-plugin ConfigMap as a file (`data` as UTF-8 text,
-`binaryData` as the bytes its base64 holds), and the plugin reads the one its label selects.
-So every device-plugin file of corpus/ is put in a ConfigMap, under `data` where it is UTF-8
+A node mounts each key of a ConfigMap as a file (`data` as UTF-8 text, `binaryData` as the
+bytes its base64 holds): the device plugin reads the one its label selects, the GPU Operator's
+MIG manager hands its key to mig-parted. So every corpus file of either oracle is put in a
+ConfigMap, under `data` where it is UTF-8
 text and under `binaryData` always, alone, in a `kubectl get cm -o yaml` List and beside a
 Deployment: `validate` must find an error under a key exactly where the oracle refuses that
 key's file (for the same reason), and only the deliberate ones where it runs as written.
@@ -24,13 +25,18 @@ from tests.differential.test_past_disagreements_stay_fixed import FILES, header
 
 pytestmark = pytest.mark.timeout(600)
 DEPLOYMENT = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec: {}\n"
-JUDGED = [
-    f
-    for f in FILES
-    if header(f)["oracle"] == "device-plugin"
-    and header(f)["upstream"] != "runs, not as written"
-    and "kind" not in header(f)
-]
+ORACLES = {"device-plugin": "device_plugin_oracle", "mig-parted": "mig_parted_oracle"}
+
+
+def _judged(name: str) -> list[Path]:
+    return [
+        f
+        for f in FILES
+        if header(f)["oracle"] == name
+        and header(f)["upstream"] != "runs, not as written"
+        and "kind" not in header(f)
+        and "matches" not in header(f)  # device filters: judged in the corpus test
+    ]
 
 
 def _configmap(values: dict[str, bytes]) -> dict[str, Any]:
@@ -52,18 +58,17 @@ def _configmap(values: dict[str, bytes]) -> dict[str, Any]:
     return cm
 
 
-@pytest.fixture(scope="module")
-def verdicts(device_plugin_oracle: Path) -> dict[Path, dict[str, Any]]:
-    raws = [f.read_bytes() for f in JUDGED]
-    return dict(zip(JUDGED, oracle.verdicts(device_plugin_oracle, raws), strict=True))
-
-
+@pytest.mark.parametrize("tool", sorted(ORACLES))
 @pytest.mark.parametrize("holder", ["configmap", "list", "beside-a-deployment"])
 def test_each_key_gets_the_verdict_of_the_file_it_mounts(
-    holder: str, verdicts: dict[Path, dict[str, Any]]
+    holder: str, tool: str, request: pytest.FixtureRequest
 ) -> None:
-    values = {f"d{i}": f.read_bytes() for i, f in enumerate(JUDGED)}
-    values |= {f"b{i}": f.read_bytes() for i, f in enumerate(JUDGED)}
+    judged = _judged(tool)
+    program = request.getfixturevalue(ORACLES[tool])
+    raws = [f.read_bytes() for f in judged]
+    verdicts = dict(zip(judged, oracle.verdicts(program, raws), strict=True))
+    values = {f"d{i}": f.read_bytes() for i, f in enumerate(judged)}
+    values |= {f"b{i}": f.read_bytes() for i, f in enumerate(judged)}
     cm = _configmap(values)
     assert "binaryData" in cm and "data" in cm
     at: tuple[Any, ...] = ()
@@ -76,7 +81,7 @@ def test_each_key_gets_the_verdict_of_the_file_it_mounts(
     allowed = agreement.deliberate_codes()
     wrong = []
     for key in values:
-        path = Path(JUDGED[int(key[1:])])
+        path = Path(judged[int(key[1:])])
         verdict, meta = verdicts[path], header(path)
         where = "data" if key in cm.get("data", {}) else "binaryData"
         prefix = (*at, where, key)
