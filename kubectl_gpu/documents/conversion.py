@@ -213,6 +213,12 @@ class _Converter:
         if node.tag == _YAML_ORG + "timestamp" and self._plain_type(node.value) != "timestamp":
             text = _shown(node.value)
             read = _tag_refused(node, path, f"cannot decode !!str `{text}` as a !!timestamp")
+        elif node.tag == _YAML_ORG + "int" and isinstance(
+            scalars.go_plain(node.value, "str"), float
+        ):
+            # beyond int64 and uint64, Go resolves the digits as a float, then refuses the tag
+            text = _shown(node.value)
+            read = _tag_refused(node, path, f"cannot decode !!float `{text}` as a !!int")
         if isinstance(read, Finding):
             self._found.append(read)
             return node.value
