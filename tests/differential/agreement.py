@@ -88,7 +88,11 @@ def compare(
             elif (
                 verdict is base
                 and not as_deployed
-                or (verdict is spelt and faithful_base and effective(verdict) != effective(base))
+                or (
+                    verdict is spelt
+                    and faithful_base
+                    and _names_folded(effective(verdict)) != _names_folded(effective(base))
+                )
             ):
                 tally.run_otherwise += 1
                 if not report.findings:
@@ -122,6 +126,15 @@ def _refused(
         )  # fmt: skip
     else:
         tally.same_reason += 1
+
+
+def _names_folded(effective: Any) -> Any:
+    """A mig-parted config with its config names case-folded: a respelt name is just another
+    name, as written (the spelling of a key that is data, not a field)."""
+    configs = effective.get("mig-configs") if isinstance(effective, dict) else None
+    if not isinstance(configs, dict):
+        return effective
+    return {**effective, "mig-configs": {str(k).casefold(): v for k, v in configs.items()}}
 
 
 def _without_mps_root(intent: Any) -> Any:
