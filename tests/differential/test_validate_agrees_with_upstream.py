@@ -65,7 +65,26 @@ def device_plugin_faithful(intent: Any, effective: Any) -> bool:
 
 
 def mig_effective(verdict: dict[str, Any]) -> Any:
-    return verdict.get("spec")
+    """mig-parted's spec; an empty `device-filter` (`device-filter: ~` decodes to "") filters
+    nothing, as an absent one, so the two are the same config."""
+    spec = verdict.get("spec")
+    configs = spec.get("mig-configs") if isinstance(spec, dict) else None
+    if not isinstance(configs, dict):
+        return spec
+    return {
+        **spec,
+        "mig-configs": {
+            name: [
+                {k: v for k, v in entry.items() if not (k == "device-filter" and v == "")}
+                if isinstance(entry, dict)
+                else entry
+                for entry in entries
+            ]
+            if isinstance(entries, list)
+            else entries
+            for name, entries in configs.items()
+        },
+    }
 
 
 def mig_faithful(intent: Any, effective: Any) -> bool:
