@@ -210,3 +210,31 @@ def test_commands_not_built_yet_are_not_offered(run_cli: Run) -> None:
     for name in missing:
         assert f"  {name} " not in shown
         assert run_cli(name).exit_code == 2
+
+
+def test_kubectl_get_configmaps_output_beside_a_deployment_is_validated(
+    run_cli: Run, tmp_path: Path
+) -> None:
+    """Issue 31: `kubectl get cm -o yaml` prints a List; a manifest file holds other kinds."""
+    import base64
+
+    value = GOOD.replace("name: nvidia.com/gpu", 'name: "nvidia.com\\/gpu"')  # YAML 1.2 only
+    listed = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"},
+             "data": {"escaped": value},
+             "binaryData": {"utf16": base64.b64encode(GOOD.encode("utf-16")).decode()}},
+        ],
+    }  # fmt: skip
+    deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n"
+    path = write(tmp_path, "cms.yaml", json.dumps(listed) + "\n---\n" + deployment)
+    result = run_cli("validate", "-f", path, "-o", "json")
+    assert result.exit_code == 1, result.stderr
+    (report,) = json.loads(result.stdout)["files"]
+    by_code = {f["code"]: f for f in report["findings"]}
+    assert set(by_code) == {"yaml.syntax", "document.skipped"}
+    assert by_code["yaml.syntax"]["path"] == "/items/0/data/escaped"
+    assert "unknown escape character '/'" in by_code["yaml.syntax"]["message"]
+    assert report["documents"][0]["keys"]["0/utf16"] == "device-plugin-config"
