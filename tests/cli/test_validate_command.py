@@ -120,9 +120,20 @@ def test_an_oversized_input_is_refused_without_parsing(run_cli: Run, tmp_path: P
 
 def test_binary_input_is_refused_clearly(run_cli: Run, tmp_path: Path) -> None:
     path = tmp_path / "x.yaml"
-    path.write_bytes(b"\xff\xfe\x00garbage")
+    path.write_bytes(b"\x80\x81garbage\xff")
     result = run_cli("validate", "-f", str(path))
     assert result.exit_code == 1 and "not UTF-8 text" in result.stdout
+
+
+def test_utf16_with_a_byte_order_mark_is_read_as_nvidias_reader_reads_it(
+    run_cli: Run, tmp_path: Path
+) -> None:
+    path = tmp_path / "x.yaml"
+    path.write_bytes(GOOD.encode("utf-16"))  # Python writes the BOM first
+    assert run_cli("validate", "-f", str(path)).exit_code == 0
+    path.write_bytes(GOOD.encode("utf-16")[:-1])  # half a character at the end
+    result = run_cli("validate", "-f", str(path))
+    assert result.exit_code == 1 and "nor UTF-16 with a byte-order mark" in result.stdout
 
 
 def test_a_directory_is_walked_for_yaml_files(run_cli: Run, tmp_path: Path) -> None:
