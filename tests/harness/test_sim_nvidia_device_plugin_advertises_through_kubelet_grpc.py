@@ -86,3 +86,84 @@ def test_nvidia_plugin_advertises_two_h100s_on_the_node(sim_cluster: MakeSimClus
     assert endpoint == "nvidia-gpu.sock"
     ids = sorted(manager.healthy()["nvidia.com/gpu"])
     assert ids == sorted(g.uuid for g in cluster.node_gpus("gpu-1"))
+
+
+@pytest.mark.parametrize(
+    ("config", "resource"),
+    [(TIME_SLICED, "nvidia.com/gpu"), (RENAMED, "nvidia.com/gpu.shared")],
+    ids=["time-sliced", "renamed"],
+)
+def test_nvidia_plugin_advertises_replicas_of_a_time_slicing_config(
+    sim_cluster: MakeSimCluster, config: str, resource: str
+) -> None:
+    cluster = h100_cluster(sim_cluster, configs={"ts": config}, default_config="ts")
+    wait_for(f"{resource}: 8", lambda: advertised(cluster, "gpu-1", resource, "8"))
+    ids = cluster.nvidia_plugin.managers["gpu-1"].healthy()[resource]  # type: ignore[union-attr]
+    uuids = {g.uuid for g in cluster.node_gpus("gpu-1")}
+    # NVIDIA's replica IDs: the GPU's UUID and the replica's number
+    assert sorted(ids) == sorted(f"{u}::{r}" for u in uuids for r in range(4))
+    if resource != "nvidia.com/gpu":
+        assert "nvidia.com/gpu" not in node_status(cluster, "gpu-1")[0]
+
+
+def plugin_pod(cluster: SimCluster) -> dict[str, object]:
+    pod = cluster.plugin_pod("gpu-1")
+    assert pod is not None
+    return pod
+
+
+def test_plugin_pod_logs_show_nvidias_start_up_lines(
+    sim_cluster: MakeSimCluster, tmp_path: Path
+) -> None:
+    cluster = h100_cluster(sim_cluster)
+    wait_for("nvidia.com/gpu: 2", lambda: advertised(cluster, "gpu-1", "nvidia.com/gpu", "2"))
+    kubectl = kubectl_for(cluster, tmp_path)
+    pod = plugin_pod(cluster)
+    meta = pod["metadata"]
+    assert isinstance(meta, dict)
+
+    def logs() -> str:
+        got = kubectl(
+            "logs", "-n", str(meta["namespace"]), str(meta["name"]), "-c", "nvidia-device-plugin-ctr"
+        )
+        assert got.returncode == 0, got.stderr
+        return got.stdout if "Registered device plugin" in got.stdout else ""
+
+    text = wait_for("the plugin's registration in its log", logs)
+    assert '"Starting NVIDIA Device Plugin" version="v0.19.3"' in text
+    # its own socket in the hard-coded directory, which the sandbox made the node's own
+    assert "on /var/lib/kubelet/device-plugins/nvidia-gpu.sock" in text
+    assert "Registered device plugin for 'nvidia.com/gpu' with Kubelet" in text
+
+
+def test_deleting_the_plugin_pod_stops_nvidias_process_and_a_new_pod_brings_it_back(
+    sim_cluster: MakeSimCluster,
+) -> None:
+    cluster = h100_cluster(sim_cluster)
+    wait_for("nvidia.com/gpu: 2", lambda: advertised(cluster, "gpu-1", "nvidia.com/gpu", "2"))
+    runtime = cluster.nvidia_plugin
+    assert runtime is not None
+    first = wait_for("NVIDIA's process", lambda: runtime.program_pid("gpu-1"))
+    # the process has the node's own libnvidia-ml.so.1 mapped, from the node's driver root
+    driver = cluster.sides["gpu-1"].driver
+    maps = Path(f"/proc/{first}/maps").read_text(encoding="ascii")
+    assert str(driver.lib_dir / "libnvidia-ml.so.") in maps
+    assert Path(f"/proc/{first}/exe").resolve().name == "nvidia-device-plugin"
+
+    pod = plugin_pod(cluster)
+    meta = pod["metadata"]
+    assert isinstance(meta, dict)
+    cluster.store.delete("pods", str(meta["name"]), str(meta["namespace"]))
+
+    def stopped() -> bool:
+        capacity, allocatable = node_status(cluster, "gpu-1")
+        gone = not Path(f"/proc/{first}").exists()
+        return gone and capacity.get("nvidia.com/gpu") == "2" and allocatable.get("nvidia.com/gpu") == "0"
+
+    # the kubelet keeps the resource's capacity and makes none of it allocatable
+    wait_for("the process gone, capacity 2 and allocatable 0", stopped)
+    # the DaemonSet's new pod starts NVIDIA's process again
+    wait_for("nvidia.com/gpu: 2 again", lambda: advertised(cluster, "gpu-1", "nvidia.com/gpu", "2"))
+    second = wait_for("a new process", lambda: runtime.program_pid("gpu-1"))
+    assert second != first
+    assert plugin_pod(cluster)["metadata"]["uid"] != meta["uid"]  # type: ignore[index]
