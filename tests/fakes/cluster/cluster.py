@@ -487,12 +487,26 @@ class SimCluster:
             if (pod.get("status") or {}).get("phase") != "Running":
                 continue
             containers = tuple(
-                podresources.Container(c["name"], tuple(devices.get((meta["uid"], c["name"]), ())))
+                podresources.Container(
+                    c["name"],
+                    tuple(devices.get((meta["uid"], c["name"]), ())),
+                    alloc_resp=self._alloc_resp(meta["uid"], c["name"]),
+                )
                 for c in pod["spec"]["containers"]
             )
             pods.append(podresources.Pod(meta["name"], meta["namespace"], containers, meta["uid"]))
         healthy = tuple(podresources.Devices(r, ids) for r, ids in self.advertised(node).items())
         return pods, podresources.Allocatable(devices=healthy)
+
+    def _alloc_resp(self, uid: str, container: str) -> Any:
+        """What NVIDIA's plugin answered Allocate for a container (None: the stand-in's default
+        envvar answer). The kubelet stand-in keeps one answer per container."""
+        if self.nvidia_plugin is None:
+            return None
+        from tests.fakes.node.nvidiaplugin import checkpoint_response
+
+        found = [r for (u, c, _), r in self.nvidia_plugin.responses.items() if (u, c) == (uid, container)]
+        return checkpoint_response(found[0]) if found else None
 
     def plugin_pod(self, node: str) -> Obj | None:
         if self.layout is None:

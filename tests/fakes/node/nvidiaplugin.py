@@ -29,11 +29,16 @@ import signal
 import subprocess
 import sys
 import threading
+from dataclasses import replace
+from typing import Any
+
+import grpc
 from pathlib import Path
 
 from tests.controlplane.containerlogs import LogStore
 from tests.controlplane.store import ApiStore
 from tests.fakes.cluster.agents import NodeSide
+from tests.fakes.cluster.allocation import Allocation, AllocationTable, Rejected
 from tests.fakes.cluster.deviceplugin import DevicePluginRuntime
 from tests.fakes.cluster.devices import Device, Resource
 from tests.fakes.cluster.loop import ControlLoop
@@ -93,6 +98,8 @@ class NvidiaPluginRuntime(DevicePluginRuntime):
         self.logs = logs
         self.binary = plugin_binary()
         self._procs: dict[str, _Process] = {}  # pod UID -> its running program
+        # (pod UID, container, resource) -> NVIDIA's ContainerAllocateResponse
+        self.responses: dict[tuple[str, str, str], Any] = {}
         self._plock = threading.Lock()
         self.managers = {
             name: DeviceManager(
@@ -137,6 +144,37 @@ class NvidiaPluginRuntime(DevicePluginRuntime):
     def known(self, node: str) -> set[str]:
         manager = self.managers.get(node)
         return manager.known() if manager is not None else set()
+
+    def allocate(
+        self, node: str, allocations: list[Allocation], table: AllocationTable
+    ) -> list[Allocation]:
+        """As the kubelet's device manager admits a container: NVIDIA's preferred devices among
+        the healthy ones no other pod holds (GetPreferredAllocation, which it offers), then its
+        Allocate; the answer is kept for the checkpoint's AllocResp (`responses`). A refusal
+        rejects the pod with the kubelet's UnexpectedAdmissionError."""
+        manager = self.managers.get(node)
+        if manager is None:
+            return allocations
+        healthy = manager.healthy()
+        chosen = []
+        for allocation in allocations:
+            held = table.in_use(node, allocation.resource)
+            held.update(i for a in chosen if a.resource == allocation.resource for i in a.device_ids)
+            available = [d for d in healthy.get(allocation.resource, []) if d not in held]
+            try:
+                ids, response = manager.allocate(
+                    allocation.resource, available, len(allocation.device_ids)
+                )
+            except (LookupError, grpc.RpcError) as exc:
+                detail = exc.details() if isinstance(exc, grpc.RpcError) else str(exc)
+                raise Rejected(
+                    "UnexpectedAdmissionError",
+                    f"Allocate failed due to {detail}, which is unexpected",
+                ) from exc
+            done = replace(allocation, device_ids=tuple(ids))
+            self.responses[(done.pod_uid, done.container, done.resource)] = response
+            chosen.append(done)
+        return chosen
 
     def forget(self, node: str) -> None:
         pass  # the device manager's state goes with the node's directory
@@ -274,6 +312,24 @@ class NvidiaPluginRuntime(DevicePluginRuntime):
             super()._publish(node, capacity, allocatable)
         except ApiError:
             pass  # the node is gone
+
+
+def checkpoint_response(message: Any) -> Any:
+    """NVIDIA's ContainerAllocateResponse as the kubelet stand-in stores it in its checkpoint."""
+    from tests.fakes import kubelet
+
+    return kubelet.AllocateResponse(
+        envs=dict(message.envs),
+        mounts=tuple(
+            kubelet.Mount(m.container_path, m.host_path, m.read_only) for m in message.mounts
+        ),
+        devices=tuple(
+            kubelet.DeviceSpec(d.container_path, d.host_path, d.permissions)
+            for d in message.devices
+        ),
+        annotations=dict(message.annotations),
+        cdi_devices=tuple(c.name for c in message.cdi_devices),
+    )
 
 
 def _with_parent_death(command: list[str]) -> list[str]:
