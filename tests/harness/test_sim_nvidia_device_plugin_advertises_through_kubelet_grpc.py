@@ -124,7 +124,12 @@ def test_plugin_pod_logs_show_nvidias_start_up_lines(
 
     def logs() -> str:
         got = kubectl(
-            "logs", "-n", str(meta["namespace"]), str(meta["name"]), "-c", "nvidia-device-plugin-ctr"
+            "logs",
+            "-n",
+            str(meta["namespace"]),
+            str(meta["name"]),
+            "-c",
+            "nvidia-device-plugin-ctr",
         )
         assert got.returncode == 0, got.stderr
         return got.stdout if "Registered device plugin" in got.stdout else ""
@@ -158,7 +163,11 @@ def test_deleting_the_plugin_pod_stops_nvidias_process_and_a_new_pod_brings_it_b
     def stopped() -> bool:
         capacity, allocatable = node_status(cluster, "gpu-1")
         gone = not Path(f"/proc/{first}").exists()
-        return gone and capacity.get("nvidia.com/gpu") == "2" and allocatable.get("nvidia.com/gpu") == "0"
+        return (
+            gone
+            and capacity.get("nvidia.com/gpu") == "2"
+            and allocatable.get("nvidia.com/gpu") == "0"
+        )
 
     # the kubelet keeps the resource's capacity and makes none of it allocatable
     wait_for("the process gone, capacity 2 and allocatable 0", stopped)

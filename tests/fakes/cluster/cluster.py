@@ -133,13 +133,7 @@ class SimCluster:
             if self._node_root is not None and (agents or nvidia_plugin)
             else {}
         )
-        self.nvidia_plugin: NvidiaPluginRuntime | None = None
-        if nvidia_plugin:
-            from tests.fakes.node.nvidiaplugin import NvidiaPluginRuntime
-
-            self.nvidia_plugin = NvidiaPluginRuntime(
-                self.store, self.loop, self.nodes, self.sides, self.logs
-            )
+        self.nvidia_plugin = self._nvidia_plugin() if nvidia_plugin else None
         self.plugin: DevicePluginRuntime = self.nvidia_plugin or DevicePluginRuntime(
             self.store, self.loop, self.nodes
         )
@@ -200,6 +194,12 @@ class SimCluster:
             self.loop.add(SidecarWatch(programs))
         if self.node_kubelets is not None:
             self.loop.add(self.node_kubelets)
+
+    def _nvidia_plugin(self) -> NvidiaPluginRuntime:
+        """NVIDIA's own device plugin in each GPU node's sandbox, with its kubelet stand-in."""
+        from tests.fakes.node.nvidiaplugin import NvidiaPluginRuntime  # lazy: grpc and stubs
+
+        return NvidiaPluginRuntime(self.store, self.loop, self.nodes, self.sides, self.logs)
 
     def _node_side(self, interval: float) -> AgentRuntime:
         """Each GPU node's disk (GPU state, kubelet root) and the agent processes on them."""
@@ -505,7 +505,9 @@ class SimCluster:
             return None
         from tests.fakes.node.nvidiaplugin import checkpoint_response
 
-        found = [r for (u, c, _), r in self.nvidia_plugin.responses.items() if (u, c) == (uid, container)]
+        found = [
+            r for (u, c, _), r in self.nvidia_plugin.responses.items() if (u, c) == (uid, container)
+        ]
         return checkpoint_response(found[0]) if found else None
 
     def plugin_pod(self, node: str) -> Obj | None:

@@ -56,8 +56,8 @@ class DevicePluginRuntime(ProgramRuntime):
         self, node: str, allocations: list[Allocation], table: AllocationTable
     ) -> list[Allocation]:
         """The plugin's part of admission (GetPreferredAllocation, Allocate; `table`: what the
-        node's other pods hold): the stand-in keeps the kubelet's choice; NVIDIA's plugin (tests/fakes/node/nvidiaplugin.py) is
-        asked over gRPC. Raises Rejected when the plugin refuses."""
+        node's other pods hold): the stand-in keeps the kubelet's choice; NVIDIA's plugin
+        (tests/fakes/node/nvidiaplugin.py) is asked over gRPC. Raises Rejected if it refuses."""
         return allocations
 
     def state(self, node: str) -> ProgramPod | None:

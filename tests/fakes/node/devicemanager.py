@@ -173,7 +173,9 @@ class DeviceManager(api_grpc.RegistrationServicer):
         """Resource -> healthy device IDs of the plugins registered now."""
         with self._lock:
             return {
-                name: e.healthy for name, e in self._endpoints.items() if not e.stopped and e.updates
+                name: e.healthy
+                for name, e in self._endpoints.items()
+                if not e.stopped and e.updates
             }
 
     def known(self) -> set[str]:
@@ -185,15 +187,19 @@ class DeviceManager(api_grpc.RegistrationServicer):
         """Block until `resource` is registered with a device list; its device IDs."""
         with self._lock:
             self._lock.wait_for(
-                lambda: resource in self._endpoints
-                and not self._endpoints[resource].stopped
-                and self._endpoints[resource].updates > 0,
+                lambda: (
+                    resource in self._endpoints
+                    and not self._endpoints[resource].stopped
+                    and self._endpoints[resource].updates > 0
+                ),
                 timeout,
             )
             endpoint = self._endpoints.get(resource)
             return list(endpoint.devices) if endpoint and not endpoint.stopped else []
 
-    def allocate(self, resource: str, available: Sequence[str], count: int) -> tuple[list[str], Any]:
+    def allocate(
+        self, resource: str, available: Sequence[str], count: int
+    ) -> tuple[list[str], Any]:
         """The kubelet's allocation of `count` devices of `resource` for one container: the
         plugin's preferred IDs where it offers a preference (else the first available), then
         its Allocate answer (a ContainerAllocateResponse)."""
@@ -214,7 +220,9 @@ class DeviceManager(api_grpc.RegistrationServicer):
             preferred = stub.GetPreferredAllocation(request, timeout=_DIAL_TIMEOUT)
             chosen = list(preferred.container_responses[0].deviceIDs)
         answer = stub.Allocate(
-            api.AllocateRequest(container_requests=[api.ContainerAllocateRequest(devices_ids=chosen)]),
+            api.AllocateRequest(
+                container_requests=[api.ContainerAllocateRequest(devices_ids=chosen)]
+            ),
             timeout=_DIAL_TIMEOUT,
         )
         return chosen, answer.container_responses[0]

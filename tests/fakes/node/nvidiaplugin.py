@@ -30,10 +30,10 @@ import subprocess
 import sys
 import threading
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import grpc
-from pathlib import Path
 
 from tests.controlplane.containerlogs import LogStore
 from tests.controlplane.store import ApiStore
@@ -159,7 +159,9 @@ class NvidiaPluginRuntime(DevicePluginRuntime):
         chosen = []
         for allocation in allocations:
             held = table.in_use(node, allocation.resource)
-            held.update(i for a in chosen if a.resource == allocation.resource for i in a.device_ids)
+            held.update(
+                i for a in chosen if a.resource == allocation.resource for i in a.device_ids
+            )
             available = [d for d in healthy.get(allocation.resource, []) if d not in held]
             try:
                 ids, response = manager.allocate(
@@ -299,7 +301,11 @@ class NvidiaPluginRuntime(DevicePluginRuntime):
     def program_pid(self, node: str) -> int | None:
         """NVIDIA's running process on `node`, if any."""
         with self._plock:
-            procs = [p for uid, p in self._procs.items() if uid in self.pods and self.pods[uid].node == node]
+            procs = [
+                p
+                for uid, p in self._procs.items()
+                if uid in self.pods and self.pods[uid].node == node
+            ]
         for proc in procs:
             if proc.exited() is None:
                 pid = proc.program_pid()

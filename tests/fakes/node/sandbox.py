@@ -6,9 +6,10 @@ its flags say), and the driver's MIG capability minors under `/proc/driver/nvidi
 A process of a simulated node gets both from a private mount namespace of its own (`unshare -m`,
 propagation private, so nothing it mounts reaches the host): a tmpfs over `/var/lib` with the
 node's device-plugin directory bound at `/var/lib/kubelet/device-plugins`, and the node's
-`proc-driver` directory bound over `/proc/driver`, holding the driver's
-`nvidia-caps/mig-minors` (what NVIDIA's plugin reads for MIG devices). Where the node has a network namespace (tests/fakes/cluster/netns.py)
-the process joins it first. Needs root and util-linux's `unshare` and `nsenter`.
+`proc-driver` directory bound over `/proc/driver`, holding the driver's `nvidia-caps/mig-minors`
+(what NVIDIA's plugin reads for MIG devices). Where the node has a network namespace
+(tests/fakes/cluster/netns.py) the process joins it first. Needs root and util-linux's `unshare`
+and `nsenter`.
 
 Owns `Sandbox` (one node's directories and the command line that runs a program inside) and
 `write_mig_minors` (the driver's list of MIG capability minors). Must not: mount
