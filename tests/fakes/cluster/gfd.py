@@ -1,12 +1,15 @@
-"""Simulated GPU Feature Discovery: the `nvidia.com/*` node labels (reference §0.9, §2.3, §4).
+"""Simulated GPU Feature Discovery: the `nvidia.com/*` node labels GFD v0.19.3 writes.
 
-Owns the label set GFD writes for a node's GPUs under a loaded config (product with spaces
+Owns the label set GFD writes for a node's GPUs under a loaded config (the driver's and CUDA's
+versions as the node's NVML library reports them, in both of GFD's spellings; product with spaces
 turned into `-` and `-SHARED` only when shared and not renamed, count, memory in MiB, family,
 compute capability, replicas, sharing-strategy, mig.capable, mps.capable, mig.strategy, the
 per-profile `nvidia.com/mig-<profile>.*` labels under mixed and the overridden `gpu.*` labels
 (or `-MIG-INVALID`) under single), and `GfdRuntime`, which runs GFD in its pods with the same
 config-manager flow as the plugin and relabels every `sleepInterval` (scaled). Labels are
-written straight to the Node, as NFD's master would. Must not touch node status.
+written straight to the Node, as NFD's master would. Checked against GFD v0.19.3 run on a real
+H200 (tests/data/nvidia/, tests/harness/test_sim_gfd_labels_an_h200_as_nvidias_gfd_did.py).
+Must not touch node status.
 """
 
 from __future__ import annotations
@@ -19,10 +22,13 @@ from tests.fakes.cluster.loop import Change, ControlLoop
 from tests.fakes.cluster.nodes import GpuView, MigDeviceView, SimNode
 from tests.fakes.cluster.pluginconfig import ConfigError, PluginConfig, Sharing, load
 from tests.fakes.cluster.programs import ConfigView, ProgramPod, ProgramRuntime
+from tests.fakes.libnvml.driver import DRIVER_VERSION
+from tests.fakes.libnvml.symbols import InventorySymbols
 from tests.kube import ApiError
 
 GPU = "nvidia.com/gpu"
-DRIVER_VERSION, CUDA_VERSION = "550.127.05", (12, 4)
+# What the node's NVML answers (nvmlSystemGetCudaDriverVersion: 13000 is CUDA 13.0).
+CUDA_VERSION = divmod(InventorySymbols.cuda_driver_version // 10, 100)
 Labels = dict[str, str]
 
 
@@ -93,14 +99,23 @@ def labels_for(gpus: Sequence[GpuView], config: PluginConfig) -> Labels:
     major, minor = CUDA_VERSION
     driver = DRIVER_VERSION.split(".")
     labels: Labels = {
+        # GFD writes the versions twice: the older names and the `-version` ones
         "nvidia.com/cuda.driver.major": driver[0],
         "nvidia.com/cuda.driver.minor": driver[1],
         "nvidia.com/cuda.driver.rev": driver[2],
+        "nvidia.com/cuda.driver-version.major": driver[0],
+        "nvidia.com/cuda.driver-version.minor": driver[1],
+        "nvidia.com/cuda.driver-version.revision": driver[2],
         "nvidia.com/cuda.driver-version.full": DRIVER_VERSION,
         "nvidia.com/cuda.runtime.major": str(major),
         "nvidia.com/cuda.runtime.minor": str(minor),
+        "nvidia.com/cuda.runtime-version.major": str(major),
+        "nvidia.com/cuda.runtime-version.minor": str(minor),
         "nvidia.com/cuda.runtime-version.full": f"{major}.{minor}",
         "nvidia.com/gpu.mode": "compute",
+        # from /sys/class/dmi/id/product_name, which a simulated node does not have
+        "nvidia.com/gpu.machine": "unknown",
+        "nvidia.com/vgpu.present": "false",
         "nvidia.com/mig.capable": str(any(g.mig_capable for g in gpus)).lower(),
         "nvidia.com/mps.capable": "false",
     }
