@@ -11,11 +11,13 @@ its pod.
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import ROOT
 from tests.fakes.cluster import NodeSpec, netns
 from tests.fakes.cluster.cluster import SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
@@ -176,3 +178,41 @@ def test_deleting_the_plugin_pod_stops_nvidias_process_and_a_new_pod_brings_it_b
     second = wait_for("a new process", lambda: runtime.program_pid("gpu-1"))
     assert second != first
     assert plugin_pod(cluster)["metadata"]["uid"] != meta["uid"]  # type: ignore[index]
+
+
+REAL_START = (
+    ROOT / "tests" / "data" / "nvidia" / "h200-driver-580.159.04-device-plugin-v0.19.3-start.log"
+)
+_KLOG_PREFIX = re.compile(r"^([IWEF])\d{4} [\d:.]+\s+\d+ ", re.MULTILINE)
+# where the driver is differs by design: the real node's is /, a simulated node's its own root
+_ROOTS = re.compile(r'"(nvidiaDriverRoot|nvidiaDevRoot|containerDriverRoot)": "[^"]*"')
+
+
+def start_up(log: str) -> list[str]:
+    """The start-up lines up to serving `nvidia.com/gpu`, without time, thread and roots."""
+    text = _ROOTS.sub(r'"\1": "<root>"', _KLOG_PREFIX.sub(r"\1 ", log))
+    lines = text.splitlines()
+    end = next(i for i, line in enumerate(lines) if "Starting to serve 'nvidia.com/gpu'" in line)
+    return lines[: end + 1]
+
+
+def test_nvidia_plugin_starts_on_a_simulated_h200_as_it_did_on_a_real_one(
+    sim_cluster: MakeSimCluster,
+) -> None:
+    """The static manifest (NVIDIA's defaults, as the reading was taken): the same lines, the
+    same config, NVML detected as the platform, the same socket; only then does the simulated
+    node differ, by having a kubelet to register with."""
+    cluster = sim_cluster(
+        [NodeSpec("h200-node", "H200-SXM-141GB", 1)], "static", nvidia_plugin=True
+    )
+    wait_for("nvidia.com/gpu: 1", lambda: advertised(cluster, "h200-node", "nvidia.com/gpu", "1"))
+    pod = cluster.plugin_pod("h200-node")
+    assert pod is not None
+    meta = pod["metadata"]
+
+    def log() -> str:
+        text = cluster.logs.get(meta["namespace"], meta["name"], "nvidia-device-plugin-ctr") or ""
+        return text if "Registered device plugin" in text else ""
+
+    text = wait_for("the plugin's registration in its log", log)
+    assert start_up(text) == start_up(REAL_START.read_text(encoding="utf-8"))

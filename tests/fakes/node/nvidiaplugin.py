@@ -219,10 +219,9 @@ class NvidiaPluginRuntime(DevicePluginRuntime):
     def _spawn(self, state: ProgramPod, side: NodeSide, config: Path | None) -> None:
         sandbox = Sandbox(side.dir, side.network)
         root = str(side.driver.path)
-        argv = [
-            str(self.binary), f"--driver-root={root}", f"--driver-root-ctr-path={root}",
-            "--device-discovery-strategy=nvml",
-        ]  # fmt: skip
+        # the DaemonSet's own defaults otherwise: device discovery "auto" finds NVML as on a
+        # real node ("Detected platform: nvml")
+        argv = [str(self.binary), f"--driver-root={root}", f"--driver-root-ctr-path={root}"]
         if config is not None:
             argv.append(f"--config-file={config}")
         env = {k: v for k, v in state.setup.env.items() if k not in _OWN_ENV}
