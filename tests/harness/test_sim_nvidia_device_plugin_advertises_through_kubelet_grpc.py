@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,7 +50,7 @@ sharing:
 """
 
 
-def wait_for(what: str, check, timeout: float = 60.0):  # type: ignore[no-untyped-def]
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 60.0) -> Any:
     deadline = time.monotonic() + timeout
     while True:
         got = check()
@@ -57,6 +59,15 @@ def wait_for(what: str, check, timeout: float = 60.0):  # type: ignore[no-untype
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.2)
+
+
+def wait_for_quietly(check: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
 
 
 def node_status(cluster: SimCluster, node: str) -> tuple[dict[str, str], dict[str, str]]:
@@ -216,3 +227,27 @@ def test_nvidia_plugin_starts_on_a_simulated_h200_as_it_did_on_a_real_one(
 
     text = wait_for("the plugin's registration in its log", log)
     assert start_up(text) == start_up(REAL_START.read_text(encoding="utf-8"))
+
+
+def test_an_xid_on_one_gpu_makes_nvidias_plugin_report_it_unhealthy(
+    sim_cluster: MakeSimCluster,
+) -> None:
+    """Xid 79 (GPU fallen off the bus) raised on GPU 1 through the node's library: NVIDIA's
+    health checker marks it Unhealthy in ListAndWatch; the kubelet keeps capacity 2 and makes
+    one GPU allocatable."""
+    cluster = h100_cluster(sim_cluster)
+    wait_for("nvidia.com/gpu: 2", lambda: advertised(cluster, "gpu-1", "nvidia.com/gpu", "2"))
+
+    def one_left() -> bool:
+        capacity, allocatable = node_status(cluster, "gpu-1")
+        return capacity.get("nvidia.com/gpu") == "2" and allocatable.get("nvidia.com/gpu") == "1"
+
+    # The health checker sees only events raised after it registered for them, a moment after
+    # the plugin registered: raise again until one arrives.
+    deadline = time.monotonic() + 30
+    while not one_left():
+        assert time.monotonic() < deadline, "capacity 2, allocatable 1 never came"
+        cluster.nodes["gpu-1"].raise_xid(1, 79)
+        wait_for_quietly(one_left, 1.0)
+    healthy = cluster.nvidia_plugin.managers["gpu-1"].healthy()["nvidia.com/gpu"]  # type: ignore[union-attr]
+    assert healthy == [cluster.node_gpus("gpu-1")[0].uuid]
