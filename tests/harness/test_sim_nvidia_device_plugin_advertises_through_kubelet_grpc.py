@@ -171,19 +171,14 @@ def test_deleting_the_plugin_pod_stops_nvidias_process_and_a_new_pod_brings_it_b
     pod = plugin_pod(cluster)
     meta = pod["metadata"]
     assert isinstance(meta, dict)
+    manager = runtime.managers["gpu-1"]
+    written = len(manager.published)
     cluster.store.delete("pods", str(meta["name"]), str(meta["namespace"]))
-
-    def stopped() -> bool:
-        capacity, allocatable = node_status(cluster, "gpu-1")
-        gone = not Path(f"/proc/{first}").exists()
-        return (
-            gone
-            and capacity.get("nvidia.com/gpu") == "2"
-            and allocatable.get("nvidia.com/gpu") == "0"
-        )
-
-    # the kubelet keeps the resource's capacity and makes none of it allocatable
-    wait_for("the process gone, capacity 2 and allocatable 0", stopped)
+    wait_for("the first process gone", lambda: not Path(f"/proc/{first}").exists())
+    # the kubelet kept the resource's capacity and made none of it allocatable (the DaemonSet's
+    # next pod may have registered again since: the Node's own status can have moved on)
+    stopped = ({"nvidia.com/gpu": "2"}, {"nvidia.com/gpu": "0"})
+    wait_for("capacity 2 and allocatable 0 written", lambda: stopped in manager.published[written:])
     # the DaemonSet's new pod starts NVIDIA's process again
     wait_for("nvidia.com/gpu: 2 again", lambda: advertised(cluster, "gpu-1", "nvidia.com/gpu", "2"))
     second = wait_for("a new process", lambda: runtime.program_pid("gpu-1"))

@@ -72,6 +72,9 @@ class DeviceManager(api_grpc.RegistrationServicer):
         self._capacity: dict[str, int] = {}  # resource -> devices last advertised, ever
         self._server: grpc.Server | None = None
         self.registrations: list[tuple[str, str, str]] = []  # (version, endpoint, resource)
+        # every (capacity, allocatable) written to the Node, in order (a test's record of moments
+        # a later write may have replaced already)
+        self.published: list[tuple[dict[str, str], dict[str, str]]] = []
 
     # ---- lifetime ---------------------------------------------------------------------------
 
@@ -165,6 +168,7 @@ class DeviceManager(api_grpc.RegistrationServicer):
                 for name in capacity
             }
             self._publish(self.node, capacity, allocatable)
+            self.published.append((capacity, allocatable))
         self._changed()
 
     # ---- what the kubelet's admission reads -------------------------------------------------
@@ -182,6 +186,14 @@ class DeviceManager(api_grpc.RegistrationServicer):
         """Resources a plugin ever advertised on this node."""
         with self._lock:
             return set(self._capacity)
+
+    def wait_unregistered(self, timeout: float) -> bool:
+        """Block until every endpoint's stream has ended (its plugin is gone), so that what the
+        kubelet does on unregistration is done before anything registers again."""
+        with self._lock:
+            return self._lock.wait_for(
+                lambda: all(e.stopped for e in self._endpoints.values()), timeout
+            )
 
     def wait_for(self, resource: str, timeout: float) -> list[str]:
         """Block until `resource` is registered with a device list; its device IDs."""

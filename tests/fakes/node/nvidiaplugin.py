@@ -267,8 +267,12 @@ class NvidiaPluginRuntime(DevicePluginRuntime):
     def stop(self, uid: str) -> None:
         with self._plock:
             proc = self._procs.pop(uid, None)
+        state = self.pods.get(uid)
         if proc is not None:
             _terminate(proc)
+            manager = self.managers.get(state.node) if state is not None else None
+            if manager is not None:  # the kubelet notices before the node's next pod starts
+                manager.wait_unregistered(_STOP_GRACE)
         super().stop(uid)
 
     def fates(self, uid: str) -> dict[str, str | None]:
