@@ -85,8 +85,9 @@ class Sandbox:
 
 def write_mig_minors(path: Path) -> None:
     """The driver's `mig-minors` list: `config` and `monitor`, then for every GPU minor, GPU
-    instance and compute instance the driver could create, its capability and device minor, in
-    the driver's order and numbering (docs/simulated-node.md)."""
+    instance and compute instance the driver could create, its capability and a device minor,
+    numbered in that order from 3. The numbers only name `/dev/nvidia-caps` nodes, which a
+    simulated node does not have (docs/simulated-node.md)."""
     lines = ["config 1", "monitor 2"]
     minor = 3
     for gpu in range(MAX_GPUS):
