@@ -29,6 +29,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -103,13 +104,14 @@ class NvidiaPluginRuntime(DevicePluginRuntime):
         self._plock = threading.Lock()
         self.managers = {
             name: DeviceManager(
-                name,
-                Sandbox(side.dir).device_plugins,
-                self._publish,
-                lambda name=name: self.loop.enqueue("kubelet", ("node", name)),
+                name, Sandbox(side.dir).device_plugins, self._publish, self._relook(name)
             )
             for name, side in sides.items()
         }
+
+    def _relook(self, node: str) -> Callable[[], None]:
+        """What a device list's arrival does: the kubelet's admission looks at `node` again."""
+        return lambda: self.loop.enqueue("kubelet", ("node", node))
 
     def start_managers(self) -> None:
         for manager in self.managers.values():
@@ -156,7 +158,7 @@ class NvidiaPluginRuntime(DevicePluginRuntime):
         if manager is None:
             return allocations
         healthy = manager.healthy()
-        chosen = []
+        chosen: list[Allocation] = []
         for allocation in allocations:
             held = table.in_use(node, allocation.resource)
             held.update(
