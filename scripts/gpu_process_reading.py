@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 MIB = 1024 * 1024
+PLAN = {"busy": 1024, "idle": 4096}  # MiB each program allocates beyond its context
 
 # A kernel that keeps every thread busy for `ns` nanoseconds of the GPU's global timer.
 _SPIN_PTX = rb"""
@@ -204,7 +205,7 @@ def _say(program: subprocess.Popen[str], line: str) -> None:
 def main(out: Path) -> int:
     import pynvml
 
-    plan = {"busy": 1024, "idle": 4096}  # MiB each program allocates beyond its context
+    plan = PLAN
     reading: dict[str, Any] = {
         "what": "two CUDA programs on GPU 0 holding known allocations; NVML get calls only",
         "allocations_mib": plan,

@@ -263,3 +263,121 @@ def test_yaml_read_as_go_reads_it_is_explained() -> None:
     assert "unsupported value" in messages("version: v1\nx: .inf\n")["yaml.not-json"]
     assert "unsupported map key" in messages("version: v1\n~: 1\n")["yaml.null-key"]
     assert errors("version: v1\nflags: {migStrategy: 1}\n") == ["schema.wrong-type"]
+
+
+# Issue 31: the file as NVIDIA's Go reader decodes and reads it. Each case's upstream verdict
+# was fed to the oracles first (tests/differential/corpus/ keeps the ones they can judge).
+TS4 = "version: v1\n" + SHARED
+
+
+def _cm(body: str, name: str = "plugin-config") -> str:
+    return f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n{body}"
+
+
+def _indented(text: str, spaces: int) -> str:
+    return "".join(" " * spaces + line + "\n" for line in text.splitlines())
+
+
+def test_utf16_files_with_a_bom_are_decoded_as_nvidias_reader_decodes_them() -> None:
+    from kubectl_gpu import documents
+
+    for raw in (b"\xff\xfe" + TS4.encode("utf-16-le"), b"\xfe\xff" + TS4.encode("utf-16-be")):
+        assert errors(documents.decode(raw)) == []
+    assert documents.decode(b"\xef\xbb\xbf" + TS4.encode()) == "\ufeff" + TS4
+    with pytest.raises(UnicodeDecodeError) as caught:
+        documents.decode(b"\xff\xfe\x00\xd8")  # a lone surrogate: not text
+    assert caught.value.start == 2  # the byte's offset in the file, past the BOM
+
+
+def test_two_boms_say_that_nvidias_reader_runs_another_config() -> None:
+    report = validation.validate_text("\ufeff\ufeff" + TS4, "f.yaml")
+    [finding] = [f for f in report.findings if f.severity is Severity.ERROR]
+    assert finding.code == "yaml.stray-bom" and finding.line == 1
+    assert "reads only the first line" in finding.message
+    # a BOM starting a later document: that document is never read, so it does not matter
+    assert errors(TS4 + "---\n\ufeffversion: v2\n") == []
+
+
+def test_the_bare_tag_makes_a_count_a_string_as_nvidias_reader_does() -> None:
+    report = validation.validate_text(TS4.replace("replicas: 4", "replicas: ! 4"), "f.yaml")
+    [finding] = report.findings
+    assert finding.code == "yaml.tag-makes-string" and finding.severity is Severity.ERROR
+    assert "makes 4 the string '4'" in finding.message and finding.line == 6
+    # where a string is wanted the same tag is only a note, and a local tag keeps the text
+    assert errors(TS4.replace("name: gpu", "name: ! gpu")) == []
+    assert errors(TS4.replace("name: gpu", "name: !foo gpu")) == []
+
+
+def test_a_null_device_index_says_it_targets_gpu_0_twice() -> None:
+    text = "version: v1\nmig-configs:\n  a:\n  - devices: [0, null]\n    mig-enabled: false\n"
+    report = validation.validate_text(text, "f.yaml")
+    [finding] = report.findings
+    assert finding.code == "mig.null-device-index" and finding.line == 4
+    assert "reads it as 0, so this entry targets GPU 0 a second time" in finding.message
+
+
+def test_a_syntax_error_in_a_document_upstream_never_reads_is_said_so() -> None:
+    report = validation.validate_text(TS4 + "---\nversion: [v1\n", "f.yaml")
+    [finding] = report.findings
+    assert finding.severity is Severity.WARNING and finding.code == "document.ignored"
+    assert "not valid YAML" in finding.message and "reads only the first" in finding.message
+    # in the first document it is the error it always was
+    assert errors("version: [v1\n---\n" + TS4) == ["yaml.syntax"]
+
+
+def test_a_mig_parted_file_whose_first_document_is_empty_is_read_as_mig_parted() -> None:
+    text = "{}\n---\nversion: v1\nmig-configs:\n  a:\n  - devices: all\n    mig-enabled: false\n"
+    report = validation.validate_text(text, "f.yaml")
+    assert report.documents[0].kind == "mig-config"
+    assert "schema.missing-field" in errors(text)  # mig-parted: "unknown version"
+    assert errors("{}\n") == []  # alone, `{}` is the device plugin's default config
+
+
+def test_kubectl_get_configmaps_output_is_validated_key_by_key() -> None:
+    good = _cm("data:\n  shared: |\n" + _indented(TS4, 4))
+    bad = _cm("data:\n  broken: |\n" + _indented(TS4.replace("replicas: 4", "replicas: 1"), 4))
+    listed = "apiVersion: v1\nkind: List\nitems:\n" + "".join(
+        "- " + _indented(cm, 2)[2:] for cm in (good, bad)
+    )
+    report = validation.validate_text(listed, "f.yaml")
+    assert dict(report.documents[0].keys) == {
+        "0": "configmap",
+        "0/shared": "device-plugin-config",
+        "1": "configmap",
+        "1/broken": "device-plugin-config",
+    }
+    [finding] = report.findings
+    assert finding.code == "sharing.replicas-too-low" and finding.line == 27
+    assert finding.pointer == "/items/1/data/broken/sharing/timeSlicing/resources/0/replicas"
+
+
+def test_a_configmaps_binary_data_is_the_file_the_node_mounts() -> None:
+    import base64
+
+    def holding(raw: bytes) -> str:
+        return _cm(f"binaryData:\n  shared: {base64.b64encode(raw).decode()}\n")
+
+    assert errors(holding(TS4.encode())) == []
+    assert errors(holding(b"\xff\xfe" + TS4.encode("utf-16-le"))) == []
+    report = validation.validate_text(holding(TS4.replace("4", "1").encode()), "f.yaml")
+    [finding] = report.findings
+    assert finding.code == "sharing.replicas-too-low" and finding.line == 6  # the key's line
+    assert errors(_cm("binaryData:\n  shared: '%%%'\n")) == ["configmap.bad-binary-data"]
+
+
+def test_other_objects_beside_a_configmap_are_skipped_with_a_note() -> None:
+    deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec: {}\n"
+    text = _cm("data:\n  shared: |\n" + _indented(TS4, 4)) + "---\n" + deployment
+    report = validation.validate_text(text, "f.yaml")
+    assert report.valid
+    [note] = report.findings
+    assert note.code == "document.skipped" and "Deployment web" in note.message
+    assert errors(deployment) == ["document.unrecognised"]  # alone: nothing was validated
+
+
+def test_a_yaml_1_2_escape_inside_a_configmap_value_is_refused() -> None:
+    value = TS4.replace("name: gpu", 'name: "nvidia.com\\/gpu"')
+    report = validation.validate_text(_cm("data:\n  shared: |\n" + _indented(value, 4)), "f.yaml")
+    [finding] = report.findings
+    assert finding.code == "yaml.syntax" and "unknown escape character '/'" in finding.message
+    assert finding.line == 11

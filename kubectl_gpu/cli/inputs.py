@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from kubectl_gpu import documents
 from kubectl_gpu.cli import render
 from kubectl_gpu.errors import ConfigError, InputError, printable
 
@@ -57,9 +58,13 @@ def read_text(filename: str) -> tuple[str, str]:
     if len(raw) > MAX_INPUT_BYTES:
         raise UnreadableInput(name, f"the input is larger than {MAX_INPUT_BYTES // 2**20} MiB")
     try:
-        return name, raw.decode("utf-8-sig")
+        # as NVIDIA's Go reader decodes a config: UTF-8, or UTF-16 where a BOM says so; the
+        # BOM stays in the text, where the YAML layer reads it (a second one changes a file)
+        return name, documents.decode(raw)
     except UnicodeDecodeError as e:
-        raise UnreadableInput(name, f"the input is not UTF-8 text (byte {e.start})") from e
+        raise UnreadableInput(
+            name, f"the input is not UTF-8 text, nor UTF-16 with a byte-order mark (byte {e.start})"
+        ) from e
 
 
 def _read_regular(name: str, filename: str) -> bytes:
@@ -102,7 +107,7 @@ def load_mig_config(filename: str) -> tuple[str, dict[str, Any]]:
     """Read a mig-parted config strictly: every error is printed on stderr and the first
     one is in the raised `ConfigError`; returns (display name, parsed document). A ConfigMap
     holding it (the GPU Operator's custom MIG config) gives its `config.yaml` key."""
-    from kubectl_gpu import documents, keys, validation
+    from kubectl_gpu import keys, validation
 
     name, text = read_text(filename)
     docs, _ = documents.load_documents(text, name)

@@ -115,13 +115,24 @@ def install(settings: Settings, dry_run: str, **flags: Any) -> None:
 
 @click.command(short_help="Remove everything `kubectl gpu install` created.")
 @click.option("--mode", type=click.Choice(["bundle", "operator"]), help="Default: as installed.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Uninstall although nodes keep MIG-enabled GPUs that the device plugin left would "
+    "serve with migStrategy none.",
+)
 @_dry_run_option
 @global_options
 @pass_settings
-def uninstall(settings: Settings, mode: str | None, dry_run: str) -> None:
+def uninstall(settings: Settings, mode: str | None, force: bool, dry_run: str) -> None:
     """Delete the agent, the device plugin bundle, RBAC, policy, CRD (and so every report) and
     our namespace, in reverse order; then remove our kubectl-gpu.io/ keys from the nodes, and
     create again the device plugin DaemonSet that `install --replace-plugin` deleted.
+
+    Nodes whose GPUs are still MIG-enabled are named first, with the MIG strategy of the
+    device plugin left; where it is `none` (it would hand out whole GPUs CUDA cannot use),
+    nothing is deleted unless --force: turn MIG off first (`kubectl gpu mig apply -c
+    all-disabled`).
 
     \b
     Examples:
@@ -129,7 +140,7 @@ def uninstall(settings: Settings, mode: str | None, dry_run: str) -> None:
       kubectl gpu uninstall
     """
     from kubectl_gpu import bundle, cluster
-    from kubectl_gpu.workflows.install import replaced
+    from kubectl_gpu.workflows.install import replaced, stranded
     from kubectl_gpu.workflows.install import uninstall as workflow
     from kubectl_gpu.workflows.install.objects import read
 
@@ -142,6 +153,7 @@ def uninstall(settings: Settings, mode: str | None, dry_run: str) -> None:
         options = dataclasses.replace(options, mode=cast("bundle.Mode", mode))
     objects = bundle.render(options)
     kept = replaced.kept_plugins(api, options.namespace)  # read before the namespace goes
+    stranded.check(api, objects, kept, force)  # before the first delete, dry run or not
     outcomes = workflow.uninstall(api, objects, dry_run)  # type: ignore[arg-type]
     try:
         outcomes += replaced.restore(api, kept, dry_run)  # type: ignore[arg-type]

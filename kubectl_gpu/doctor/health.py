@@ -7,7 +7,10 @@ or stuck (kubectl_gpu.mig.stuck's reasons, with `mig recover` as the fix), GPU n
 a GPU taint, GPU pods that choose no product where several exist, the device plugin failing on
 nodes without GPUs, and the sharing survey's problems (capacity ≠ physical × replicas, labels
 naming missing keys, plugin pods missing or failing, one finding for a plugin that fails on its
-config; kubectl_gpu.sharing.rollout.status) turned into diagnoses. Pure: standard library,
+config; kubectl_gpu.sharing.rollout.status) turned into diagnoses; a missing plugin pod its
+DaemonSet will not run on the node is said with why (`blocked`: an untolerated taint), and MIG
+devices left in capacity once the plugin serves whole GPUs (its strategy became none, as after
+`uninstall`) are one warning, never a sick GPU. Pure: standard library,
 keys and the sharing survey's rows.
 """
 
@@ -21,21 +24,26 @@ from kubectl_gpu.doctor.facts import Node, Pod
 from kubectl_gpu.doctor.model import Diagnosis
 from kubectl_gpu.sharing.rollout.status import NodeStatus, PluginPod
 
+GPU = "nvidia.com/gpu"
+
 INVALID_MIG = "-MIG-INVALID"
 NVIDIA_LABEL_PREFIX = "nvidia.com/gpu."
 MAX_LISTED = 20
 
 
-def check(
+def check(  # noqa: PLR0913 - the facts of one cluster view, the last three keyword-only
     nodes: Sequence[Node],
     pods: Sequence[Pod],
     survey: Sequence[NodeStatus] | None,
+    *,
     elsewhere: Mapping[str, PluginPod] | None = None,
     stuck: Mapping[str, Sequence[str]] | None = None,
+    blocked: Mapping[str, tuple[str, str]] | None = None,
 ) -> list[Diagnosis]:
     """Every GPU health problem these facts show (survey None: no device plugin found;
     `elsewhere`: the plugin's pods on nodes without GPUs, by node; `stuck`: why a node's MIG
-    change is stuck, by node, as kubectl_gpu.mig.stuck tells)."""
+    change is stuck, by node, as kubectl_gpu.mig.stuck tells; `blocked`: why the plugin's
+    DaemonSet runs no pod on a node, and the fix, by node)."""
     stuck = stuck or {}
     gpu_nodes = [n for n in nodes if n.is_gpu_node]
     # Where the plugin is down (or paused by a stuck MIG change), allocatable falls to 0 for
@@ -46,8 +54,14 @@ def check(
         if node.name not in down:
             found += _unhealthy(node)
         mig = _stuck(node, stuck[node.name]) if node.name in stuck else _mig(node)
-        found += [*_advertises_nothing(node), *mig, *_taint(node)]
-    found += [d for row in survey or () if row.node not in stuck for d in _survey(row)]
+        found += [*_advertises_nothing(node), *mig, *_taint(node), *_stale_mig(node)]
+    blocked = blocked or {}
+    found += [
+        d
+        for row in survey or ()
+        if row.node not in stuck
+        for d in _survey(row, None if row.plugin_pod else blocked.get(row.node))
+    ]
     found += _plugin_off_gpu_nodes(elsewhere or {})
     found += _no_product_choice(gpu_nodes, pods)
     return found
@@ -76,15 +90,47 @@ def _unhealthy(node: Node) -> list[Diagnosis]:
 
 def _left_by_mig_change(node: Node, resource: str) -> bool:
     """A resource the plugin stopped advertising when the node's MIG layout changed (whole
-    GPUs after MIG was enabled, a profile the new layout lacks): kubelet keeps it in capacity
-    with allocatable 0 until it restarts. Not a GPU that fell sick: those leave the rest of
-    their resource allocatable, and the node here advertises MIG devices instead."""
+    GPUs after MIG was enabled, a profile the new layout lacks) or when the plugin's MIG
+    strategy changed (MIG devices, once a plugin with `none` replaced one with `mixed`, as
+    `uninstall` may): kubelet keeps it in capacity with allocatable 0 until it restarts. Not a
+    GPU that fell sick: those leave the rest of their resource allocatable, and the node here
+    advertises other devices instead."""
     if node.allocatable.get(resource, 0):
         return False
+    if resource.startswith(keys.MIG_RESOURCE_PREFIX) and node.allocatable.get(GPU, 0) > 0:
+        return True  # MIG devices gone, whole GPUs advertised: stale_mig says what it means
     return any(
         amount > 0 and other != resource and other.startswith(keys.MIG_RESOURCE_PREFIX)
         for other, amount in node.allocatable.items()
     )
+
+
+def _stale_mig(node: Node) -> list[Diagnosis]:
+    """MIG devices still in capacity with none allocatable while whole GPUs are advertised:
+    the plugin now serves MIG-enabled GPUs (if they still are) as whole ones, which CUDA
+    cannot use; one warning per node, never a sick GPU."""
+    stale = sorted(
+        r
+        for r, n in node.capacity.items()
+        if r.startswith(keys.MIG_RESOURCE_PREFIX) and n > 0 and not node.allocatable.get(r, 0)
+    )
+    if not stale or node.allocatable.get(GPU, 0) <= 0:
+        return []
+    return [
+        Diagnosis(
+            "kubelet",
+            "warning",
+            node.ref,
+            f"node {node.name} advertises whole GPUs but still lists {', '.join(stale)} with "
+            "none allocatable: the device plugin stopped advertising MIG devices (its MIG "
+            "strategy became none, or MIG was turned off); if the GPUs are still MIG-enabled, "
+            f"pods given {GPU} there cannot use them",
+            tuple(f"capacity {r}={node.capacity[r]}, allocatable 0" for r in stale),
+            f"check with `kubectl gpu mig status --node {node.name}`; turn MIG off (kubectl gpu "
+            "mig apply -c all-disabled) or give the device plugin migStrategy mixed; kubelet "
+            "drops the stale resources when it restarts",
+        )
+    ]
 
 
 def _advertises_nothing(node: Node) -> list[Diagnosis]:
@@ -168,10 +214,22 @@ def _taint(node: Node) -> list[Diagnosis]:
     ]
 
 
-def _survey(row: NodeStatus) -> list[Diagnosis]:
-    """The survey's problems on one node; a plugin failing on a bad config is one finding."""
+def _survey(row: NodeStatus, blocked: tuple[str, str] | None = None) -> list[Diagnosis]:
+    """The survey's problems on one node; a plugin failing on a bad config is one finding, a
+    plugin pod its DaemonSet will not run there (`blocked`: why, and the fix) is said so."""
     crash = row.plugin_down and row.plugin_pod and row.config_error
     found = []
+    if blocked is not None:
+        found.append(
+            Diagnosis(
+                "kubelet",
+                "error",
+                f"node/{row.node}",
+                f"no device plugin pod runs on node {row.node}: {blocked[0]}",
+                (row.explain(),),
+                blocked[1],
+            )
+        )
     if crash:
         found.append(
             Diagnosis(
@@ -186,6 +244,8 @@ def _survey(row: NodeStatus) -> list[Diagnosis]:
         )
     for problem in row.problems:
         if crash and (problem == row.config_error or problem.startswith("plugin pod ")):
+            continue
+        if blocked is not None and problem.startswith("no device plugin pod"):
             continue
         found.append(
             Diagnosis(

@@ -52,6 +52,8 @@ class PluginOnNode:
     namespace: str = ""
     container: str = ""
     selector: str = ""
+    blocked: str = ""  # why its DaemonSet runs no pod there (an untolerated taint), if known
+    fix: str = ""  # the toleration to add, with `blocked`
 
 
 def kubelet(
@@ -105,6 +107,17 @@ def _refusal(pod: Pod, events: Sequence[Event]) -> list[Diagnosis]:
 def _plugin(pod: Pod, plugin: PluginOnNode) -> list[Diagnosis]:
     if not plugin.known:
         return []
+    if plugin.pod is None and plugin.blocked:
+        return [
+            Diagnosis(
+                "kubelet",
+                "error",
+                f"node/{pod.node}",
+                f"no device plugin pod runs on node {pod.node}: {plugin.blocked}",
+                (f"no pod matching {plugin.selector} in {plugin.namespace} on {pod.node}",),
+                plugin.fix,
+            )
+        ]
     if plugin.pod is None:
         return [
             Diagnosis(

@@ -6,7 +6,8 @@ JSON path, including one inside a ConfigMap value, back to a file, line and colu
 Must not validate shapes (that is `schema.py`) or build domain objects. `yaml` is
 imported inside functions so that `--help` stays fast.
 
-This module is the public face; the nouns live beside it: `parsing` (text to documents),
+This module is the public face; the nouns live beside it: `encoding` (a file's bytes to text,
+as NVIDIA's reader decodes them), `parsing` (text to documents),
 `conversion` (nodes to plain data, with the YAML-level findings), `locating` (`Document`,
 and placing findings in the file once every check has run).
 """
@@ -18,8 +19,10 @@ from kubectl_gpu.documents.conversion import (
     MAX_NODES,
     MAX_NUMBER_CHARS,
     NON_DECIMAL,
+    TAGGED_STRING,
     VALUE_CODES,
 )
+from kubectl_gpu.documents.encoding import decode
 from kubectl_gpu.documents.locating import Document, Unplaced, place_all
 from kubectl_gpu.documents.parsing import (
     C_LOADER_MAX_INDICATORS,
@@ -36,9 +39,11 @@ __all__ = [
     "MAX_NODES",
     "MAX_NUMBER_CHARS",
     "NON_DECIMAL",
+    "TAGGED_STRING",
     "VALUE_CODES",
     "Document",
     "Unplaced",
+    "decode",
     "load_documents",
     "load_nested",
     "place_all",

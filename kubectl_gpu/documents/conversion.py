@@ -1,10 +1,10 @@
 """From YAML nodes to plain data as NVIDIA's Go tools read it, with what a plain load hides.
 
-Owns building plain data from a composed node tree (merge keys and key names as Go's yaml.v2
-resolves them, timestamps kept as text) and the YAML-level findings no schema can see:
-duplicate keys, YAML 1.1 booleans, numbers the parsers read differently, null keys, alias
-bombs and pathological nesting. The findings carry paths only: `locating.place_all` places
-them. Must not parse text (`parsing.py`).
+Owns building plain data from a composed node tree (merge keys, key names and explicit tags
+as Go's yaml.v2 resolves them, timestamps kept as text) and the YAML-level findings no schema
+can see: duplicate keys, YAML 1.1 booleans, numbers the parsers read differently, null keys,
+alias bombs and pathological nesting. The findings carry paths only: `locating.place_all`
+places them. Must not parse text (`parsing.py`).
 """
 
 from __future__ import annotations
@@ -25,11 +25,18 @@ MAX_DEPTH = 64
 # ints over 4,300 digits and reading a long one costs time quadratic in its length.
 MAX_NUMBER_CHARS = 32
 _YAML11_BOOLEANS = {"yes", "no", "on", "off"}  # y and n: see scalars.py
+# yaml.v2's resolve.go: the tags it checks a scalar against (`!!int x` fails); a scalar with
+# any other tag (`!foo`, the non-specific `!`, `!!set`, a verbatim `!<...>`) is the string
+# as written. The tags of mappings and sequences are not looked at.
+_YAML_ORG = "tag:yaml.org,2002:"
+_CHECKED_TAGS = frozenset({"str", "bool", "int", "float", "timestamp", "null", "binary"})
+_GO_NULLS = frozenset({"", "~", "null", "Null", "NULL"})
 
 # Findings about a scalar the loader keeps as text: the schema's "expected an integer, found
 # the string …" at the same place says nothing more (validation drops it).
 VALUE_CODES = frozenset({"yaml.bad-scalar", "yaml.number-too-large", "yaml.sexagesimal-number"})
 NON_DECIMAL = "yaml.non-decimal-number"
+TAGGED_STRING = "yaml.tag-makes-string"  # an error where a field wants the value untagged
 
 
 class _TooComplex(Exception):
@@ -166,12 +173,15 @@ class _Converter:
         return merged
 
     def _scalar(self, node: yaml.Node, path: Path) -> Any:
+        written = self._written_tag(node)
+        if written is not None and (read := self._explicit(node, written, path)) is not _CHECK:
+            return read
         tag = node.tag.rsplit(":", 1)[-1]
-        if tag in ("timestamp", "binary"):
+        if tag == "timestamp":
             return node.value  # keep JSON-compatible: the schemas never want dates
         if tag == "bool" and node.value.lower() in _YAML11_BOOLEANS:
             self._found.append(_ambiguous_boolean(node.value, path))
-        if tag in ("int", "float"):
+        elif tag in ("int", "float"):
             problem = _number_problem(node.value, tag, path)
             if problem is not None:
                 self._found.append(problem)
@@ -187,6 +197,9 @@ class _Converter:
                 self._found.append(_ambiguous_boolean(node.value, path))
             if as_go is not scalars.UNCHANGED:
                 return as_go
+        return self._constructed(node, path)
+
+    def _constructed(self, node: yaml.Node, path: Path) -> Any:
         try:
             return self._constructor.construct_object(node)
         except (ValueError, LookupError, TypeError, ArithmeticError, self._yaml.YAMLError):
@@ -194,10 +207,38 @@ class _Converter:
             self._found.append(_bad_scalar(node, path))
             return node.value
 
+    def _explicit(self, node: yaml.Node, written: str, path: Path) -> Any:
+        """A scalar with the explicit tag `written`, as Go reads it (or `_CHECK`)."""
+        read = _explicitly_tagged(node, written, path)
+        if node.tag == _YAML_ORG + "timestamp" and self._plain_type(node.value) != "timestamp":
+            text = _shown(node.value)
+            read = _tag_refused(node, path, f"cannot decode !!str `{text}` as a !!timestamp")
+        elif node.tag == _YAML_ORG + "int" and isinstance(
+            scalars.go_plain(node.value, "str"), float
+        ):
+            # beyond int64 and uint64, Go resolves the digits as a float, then refuses the tag
+            text = _shown(node.value)
+            read = _tag_refused(node, path, f"cannot decode !!float `{text}` as a !!int")
+        if isinstance(read, Finding):
+            self._found.append(read)
+            return node.value
+        if read is not _CHECK and not getattr(node, "style", None):
+            if self._plain_type(node.value) != "str":
+                self._found.append(_made_string(written, node.value, path))
+        return read
+
     def _key(self, node: yaml.ScalarNode, path: Path) -> str | None:
         """The key as upstream names it: Go converts a plain `on`, `1.0` or `~` key to JSON as
         "true", "1" or nothing at all (the file is refused)."""
-        if getattr(node, "style", None) or self._tagged(node):
+        written = self._written_tag(node)
+        if written is not None:
+            read = _explicitly_tagged(node, written, (*path, node.value))
+            if isinstance(read, Finding):
+                self._found.append(dataclasses.replace(read, at_key=True))
+                return None
+            if isinstance(read, str):
+                return read
+        if getattr(node, "style", None) or written is not None:
             return str(node.value)
         tag = node.tag.rsplit(":", 1)[-1]
         key = scalars.go_key(node.value, tag)
@@ -209,12 +250,88 @@ class _Converter:
             self._found.append(_key_renamed(node.value, key, (*path, key)))
         return key
 
+    def _plain_type(self, text: str) -> str:
+        """The short tag YAML gives `text` written plain, without a tag (`4` is an int)."""
+        if not hasattr(self, "_resolver"):
+            self._resolver = self._yaml.resolver.Resolver()
+        tag: str = self._resolver.resolve(  # type: ignore[no-untyped-call]
+            self._yaml.ScalarNode, text, (True, False)
+        )
+        return tag.rsplit(":", 1)[-1]
+
     def _tagged(self, node: yaml.Node) -> bool:
         """True when the scalar carries an explicit tag (`!!str 4`): Go honours it too."""
+        return self._written_tag(node) is not None
+
+    def _written_tag(self, node: yaml.Node) -> str | None:
+        """The scalar's explicit tag as written (`!`, `!!int`, `!foo`, `!<...>`), or None.
+
+        PyYAML resolves the non-specific `!` as if the scalar were plain (`! 4` is an int);
+        Go reads it as a string, so the written form is what tells them apart.
+        """
         text = self._text[node.start_mark.index : node.end_mark.index]
         if text.startswith("&"):  # an anchor comes before the tag
-            text = text.split(None, 1)[1] if " " in text else ""
-        return text.startswith("!")
+            text = text.split(None, 1)[1] if len(text.split(None, 1)) > 1 else ""
+        if not text.startswith("!"):
+            return None
+        return text.split(None, 1)[0] if text[1:2] != "<" else text[: text.find(">") + 1]
+
+
+class _Check:
+    """Marker: a tag Go checks the scalar against, as PyYAML does: read it as before."""
+
+
+_CHECK = _Check()
+
+
+def _explicitly_tagged(node: yaml.Node, written: str, path: Path) -> Any:
+    """A scalar with an explicit tag, as Go's yaml.v2 reads it: the value, a finding (Go
+    refuses the file), or `_CHECK` where PyYAML's reading already agrees.
+
+    A tag Go does not check (`!`, `!foo`, `!!set`, `!<tag:example.com:x>`) gives the string
+    as written; `!!null` takes only the null spellings; `!!binary` is decoded (base64, then
+    the bytes as UTF-8, each invalid byte read as U+FFFD, as Go's JSON encoding does).
+    """
+    short = node.tag[len(_YAML_ORG) :] if node.tag.startswith(_YAML_ORG) else None
+    if written == "!" or short not in _CHECKED_TAGS:
+        return str(node.value)
+    if short == "null" and node.value not in _GO_NULLS:
+        return _tag_refused(node, path, f"cannot decode !!str `{_shown(node.value)}` as a !!null")
+    if short == "binary":
+        import base64
+        import binascii
+
+        try:
+            raw = base64.b64decode(node.value.replace("\n", "").replace("\r", ""), validate=True)
+        except (binascii.Error, ValueError):
+            return _tag_refused(node, path, "!!binary value contains invalid base64 data")
+        return raw.decode("utf-8", "replace")
+    return _CHECK
+
+
+def _made_string(written: str, text: str, path: Path) -> Finding:
+    """A tag Go does not check turns what reads as a number (or a boolean, or null) into text.
+    A warning: `validation` makes it the error where a field then wants the number."""
+    value = _shown(text)
+    return findings.warning(
+        path,
+        TAGGED_STRING,
+        f"the tag '{written}' makes {value} the string '{value}' to NVIDIA's Go YAML reader "
+        "(it reads a scalar whose tag it does not check as the text written)",
+        f"remove the tag: write {value}",
+    )
+
+
+def _tag_refused(node: yaml.Node, path: Path, upstream: str) -> Finding:
+    value = _shown(node.value)
+    tag = node.tag.replace(_YAML_ORG, "!!")
+    return findings.error(
+        path,
+        "yaml.bad-scalar",
+        f"'{value}' is not a valid {tag} value: NVIDIA's Go YAML reader refuses the file "
+        f'("{upstream}")',
+        "remove the tag, or write a value of that type",
+    )
 
 
 def _null_key(text: str, path: Path) -> Finding:

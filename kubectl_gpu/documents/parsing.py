@@ -1,7 +1,9 @@
 """Parsing YAML text into documents, safely: the file's own, and those a ConfigMap value holds.
 
-Owns choosing the parser (libyaml when the nesting is safe for its C stack, Go's anchor
-rules when PyYAML refuses a redefined anchor), the limits on documents, syntax errors in the
+Owns choosing the parser (libyaml when the nesting is safe for its C stack; a Python parser
+with the grammar of NVIDIA's Go reader, go.yaml.in/yaml/v2, where the text uses a part of
+YAML on which the two disagree: directives, the `\\/` and `\\'` escapes, a redefined
+anchor), byte-order marks Go's reader misreads, the limits on documents, syntax errors in the
 user's words, and the offsets of a nested text in its file. Findings come back unplaced
 (`locating.place_all` places them), except those the parser's own marks place.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from typing import TYPE_CHECKING, Any
 
 from kubectl_gpu import findings
@@ -22,6 +25,12 @@ if TYPE_CHECKING:
 
 MAX_DOCUMENTS = 10_000  # a file of configs or manifests holds tens; a million is an attack
 C_LOADER_MAX_INDICATORS = 10_000
+# Where PyYAML's grammar (YAML 1.1 with parts of 1.2) and Go's yaml.v2 (YAML 1.1) differ, in
+# text a config may hold: a directive, a `\\/` escape (1.2 only: Go refuses it), a `\\'`
+# escape (Go reads it, PyYAML refuses it). Text that holds none is read by libyaml as before.
+_GO_GRAMMAR = re.compile("^\ufeff*%|\\\\[/']", re.MULTILINE)
+# Byte-order marks at the start of a line (or right after the file's own BOM).
+_STRAY_BOMS = re.compile("(?:(?<=[\r\n])|(?<=^\ufeff))\ufeff+")
 
 
 def read(text: str, file: str, line_base: int = 0) -> tuple[list[Document], list[Unplaced]]:
@@ -31,11 +40,18 @@ def read(text: str, file: str, line_base: int = 0) -> tuple[list[Document], list
     syntax error stops parsing at that document, as any YAML parser would. `line_base` is
     where `text` starts in its file, for line numbers quoted in messages.
     """
+    strays = _stray_boms(text, file, line_base) if "\ufeff" in text[1:] else []
+    if strays:  # reported; the rest of the file is read as written, without them
+        text = _STRAY_BOMS.sub("", text)
+    # The encoding mark: every reader skips it. Without it the node marks index the text
+    # alike whichever parser reads it (libyaml counts from after it, PyYAML from before).
+    text = text.removeprefix("\ufeff")
     try:
-        return _read(text, file, line_base, _loader_for(text))
+        docs, found = _read(text, file, line_base, _loader_for(text))
     except _AnchorRedefined:
         # Legal YAML that PyYAML refuses; Go's yaml.v2 lets each alias use the latest anchor.
-        return _read(text, file, line_base, _go_anchors_loader())
+        docs, found = _read(text, file, line_base, _go_loader())
+    return docs, strays + found
 
 
 class _AnchorRedefined(Exception):
@@ -59,7 +75,7 @@ def _read(
             docs.append(doc)
             problems.extend((doc, f) for f in found)
     except yaml.MarkedYAMLError as e:
-        if "duplicate anchor" in str(e) and loader is not _go_anchors_loader():
+        if "duplicate anchor" in str(e) and loader is not _go_loader():
             raise _AnchorRedefined from e
         problems.append((None, _syntax_finding(e, file)))
     except RecursionError:
@@ -79,18 +95,86 @@ def _read(
 
 
 @functools.lru_cache(maxsize=1)
-def _go_anchors_loader() -> Any:
-    """PyYAML's pure-Python safe loader, but a second `&name` replaces the first, as in Go."""
+def _go_loader() -> Any:
+    """PyYAML's pure-Python safe loader with the grammar of Go's yaml.v2 where they differ.
+
+    - a second `&name` replaces the first (PyYAML refuses the file);
+    - only `%YAML 1.1` is read: 1.0 or 1.2 is "found incompatible YAML document", and a
+      directive other than %YAML and %TAG is "found unknown directive name" (PyYAML reads
+      any 1.x and ignores unknown directives);
+    - the escapes of a double-quoted scalar are YAML 1.1's: `\\/` is "found unknown escape
+      character", `\\'` is an apostrophe (PyYAML the other way round).
+    """
     import yaml
 
-    class GoAnchorsLoader(yaml.SafeLoader):
+    escapes = {k: v for k, v in yaml.SafeLoader.ESCAPE_REPLACEMENTS.items() if k != "/"}
+
+    class GoLoader(yaml.SafeLoader):
+        ESCAPE_REPLACEMENTS = {**escapes, "'": "'"}  # type: ignore[misc]
+
         def compose_node(self, parent: Any, index: Any) -> Any:
             if not self.check_event(yaml.AliasEvent):
                 event = self.peek_event()  # type: ignore[no-untyped-call]
                 self.anchors.pop(event.anchor, None)
             return super().compose_node(parent, index)
 
-    return GoAnchorsLoader
+        def process_directives(self) -> Any:
+            version, handles = None, {}
+            while self.check_token(yaml.DirectiveToken):
+                token = self.get_token()  # type: ignore[no-untyped-call]
+                if token.name == "YAML":
+                    if version is not None:
+                        _directive_error("found duplicate %YAML directive", token)
+                    version = tuple(token.value)
+                    if version != (1, 1):
+                        _directive_error("found incompatible YAML document", token)
+                elif token.name == "TAG":
+                    handle, prefix = token.value
+                    if handle in handles:
+                        _directive_error("found duplicate %TAG directive", token)
+                    handles[handle] = prefix
+                else:
+                    _directive_error("found unknown directive name", token)
+            self.yaml_version = version
+            self.tag_handles = {**self.DEFAULT_TAGS, **handles}
+            return version, (dict(handles) or None)
+
+    return GoLoader
+
+
+def _directive_error(problem: str, token: Any) -> None:
+    import yaml
+
+    raise yaml.parser.ParserError(
+        "while reading a directive (NVIDIA's Go YAML reader knows only %YAML 1.1 and %TAG)",
+        None,
+        problem,
+        token.start_mark,
+    )
+
+
+def _stray_boms(text: str, file: str, line_base: int) -> list[Unplaced]:
+    """A byte-order mark at the start of a line, other than the file's first character.
+
+    Go's yaml.v2 skips a BOM there and then misreads what follows: with two at the start of
+    the file it reads only the first line, and a BOM on a later line drops or misplaces the
+    key after it. The config NVIDIA runs is then not the one written, so it is an error.
+    Placed by line; `configs.before` drops those after the first document (never read).
+    """
+    found: list[Unplaced] = []
+    for match in _STRAY_BOMS.finditer(text):  # never the file's first character
+        line = text.count("\n", 0, match.start()) + 1 + line_base
+        problem = findings.error(
+            (),
+            "yaml.stray-bom",
+            f"a byte-order mark (U+FEFF) starts line {line}: NVIDIA's Go YAML reader skips it "
+            "and misreads what follows (with two at the start of a file it reads only the "
+            "first line), so the device plugin or mig-parted runs a config other than the "
+            "one written",
+            "remove the byte-order mark: save the file as UTF-8 without BOM",
+        )
+        found.append((None, problem.located(file, line, 1)))
+    return found
 
 
 def _too_many_documents(root: Any, file: str, line_base: int) -> Finding:
@@ -113,6 +197,8 @@ def _loader_for(text: str) -> Any:
     """
     import yaml
 
+    if _GO_GRAMMAR.search(text):
+        return _go_loader()
     if _nesting_bound(text) < C_LOADER_MAX_INDICATORS and hasattr(yaml, "CSafeLoader"):
         return yaml.CSafeLoader
     return yaml.SafeLoader
@@ -137,11 +223,28 @@ def _nesting_bound(text: str) -> int:
     return flow + 2 * (widest + 1)
 
 
-def read_nested(outer: Document, path: Path, text: str) -> tuple[list[Document], list[Unplaced]]:
-    """Parse `text`, the string value at `path` in `outer`, keeping lines relative to the file."""
+def read_nested(
+    outer: Document, path: Path, text: str, *, exact: bool = True, first_only: bool = False
+) -> tuple[list[Document], list[Unplaced]]:
+    """Parse `text`, the string value at `path` in `outer`, keeping lines relative to the file.
+    `exact=False`: the text is not written as such in the file (base64), so its findings are
+    placed on the value's first line. `first_only`: the text is a config file, of which
+    upstream reads only the first document: what the parser found after it is dropped here,
+    while its own lines are still known."""
     value_node = walk(outer.root, path, False)
-    line_base, column_base, exact = nested_offsets(outer, value_node)
+    line_base, column_base, placed = nested_offsets(outer, value_node)
+    exact = exact and placed
     docs, problems = read(text, outer.file, line_base if exact else 0)
+    if first_only and len(docs) > 1 and docs[1].root is not None:
+        start = docs[1].root.start_mark.line + 1 + (line_base if exact else 0)
+        problems = [
+            (d, f)
+            for d, f in problems
+            if d is not None
+            or f.line is None
+            or f.line < start
+            or f.code == "yaml.too-many-documents"
+        ]
     shifted = {
         id(d): dataclasses.replace(
             d, line_base=line_base, column_base=column_base, exact=exact, at=path

@@ -15,6 +15,7 @@ standard library only.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -128,38 +129,16 @@ def _pod_row(
         else (isolation.Limit(isolation.UNKNOWN))
     )
     device = f"mig {s.label('GPU_I_PROFILE')}" if mig else (f"::{vgpu}" if vgpu else "gpu")
+    row = functools.partial(
+        TopRow, node, _int(s.label("gpu")), uuid, s.label("modelName"), POD, device, None,
+        namespace=namespace, pod=pod, container=container, limit=limit,
+    )  # fmt: skip
     if not own:  # the device's figures: shown on the GPU row only, never as the pod's
-        return TopRow(
-            node,
-            _int(s.label("gpu")),
-            uuid,
-            s.label("modelName"),
-            POD,
-            device,
-            None,
-            namespace=namespace,
-            pod=pod,
-            container=container,
-            sm_unavailable=DEVICE_COPY,
-            limit=limit,
-            note=COPY_NOTE,
-            copied=True,
-        )
-    return TopRow(
-        node,
-        _int(s.label("gpu")),
-        uuid,
-        s.label("modelName"),
-        POD,
-        device,
-        None,
-        namespace=namespace,
-        pod=pod,
-        container=container,
+        return row(sm_unavailable=DEVICE_COPY, note=COPY_NOTE, copied=True)
+    return row(
         memory_used=int(used * _MIB) if used is not None else None,
         sm_percent=_int_value(util) if not mig else None,
         sm_unavailable="mig" if mig else (None if util is not None else "not-read"),
-        limit=limit,
     )
 
 

@@ -14,11 +14,19 @@ of kinds), `configs` (one config document), `holders` (ConfigMaps, Helm values, 
 
 from __future__ import annotations
 
+import dataclasses
+
 from kubectl_gpu import documents, findings
 from kubectl_gpu.documents import Document, Unplaced
 from kubectl_gpu.findings import Finding
 from kubectl_gpu.validation import holders
-from kubectl_gpu.validation.configs import before, ignored_document, unrecognised, validate_as
+from kubectl_gpu.validation.configs import (
+    before,
+    ignored_document,
+    unread_syntax,
+    unrecognised,
+    validate_as,
+)
 from kubectl_gpu.validation.kinds import (
     AUTO,
     CONFIGMAP,
@@ -28,6 +36,7 @@ from kubectl_gpu.validation.kinds import (
     LIST,
     Kind,
     detect,
+    file_kind,
     with_dra,
 )
 from kubectl_gpu.validation.reports import DocumentReport, FileReport
@@ -52,6 +61,8 @@ def validate_text(text: str, file: str, kind: str = AUTO) -> FileReport:
     """Validate every YAML document in `text`, read from `file` (a name for messages only)."""
     docs, found = documents.read(text, file)
     kinds = with_dra(docs)
+    first_kind = file_kind(docs, kind)
+    beside = any(detect(d.data) in (CONFIGMAP, LIST, DRA) for d in docs)
     reports: list[DocumentReport] = []
     for index, doc in enumerate(docs):
         first = KINDS.get(reports[0].kind) if reports else None  # a config file upstream reads
@@ -63,9 +74,17 @@ def validate_text(text: str, file: str, kind: str = AUTO) -> FileReport:
                 found = before(docs, found)
                 found.append(ignored_document(doc, first))
             continue
-        report, doc_findings = _validate_document(doc, index, kind, kinds)
+        if beside and holders.is_other_object(doc.data):
+            # a manifest stream (kubectl apply -f): the other objects are not configs
+            reports.append(DocumentReport(index, "unknown"))
+            found.append((doc, holders.skipped(doc.data)))
+            continue
+        chosen = first_kind if index == 0 else kind
+        report, doc_findings = _validate_document(doc, index, chosen, kinds)
         reports.append(report)
         found.extend(doc_findings)
+    if reports and reports[0].kind in KINDS:
+        found = unread_syntax(docs, found, KINDS[reports[0].kind])
     placed = _without_echoes(documents.place_all(found))
     ordered = sorted(placed, key=lambda f: (f.line or 0, f.column or 0, f.pointer))
     return FileReport(file, tuple(reports), tuple(ordered))
@@ -76,19 +95,25 @@ def _without_echoes(found: list[Finding]) -> list[Finding]:
 
     A value the loader rejected (kept as text) needs no "expected an integer, found the
     string"; a hex number where a string belongs (an unquoted device-filter) needs no note
-    on its base.
+    on its base; a number a tag made a string (`! 4`) is the error, said as such, where a
+    field wants the number.
     """
     spot = _spot
     rejected = {spot(f) for f in found if f.code in documents.VALUE_CODES}
     mistyped = {spot(f) for f in found if f.code == "schema.wrong-type"}
     if not rejected and not mistyped:
         return found
+    tagged = {spot(f) for f in found if f.code == documents.TAGGED_STRING} & mistyped
     return [
-        f
+        _as_error(f) if f.code == documents.TAGGED_STRING and spot(f) in tagged else f
         for f in found
-        if not (f.code == "schema.wrong-type" and spot(f) in rejected)
+        if not (f.code == "schema.wrong-type" and spot(f) in rejected | tagged)
         and not (f.code == documents.NON_DECIMAL and spot(f) in mistyped)
     ]
+
+
+def _as_error(f: Finding) -> Finding:
+    return dataclasses.replace(f, severity=findings.Severity.ERROR)
 
 
 def _spot(f: Finding) -> tuple[int | None, int | None, str]:

@@ -26,32 +26,105 @@ def validate_as(doc: Document, kind: Kind) -> list[Unplaced]:
     if doc.data is None:
         return []
     data, found = kind.read(doc.data)
+    nulls = _null_device_indices(data, kind)
     if kind.schema:
-        found = found + schema.check_structure(data, kind.schema)
+        structure = schema.check_structure(data, kind.schema)
+        found = found + [f for f in structure if not (f.code == _WRONG_TYPE and f.path in nulls)]
     if isinstance(data, Mapping):
         found = found + kind.check(data)
-    return about(doc, found)
+    return about(doc, found + list(nulls.values()))
+
+
+_WRONG_TYPE = "schema.wrong-type"
+
+
+def _null_device_indices(data: Any, kind: Kind) -> dict[tuple[Any, ...], Finding]:
+    """`devices: [0, null]`: Go decodes null into an int as 0, so upstream targets GPU 0 (a
+    second time, here). An error that says so, in place of "expected an integer"."""
+    if not isinstance(data, Mapping):
+        return {}
+    if kind.name == "mig-config":
+        code, tool = "mig.null-device-index", "mig-parted"
+        entries = _entries(data, ("mig-configs",), ())
+    elif kind.name == "device-plugin-config":
+        code, tool = "sharing.null-device-index", "the device plugin"
+        entries = _entries(data, ("sharing",), ("resources",))
+    else:
+        return {}
+    found: dict[tuple[Any, ...], Finding] = {}
+    for at, entry in entries:
+        devices = entry.get("devices") if isinstance(entry, Mapping) else None
+        if not isinstance(devices, list) or None not in devices:
+            continue
+        twice = " a second time" if devices.count(None) + devices.count(0) > 1 else ""
+        for index in (i for i, item in enumerate(devices) if item is None):
+            path = (*at, "devices", index)
+            found[path] = findings.error(
+                path,
+                code,
+                f"null is not a GPU index: {tool} reads it as 0, so this entry targets "
+                f"GPU 0{twice}",
+                "write the GPU index, or remove the item",
+            )
+    return found
+
+
+def _entries(
+    data: Mapping[str, Any], table: tuple[str, ...], inner: tuple[str, ...]
+) -> list[tuple[tuple[Any, ...], Any]]:
+    """The list entries two levels down: `mig-configs.NAME[i]`, `sharing.BLOCK.resources[i]`."""
+    found: list[tuple[tuple[Any, ...], Any]] = []
+    outer = data.get(table[0])
+    for name, value in outer.items() if isinstance(outer, Mapping) else ():
+        for key in inner:
+            value = value.get(key) if isinstance(value, Mapping) else None
+        if isinstance(value, list):
+            found += [((*table, name, *inner, i), entry) for i, entry in enumerate(value)]
+    return found
 
 
 def before(docs: list[Document], found: list[Unplaced]) -> list[Unplaced]:
     """The findings about the first document (the YAML loader's, about later documents,
     go: upstream never parses them), and the one saying the file was not read to its end.
 
-    A finding the parser placed itself stays when it lies before the second document."""
+    A finding the parser placed itself stays when it lies before the second document (in a
+    nested text placed only roughly, `documents.read_nested(first_only=True)` has dropped
+    those after it already)."""
     first, second = docs[0], docs[1]
     start, _ = second.locate(())
     if start is None or not second.exact:
-        return found
+        start = None
     kept = [
         (doc, f)
         for doc, f in found
-        if doc is first or (doc is None and (f.line is None or f.line < start))
+        if doc is first or (doc is None and (start is None or f.line is None or f.line < start))
     ]
     return kept + [
         (doc, f)
         for doc, f in found
         if f.code == "yaml.too-many-documents" and not any(f is k for _, k in kept)
     ]
+
+
+def unread_syntax(docs: list[Document], found: list[Unplaced], kind: Kind) -> list[Unplaced]:
+    """A syntax error after a first document that parsed: in a later document, which upstream
+    never reads (Go's reader stops after the first), so it is a warning saying so."""
+    if not docs:
+        return found
+    kept: list[Unplaced] = []
+    for doc, f in found:
+        if doc is None and f.code == "yaml.syntax":
+            problem = findings.warning(
+                f.path,  # a ConfigMap value's, for one
+                "document.ignored",
+                f"a later YAML document in this {kind.title} file is not valid YAML "
+                f"({f.message.removeprefix('invalid YAML: ')}); upstream reads only the first "
+                "document of the file, so this one never matters to it",
+                "remove the later documents, or put each config in its own file",
+            )
+            f = problem.located(f.file or "", f.line, f.column)
+        kept.append((doc, f))
+    return kept
 
 
 def ignored_document(doc: Document, kind: Kind) -> Unplaced:

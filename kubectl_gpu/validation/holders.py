@@ -1,9 +1,11 @@
 """Documents that hold other documents: ConfigMaps, Helm values files and kubectl Lists.
 
-Owns finding the configs such a document embeds (YAML strings under `data`, or under the
-chart's values; objects under `items`), checking each as its own kind, and the rules about
-the holder itself: a ConfigMap key a node label can select, the chart's default config and
-its two config sources. Findings come back unplaced, each with the document that places it.
+Owns finding the configs such a document embeds (YAML strings under `data`, base64 under a
+ConfigMap's `binaryData`, or under the chart's values; objects under `items`, ConfigMaps
+included, as `kubectl get cm -o yaml` prints them), checking each as its own kind, and the
+rules about the holder itself: a ConfigMap key a node label can select, the chart's default
+config and its two config sources. Findings come back unplaced, each with the document that
+places it.
 """
 
 from __future__ import annotations
@@ -19,10 +21,21 @@ from kubectl_gpu.validation.configs import (
     about,
     before,
     ignored_document,
+    unread_syntax,
     unrecognised,
     validate_as,
 )
-from kubectl_gpu.validation.kinds import CONFIGMAP, DRA, HELM_VALUES, KINDS, LIST, Kind, detect
+from kubectl_gpu.validation.kinds import (
+    AUTO,
+    CONFIGMAP,
+    DRA,
+    HELM_VALUES,
+    KINDS,
+    LIST,
+    Kind,
+    detect,
+    file_kind,
+)
 from kubectl_gpu.validation.reports import DocumentReport
 
 # A ConfigMap key is selected by the node label nvidia.com/device-plugin.config=<key>,
@@ -33,15 +46,54 @@ _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 def validate_list(
     doc: Document, index: int, kinds: dict[str, Kind]
 ) -> tuple[DocumentReport, list[Unplaced]]:
-    """A kubectl List (`kubectl get resourceclaims -o yaml`): each item on its own."""
+    """A kubectl List (`kubectl get resourceclaims -o yaml`, `kubectl get cm -o yaml`): each
+    item on its own; an object of another kind beside them is skipped with a note."""
     found: list[Unplaced] = []
     keys: list[tuple[str, str]] = []
-    for position, item in enumerate(doc.data["items"]):
+    items = doc.data["items"]
+    known = [detect(item) in (DRA, CONFIGMAP) for item in items]
+    for position, item in enumerate(items):
         item_kind = detect(item)
+        at = ("items", position)
+        if item_kind == CONFIGMAP:
+            item_found, item_keys = _configmap(doc, at)
+            keys.append((str(position), CONFIGMAP))
+            keys.extend((f"{position}/{key}", kind) for key, kind in item_keys)
+            found += item_found
+            continue
         keys.append((str(position), item_kind if item_kind == DRA else "unknown"))
-        problems = kinds[DRA].check(item) if item_kind == DRA else [unrecognised(item)]
-        found += about(doc, [f.under(("items", position)) for f in problems])
+        if item_kind == DRA:
+            problems = kinds[DRA].check(item)
+        elif any(known) and is_other_object(item):
+            problems = [skipped(item)]
+        else:
+            problems = [unrecognised(item)]
+        found += about(doc, [f.under(at) for f in problems])
     return DocumentReport(index, LIST, tuple(keys)), found
+
+
+def is_other_object(data: Any) -> bool:
+    """A Kubernetes object of a kind `validate` does not check (a Deployment, a Secret)."""
+    return (
+        isinstance(data, dict)
+        and isinstance(data.get("kind"), str)
+        and "apiVersion" in data
+        and detect(data) == "unknown"
+    )
+
+
+def skipped(data: dict[str, Any]) -> Finding:
+    """The note on an object beside the configs of a file, which `validate` does not check."""
+    metadata = data.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    what = f"{data.get('kind')}" + (f" {name}" if name else "")
+    return findings.warning(
+        (),
+        "document.skipped",
+        f"skipped the {what}: not a config kubectl gpu validates (the configs beside it are "
+        "checked)",
+        "nothing to do; validate only the ConfigMaps with -f on a file holding them alone",
+    )
 
 
 def validate_configmap(doc: Document, index: int) -> tuple[DocumentReport, list[Unplaced]]:
@@ -56,18 +108,74 @@ def validate_configmap(doc: Document, index: int) -> tuple[DocumentReport, list[
             "kubectl get configmap NAME -o yaml",
         )
         return DocumentReport(index, CONFIGMAP), [(doc, problem)]
-    found = about(doc, schema.check_structure(doc.data, "configmap.v1"))
-    data = doc.data.get("data")
-    if not isinstance(data, dict):
-        return DocumentReport(index, CONFIGMAP), found
+    found, keys = _configmap(doc, ())
+    return DocumentReport(index, CONFIGMAP, tuple(keys)), found
+
+
+def _configmap(doc: Document, at: Path) -> tuple[list[Unplaced], list[tuple[str, str]]]:
+    """The ConfigMap at `at` in `doc`: its structure, each `data` value and each `binaryData`
+    value (base64 of the file the node mounts) as the config it holds."""
+    cm = doc.data
+    for part in at:  # ("items", 3) in a List
+        cm = cm[part]
+    structure = schema.check_structure(cm, "configmap.v1")
+    if isinstance(cm.get("binaryData"), dict) and "data" not in cm:  # data is optional then
+        structure = [
+            f for f in structure if not (f.code == "schema.missing-field" and "data" in f.message)
+        ]
+    found = about(doc, [f.under(at) for f in structure])
     keys: list[tuple[str, str]] = []
-    for key, value in data.items():
+    data = cm.get("data")
+    for key, value in data.items() if isinstance(data, dict) else ():
         if not isinstance(value, str):
             continue  # the structure check reported it
-        value_kind, value_findings = _validate_value(doc, ("data", key), value)
+        value_kind, value_findings = _validate_value(doc, (*at, "data", key), value)
         keys.append((key, value_kind))
         found.extend(value_findings)
-    return DocumentReport(index, CONFIGMAP, tuple(keys)), found
+    binary = cm.get("binaryData")
+    for key, value in binary.items() if isinstance(binary, dict) else ():
+        path = (*at, "binaryData", key)
+        text, problem = _binary_text(path, value)
+        if problem is not None:
+            found.extend(about(doc, [problem]))
+            continue
+        value_kind, value_findings = _validate_value(doc, path, text, encoded=True)
+        keys.append((key, value_kind))
+        found.extend(value_findings)
+    return found, keys
+
+
+def _binary_text(path: Path, value: Any) -> tuple[str, Finding | None]:
+    """The text of a `binaryData` value: base64 (Kubernetes refuses anything else), then the
+    bytes decoded as NVIDIA's YAML reader decodes a file (UTF-8, or UTF-16 after its BOM)."""
+    import base64
+    import binascii
+
+    from kubectl_gpu.documents import decode
+
+    raw = None
+    if isinstance(value, str):
+        try:
+            raw = base64.b64decode(value.replace("\n", "").replace("\r", ""), validate=True)
+        except (binascii.Error, ValueError):
+            raw = None
+    if raw is None:
+        return "", findings.error(
+            path,
+            "configmap.bad-binary-data",
+            "a binaryData value must be base64 text: Kubernetes refuses the ConfigMap",
+            "encode the file with base64 -w0, or move the config under data as text",
+        )
+    try:
+        return decode(raw), None
+    except UnicodeDecodeError as e:
+        return "", findings.error(
+            path,
+            "configmap.bad-binary-data",
+            f"the file this binaryData value holds is not text (byte {e.start}): the device "
+            "plugin and mig-parted read UTF-8, or UTF-16 after a byte-order mark",
+            "store the config as UTF-8 text, under data",
+        )
 
 
 def validate_helm_values(
@@ -127,13 +235,16 @@ def _check_one_config_source(data: dict[str, Any]) -> list[Finding]:
     return [problem]
 
 
-def _validate_value(doc: Document, path: Path, text: str) -> tuple[str, list[Unplaced]]:
+def _validate_value(
+    doc: Document, path: Path, text: str, *, encoded: bool = False
+) -> tuple[str, list[Unplaced]]:
     """The config in the string at `path`: read as a config file is, the first document only.
-    Its findings are placed by the nested documents, which know where the string is."""
-    inner_docs, found = documents.read_nested(doc, path, text)
-    value_kind = detect(inner_docs[0].data) if inner_docs else "device-plugin-config"
+    Its findings are placed by the nested documents, which know where the string is (an
+    `encoded` value, base64, only by the key's line)."""
+    inner_docs, found = documents.read_nested(doc, path, text, exact=not encoded, first_only=True)
+    value_kind = file_kind(inner_docs, AUTO)
     for index, inner in enumerate(inner_docs):
-        inner_kind = detect(inner.data)
+        inner_kind = value_kind if index == 0 else detect(inner.data)
         if index == 1 and inner_kind in KINDS:  # read as a config file is: the first only
             found = before(inner_docs, found)
             found.append(ignored_document(inner, KINDS[inner_kind]))
@@ -143,6 +254,8 @@ def _validate_value(doc: Document, path: Path, text: str) -> tuple[str, list[Unp
             found.extend(validate_as(inner, KINDS[inner_kind]))
         else:
             found.append((inner, unrecognised(inner.data)))
+    if value_kind in KINDS:
+        found = unread_syntax(inner_docs, found, KINDS[value_kind])
     if value_kind == "device-plugin-config":
         found.extend(about(doc, _check_selectable_key(path)))
     return value_kind, found

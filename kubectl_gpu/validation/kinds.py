@@ -137,6 +137,33 @@ def detect(data: Any) -> str:
     return "device-plugin-config"
 
 
+def file_kind(docs: list[Document], kind: str) -> str:
+    """The kind the first document of a file is read as.
+
+    A config file is read by one tool, which reads only its first document: when that is
+    empty (`{}` or nothing) and a later one names the kind (`mig-configs`), the file is that
+    kind's, and so is its first document (mig-parted refuses `{}`: it has no version).
+    """
+    if not docs:
+        return kind if kind != AUTO else "device-plugin-config"
+    first = detect(docs[0].data)
+    if kind != AUTO:
+        return first if first == LIST else kind
+    if docs[0].data in (None, {}) and len(docs) > 1:
+        later = (_named_kind(d.data) for d in docs[1:])
+        return next((k for k in later if k), first)
+    return first
+
+
+def _named_kind(data: Any) -> str:
+    """The kind a document names by holding its part (`mig-configs: {...}`), or ""."""
+    kind = detect(data)
+    key = {"mig-config": "mig-configs", "mig-parted-hooks": "hooks"}.get(kind)
+    if key is None and kind != "mig-manager-gpu-clients":
+        return ""
+    return kind if key is None or isinstance(data.get(key), dict) else ""
+
+
 def with_dra(docs: list[Document]) -> dict[str, Kind]:
     """KINDS plus DRA objects, checked against the DeviceClasses this file defines too."""
     objects = [d.data for d in docs]

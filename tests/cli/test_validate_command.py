@@ -120,9 +120,20 @@ def test_an_oversized_input_is_refused_without_parsing(run_cli: Run, tmp_path: P
 
 def test_binary_input_is_refused_clearly(run_cli: Run, tmp_path: Path) -> None:
     path = tmp_path / "x.yaml"
-    path.write_bytes(b"\xff\xfe\x00garbage")
+    path.write_bytes(b"\x80\x81garbage\xff")
     result = run_cli("validate", "-f", str(path))
     assert result.exit_code == 1 and "not UTF-8 text" in result.stdout
+
+
+def test_utf16_with_a_byte_order_mark_is_read_as_nvidias_reader_reads_it(
+    run_cli: Run, tmp_path: Path
+) -> None:
+    path = tmp_path / "x.yaml"
+    path.write_bytes(GOOD.encode("utf-16"))  # Python writes the BOM first
+    assert run_cli("validate", "-f", str(path)).exit_code == 0
+    path.write_bytes(GOOD.encode("utf-16")[:-1])  # half a character at the end
+    result = run_cli("validate", "-f", str(path))
+    assert result.exit_code == 1 and "nor UTF-16 with a byte-order mark" in result.stdout
 
 
 def test_a_directory_is_walked_for_yaml_files(run_cli: Run, tmp_path: Path) -> None:
@@ -210,3 +221,31 @@ def test_commands_not_built_yet_are_not_offered(run_cli: Run) -> None:
     for name in missing:
         assert f"  {name} " not in shown
         assert run_cli(name).exit_code == 2
+
+
+def test_kubectl_get_configmaps_output_beside_a_deployment_is_validated(
+    run_cli: Run, tmp_path: Path
+) -> None:
+    """Issue 31: `kubectl get cm -o yaml` prints a List; a manifest file holds other kinds."""
+    import base64
+
+    value = GOOD.replace("name: nvidia.com/gpu", 'name: "nvidia.com\\/gpu"')  # YAML 1.2 only
+    listed = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"},
+             "data": {"escaped": value},
+             "binaryData": {"utf16": base64.b64encode(GOOD.encode("utf-16")).decode()}},
+        ],
+    }  # fmt: skip
+    deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n"
+    path = write(tmp_path, "cms.yaml", json.dumps(listed) + "\n---\n" + deployment)
+    result = run_cli("validate", "-f", path, "-o", "json")
+    assert result.exit_code == 1, result.stderr
+    (report,) = json.loads(result.stdout)["files"]
+    by_code = {f["code"]: f for f in report["findings"]}
+    assert set(by_code) == {"yaml.syntax", "document.skipped"}
+    assert by_code["yaml.syntax"]["path"] == "/items/0/data/escaped"
+    assert "unknown escape character '/'" in by_code["yaml.syntax"]["message"]
+    assert report["documents"][0]["keys"]["0/utf16"] == "device-plugin-config"

@@ -14,7 +14,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from tests.differential.render import BARE_NAMES, Style
+from tests.differential.render import BARE_NAMES, DIRECTIVES, ENCODINGS, ESCAPES, TAGS, Style
 
 BIG = 2**63  # one past Go's int
 ABSENT = object()
@@ -114,6 +114,7 @@ DEVICES = [
     ["GPU-8f4c2bbe-1111-2222-3333-444455556666"],
     "some",
     [1.5],
+    [0, None],
 ]
 ENTRY = _fields(
     name=_maybe(NAMES[:4], NAMES[4:], 0),
@@ -209,6 +210,7 @@ _MIG_DEVICES = _maybe(
         *({}, {"1g.5gb": 7}, {"1g.10gb": 2, "3g.40gb": 1}, {"1g.5gb": BIG - 1}),
         *({"2g.10gb": 1.0}, {"1g.10gb+me": 1, "1g.10gb": 5}, {"1g.10gb+gfx": 2}),
         *({"1g.10gb-me": 3}, {"1c.3g.40gb": 3}, {"7g.80gb+me": 1}, {"1g.20gb+me+gfx": 1}),
+        *({"1g.10gb": 0, "3g.40gb": 2}, {"2g.20gb": 3, "1g.10gb+me": 0}),  # a zero beside
     ],
     [
         *({"1g.5gb": 0}, {"1g.5gb": -1}, {"bogus": 1}, {"1g.5gb": BIG}),
@@ -231,10 +233,10 @@ DEVICE_FILTERS = [
 def _spec(draw: st.DrawFn) -> dict[str, Any]:
     spec = draw(
         _fields(
-            devices=_maybe(["all", [0, 1], [0]], [[-1], "some", 3, ["0"]], 0, often=15),
+            devices=_maybe(["all", [0, 1], [0]], [[-1], "some", 3, ["0"], [0, None]], 0, often=15),
             **{
                 "device-filter": _maybe(DEVICE_FILTERS, [123, "garbage", "0x1_0000_0000"], 12),
-                "mig-enabled": _maybe([True, False], ["true", 1], 0, often=15),
+                "mig-enabled": _maybe([True, False], ["true", 1], 1, often=15),
             },
         )
     )
@@ -344,15 +346,32 @@ def styles(draw: st.DrawFn, intent: Any, known: Any, mig: bool) -> tuple[Style, 
         numbers=tuple(draw(st.lists(st.sampled_from(NUMBER_FORMS), max_size=3))),
         merges=merges,
         merge_form=draw(st.sampled_from(["map", "map", "list", "before"])),
-        second_document=draw(st.sampled_from(["", "", "", "", "same", "broken"])),
+        second_document=draw(
+            st.sampled_from(["", "", "", "", "", "", "same", "broken", "not-yaml", "directive"])
+        ),
         anchors=draw(st.integers(0, 5)) == 0,
         bare_keys=draw(st.integers(0, 2)) == 0,
         special_float=(
             draw(st.sampled_from(maps)) if maps and draw(st.integers(0, 15)) == 0 else None
         ),
+        **draw(_grammar()),
     )
     map_level = any(mig or _map_decoded(p) for p in respelt)
     return style, map_level
+
+
+def _grammar() -> st.SearchStrategy[dict[str, Any]]:
+    """The YAML grammar's families where Go's yaml.v2 and PyYAML part: directives, escapes,
+    explicit tags, encodings and byte-order marks; each drawn in about one file in five."""
+    rare = lambda pool: _weighted((4, st.just(())), (1, st.lists(pool, min_size=1, max_size=3)))  # noqa: E731
+    return st.fixed_dictionaries(
+        {
+            "directive": _weighted((6, st.just("")), (1, st.sampled_from(DIRECTIVES))),
+            "escapes": rare(st.sampled_from(ESCAPES)).map(tuple),
+            "tags": rare(st.sampled_from(TAGS)).map(tuple),
+            "encoding": _weighted((5, st.just("")), (1, st.sampled_from(ENCODINGS))),
+        }
+    )
 
 
 @st.composite

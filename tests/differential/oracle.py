@@ -43,13 +43,13 @@ def build(name: str) -> Path:
     return gobins.ensure(name, quiet=True) / name
 
 
-def verdicts(program: Path, texts: list[str], *options: str) -> list[dict[str, Any]]:
-    """The oracle's verdict on each text, in order."""
+def verdicts(program: Path, texts: list[str] | list[bytes], *options: str) -> list[dict[str, Any]]:
+    """The oracle's verdict on each text (UTF-8), or each file's bytes, in order."""
     with tempfile.TemporaryDirectory(prefix="oracle-") as tmp:
         names = []
         for index, text in enumerate(texts):
             path = Path(tmp) / f"{index:05d}.yaml"
-            path.write_text(text, "utf-8")
+            path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
             names.append(str(path))
         run = subprocess.run(
             [str(program), *options, *names],

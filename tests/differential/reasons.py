@@ -41,6 +41,9 @@ STANDS_FOR: dict[str, frozenset[str]] = {
         "yaml.not-json": "yaml",
         "yaml.too-complex": "yaml",
         "yaml.bad-scalar": "type yaml",
+        "yaml.tag-makes-string": "type",
+        # a stray BOM makes Go misread the file: whatever it then says stands for it
+        "yaml.stray-bom": "yaml version type entry flags mig-spec mps-cap",
         "yaml.number-too-large": "type",
         "yaml.sexagesimal-number": "type",
         "schema.wrong-type": "type mig-spec entry",

@@ -3,13 +3,17 @@
 A `Style` says which spellings to use: key case (Unicode folding included), null for absent
 keys, YAML 1.1 booleans, other number forms (Unicode digits, tags, `.4e1`), merge keys (<<)
 and merge lists with decoys, one anchor defined many times, keys YAML reads as non-strings,
-a special float, and a second document. Each one
+a special float, a second document (the same, broken, not YAML, behind a directive),
+directives, double-quoted escapes, explicit tags (`!`, local, verbatim, `!!binary`, `!!null`)
+and the file's encoding (UTF-8 or UTF-16 with a BOM, two BOMs, a BOM on a later line or
+before a later document: `to_bytes`). Each one
 keeps the meaning for some readers and changes it for others; the differential tests let
 upstream's own code decide which.
 """
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import re
@@ -39,16 +43,55 @@ class Style:
     anchors: bool = False  # every string value anchored as &a: one anchor defined many times
     bare_keys: bool = False  # write keys like on, 1.0, ~ plain (YAML reads them as non-strings)
     special_float: tuple[Any, ...] | None = None  # a mapping that gets an extra `x: .inf`
+    directive: str = ""  # a line before `---`: %YAML 1.1, %YAML 1.2, %TAG ..., %FOO
+    escapes: tuple[str, ...] = ()  # per string met, cycled: how to write it double-quoted
+    tags: tuple[str, ...] = ()  # per scalar met, cycled: the explicit tag to write
+    encoding: str = ""  # to_bytes: "" UTF-8, or a key of ENCODINGS
+
+
+DIRECTIVES = ("%YAML 1.1", "%YAML 1.2", "%YAML 1.0", "%TAG !e! tag:example.com,2000:", "%FOO x")
+# How a string is written double-quoted: its '/' (else its first letter) as an escape; `\/`
+# is YAML 1.2 only, `\'` is YAML 1.1 only (it adds an apostrophe, so the string changes).
+ESCAPES = ("slash", "hex", "u4", "u8", "apostrophe")
+TAGS = ("bare", "local", "verbatim", "binary", "null", "core")
+ENCODINGS = ("utf-8-bom", "utf-16-le", "utf-16-be", "two-boms", "bom-later-line", "bom-later-doc")
 
 
 def to_yaml(data: Any, style: Style | None = None) -> str:
     writer = _Writer(style or Style())
     body = writer.document(data)
-    if writer.style.second_document == "same":
+    if writer.style.directive:
+        body = f"{writer.style.directive}\n---\n{body}"
+    second = writer.style.second_document
+    if second == "same":
         body += "---\n" + to_yaml(data)
-    elif writer.style.second_document == "broken":
+    elif second == "broken":
         body += "---\nversion: v2\nflags: {migStrategy: 7, x: .inf}\nmig-configs: ~\n"
+    elif second == "not-yaml":
+        body += "---\nversion: [v1\n"
+    elif second == "directive":
+        body += "...\n%YAML 1.2\n---\nversion: v2\n"
     return body
+
+
+def to_bytes(data: Any, style: Style) -> bytes:
+    """The file as written in `style`'s encoding (what the oracle and `-f` read)."""
+    text = to_yaml(data, style)
+    how = style.encoding
+    if how == "utf-16-le":
+        return b"\xff\xfe" + text.encode("utf-16-le")
+    if how == "utf-16-be":
+        return b"\xfe\xff" + text.encode("utf-16-be")
+    if how == "utf-8-bom":
+        return b"\xef\xbb\xbf" + text.encode()
+    if how == "two-boms":
+        return ("\ufeff\ufeff" + text).encode()
+    if how == "bom-later-line":  # a BOM before the file's second line
+        first, newline, rest = text.partition("\n")
+        return (first + newline + ("\ufeff" + rest if rest else "")).encode()
+    if how == "bom-later-doc":
+        return (text + "---\n\ufeffversion: v2\n").encode()
+    return text.encode()
 
 
 class _Writer:
@@ -56,6 +99,7 @@ class _Writer:
         self.style = style
         self._booleans = 0
         self._numbers = 0
+        self._counts: dict[str, int] = {}
 
     def document(self, data: Any) -> str:
         if isinstance(data, dict) and data:
@@ -137,6 +181,11 @@ class _Writer:
         )
 
     def scalar(self, value: Any) -> str:
+        tag = self._next("tags")
+        if tag:
+            tagged = _tagged(value, tag)
+            if tagged is not None:
+                return tagged
         if value is None:
             return "null"
         if isinstance(value, bool):
@@ -149,9 +198,21 @@ class _Writer:
             return repr(value) if abs(value) != float("inf") else ("-.inf" if value < 0 else ".inf")
         text = str(value)
         anchor = "&a " if self.style.anchors else ""
+        escape = self._next("escapes")
+        if escape:
+            return anchor + _escaped(text, escape)
         if _PLAIN.fullmatch(text) and text.lower() not in _RESERVED:
             return anchor + text
         return anchor + json.dumps(text)
+
+    def _next(self, field: str) -> str:
+        """The next choice of a per-scalar style field, cycled; "" when it has none."""
+        choices = getattr(self.style, field)
+        if not choices:
+            return ""
+        count = self._counts.get(field, 0)
+        self._counts[field] = count + 1
+        return str(choices[count % len(choices)])
 
     def _boolean(self, value: bool) -> str:
         if not self.style.booleans:
@@ -181,6 +242,42 @@ class _Writer:
             "arabic": sign + "".join(chr(0x0660 + int(d)) for d in digits),  # ٤: a string
         }
         return spelt.get(form, str(value)) if abs(value) < 2**53 else str(value)
+
+
+def _escaped(text: str, how: str) -> str:
+    """`text` double-quoted, one character written as an escape."""
+    quoted = json.dumps(text, ensure_ascii=False)[1:-1]
+    if how == "apostrophe":
+        return f'"{quoted}\\\'"'  # text + "'" to Go's reader; PyYAML refuses it
+    where = quoted.find("/")
+    char = "/" if where >= 0 else (quoted[:1] if quoted[:1].isalnum() else "")
+    if not char:
+        return f'"{quoted}"'
+    where = max(where, 0)
+    code = ord(char)
+    spelt = {"slash": "\\/", "hex": f"\\x{code:02x}", "u4": f"\\u{code:04X}"}.get(
+        how, f"\\U{code:08x}"
+    )
+    if how == "slash" and char != "/":
+        spelt = char
+    return f'"{quoted[:where]}{spelt}{quoted[where + 1 :]}"'
+
+
+def _tagged(value: Any, tag: str) -> str | None:
+    """`value` written with an explicit tag; None where that tag does not fit it."""
+    if isinstance(value, bool | float) or isinstance(value, dict | list):
+        return None
+    if value is None:
+        return {"null": "!!null", "core": "!!null ~", "bare": "! ''"}.get(tag)
+    text = str(value)
+    plain = text if _PLAIN.fullmatch(text) and text.lower() not in _RESERVED else json.dumps(text)
+    if isinstance(value, int):
+        core = "!<tag:yaml.org,2002:int>" if tag == "verbatim" else "!!int"
+        return {"bare": f"! {text}", "local": f"!n {text}"}.get(tag, f"{core} {text}")
+    if tag == "binary":
+        return "!!binary " + base64.b64encode(text.encode()).decode()
+    verbatim = "!<tag:yaml.org,2002:str>"
+    return {"bare": "! ", "local": "!s ", "verbatim": verbatim + " "}.get(tag, "!!str ") + plain
 
 
 def _decoy(value: Any) -> Any:

@@ -50,6 +50,8 @@ def device_plugin_normalise(path: tuple[Any, ...], value: Any) -> Any:
         and isinstance(value, str)
     ):
         return normalise_resource_name(value)
+    if path == ("version",) and value == "":
+        return "v1"  # an empty version is v1 to the plugin (its effective config says so)
     if path == ("flags", "plugin", "deviceListStrategy") and isinstance(value, str):
         return [value]
     if path == ("flags",) and isinstance(value, dict):
@@ -63,7 +65,26 @@ def device_plugin_faithful(intent: Any, effective: Any) -> bool:
 
 
 def mig_effective(verdict: dict[str, Any]) -> Any:
-    return verdict.get("spec")
+    """mig-parted's spec; an empty `device-filter` (`device-filter: ~` decodes to "") filters
+    nothing, as an absent one, so the two are the same config."""
+    spec = verdict.get("spec")
+    configs = spec.get("mig-configs") if isinstance(spec, dict) else None
+    if not isinstance(configs, dict):
+        return spec
+    return {
+        **spec,
+        "mig-configs": {
+            name: [
+                {k: v for k, v in entry.items() if not (k == "device-filter" and v == "")}
+                if isinstance(entry, dict)
+                else entry
+                for entry in entries
+            ]
+            if isinstance(entries, list)
+            else entries
+            for name, entries in configs.items()
+        },
+    }
 
 
 def mig_faithful(intent: Any, effective: Any) -> bool:

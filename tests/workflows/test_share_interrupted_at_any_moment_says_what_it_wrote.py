@@ -22,7 +22,9 @@ from tests.workflows.test_share_workflow_on_a_static_api import api as api  # no
 
 CONFIGMAP = ("configmaps", "nvdp-nvidia-device-plugin-configs", NAMESPACE)
 NO_RESTART = Options(restart=False)
-REQUESTS = 10  # what the run below sends; each is interrupted, and the run after the last ends
+# what the run below sends (the agents' reports, read for GPU counts, among them); each is
+# interrupted, and the run after the last ends
+REQUESTS = 11
 
 
 @dataclasses.dataclass

@@ -2,7 +2,8 @@
 
 Owns reading a raw Node into a frozen `GpuNode`: which nodes have NVIDIA GPUs, the
 `nvidia.com/*` capacity and allocatable as integers, the physical count GFD labels
-(`<resource>.count`, reference/sharing-config.md §2.3), the compute capability (for MPS's
+(`<resource>.count`, reference/sharing-config.md §2.3) or, for whole GPUs, the agent's report
+counts, the compute capability (for MPS's
 replica cap, §1.7) and whether MIG is on (MPS refuses MIG devices). Must not decide anything
 about a change (plan.py does). Pure: standard library and kubectl_gpu.keys only.
 """
@@ -17,6 +18,7 @@ from kubectl_gpu import keys, numbers
 
 NVIDIA_PREFIX = "nvidia.com/"
 _MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+GPU = "nvidia.com/gpu"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,10 +29,12 @@ class GpuNode:
     labels: Mapping[str, str]
     capacity: Mapping[str, int]  # nvidia.com/* only
     allocatable: Mapping[str, int]  # nvidia.com/* only
+    reported: int | None = None  # whole (non-MIG) GPUs the agent's report lists; None: none
 
     @classmethod
-    def from_dict(cls, node: Mapping[str, Any]) -> GpuNode:
-        """Read a raw Node object (as the API returns it)."""
+    def from_dict(cls, node: Mapping[str, Any], reported: int | None = None) -> GpuNode:
+        """Read a raw Node object (as the API returns it); `reported`: the whole GPUs its
+        agent's GPUNodeReport lists, when there is one."""
         meta = node.get("metadata") or {}
         status = node.get("status") or {}
         return cls(
@@ -38,6 +42,7 @@ class GpuNode:
             labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
             capacity=_nvidia_quantities(status.get("capacity")),
             allocatable=_nvidia_quantities(status.get("allocatable")),
+            reported=reported,
         )
 
     @property
@@ -46,9 +51,12 @@ class GpuNode:
         return self.labels.get(keys.DEVICE_PLUGIN_CONFIG_LABEL)
 
     def physical(self, resource: str) -> int | None:
-        """GFD's count of physical devices behind `resource` (label `<resource>.count`)."""
+        """GFD's count of physical devices behind `resource` (label `<resource>.count`), else
+        for whole GPUs the agent's report (the bundle runs no GFD)."""
         text = self.labels.get(resource + keys.COUNT_LABEL_SUFFIX)
-        return None if text is None else numbers.whole(text)
+        if text is not None:
+            return numbers.whole(text)
+        return self.reported or None if resource == GPU else None
 
     @property
     def compute_capability(self) -> tuple[int, int] | None:

@@ -297,16 +297,18 @@ def _check_mps(state: ClusterState, after: After, planned: NodePlan) -> None:
         return
     node = state.node(planned.node)
     assert node is not None
-    mig = _migstrategy_of(state, after.doc(planned.key))
-    if mig == "mixed":
-        raise ShareRefused(
-            f"node {node.name}: using --mig-strategy=mixed is not supported with MPS",
-            hint="use time-slicing to share MIG devices, or migStrategy none for MPS",
-        )
     if node.mig_enabled:
         raise ShareRefused(
             f"node {node.name} has MIG enabled: sharing using MPS is not supported for MIG devices",
-            hint="use time-slicing on MIG nodes, or disable MIG there first",
+            hint="use time-slicing on MIG nodes (drop --mps), or turn MIG off there first: "
+            f"kubectl gpu mig apply -f FILE -c all-disabled --node {node.name}",
+        )
+    mig = _migstrategy_of(state, after.doc(planned.key))
+    if mig == "mixed":
+        raise ShareRefused(
+            f"node {node.name}: using --mig-strategy=mixed is not supported with MPS "
+            f"({_mixed_source(state, planned.key)})",
+            hint=_mixed_hint(state, node.name),
         )
     capability = node.compute_capability
     cap = strategies.MPS_MAX_REPLICAS_OLD_GPU
@@ -317,6 +319,28 @@ def _check_mps(state: ClusterState, after: After, planned: NodePlan) -> None:
             "daemon would crash-loop)",
             hint=f"use --replicas {cap} or fewer for this node (--node {node.name})",
         )
+
+
+def _mixed_source(state: ClusterState, key: str) -> str:
+    deployment = state.deployment
+    forced = deployments.effective_flag(deployment, ("migStrategy",))
+    if forced is not None:
+        return f"env MIG_STRATEGY={forced} on container {deployment.container} wins over the key"
+    return f"flags.migStrategy: mixed in key {key or 'none'}"
+
+
+def _mixed_hint(state: ClusterState, node: str) -> str:
+    deployment = state.deployment
+    if deployments.effective_flag(deployment, ("migStrategy",)) is not None:
+        return (
+            f"remove env MIG_STRATEGY from container {deployment.container} of DaemonSet "
+            f"{deployment.namespace}/{deployment.daemonset} (the key then decides), or use "
+            "time-slicing (drop --mps)"
+        )
+    return (
+        f"share per node (--node {node}): each node without MIG-enabled GPUs then gets a key "
+        "with migStrategy none; or use time-slicing (drop --mps)"
+    )
 
 
 def _migstrategy_of(state: ClusterState, doc: Doc) -> str:
@@ -345,12 +369,16 @@ def _policy_change(state: ClusterState, target: Target) -> PolicyChange | None:
 
 def _record(state: ClusterState, target: Target) -> Record:
     policy = _policy_change(state, target)
+    labels = _label_changes(state, target)
     return Record(
         resource=target.resource,
         keys={k: state.configmap.texts.get(k) for k in sorted(target.keys)},
-        labels={c.node: c.before for c in _label_changes(state, target)},
+        labels={c.node: c.before for c in labels},
         policy_changed=policy is not None,
         policy=policy.before if policy is not None else None,
+        written_labels={c.node: c.after for c in labels},
+        written_policy=policy.after if policy is not None else None,
+        written_policy_kept=policy is not None,
     )
 
 

@@ -1,8 +1,9 @@
 """The rollback history: what each sharing change replaced, kept so that it can be restored.
 
 Owns `Record` (the previous text of every key written, the text written over it, the previous
-value of every node label changed, the ClusterPolicy's previous config and the resource
-verified) and the history's JSON
+value of every node label changed and the value written, the ClusterPolicy's previous config
+and the one written, and the resource verified: what was written lets `share rollback` tell a
+hand edit made since) and the history's JSON
 form in the ConfigMap annotation `kubectl-gpu.io/previous-config`: the newest records first,
 at most `MAX_HISTORY` of them and `MAX_RECORD_CHARS` in all (older ones are dropped, and
 counted), so that `share rollback` can always read it. `share rollback` restores the newest and
@@ -42,6 +43,11 @@ class Record:
     policy_changed: bool = False
     policy: tuple[str, str] | None = None  # the ClusterPolicy's previous (name, default)
     written: Mapping[str, str] = dataclasses.field(default_factory=dict)  # key -> text written
+    # node -> label value written (None: removed); None when not kept (older records)
+    written_labels: Mapping[str, str | None] | None = None
+    # the ClusterPolicy's (name, default) written, when `policy_changed` and it was kept
+    written_policy: tuple[str, str] | None = None
+    written_policy_kept: bool = False
 
     def encode(self) -> str:
         """This record alone, as a version 1 annotation."""
@@ -57,11 +63,21 @@ class Record:
         }
         if self.written:  # absent from records written before it was kept
             body["written"] = dict(self.written)
+        if self.written_labels is not None:
+            body["writtenLabels"] = dict(self.written_labels)
         if self.policy_changed:
-            body["clusterPolicyConfig"] = (
-                None if self.policy is None else {"name": self.policy[0], "default": self.policy[1]}
-            )
+            body["clusterPolicyConfig"] = _policy_body(self.policy)
+            if self.written_policy_kept:
+                body["writtenClusterPolicyConfig"] = _policy_body(self.written_policy)
         return body
+
+
+def _policy_body(policy: tuple[str, str] | None) -> dict[str, str] | None:
+    return None if policy is None else {"name": policy[0], "default": policy[1]}
+
+
+def _policy_of(body: Any) -> tuple[str, str] | None:
+    return None if body is None else (str(body["name"]), str(body["default"]))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,13 +186,17 @@ def _from_dict(body: Any) -> Record:
     policy_changed = "clusterPolicyConfig" in body
     policy = body.get("clusterPolicyConfig")
     written = _optional_strings(body.get("written", {}))
+    written_labels = body.get("writtenLabels")
     return Record(
         resource=str(body["resource"]),
         keys=keys,
         labels=labels,
         policy_changed=policy_changed,
-        policy=None if policy is None else (str(policy["name"]), str(policy["default"])),
+        policy=_policy_of(policy),
         written={k: v for k, v in written.items() if v is not None},
+        written_labels=None if written_labels is None else _optional_strings(written_labels),
+        written_policy=_policy_of(body.get("writtenClusterPolicyConfig")),
+        written_policy_kept="writtenClusterPolicyConfig" in body,
     )
 
 

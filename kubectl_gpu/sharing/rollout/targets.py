@@ -191,12 +191,37 @@ def _per_node(state: ClusterState, request: ShareRequest) -> Target:
     default_key = state.deployment.default_key
     for node in nodes:
         doc = _edit(_node_base(state, node, notes), request, state.deployment)
+        if request.mps:
+            doc = _mps_strategy(state, node, doc, notes)
         key = request.key or _key_for(state, changes, doc, node, request.resource_name)
         _claim(state, changes, key, doc, wanted)
         if node.config_label != key:
             labels[node.name] = key
     policy = _policy_after(state, default_key) if state.deployment.kind == "gpu-operator" else None
     return Target(request.resource_name, changes, labels, policy, frozenset(wanted), tuple(notes))
+
+
+def _mps_strategy(
+    state: ClusterState, node: GpuNode, doc: dict[str, Any], notes: list[str]
+) -> dict[str, Any]:
+    """A node's own MPS key says `migStrategy: none` where it started from `mixed` (the bundle's
+    default key has it, for the MIG nodes beside): the plugin refuses MPS beside `mixed`
+    (docs/first-try-safety.md), and a node with no MIG-enabled GPU advertises the same
+    whole GPUs under either. A MIG-enabled node, or an env var forcing the strategy, is left
+    for the plan to refuse, saying what to do."""
+    given = doc.get("flags")
+    flags: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+    if flags.get("migStrategy") != "mixed" or node.mig_enabled:
+        return doc
+    if deployments.effective_flag(state.deployment, ("migStrategy",)) is not None:
+        return doc  # the env var wins over the key
+    notes.append(
+        f"node {node.name}: its MPS key sets migStrategy none (was mixed): the device plugin "
+        "refuses MPS with mixed, and the node has no MIG-enabled GPU, so it advertises the "
+        "same GPUs; to partition it with MIG later, stop MPS there first (`kubectl gpu share "
+        f"off --node {node.name}`)"
+    )
+    return {**doc, "flags": {**flags, "migStrategy": "none"}}
 
 
 def _gpu_node(state: ClusterState, name: str) -> GpuNode:
@@ -342,10 +367,15 @@ def rollback(
 
 
 def _refuse_edited(state: ClusterState, record: Record) -> None:
+    """What the change to roll back wrote must still be there: a ConfigMap key, a node's
+    config label or the ClusterPolicy's `devicePlugin.config` edited by hand since would be
+    thrown away by restoring; refuse, showing each edit."""
     configmap = state.configmap
     where = f"ConfigMap {configmap.namespace}/{configmap.name}"
     edited = {k: w for k, w in sorted(record.written.items()) if configmap.texts.get(k) != w}
-    if not edited:
+    labels = _edited_labels(state, record)
+    policy = _edited_policy(state, record)
+    if not (edited or labels or policy):
         return
     diff: list[str] = []
     for key, written in edited.items():
@@ -357,10 +387,57 @@ def _refuse_edited(state: ClusterState, record: Record) -> None:
             f"{key} (now)" if now is not None else f"{key} (now: deleted)",
             lineterm="",
         )
+    label = keys.DEVICE_PLUGIN_CONFIG_LABEL
+    diff += [
+        f"node {node}: {label}={written or '(unset)'} written by the change, now {now or '(unset)'}"
+        for node, (written, now) in labels.items()
+    ]
+    if policy:
+        name, (written_policy, now_policy) = state.deployment.cluster_policy, policy
+        diff.append(
+            f"ClusterPolicy {name} spec.devicePlugin.config: {_policy_text(written_policy)} "
+            f"written by the change, now {_policy_text(now_policy)}"
+        )
+    what = [f"key(s) {', '.join(edited)} of {where}"] if edited else []
+    if labels:
+        what.append(f"the {label} label of node(s) {', '.join(labels)}")
+    if policy:
+        what.append(f"ClusterPolicy {state.deployment.cluster_policy}'s spec.devicePlugin.config")
     raise ShareRefused(
-        f"key(s) {', '.join(edited)} of {where} were edited after the change to roll back "
-        "was written; rolling back would throw that edit away; nothing was written:",
+        f"{' and '.join(what)} were edited after the change to roll back was written; rolling "
+        "back would throw that edit away; nothing was written:",
         hint="keep the edit (make it the new config with `kubectl gpu share`), or discard it "
         "with `kubectl gpu share rollback --force`",
         details=tuple(diff),
     )
+
+
+def _edited_labels(state: ClusterState, record: Record) -> dict[str, tuple[str | None, str | None]]:
+    """Node -> (label written, label now), where they differ; gone nodes are left out, and so
+    is a label still at its value before the change (an interrupted change never wrote it:
+    restoring it throws nothing away)."""
+    found = {}
+    for name, written in sorted((record.written_labels or {}).items()):
+        node = state.node(name)
+        if node is None or node.config_label in (written, record.labels.get(name)):
+            continue
+        found[name] = (written, node.config_label)
+    return found
+
+
+Policy = tuple[str, str] | None
+
+
+def _edited_policy(state: ClusterState, record: Record) -> tuple[Policy, Policy] | None:
+    """(written, now) of the ClusterPolicy's devicePlugin.config, where they differ."""
+    deployment = state.deployment
+    if not record.written_policy_kept or deployment.kind != "gpu-operator":
+        return None
+    now = deployment.policy_config
+    if now in (record.written_policy, record.policy):  # as written, or never written
+        return None
+    return record.written_policy, now
+
+
+def _policy_text(policy: Policy) -> str:
+    return "(none)" if policy is None else f"{{name: {policy[0]}, default: {policy[1]}}}"

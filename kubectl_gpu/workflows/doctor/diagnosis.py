@@ -2,7 +2,8 @@
 
 Owns the reads: the pod (or, when it does not exist, the namespace's FailedCreate events),
 its events (the latest MAX_EVENTS), every node with the GPUs bound pods hold, the namespace's
-ResourceQuotas, the device plugin's pod on the pod's node (through deployment detection), the
+ResourceQuotas, the device plugin's pod on the pod's node (through deployment detection; where
+there is none, why its DaemonSet runs none there, through `workflows.comeback`), the
 tails of the container logs doctor.containerlogs asks for (LOG_LINES lines, LOG_BYTES bytes
 each), and for the cluster view the sharing survey of `share show`. A read the user may not do
 (403) or a resource the cluster lacks (404) leaves that fact out rather than failing the
@@ -23,6 +24,7 @@ from kubectl_gpu.mig import actuators, stuck
 from kubectl_gpu.sharing import deployment as deployments
 from kubectl_gpu.sharing.rollout.status import NodeStatus as PluginNodeStatus
 from kubectl_gpu.sharing.rollout.status import PluginPod
+from kubectl_gpu.workflows import comeback
 from kubectl_gpu.workflows.doctor import dra
 from kubectl_gpu.workflows.share import state as sharestate
 
@@ -99,6 +101,7 @@ def cluster_health(api: cluster.Api) -> Result:
     nodes = _nodes(api, pods)
     survey = None
     elsewhere: dict[str, PluginPod] = {}
+    blocked: dict[str, tuple[str, str]] = {}
     found: list[doctor.Diagnosis] = []
     try:
         status = show(api, Options())
@@ -118,7 +121,11 @@ def cluster_health(api: cluster.Api) -> Result:
     else:
         survey = status.nodes
         elsewhere = _plugins_off(api, status.deployment, {n.name for n in nodes if n.is_gpu_node})
-    found += doctor.health.check(nodes, pods, survey, elsewhere, _stuck(api, nodes))
+        missing = [row.node for row in survey if not row.plugin_pod]
+        blocked = _blocked(api, status.deployment, missing)
+    found += doctor.health.check(
+        nodes, pods, survey, elsewhere=elsewhere, stuck=_stuck(api, nodes), blocked=blocked
+    )
     return Result("Cluster", "", "", doctor.ordered(found))
 
 
@@ -232,13 +239,32 @@ def _plugin(api: cluster.Api, node: str) -> doctor.PluginOnNode:
         return doctor.PluginOnNode(known=False, pod=None)
     pods = _optional(lambda: sharestate.plugin_pods(api, found, node).values())
     raw = next(iter(pods), None)
+    blocked = {} if raw else _blocked(api, found, [node])
     return doctor.PluginOnNode(
         known=True,
         pod=PluginPod.from_dict(raw, found.container) if raw else None,
         namespace=found.namespace,
         container=found.container,
         selector=found.selector,
+        blocked=blocked.get(node, ("", ""))[0],
+        fix=blocked.get(node, ("", ""))[1],
     )
+
+
+def _blocked(
+    api: cluster.Api, deployment: deployments.Deployment, nodes: Iterable[str]
+) -> dict[str, tuple[str, str]]:
+    """Why the plugin's DaemonSet runs no pod on each of `nodes` (an untolerated taint, a
+    selector it misses) and what to do, by node; nodes with no such reason are left out."""
+    names = list(nodes)
+    if not names:
+        return {}
+    raw = _optional(lambda: comeback.raw_nodes(api, names))
+    plugin = [d for d in comeback.stack(api, deployment) if d.role == comeback.PLUGIN]
+    found: dict[str, tuple[str, str]] = {}
+    for blocker in comeback.blockers(plugin, raw):
+        found.setdefault(blocker.node, (blocker.reason(), blocker.fix()))
+    return found
 
 
 def _optional(read: Callable[[], Iterable[T]]) -> list[T]:

@@ -2,17 +2,18 @@
 
 Owns the flow of the issue's CLI half: resolve the GPU nodes (`targets`), check the config
 against each node's GPUs (the agent's report, else GFD labels) and the MIG strategy of the
-device plugin serving it (`strategy`), refuse a node where the other MIG actuator already
-acts, pods would lose their GPUs (without --drain or --force), a --drain or --wait nothing
-would follow (no actuator pod on the node) or a --drain would evict pods no controller
-recreates (`checks`), all before anything is written or cordoned (nothing is written when any
-node fails; a dry run gives the same verdict); then store the config and set the request label
-(`store`): ours (`kubectl-gpu.io/mig.config`, with `kubectl-gpu.io/mig.force` for --force)
-or, where the GPU Operator's MIG manager manages the node, the operator's ConfigMap and
+device plugin serving it (`strategy`), refuse a node where the other MIG actuator already acts,
+pods would lose their GPUs (without --drain or --force), a --drain or --wait nothing would
+follow (no actuator pod on the node), a --drain would evict pods no controller recreates, or
+the paused device plugin would not come back (an untolerated taint: `workflows.comeback`), each
+in `checks`, all before anything is written or cordoned (nothing is written when any node
+fails; a dry run gives the same verdict); then store the config and set the request label
+(`store`): ours (`kubectl-gpu.io/mig.config`, with `kubectl-gpu.io/mig.force` for --force) or,
+where the GPU Operator's MIG manager manages the node, the operator's ConfigMap and
 `nvidia.com/mig.config`; with `wait`, poll each node until its actuator reports a final state
 (`waits`). With --drain, the nodes the change hits go through it a batch at a time. An
-interruption is explained by `stop`. Progress goes to the `kubectl_gpu.workflows` log
-(stderr). Must not render nor talk to NVML.
+interruption is explained by `stop`. Progress goes to the `kubectl_gpu.workflows` log (stderr).
+Must not render nor talk to NVML.
 """
 
 from __future__ import annotations
@@ -63,7 +64,11 @@ def _run(
     if any(r.result in OFFLINE_FAILURES for r in rows):
         return ApplyResult(request, key, rows, [], written=False)
     seen = checks.preview_changes(api, rows)
-    if checks.refuse_hits(request, rows, seen) or checks.refuse_unready(api, request, rows, seen):
+    if (
+        checks.refuse_no_comeback(api, rows, policies)
+        or checks.refuse_hits(request, rows, seen)
+        or checks.refuse_unready(api, request, rows, seen)
+    ):
         return ApplyResult(request, key, rows, [], written=False, preview=seen)
     hit = {n.node: [h.ref for h in n.hit] for n in seen.nodes if n.hit}
     if request.drain and request.dry_run == "none" and hit:

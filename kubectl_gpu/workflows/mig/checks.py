@@ -4,11 +4,15 @@ Owns the offline check of each node (its GPUs known, no rival MIG actuator on it
 fits its GPUs and the device plugin's MIG strategy can advertise the result), the preview of
 who the change hits, and the refusals: pods that would lose their GPUs without --drain or
 --force, a --drain or --wait that no actuator pod would follow, a --drain that would evict pods
-no controller recreates. A refused node gets its row's result and reason; nothing is written
-here. Must not write nor decide whether a config fits (mig.verdicts does).
+no controller recreates, a device plugin (or GFD, MIG manager) the change pauses that its
+DaemonSet would not bring back (`workflows.comeback`). A refused node gets its row's result and
+reason; nothing is written here. Must not write nor decide whether a config fits (mig.verdicts
+does).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from kubectl_gpu import cluster
 from kubectl_gpu.doctor.preview import Preview
@@ -16,12 +20,14 @@ from kubectl_gpu.mig import actuators, verdicts
 from kubectl_gpu.mig.actuators import Actuator
 from kubectl_gpu.mig.spec import MigDeviceSpec
 from kubectl_gpu.mig.verdicts import ConfigVerdict
-from kubectl_gpu.workflows import drain, preview
+from kubectl_gpu.workflows import comeback, drain, preview
 from kubectl_gpu.workflows.mig import silence
 from kubectl_gpu.workflows.mig.request import ApplyRequest
 from kubectl_gpu.workflows.mig.results import NodeResult
 from kubectl_gpu.workflows.mig.strategy import Served
 from kubectl_gpu.workflows.mig.targets import NodeFacts
+
+Json = dict[str, Any]
 
 
 def preview_changes(api: cluster.Api, rows: list[NodeResult]) -> Preview:
@@ -68,6 +74,22 @@ def refuse_unready(
             row.result, row.reason = "refused", "; ".join(problems)
             refused = True
     return refused
+
+
+def refuse_no_comeback(api: cluster.Api, rows: list[NodeResult], policies: list[Json]) -> bool:
+    """Before the first write or cordon: the change pauses or restarts the device plugin (and
+    the MIG manager, GFD) on each node; refuse every node where their DaemonSets would not
+    bring the pods back (an untolerated taint, a selector that no longer matches)."""
+    names = [r.node for r in rows if r.verdict is not None]
+    if not names:
+        return False
+    deployment = comeback.detected(api, policies)
+    found = comeback.blockers(comeback.stack(api, deployment), comeback.raw_nodes(api, names))
+    reasons = comeback.per_node(found)
+    for row in rows:
+        if row.node in reasons:
+            row.result, row.reason = "refused", reasons[row.node]
+    return bool(reasons)
 
 
 def check(

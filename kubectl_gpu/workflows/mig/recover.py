@@ -1,12 +1,14 @@
 """`kubectl gpu mig recover NODE…`: bring back a node whose MIG change is stuck.
 
 Owns the recovery write (whether a node is stuck is read through `nodemig`): one merge patch
-per node that puts the operator's `gpu.deploy.*` labels back to their previous values, sets
-the node's MIG state label to `failed`, records the reason and clears our in-progress
-annotations, so that neither actuator goes on with the old change and the device plugin comes
-back; a drain that stopped before any MIG change (`mig apply --drain`, `share --drain`) is only
-undone (uncordoned, its record removed): no MIG failure. A node that is not stuck is refused
-unless forced. Must not decide what counts as stuck (kubectl_gpu.mig.stuck does).
+per node that puts the operator's `gpu.deploy.*` labels back to their previous values, sets the
+node's MIG state label to `failed`, records the reason and clears our in-progress annotations,
+so that neither actuator goes on with the old change and the device plugin comes back; a drain
+that stopped before any MIG change (`mig apply --drain`, `share --drain`) is only undone
+(uncordoned, its record removed): no MIG failure. A node that is not stuck is refused unless
+forced; a node whose device plugin its DaemonSet would not bring back (an untolerated taint:
+`workflows.comeback`) is refused before any write. Must not decide what counts as stuck
+(kubectl_gpu.mig.stuck does).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from kubectl_gpu import cluster, errors, keys
 from kubectl_gpu.mig import stuck
 from kubectl_gpu.mig.actuators import Actuator
+from kubectl_gpu.workflows import comeback
 from kubectl_gpu.workflows.mig import nodemig, targets
 from kubectl_gpu.workflows.mig.targets import NodeFacts, Scope
 from kubectl_gpu.workflows.policies import cluster_policies
@@ -54,7 +57,8 @@ def recover(
     force: bool = False,
 ) -> list[Recovery]:
     """Recover each named node; NotStuck (before any write) for one that is not stuck."""
-    found = targets.read(api, Scope(tuple(names)), cluster_policies(api))
+    policies = cluster_policies(api)
+    found = targets.read(api, Scope(tuple(names)), policies)
     reported = nodemig.reported_gpus(api)
     plans = [
         (facts, stuck.reasons(nodemig.node_mig(facts, reported, api), now, after))
@@ -67,13 +71,32 @@ def recover(
             hint="`kubectl gpu mig status` shows where each node stands; --force recovers "
             "a node anyway (e.g. a change you know has died)",
         )
-    done = []
+    touched = []
     for facts, reasons in plans:
         subject = nodemig.node_mig(facts, reported, api)
         # a drain that stopped before any MIG change began leaves the MIG state alone
-        touch_mig = bool(stuck.mig_reasons(subject, now, after)) or not reasons
-        done.append(_recover(api, facts, reasons or ("recovered with --force",), touch_mig))
-    return done
+        touched.append(bool(stuck.mig_reasons(subject, now, after)) or not reasons)
+    _refuse_no_comeback(api, policies, [f for (f, _), t in zip(plans, touched, strict=True) if t])
+    return [
+        _recover(api, facts, reasons or ("recovered with --force",), touch_mig)
+        for (facts, reasons), touch_mig in zip(plans, touched, strict=True)
+    ]
+
+
+def _refuse_no_comeback(api: cluster.Api, policies: list[Json], found: list[NodeFacts]) -> None:
+    """Before any write: the device plugin these nodes get back (their deploy labels put
+    back) must be one its DaemonSet brings back there; else the node would stay without GPUs
+    with its MIG change called over."""
+    after = {
+        f.name: restored
+        for f in found
+        if (restored := stuck.restored_labels(stuck.NodeMig(f.name, f.labels, f.annotations)))
+    }  # a node with nothing paused gets no pod back from this recovery
+    if not after:
+        return
+    raw = comeback.raw_nodes(api, list(after))
+    deployment = comeback.detected(api, policies)
+    comeback.check(api, deployment, raw, "bringing the device plugin back", dict(after))
 
 
 def _recover(

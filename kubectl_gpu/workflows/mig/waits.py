@@ -1,20 +1,24 @@
 """`mig apply --wait`: poll each node until its actuator reports a final state for the request.
 
 Owns the wait: one read of each waiting node per poll, progress per node on stderr, and at the
-deadline the reason each silent node gives (`silence`). A node's row gets its final state,
-seconds and layout. Must not write anything.
+deadline the reason each silent node gives (`silence`). A node whose request another writer
+replaced meanwhile (a second `mig apply` changed its label, or the config's content in our
+ConfigMap) stops being waited for at once, as `replaced`, naming the other request. A node's
+row gets its final state, seconds and layout. Must not write anything.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from kubectl_gpu import cluster
+from kubectl_gpu import cluster, keys
+from kubectl_gpu.errors import ClusterError
+from kubectl_gpu.mig import apply
 from kubectl_gpu.mig.actuators import Actuator
 from kubectl_gpu.workflows.mig import silence, status, targets
 from kubectl_gpu.workflows.mig.request import ApplyRequest
 from kubectl_gpu.workflows.mig.results import NodeResult
-from kubectl_gpu.workflows.mig.targets import Scope
+from kubectl_gpu.workflows.mig.targets import NodeFacts, Scope
 from kubectl_gpu.workflows.progress import Progress
 from kubectl_gpu.workflows.waiting import Deadline, Timing
 
@@ -26,8 +30,13 @@ def wait(
     progress = Progress(timing.heartbeat)
     waiting = list(rows)
     while waiting:
+        stored = _stored(api, request) if any(_ours(r) for r in waiting) else None
         for row in list(waiting):
-            if _look(api, request, row, deadline, progress):
+            facts = targets.read(api, Scope(names=(row.node,)), [])[0]
+            # its own final state first: a request that ended was not replaced
+            if _look(facts, request, row, deadline, progress) or _replaced(
+                facts, request, row, stored, deadline
+            ):
                 waiting.remove(row)
         if waiting and deadline.passed:
             for row in waiting:
@@ -39,12 +48,54 @@ def wait(
             deadline.pause()
 
 
+def _ours(row: NodeResult) -> bool:
+    return row.actuator is Actuator.AGENT
+
+
+def _stored(api: cluster.Api, request: ApplyRequest) -> str | None:
+    """The request key the config's text in our ConfigMap makes now (None: unreadable)."""
+    namespace = request.namespace or keys.NAMESPACE
+    try:
+        found = api.get(cluster.path("configmaps", keys.MIG_CONFIGMAP, namespace))
+    except ClusterError:
+        return None
+    text = ((found.get("data") or {}) if isinstance(found, dict) else {}).get(request.config)
+    return apply.request_key(request.config, text) if isinstance(text, str) else None
+
+
+def _replaced(
+    facts: NodeFacts, request: ApplyRequest, row: NodeResult, stored: str | None,
+    deadline: Deadline,
+) -> bool:  # fmt: skip
+    """Another writer (a second `mig apply`, a hand edit) changed the node's request while
+    this one waited: it will never be applied, so waiting on is pointless. True when the row
+    got that verdict, naming the request that replaced it."""
+    label = keys.MIG_CONFIG_LABEL if row.actuator is Actuator.OPERATOR else keys.MIG_DESIRED_LABEL
+    desired = facts.labels.get(label, "")
+    if desired != request.config:
+        other = f"{label}={desired}" if desired else f"no {label} label (withdrawn)"
+        why = f"the node now asks for {other}"
+    elif _ours(row) and stored is not None and stored != row.request:
+        why = (
+            f"config {request.config} in ConfigMap {keys.MIG_CONFIGMAP} now holds other content "
+            f"(request {stored})"
+        )
+    else:
+        return False
+    row.result, row.seconds = "replaced", deadline.elapsed()
+    row.reason = (
+        f"another writer replaced this request while it waited: {why}; this request "
+        f"({row.request}) will not be applied. `kubectl gpu mig status --node {row.node}` shows "
+        "what the node does now; run this command again to ask for it once more"
+    )
+    return True
+
+
 def _look(
-    api: cluster.Api, request: ApplyRequest, row: NodeResult, deadline: Deadline,
+    facts: NodeFacts, request: ApplyRequest, row: NodeResult, deadline: Deadline,
     progress: Progress,
 ) -> bool:  # fmt: skip
-    """Read one node; True when its actuator reached a final state for our request."""
-    facts = targets.read(api, Scope(names=(row.node,)), [])[0]
+    """One node as read; True when its actuator reached a final state for our request."""
     now = status.of(dataclasses.replace(facts, actuator=row.actuator))
     ours = row.actuator is Actuator.OPERATOR or now.request == row.request
     state = " ".join(p for p in (now.state, now.phase) if p) if ours else ""

@@ -22,7 +22,7 @@ from kubectl_gpu.doctor.preview import Preview
 from kubectl_gpu.sharing import rollout
 from kubectl_gpu.sharing.deployment import Overrides
 from kubectl_gpu.sharing.rollout import waits
-from kubectl_gpu.workflows import preview
+from kubectl_gpu.workflows import comeback, preview
 from kubectl_gpu.workflows.share import (
     capacity,
     drain,
@@ -90,10 +90,11 @@ def _run(
         return draft
     timing = timing or Timing()
     done: list[restarts.Restart] = []
+    pods: dict[str, str] = {}  # node -> uid of its plugin pod before the restarts
     try:
-        return _roll(api, draft, timing, done)
+        return _roll(api, draft, timing, done, pods)
     except (errors.GpuError, KeyboardInterrupt) as e:
-        raise _interrupted(draft, done, e) from e
+        raise _interrupted(draft, _restarted(api, draft, done, pods), e) from e
 
 
 def _checked_write(
@@ -122,6 +123,7 @@ def _checked_write(
             seen = preview.make(preview.share_changes(plan), known)
             drain.refuse_hits(seen, options)
             _refuse_hopeless_wait(snapshot, plan, options)
+            _refuse_no_comeback(api, snapshot, plan, options)
             # drained before anything is written: config-manager and the operator may restart
             # the plugin on the write itself
             drain.drain_first(api, seen, options, timing or Timing())
@@ -159,12 +161,17 @@ def _write(
 
 
 def _roll(
-    api: cluster.Api, draft: ShareResult, timing: Timing, done: list[restarts.Restart]
+    api: cluster.Api,
+    draft: ShareResult,
+    timing: Timing,
+    done: list[restarts.Restart],
+    pods: dict[str, str],
 ) -> ShareResult:
     plan, options = draft.plan, draft.options
     overall = timing.deadline(options.timeout)  # --timeout bounds restarts and --wait together
     restarted: dict[str, restarts.Restart] = {}
     if options.restart and plan.restarts:
+        pods.update(_plugin_uids(api, draft))
         batch = (options.max_unavailable, options.timeout)
         nodes = [n.node for n in plan.restarts]
         for restart in restarts.roll(api, plan.deployment, nodes, batch, timing):
@@ -227,11 +234,54 @@ def _refuse_hopeless_wait(snapshot: Snapshot, plan: rollout.Plan, options: Optio
         )
 
 
-def _interrupted(
-    draft: ShareResult, done: list[restarts.Restart], cause: BaseException
-) -> errors.GpuError:
-    """What a rollout stopped mid-way left behind: what was written, which plugins restarted,
-    and how to finish or undo it (the ConfigMap's history makes `share rollback` undo it)."""
+def _refuse_no_comeback(
+    api: cluster.Api, snapshot: Snapshot, plan: rollout.Plan, options: Options
+) -> None:
+    """Before anything is written, drained or deleted (a dry run says the same): each plugin
+    pod the rollout deletes must come back. A ClusterPolicy change makes the GPU Operator roll
+    its plugin on every node, so then every GPU node counts."""
+    if plan.policy is not None:
+        nodes = list(snapshot.nodes.values())
+    elif options.restart:
+        nodes = [snapshot.nodes[n.node] for n in plan.restarts if n.node in snapshot.nodes]
+    else:
+        return  # --no-restart: no pod is deleted
+    comeback.check(api, plan.deployment, nodes, "restarting the device plugin")
+
+
+def _plugin_uids(api: cluster.Api, draft: ShareResult) -> dict[str, str]:
+    """The uid of each restarting node's plugin pod now (one list of the plugin's pods)."""
+    wanted = {n.node for n in draft.plan.restarts}
+    found = sharestate.plugin_pods(api, draft.plan.deployment)
+    return {
+        node: str((pod.get("metadata") or {}).get("uid", ""))
+        for node, pod in found.items()
+        if node in wanted
+    }
+
+
+def _restarted(
+    api: cluster.Api, draft: ShareResult, done: list[restarts.Restart], before: dict[str, str]
+) -> list[str]:
+    """The nodes whose plugin the rollout replaced, read back from the cluster: a node whose
+    pod was deleted counts even when its batch had not ended (Ctrl-C while waiting for the new
+    pod); what the run itself saw stands where the cluster cannot be read."""
+    seen = [r.node for r in done if r.ok]
+    if not before:
+        return seen
+    try:
+        now = _plugin_uids(api, draft)
+    except (errors.GpuError, KeyboardInterrupt):
+        return seen
+    replaced = [node for node, uid in before.items() if now.get(node) != uid]
+    return sorted(set(seen) | set(replaced))
+
+
+def _interrupted(draft: ShareResult, ok: list[str], cause: BaseException) -> errors.GpuError:
+    """What a rollout stopped mid-way left behind: what was written, on which nodes the
+    plugin was restarted (`ok`, read back from the cluster), and how to finish or undo it (the
+    ConfigMap's history makes `share rollback` undo it; running the command again restarts
+    the nodes still on the older config: their capacity tells them apart)."""
     plan = draft.plan
     what = "interrupted" if isinstance(cause, KeyboardInterrupt) else "failed"
     reason = "" if isinstance(cause, KeyboardInterrupt) else f": {cause}"
@@ -239,7 +289,6 @@ def _interrupted(
     written += [
         f"{o.get('kind', 'object')} {o['metadata'].get('name', '')}" for o in draft.objects[1:]
     ]
-    ok = [r.node for r in done if r.ok]
     waiting = [n.node for n in plan.restarts if n.node not in ok]
     parts = [
         f"the rollout was {what} after writing {', '.join(written)}{reason}",

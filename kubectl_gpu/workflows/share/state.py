@@ -2,7 +2,8 @@
 
 Owns the reads behind `kubectl gpu share`: ClusterPolicies (none when the CRD is not
 installed), DaemonSets, the plugin's ConfigMap with every key parsed and validated, every GPU
-node, the plugin pod per node and the replicas pods hold. Returns the domain's frozen
+node (with the whole GPUs its agent's report counts), the plugin pod per node and the
+replicas pods hold. Returns the domain's frozen
 `ClusterState` plus the raw objects later writes need (resourceVersion preconditions, client
 dry-run output). Must not decide or write anything.
 """
@@ -16,6 +17,7 @@ from typing import Any
 
 from kubectl_gpu import cluster, documents, errors, findings, keys, validation
 from kubectl_gpu.doctor import facts
+from kubectl_gpu.gpumap import report
 from kubectl_gpu.sharing import deployment as deployments
 from kubectl_gpu.sharing import rollout
 from kubectl_gpu.sharing.deployment import Deployment, Overrides
@@ -52,13 +54,37 @@ def read(api: cluster.Api, overrides: Overrides, *, reading: bool = False) -> Sn
         for n in api.list(cluster.path("nodes"))
         if rollout.is_gpu_node(n)
     }
+    counted = reported_gpus(api)
     state = rollout.ClusterState(
         deployment=deployment,
         configmap=configmap_state(deployment, raw_configmap),
-        nodes=tuple(rollout.GpuNode.from_dict(nodes[name]) for name in sorted(nodes)),
+        nodes=tuple(
+            rollout.GpuNode.from_dict(nodes[name], counted.get(name)) for name in sorted(nodes)
+        ),
     )
     policy = next((p for p in policies if _name(p) == deployment.cluster_policy), None)
     return Snapshot(state, raw_configmap, policy, nodes)
+
+
+def reported_gpus(api: cluster.Api) -> dict[str, int]:
+    """Per node, the whole (non-MIG) GPUs its agent's GPUNodeReport lists: the physical count
+    where GFD labels none (the bundle runs no GFD), so that a node still running an older
+    config is told by its capacity. None read when no agent is installed (404) or the user
+    may not read reports (403)."""
+    try:
+        raw = api.list(cluster.path("gpunodereports"))
+        found = {}
+        for obj in raw:
+            try:
+                parsed = report.from_dict(obj)
+            except report.ReportError:
+                continue
+            found[parsed.node] = sum(g.mig_mode != report.MIG_ENABLED for g in parsed.gpus)
+        return found
+    except errors.ClusterError as e:
+        if e.status not in (403, 404):
+            raise
+        return {}
 
 
 def configmap_state(deployment: Deployment, raw: Json | None) -> rollout.ConfigMapState:
