@@ -5,8 +5,10 @@ deployment (`--layout gpu-operator|helm|static|none`) and its configs (`--config
 `--default KEY`), GPU nodes served by NVIDIA's DRA driver (`--dra-nodes dra-a=A100-SXM4-80GB:2`),
 whether GPU nodes run the real agent once it is installed (`--agents`, the default), each GPU
 node's network namespace (`--node-networks`, on where the machine allows it), GPU pods' compute
-processes (`--gpu-processes`, on) and a dcgm-exporter stand-in (`--dcgm-exporter
-copied|per-process`), start a `SimCluster` on a control plane of its own (tests/controlplane),
+processes (`--gpu-processes`, on), a dcgm-exporter stand-in (`--dcgm-exporter
+copied|per-process`) and NVIDIA's own device plugin in each GPU node's sandbox instead of the
+Python stand-in (`--nvidia-device-plugin`, off), start a `SimCluster` on a control plane of its
+own (tests/controlplane),
 write the kubeconfig, print one `ready: kubeconfig=PATH server=URL kubectl=PATH` line (kubectl of
 the server's own release), serve until SIGTERM or SIGINT, then stop cleanly and exit 0. Must not be
 used by tests in-process (they use the fixture).
@@ -25,6 +27,7 @@ from tests.fakes.cluster import dranodes, netns
 from tests.fakes.cluster.cluster import SimCluster
 from tests.fakes.cluster.layouts import LAYOUTS
 from tests.fakes.cluster.nodes import NodeSpec
+from tests.fakes.node import sandbox
 
 DEFAULT_NODES = "gpu-a=H100-SXM5-80GB:8,gpu-b=A100-SXM4-80GB:4,cpu-1=none:0"
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -83,6 +86,14 @@ def _options(argv: list[str] | None) -> argparse.Namespace:
         "copied to every pod sharing a device, or per process (KUBERNETES_VIRTUAL_GPUS)",
     )
     parser.add_argument(
+        "--nvidia-device-plugin",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="run NVIDIA's own device plugin v0.19.3 (built by scripts/gobins.py) in each GPU "
+        "node's sandbox, registered with a kubelet stand-in over the kubelet's gRPC, instead of "
+        "the Python stand-in (needs root and util-linux's unshare)",
+    )
+    parser.add_argument(
         "--real",
         action="store_true",
         help="accepted as before: the cluster always runs on a real control plane (etcd, "
@@ -120,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     exporter = None if options.dcgm_exporter == "none" else options.dcgm_exporter
     if exporter and not networks:
         raise SystemExit("--dcgm-exporter serves on pod IPs: it needs --node-networks")
+    if options.nvidia_device_plugin and sandbox.unavailable():
+        raise SystemExit(f"--nvidia-device-plugin: {sandbox.unavailable()}")
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -137,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         node_networks=networks,
         gpu_processes=options.gpu_processes,
         dcgm_exporter=exporter,
+        nvidia_plugin=options.nvidia_device_plugin,
     )
     try:
         cluster.start()

@@ -44,6 +44,7 @@ from tests.kube import ApiError
 if TYPE_CHECKING:
     from tests.controlplane import ControlPlane
     from tests.controlplane.store import ApiStore
+    from tests.fakes.node.nvidiaplugin import NvidiaPluginRuntime
 
 Obj = dict[str, Any]
 ALL_CONTROLLERS = ("kubelet", "device-plugin", "gfd", "gpu-operator")
@@ -79,6 +80,7 @@ class SimCluster:
         node_networks: bool = False,
         gpu_processes: bool = False,
         dcgm_exporter: str | None = None,
+        nvidia_plugin: bool = False,
     ) -> None:
         """`node_starts_programs`: on a real control plane, the pods of the layout's device
         plugin and GFD DaemonSets are started by the node side instead of KWOK, which makes
@@ -92,7 +94,10 @@ class SimCluster:
         API server through a relay on the namespace's 127.0.0.1. `gpu_processes`: running pods
         that hold GPU devices get compute processes in their node's NVML state and /proc
         (workloads.py). `dcgm_exporter`: "copied" or "per-process" runs the GPU Operator's
-        dcgm-exporter DaemonSet (dcgmexporter.py; needs `node_networks`)."""
+        dcgm-exporter DaemonSet (dcgmexporter.py; needs `node_networks`). `nvidia_plugin`: the
+        device plugin pods of GPU nodes run NVIDIA's own binary in the node's sandbox, and a
+        kubelet stand-in per node speaking the kubelet's gRPC publishes what it advertises
+        (tests/fakes/node/nvidiaplugin.py; needs root, `unshare` and the built binary)."""
         if dcgm_exporter not in (None, "copied", "per-process"):
             raise ValueError(f"dcgm_exporter is copied or per-process, not {dcgm_exporter!r}")
         if dcgm_exporter and not node_networks:
@@ -117,7 +122,21 @@ class SimCluster:
         self.layout = _layout(layout, configs, default_config)
         self._own_dir = None if kubeconfig else Path(tempfile.mkdtemp(prefix="sim-cluster-"))
         self.kubeconfig = kubeconfig or (self._own_dir or Path(".")) / "kubeconfig"
-        self.plugin = DevicePluginRuntime(self.store, self.loop, self.nodes)
+        gpu_nodes = [name for name, node in self.nodes.items() if node.gpus]
+        self._node_root: Path | None = None
+        if agents or gpu_processes or dcgm_exporter or nvidia_plugin:
+            # a short directory under /tmp: a unix socket path must fit in 108 bytes
+            self._node_root = Path(tempfile.mkdtemp(prefix="sim", dir="/tmp"))
+        # each GPU node's disk (driver root, kubelet root), for the node's own processes
+        self.sides: dict[str, NodeSide] = (
+            {n: NodeSide(self._node_root, self.nodes[n]) for n in gpu_nodes}
+            if self._node_root is not None and (agents or nvidia_plugin)
+            else {}
+        )
+        self.nvidia_plugin = self._nvidia_plugin() if nvidia_plugin else None
+        self.plugin: DevicePluginRuntime = self.nvidia_plugin or DevicePluginRuntime(
+            self.store, self.loop, self.nodes
+        )
         self.gfd = GfdRuntime(self.store, self.loop, self.nodes, time_scale)
         runtimes: list[PodRuntime] = []
         if "device-plugin" in controllers:
@@ -126,14 +145,9 @@ class SimCluster:
             runtimes.append(self.gfd)
         self.agents: AgentRuntime | None = None
         self.node_kubelets: NodeKubelets | None = None
-        self._node_root: Path | None = None
         self.want_networks = node_networks
         self.slot: Slot | None = None
         self.networks: dict[str, NodeNetwork] = {}  # filled at start
-        gpu_nodes = [name for name, node in self.nodes.items() if node.gpus]
-        if agents or gpu_processes or dcgm_exporter:
-            # a short directory under /tmp: a unix socket path must fit in 108 bytes
-            self._node_root = Path(tempfile.mkdtemp(prefix="sim", dir="/tmp"))
         proc_roots = {n: self._node_root / n / "proc" for n in gpu_nodes if self._node_root}
         if agents:
             runtimes.append(self._node_side(agent_interval))
@@ -181,12 +195,15 @@ class SimCluster:
         if self.node_kubelets is not None:
             self.loop.add(self.node_kubelets)
 
+    def _nvidia_plugin(self) -> NvidiaPluginRuntime:
+        """NVIDIA's own device plugin in each GPU node's sandbox, with its kubelet stand-in."""
+        from tests.fakes.node.nvidiaplugin import NvidiaPluginRuntime  # lazy: grpc and stubs
+
+        return NvidiaPluginRuntime(self.store, self.loop, self.nodes, self.sides, self.logs)
+
     def _node_side(self, interval: float) -> AgentRuntime:
         """Each GPU node's disk (GPU state, kubelet root) and the agent processes on them."""
-        assert self._node_root is not None
-        sides = {
-            name: NodeSide(self._node_root, node) for name, node in self.nodes.items() if node.gpus
-        }
+        sides = self.sides
         self.node_kubelets = NodeKubelets(sides, self.podresources)
         self.agents = AgentRuntime(
             self.loop, sides, self.logs, interval=interval,
@@ -212,6 +229,8 @@ class SimCluster:
         self.loop.add(_CrdWatch(self.store))
         for node in self.nodes.values():
             self.store.create(self._node_object(node))
+        if self.nvidia_plugin is not None:
+            self.nvidia_plugin.start_managers()
         for obj in self.layout.objects if self.layout else ():
             self._create(self._started_by_node(obj))
         if self.agents is not None and self.node_kubelets is not None:
@@ -236,8 +255,8 @@ class SimCluster:
             network.relay_loopback(self.plane.port)
             if network.address in self.plane.kubelet_addresses:
                 network.relay_loopback(self.plane.kubelet_port, inside=network.address)
-            if self.agents is not None and name in self.agents.sides:
-                self.agents.sides[name].network = network
+            if name in self.sides:
+                self.sides[name].network = network
 
     def _ensure_namespace(self, name: str) -> None:
         try:
@@ -294,6 +313,8 @@ class SimCluster:
             self.agents.stop_all()
         if self.exporters is not None:
             self.exporters.stop_all()
+        if self.nvidia_plugin is not None:
+            self.nvidia_plugin.stop_all()
         if self.node_kubelets is not None:
             self.node_kubelets.stop()
         for network in self.networks.values():
@@ -466,12 +487,28 @@ class SimCluster:
             if (pod.get("status") or {}).get("phase") != "Running":
                 continue
             containers = tuple(
-                podresources.Container(c["name"], tuple(devices.get((meta["uid"], c["name"]), ())))
+                podresources.Container(
+                    c["name"],
+                    tuple(devices.get((meta["uid"], c["name"]), ())),
+                    alloc_resp=self._alloc_resp(meta["uid"], c["name"]),
+                )
                 for c in pod["spec"]["containers"]
             )
             pods.append(podresources.Pod(meta["name"], meta["namespace"], containers, meta["uid"]))
         healthy = tuple(podresources.Devices(r, ids) for r, ids in self.advertised(node).items())
         return pods, podresources.Allocatable(devices=healthy)
+
+    def _alloc_resp(self, uid: str, container: str) -> Any:
+        """What NVIDIA's plugin answered Allocate for a container (None: the stand-in's default
+        envvar answer). The kubelet stand-in keeps one answer per container."""
+        if self.nvidia_plugin is None:
+            return None
+        from tests.fakes.node.nvidiaplugin import checkpoint_response
+
+        found = [
+            r for (u, c, _), r in self.nvidia_plugin.responses.items() if (u, c) == (uid, container)
+        ]
+        return checkpoint_response(found[0]) if found else None
 
     def plugin_pod(self, node: str) -> Obj | None:
         if self.layout is None:

@@ -16,6 +16,7 @@ from dataclasses import asdict
 from typing import Any
 
 from tests.controlplane.store import ApiStore
+from tests.fakes.cluster.allocation import Allocation, AllocationTable
 from tests.fakes.cluster.devices import PluginStartError, Resource, advertise
 from tests.fakes.cluster.loop import ControlLoop
 from tests.fakes.cluster.nodes import SimNode
@@ -50,6 +51,14 @@ class DevicePluginRuntime(ProgramRuntime):
         """Resources a plugin ever registered on `node` (the device manager remembers them)."""
         with self._lock:
             return set(self._ever.get(node, {}))
+
+    def allocate(
+        self, node: str, allocations: list[Allocation], table: AllocationTable
+    ) -> list[Allocation]:
+        """The plugin's part of admission (GetPreferredAllocation, Allocate; `table`: what the
+        node's other pods hold): the stand-in keeps the kubelet's choice; NVIDIA's plugin
+        (tests/fakes/node/nvidiaplugin.py) is asked over gRPC. Raises Rejected if it refuses."""
+        return allocations
 
     def state(self, node: str) -> ProgramPod | None:
         """The plugin pod's processes on `node` (its log holds `Running with config:`)."""

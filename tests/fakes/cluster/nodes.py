@@ -166,6 +166,11 @@ class SimNode:
             for profile in profiles or ():
                 _create(gpu, profile)
 
+    def raise_xid(self, gpu_index: int, xid: int) -> None:
+        """An Xid error on one GPU, seen by every process of the node through its library."""
+        with self._gpus_in_use(changing=True):
+            self.gpus[gpu_index].raise_xid(xid)
+
     # ---- compute processes ------------------------------------------------------------
 
     def locate(self, device_uuid: str) -> tuple[int, tuple[int, int] | None] | None:

@@ -167,6 +167,7 @@ class Kubelet:
             allocations = admit(
                 pod, node, self.plugin.devices(node_name), self.plugin.known(node_name), self.table
             )
+            allocations = self.plugin.allocate(node_name, allocations, self.table)
         except Rejected as exc:
             self._write(pod, podstatus.rejected(pod, exc.reason, exc.message, podstatus.now()))
             events.record(

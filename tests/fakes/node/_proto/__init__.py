@@ -1,0 +1,1 @@
+"""Generated protobuf stubs (root); see tests/fakes/node/proto/generate.py."""

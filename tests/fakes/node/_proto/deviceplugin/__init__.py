@@ -1,0 +1,1 @@
+"""Generated protobuf stubs (deviceplugin); see tests/fakes/node/proto/generate.py."""

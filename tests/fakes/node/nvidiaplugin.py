@@ -1,0 +1,388 @@
+"""NVIDIA's own device plugin (v0.19.3, unmodified) as the process of each plugin pod.
+
+Where a cluster asks for it (`SimCluster(nvidia_plugin=True)`), the pod of the layout's device
+plugin DaemonSet on a GPU node runs NVIDIA's `nvidia-device-plugin` binary (built by
+`scripts/gobins.py nvidia-device-plugin`) inside the node's sandbox (sandbox.py: the node's
+device-plugin directory at the hard-coded /var/lib/kubelet/device-plugins, the driver's MIG
+minors, the node's network namespace), with `--driver-root`/`--driver-root-ctr-path` at the
+node's driver root (the project's libnvidia-ml.so.1 over the node's GPUs), `NODE_NAME`, the
+container's literal env, and `--config-file` holding the config the layout gives the pod (the
+key the config-manager linked, or the ConfigMap key the container names). It registers with the
+node's kubelet stand-in (devicemanager.py), which turns its device lists into the Node's
+capacity and allocatable through the API server. Its output is the container's log; a
+config-manager switch sends it SIGHUP after rewriting its config file (it restarts its plugins
+and re-reads the file); deleting the pod kills it (allocatable drops to 0, capacity stays); an
+exit is a crash the kubelet's back-off restarts.
+
+Owns `NvidiaPluginRuntime`, a `DevicePluginRuntime` whose program is NVIDIA's process (the
+config-manager flow of programs.py is kept: which key the init container and sidecar link is the
+layout's), and `plugin_binary`. Must not: interpret the plugin's config (NVIDIA's binary does),
+or write Node status itself (the kubelet stand-in does).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from tests.controlplane.containerlogs import LogStore
+from tests.controlplane.store import ApiStore
+from tests.fakes.cluster.agents import NodeSide
+from tests.fakes.cluster.allocation import Allocation, AllocationTable, Rejected
+from tests.fakes.cluster.deviceplugin import DevicePluginRuntime
+from tests.fakes.cluster.devices import Device, Resource
+from tests.fakes.cluster.loop import ControlLoop
+from tests.fakes.cluster.nodes import SimNode
+from tests.fakes.cluster.programs import ConfigView, ProgramPod, ProgramRuntime
+from tests.fakes.node.devicemanager import DeviceManager
+from tests.fakes.node.sandbox import Sandbox
+from tests.kube import ApiError
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+PROGRAM = "nvidia-device-plugin"
+# Env the runtime sets itself (flags win over them in NVIDIA's CLI, but a stale one would
+# confuse a reader of the process's environment).
+_OWN_ENV = ("CONFIG_FILE", "NVIDIA_DRIVER_ROOT", "CONTAINER_DRIVER_ROOT", "NODE_NAME")
+_STOP_GRACE = 5.0
+
+
+def plugin_binary() -> Path:
+    """NVIDIA's binary, built once per machine by scripts/gobins.py (about 70 s) and cached."""
+    spec = importlib.util.spec_from_file_location("gobins", REPO_ROOT / "scripts" / "gobins.py")
+    assert spec is not None and spec.loader is not None
+    gobins = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("gobins", gobins)
+    spec.loader.exec_module(gobins)
+    directory: Path = gobins.ensure(PROGRAM, quiet=True)
+    return directory / PROGRAM
+
+
+class _Process:
+    """One run of NVIDIA's binary for one pod."""
+
+    def __init__(self, process: subprocess.Popen[str], reader: threading.Thread) -> None:
+        self.process = process
+        self.reader = reader
+
+    def exited(self) -> int | None:
+        return self.process.poll()
+
+    def program_pid(self) -> int | None:
+        """NVIDIA's process itself: the child of `unshare` (nsenter and setpriv exec into it)."""
+        return _find_program(self.process.pid)
+
+
+class NvidiaPluginRuntime(DevicePluginRuntime):
+    """Every GPU node's plugin pod running NVIDIA's binary, and each node's device manager."""
+
+    def __init__(
+        self,
+        store: ApiStore,
+        loop: ControlLoop,
+        nodes: dict[str, SimNode],
+        sides: dict[str, NodeSide],
+        logs: LogStore | None,
+    ) -> None:
+        super().__init__(store, loop, nodes)
+        self.sides = sides
+        self.logs = logs
+        self.binary = plugin_binary()
+        self._procs: dict[str, _Process] = {}  # pod UID -> its running program
+        # (pod UID, container, resource) -> NVIDIA's ContainerAllocateResponse
+        self.responses: dict[tuple[str, str, str], Any] = {}
+        self._plock = threading.Lock()
+        self.managers = {
+            name: DeviceManager(
+                name, Sandbox(side.dir).device_plugins, self._publish, self._relook(name)
+            )
+            for name, side in sides.items()
+        }
+
+    def _relook(self, node: str) -> Callable[[], None]:
+        """What a device list's arrival does: the kubelet's admission looks at `node` again."""
+        return lambda: self.loop.enqueue("kubelet", ("node", node))
+
+    def start_managers(self) -> None:
+        for manager in self.managers.values():
+            manager.start()
+
+    def stop_all(self) -> None:
+        with self._plock:
+            procs = list(self._procs.values())
+            self._procs.clear()
+        for proc in procs:
+            _terminate(proc)
+        for manager in self.managers.values():
+            manager.stop()
+
+    # ---- what the kubelet's admission reads ---------------------------------------------------
+
+    def devices(self, node: str) -> dict[str, Resource]:
+        manager = self.managers.get(node)
+        if manager is None:
+            return {}
+        sim = self.nodes.get(node)
+        resources = {}
+        for name, ids in manager.healthy().items():
+            devices = []
+            for device_id in ids:
+                physical = device_id.split("::", 1)[0]
+                where = sim.locate(physical) if sim is not None else None
+                devices.append(Device(device_id, physical, where[0] if where else 0))
+            resources[name] = Resource(name, tuple(devices))
+        return resources
+
+    def known(self, node: str) -> set[str]:
+        manager = self.managers.get(node)
+        return manager.known() if manager is not None else set()
+
+    def allocate(
+        self, node: str, allocations: list[Allocation], table: AllocationTable
+    ) -> list[Allocation]:
+        """As the kubelet's device manager admits a container: NVIDIA's preferred devices among
+        the healthy ones no other pod holds (GetPreferredAllocation, which it offers), then its
+        Allocate; the answer is kept for the checkpoint's AllocResp (`responses`). A refusal
+        rejects the pod with the kubelet's UnexpectedAdmissionError."""
+        manager = self.managers.get(node)
+        if manager is None:
+            return allocations
+        healthy = manager.healthy()
+        chosen: list[Allocation] = []
+        for allocation in allocations:
+            held = table.in_use(node, allocation.resource)
+            held.update(
+                i for a in chosen if a.resource == allocation.resource for i in a.device_ids
+            )
+            available = [d for d in healthy.get(allocation.resource, []) if d not in held]
+            try:
+                ids, response = manager.allocate(
+                    allocation.resource, available, len(allocation.device_ids)
+                )
+            except (LookupError, grpc.RpcError) as exc:
+                detail = exc.details() if isinstance(exc, grpc.RpcError) else str(exc)
+                raise Rejected(
+                    "UnexpectedAdmissionError",
+                    f"Allocate failed due to {detail}, which is unexpected",
+                ) from exc
+            done = replace(allocation, device_ids=tuple(ids))
+            self.responses[(done.pod_uid, done.container, done.resource)] = response
+            chosen.append(done)
+        return chosen
+
+    def forget(self, node: str) -> None:
+        pass  # the device manager's state goes with the node's directory
+
+    # ---- the program ------------------------------------------------------------------------
+
+    def _load(self, state: ProgramPod, view: ConfigView) -> None:
+        """Start NVIDIA's binary, or SIGHUP the running one after rewriting its config file."""
+        state.main_error, state.result = None, {}
+        side = self.sides.get(state.node)
+        if side is None:  # not a GPU node: NVIDIA's plugin finds no NVML and says so
+            state.main_error = "no GPU on this node: libnvidia-ml.so.1 not found"
+            return
+        config = self._write_config(state, view, side)
+        with self._plock:
+            running = self._procs.get(state.uid)
+        if running is not None and running.exited() is None:
+            pid = running.program_pid()
+            if pid is not None:
+                os.kill(pid, signal.SIGHUP)
+                return
+        self._spawn(state, side, config)
+
+    def _write_config(self, state: ProgramPod, view: ConfigView, side: NodeSide) -> Path | None:
+        """The file `--config-file` names: the config the pod would see mounted, or a path that
+        does not exist where the pod's config file is missing (NVIDIA's binary then fails to
+        read it, in its own words); None for no config file at all."""
+        text, error = self.config_text(state, view)
+        directory = side.dir / "plugin-config" / state.uid
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / "config.yaml"
+        if error is not None:
+            path.unlink(missing_ok=True)
+            return path
+        if text is None:
+            return None
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def _spawn(self, state: ProgramPod, side: NodeSide, config: Path | None) -> None:
+        sandbox = Sandbox(side.dir, side.network)
+        root = str(side.driver.path)
+        # the DaemonSet's own defaults otherwise: device discovery "auto" finds NVML as on a
+        # real node ("Detected platform: nvml")
+        argv = [str(self.binary), f"--driver-root={root}", f"--driver-root-ctr-path={root}"]
+        if config is not None:
+            argv.append(f"--config-file={config}")
+        env = {k: v for k, v in state.setup.env.items() if k not in _OWN_ENV}
+        env.update({"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "NODE_NAME": state.node})
+        command = _with_parent_death(sandbox.command(argv))
+        process = subprocess.Popen(  # noqa: S603 (fixed argv, no shell)
+            command,
+            cwd=side.dir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        reader = threading.Thread(
+            target=self._read, args=(state, process), name=f"nvdp-{state.node}", daemon=True
+        )
+        with self._plock:
+            old = self._procs.pop(state.uid, None)
+            self._procs[state.uid] = _Process(process, reader)
+        if old is not None:
+            _terminate(old)
+        reader.start()
+
+    def _read(self, state: ProgramPod, process: subprocess.Popen[str]) -> None:
+        """The container's log; at its end the process is gone and the kubelet must look."""
+        output = process.stdout
+        assert output is not None
+        container = state.setup.main
+        for line in output:
+            if self.logs is not None:
+                self.logs.append(state.namespace, state.name, container, line.rstrip("\n"))
+        output.close()
+        try:
+            process.wait(_STOP_GRACE)
+        except subprocess.TimeoutExpired:
+            pass
+        self.loop.enqueue("kubelet", ("node", state.node))
+
+    # ---- PodRuntime hooks ---------------------------------------------------------------------
+
+    def stop(self, uid: str) -> None:
+        with self._plock:
+            proc = self._procs.pop(uid, None)
+        state = self.pods.get(uid)
+        if proc is not None:
+            _terminate(proc)
+            manager = self.managers.get(state.node) if state is not None else None
+            if manager is not None:  # the kubelet notices before the node's next pod starts
+                manager.wait_unregistered(_STOP_GRACE)
+        super().stop(uid)
+
+    def fates(self, uid: str) -> dict[str, str | None]:
+        fates = super().fates(uid)
+        state = self.pods.get(uid)
+        with self._plock:
+            proc = self._procs.get(uid)
+        if state is not None and state.started and state.main_error is None and proc is not None:
+            code = proc.exited()
+            if code is not None:
+                fates[state.setup.main] = f"{PROGRAM} exited with code {code}"
+        return fates
+
+    def restart(self, uid: str, container: str) -> None:
+        state = self.pods.get(uid)
+        if state is not None and container == state.setup.main:
+            with self._plock:
+                proc = self._procs.pop(uid, None)
+            if proc is not None:
+                _terminate(proc)
+        super().restart(uid, container)
+
+    def changed(self, node: str) -> None:
+        """The kubelet stand-in publishes what NVIDIA's plugin advertised; only re-render."""
+        ProgramRuntime.changed(self, node)
+
+    # ---- test handles -------------------------------------------------------------------------
+
+    def program_pid(self, node: str) -> int | None:
+        """NVIDIA's running process on `node`, if any."""
+        with self._plock:
+            procs = [
+                p
+                for uid, p in self._procs.items()
+                if uid in self.pods and self.pods[uid].node == node
+            ]
+        for proc in procs:
+            if proc.exited() is None:
+                pid = proc.program_pid()
+                if pid is not None:
+                    return pid
+        return None
+
+    def _publish(self, node: str, capacity: dict[str, str], allocatable: dict[str, str]) -> None:
+        try:
+            super()._publish(node, capacity, allocatable)
+        except ApiError:
+            pass  # the node is gone
+
+
+def checkpoint_response(message: Any) -> Any:
+    """NVIDIA's ContainerAllocateResponse as the kubelet stand-in stores it in its checkpoint."""
+    from tests.fakes import kubelet
+
+    return kubelet.AllocateResponse(
+        envs=dict(message.envs),
+        mounts=tuple(
+            kubelet.Mount(m.container_path, m.host_path, m.read_only) for m in message.mounts
+        ),
+        devices=tuple(
+            kubelet.DeviceSpec(d.container_path, d.host_path, d.permissions)
+            for d in message.devices
+        ),
+        annotations=dict(message.annotations),
+        cdi_devices=tuple(c.name for c in message.cdi_devices),
+    )
+
+
+def _with_parent_death(command: list[str]) -> list[str]:
+    """The program ends with the test that started it: `setpriv --pdeathsig` on `nsenter` and
+    `unshare` (which exec into each other), and `unshare --kill-child` for the program."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", "--", *command] if setpriv else command
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text(encoding="ascii")
+    except OSError:
+        return []
+    return [int(p) for p in text.split()]
+
+
+def _find_program(pid: int, depth: int = 4) -> int | None:
+    try:
+        if Path(os.readlink(f"/proc/{pid}/exe")).name == PROGRAM:
+            return pid
+    except OSError:
+        return None
+    if depth == 0:
+        return None
+    for child in _children(pid):
+        found = _find_program(child, depth - 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _terminate(proc: _Process) -> None:
+    process = proc.process
+    if process.poll() is None:
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(_STOP_GRACE)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        except ProcessLookupError:
+            pass
+    if proc.reader is not threading.current_thread():
+        proc.reader.join(_STOP_GRACE)

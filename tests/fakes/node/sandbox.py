@@ -1,0 +1,101 @@
+"""A simulated GPU node's sandbox: how a node process sees the node's own directories.
+
+A real node's programs find the kubelet's device-plugin directory at the hard-coded
+`/var/lib/kubelet/device-plugins/` (NVIDIA's device plugin creates its sockets there whatever
+its flags say), and the driver's MIG capability minors under `/proc/driver/nvidia-caps/`.
+A process of a simulated node gets both from a private mount namespace of its own (`unshare -m`,
+propagation private, so nothing it mounts reaches the host): a tmpfs over `/var/lib` with the
+node's device-plugin directory bound at `/var/lib/kubelet/device-plugins`, and the node's
+`proc-driver` directory bound over `/proc/driver`, holding the driver's `nvidia-caps/mig-minors`
+(what NVIDIA's plugin reads for MIG devices). Where the node has a network namespace
+(tests/fakes/cluster/netns.py) the process joins it first. Needs root and util-linux's `unshare`
+and `nsenter`.
+
+Owns `Sandbox` (one node's directories and the command line that runs a program inside) and
+`write_mig_minors` (the driver's list of MIG capability minors). Must not: mount
+anything in the host's namespace, or decide what runs inside.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.fakes.cluster.netns import NodeNetwork
+
+DEVICE_PLUGINS = "/var/lib/kubelet/device-plugins"
+# The driver's MIG capability minors: NVIDIA's plugin reads this file to map each MIG device's
+# capability path to its /dev/nvidia-caps node (it stops without it once a MIG device exists).
+MIG_MINORS = "/proc/driver/nvidia-caps/mig-minors"
+MAX_GPUS, MAX_GPU_INSTANCES, MAX_COMPUTE_INSTANCES = 32, 15, 8
+# $1: the node's device-plugin directory, $2: its /proc/driver stand-in, then the program.
+_SETUP = """set -e
+mount -t tmpfs -o size=1m,mode=0755 simulated-node /var/lib
+mkdir -p /var/lib/kubelet/device-plugins
+mount --bind "$1" /var/lib/kubelet/device-plugins
+mount --bind "$2" /proc/driver
+shift 2
+exec "$@"
+"""
+
+
+def unavailable() -> str | None:
+    """Why a node sandbox cannot be made here, or None."""
+    if os.geteuid() != 0:
+        return "a node sandbox needs root (a private mount namespace per node process)"
+    missing = [tool for tool in ("unshare", "nsenter", "mount") if shutil.which(tool) is None]
+    if missing:
+        return f"a node sandbox needs util-linux's {', '.join(missing)}"
+    return None
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """One node's view of the kubelet's and the driver's directories."""
+
+    directory: Path  # the node's own directory on the host (tests/fakes/cluster/agents.py)
+    network: NodeNetwork | None = None
+
+    @property
+    def device_plugins(self) -> Path:
+        """What the node's processes see as /var/lib/kubelet/device-plugins (the node's kubelet
+        root is `directory/kubelet`, where the kubelet stand-in's checkpoint is written too)."""
+        return self.directory / "kubelet" / "device-plugins"
+
+    @property
+    def proc_driver(self) -> Path:
+        """What the node's processes see as /proc/driver (the driver's MIG minors)."""
+        return self.directory / "proc-driver"
+
+    def command(self, argv: Sequence[str]) -> list[str]:
+        """`argv` run inside the node: its network namespace, then a private mount namespace
+        (`--kill-child`: the program ends with the `unshare` that a test's kill reaches)."""
+        self.device_plugins.mkdir(parents=True, exist_ok=True)
+        write_mig_minors(self.proc_driver / "nvidia-caps" / "mig-minors")
+        inner = [
+            "unshare", "--mount", "--propagation", "private", "--fork", "--kill-child",
+            "sh", "-c", _SETUP, "node-sandbox", str(self.device_plugins), str(self.proc_driver),
+            *argv,
+        ]  # fmt: skip
+        return self.network.command(inner) if self.network is not None else inner
+
+
+def write_mig_minors(path: Path) -> None:
+    """The driver's `mig-minors` list: `config` and `monitor`, then for every GPU minor, GPU
+    instance and compute instance the driver could create, its capability and a device minor,
+    numbered in that order from 3. The numbers only name `/dev/nvidia-caps` nodes, which a
+    simulated node does not have (docs/simulated-node.md)."""
+    lines = ["config 1", "monitor 2"]
+    minor = 3
+    for gpu in range(MAX_GPUS):
+        for gi in range(MAX_GPU_INSTANCES):
+            lines.append(f"gpu{gpu}/gi{gi}/access {minor}")
+            minor += 1
+            for ci in range(MAX_COMPUTE_INSTANCES):
+                lines.append(f"gpu{gpu}/gi{gi}/ci{ci}/access {minor}")
+                minor += 1
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
