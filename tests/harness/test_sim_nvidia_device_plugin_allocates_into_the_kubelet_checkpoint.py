@@ -98,7 +98,9 @@ def test_a_pods_replica_comes_from_nvidias_allocate_into_checkpoint_and_podresou
         if not checkpoint.exists():
             return None
         document = json.loads(checkpoint.read_text(encoding="utf-8"))
-        found = [e for e in document["Data"]["PodDeviceEntries"] if e["PodUID"] == uid]
+        # `null` until the kubelet stand-in has written an entry (the real kubelet writes so too)
+        entries = document["Data"].get("PodDeviceEntries") or []
+        found = [e for e in entries if e["PodUID"] == uid]
         return found[0] if found else None
 
     written = eventually("the pod in the checkpoint", entry)
