@@ -1,7 +1,7 @@
 """Benchmark (not a test): many real agents against the real kube-apiserver — what they cost
 the server at rest, how fast a label reaches one, and the burst when all restart at once.
 
-DESIGN.md budget: "agent at rest … learns of changes by watching; 5,000 agents ≤ 1 API request/s
+Budget (docs/architecture.md, "Budgets"): "agent at rest … learns of changes by watching; 5,000 agents ≤ 1 API request/s
 in total; a label change reaches the agent in ≤ 2 s". The control plane of tests/controlplane
 (etcd, kube-apiserver, controller-manager, scheduler, KWOK) runs with `--agents` KWOK GPU nodes;
 each node's agent is the real `kubectl-gpu-agent` as a process of its own (the NVML stand-in

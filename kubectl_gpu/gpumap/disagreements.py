@@ -39,7 +39,7 @@ def stale(entry: Allocation, reason: str) -> Finding:
 
 
 def unhealthy(sources: NodeSources, held: Sequence[Allocation]) -> list[Finding]:
-    """Registered devices are the healthy ones (reference §1.1, §3): a device registered in the
+    """Registered devices are the healthy ones (docs/upstream-facts.md N1.1, N3): a device registered in the
     checkpoint but not allocatable now, or held but not registered, has turned unhealthy."""
     problems = []
     healthy = healthy_devices(sources)
