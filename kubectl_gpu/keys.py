@@ -30,8 +30,8 @@ PREVIOUS_CONFIG_ANNOTATION = PREFIX + "previous-config"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "kubectl-gpu"
 
-# GPU Feature Discovery / GPU Operator node labels read by `kubectl gpu share` (docs/upstream-facts.md
-# P2.3). A resource's physical count is labelled `<resource>.count`.
+# GPU Feature Discovery / GPU Operator node labels read by `kubectl gpu share`
+# (docs/upstream-facts.md P2.3). A resource's physical count is labelled `<resource>.count`.
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 COUNT_LABEL_SUFFIX = ".count"
 GPU_COUNT_LABEL = "nvidia.com/gpu.count"  # GFD, on every node where it found GPUs
@@ -74,7 +74,8 @@ DRAIN_ANNOTATION = PREFIX + "drain"
 MIG_CONFIGMAP = "kubectl-gpu-mig-config"  # one key per config name, in our namespace
 NAMESPACE = "kubectl-gpu"
 
-# GPU Operator: its operands' node labels and the MIG manager's pause value (docs/upstream-facts.md M3.2).
+# GPU Operator: its operands' node labels and the MIG manager's pause value (docs/upstream-facts.md
+# M3.2).
 DEPLOY_DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
 DEPLOY_MIG_MANAGER_LABEL = "nvidia.com/gpu.deploy.mig-manager"
 DEPLOY_LABEL_PREFIX = "nvidia.com/gpu.deploy."  # one per operand; mig-manager pauses some

@@ -85,8 +85,9 @@ def _board(compute: int, memory: int, shapes: dict[str, Shape]) -> Board:
     return Board(compute, memory, tuple(shapes.items()))
 
 
-# docs/upstream-facts.md M4.2, "Shared geometry for 7-slice boards" (nvidia-smi IDs 19/20/15/14/9/5/0).
-# The 3g shape spans 4 memory slices, not 3: the go-nvml mocks get this wrong (docs/upstream-facts.md M4.1).
+# docs/upstream-facts.md M4.2, "Shared geometry for 7-slice boards" (nvidia-smi IDs
+# 19/20/15/14/9/5/0). The 3g shape spans 4 memory slices, not 3: the go-nvml mocks get this wrong
+# (docs/upstream-facts.md M4.1).
 SEVEN_SLICE = _board(
     7,
     8,

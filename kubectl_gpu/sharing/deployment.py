@@ -71,7 +71,8 @@ TITLES: dict[Kind, str] = {
     "bundle": "kubectl gpu bundle",
 }
 DEFAULT_CONFIGMAP = "device-plugin-config"  # created when the operator references none
-OPERATOR_FALLBACKS = ("empty",)  # the operator sets FALLBACK_STRATEGIES=empty (docs/upstream-facts.md P3.4)
+# the operator sets FALLBACK_STRATEGIES=empty (docs/upstream-facts.md P3.4)
+OPERATOR_FALLBACKS = ("empty",)
 
 
 class DeploymentError(errors.GpuError):
@@ -205,7 +206,8 @@ def running_plugins(
 
 
 def is_plugin_pod(deployment: Deployment, pod: Mapping[str, Any]) -> bool:
-    """Whether `pod` (already matched by the selector) is the plugin, not GFD or MPS (docs/upstream-facts.md P6)."""
+    """Whether `pod` (already matched by the selector) is the plugin, not GFD or MPS
+    (docs/upstream-facts.md P6)."""
     names = {c.get("name") for c in (pod.get("spec") or {}).get("containers") or []}
     owners = metadata_of(pod).get("ownerReferences") or []
     owned_by = {o.get("name") for o in owners if o.get("kind") == "DaemonSet"}

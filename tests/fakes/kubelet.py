@@ -7,7 +7,8 @@ encoding ``AllocResp`` with a hand-written protobuf encoder (independent of the 
 product decodes with); serving List, GetAllocatableResources and Get over a real ``grpc.server``.
 
 Must not: be imported by product code, or patch ``grpc``: the product's real client talks to a
-real server over a real unix socket (docs/architecture.md, "Stand-ins"). Facts follow docs/upstream-facts.md N1–N3.
+real server over a real unix socket (docs/architecture.md, "Stand-ins"). Facts follow
+docs/upstream-facts.md N1–N3.
 """
 
 from __future__ import annotations
@@ -206,8 +207,9 @@ def nvidia_envvar_response(device_ids: Iterable[str]) -> AllocateResponse:
 
 def checkpoint_entries(pods: Iterable[Pod]) -> list[CheckpointEntry]:
     """Derive kubelet's entries from pods: one per container and resource, a device listed under
-    every NUMA node of its topology, or under -1 without one (docs/upstream-facts.md N1.2). Each resource's
-    plugin answers Allocate for its own devices only, so the default AllocResp is per entry."""
+    every NUMA node of its topology, or under -1 without one (docs/upstream-facts.md N1.2). Each
+    resource's plugin answers Allocate for its own devices only, so the default AllocResp is per
+    entry."""
     entries = []
     for pod in pods:
         for container in pod.containers:

@@ -1,4 +1,5 @@
-"""When the simulated device plugin reads its config, per deployment (docs/upstream-facts.md P3.3, P3)."""
+"""When the simulated device plugin reads its config, per deployment (docs/upstream-facts.md P3.3,
+P3)."""
 
 from __future__ import annotations
 

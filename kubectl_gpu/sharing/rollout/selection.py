@@ -14,7 +14,8 @@ from collections.abc import Collection, Mapping
 
 from kubectl_gpu import keys
 
-EMPTY = ""  # the `empty` fallback: no config file, the plugin's defaults (docs/upstream-facts.md P1.6)
+# the `empty` fallback: no config file, the plugin's defaults (docs/upstream-facts.md P1.6)
+EMPTY = ""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""What the device plugin advertises on one node: resource names and device IDs (docs/upstream-facts.md P1.5, P2, P4).
+"""What the device plugin advertises on one node: resource names and device IDs
+(docs/upstream-facts.md P1.5, P2, P4).
 
 Owns the upstream device map: whole GPUs as `nvidia.com/gpu`, MIG strategies none / single /
 mixed with their quirks (a MIG-enabled GPU is still one `nvidia.com/gpu` under none; single
@@ -64,7 +65,8 @@ def advertise(gpus: Sequence[GpuView], config: PluginConfig) -> dict[str, Resour
     resources: dict[str, Resource] = {}
     for name, devices in base.items():
         wanted = sharing.replicas_of(name)
-        if wanted is None:  # not shared (names that match no device are skipped: docs/upstream-facts.md P1.5)
+        # not shared (names that match no device are skipped: docs/upstream-facts.md P1.5)
+        if wanted is None:
             resources[name] = Resource(name, tuple(devices), policy=config.allocation_policy)
             continue
         replicated = tuple(

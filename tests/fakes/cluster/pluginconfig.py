@@ -2,12 +2,14 @@
 
 Owns what the real plugin accepts and rejects when it loads `/config/config.yaml`: YAML turned
 into JSON, unknown keys ignored, struct keys (top level, `flags`, `flags.plugin`, `sharing`)
-matched case-insensitively with the last duplicate winning (docs/upstream-facts.md P1.8), map-read keys inside
+matched case-insensitively with the last duplicate winning (docs/upstream-facts.md P1.8), map-read
+keys inside
 `timeSlicing`/`mps` and resource entries matched exactly, `devices`/`rename`/top-level
 `resources` validated then thrown away (P1.5), MPS winning over time-slicing (P1.5), env vars
-on the plugin container overriding the file (docs/upstream-facts.md P1.1), and the runtime validation errors that make
-the plugin exit 1 (docs/upstream-facts.md P1.7), worded as upstream words them. GPU-dependent checks live in devices.py.
-Must not import kubectl_gpu: a stand-in that shares the product's rules would prove nothing.
+on the plugin container overriding the file (docs/upstream-facts.md P1.1), and the runtime
+validation errors that make the plugin exit 1 (docs/upstream-facts.md P1.7), worded as upstream
+words them. GPU-dependent checks live in devices.py. Must not import kubectl_gpu: a stand-in that
+shares the product's rules would prove nothing.
 """
 
 from __future__ import annotations
@@ -114,7 +116,9 @@ def load(text: str | None, env: Mapping[str, str], *, gfd: bool = False) -> Plug
 
 def _document(text: str | None) -> Any:
     if not text:
-        return {}  # an empty file (the "empty" fallback's /dev/null) means defaults (docs/upstream-facts.md P1.6)
+        # an empty file (the "empty" fallback's /dev/null) means defaults (docs/upstream-facts.md
+        # P1.6)
+        return {}
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -139,7 +143,8 @@ def _sharing(raw: Any) -> Sharing:
     time_slicing = _replicated_block(block["timeSlicing"]) if "timeSlicing" in block else None
     mps = _replicated_block(block["mps"]) if block.get("mps") is not None else None
     if mps is not None:
-        # MPS wins whenever the block is present; timeSlicing is dropped silently (docs/upstream-facts.md P1.5).
+        # MPS wins whenever the block is present; timeSlicing is dropped silently
+        # (docs/upstream-facts.md P1.5).
         resources, fail_default, strategy = mps, True, "mps"
     elif time_slicing is not None:
         resources, fail_default, strategy = time_slicing, False, "time-slicing"
@@ -190,7 +195,8 @@ def _replicated(item: Any, rename_all: bool) -> Replicated:
 
 
 def resource_name(raw: Any) -> str:
-    """ResourceName: bare names get nvidia.com/; anything else must then be valid (docs/upstream-facts.md P1.5)."""
+    """ResourceName: bare names get nvidia.com/; anything else must then be valid
+    (docs/upstream-facts.md P1.5)."""
     if not isinstance(raw, str):
         raise f.DecodeError(
             f"json: cannot unmarshal {f.json_type(raw)} into Go value of type v1.ResourceName"
@@ -224,7 +230,8 @@ def _check_devices(devices: Any) -> None:
 
 
 def _check_resources_block(raw: Any) -> None:
-    """Top-level `resources`: each entry needs pattern and name, then all is ignored (docs/upstream-facts.md P1.4)."""
+    """Top-level `resources`: each entry needs pattern and name, then all is ignored
+    (docs/upstream-facts.md P1.4)."""
     block = f.typed(raw, dict, "Config.resources") or {}
     for kind in ("gpus", "mig"):
         for entry in block.get(kind) or []:
