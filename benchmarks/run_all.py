@@ -1,5 +1,5 @@
-"""The whole benchmark suite in one command, against docs/architecture.md's budgets (never part of
-pytest).
+"""The whole benchmark suite in one command, against the budgets of docs/architecture.md (never
+part of pytest).
 
 Runs every measurement the other modules own and prints one table: figure, budget, measured,
 the same-run baseline, the ratio to it, and pass/MISS. Start-up figures (`--help`, `validate`,

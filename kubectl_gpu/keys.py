@@ -74,8 +74,8 @@ DRAIN_ANNOTATION = PREFIX + "drain"
 MIG_CONFIGMAP = "kubectl-gpu-mig-config"  # one key per config name, in our namespace
 NAMESPACE = "kubectl-gpu"
 
-# GPU Operator: its operands' node labels and the MIG manager's pause value (docs/upstream-facts.md
-# M3.2).
+# GPU Operator: its operands' node labels and the MIG manager's pause value
+# (docs/upstream-facts.md M3.2).
 DEPLOY_DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
 DEPLOY_MIG_MANAGER_LABEL = "nvidia.com/gpu.deploy.mig-manager"
 DEPLOY_LABEL_PREFIX = "nvidia.com/gpu.deploy."  # one per operand; mig-manager pauses some

@@ -151,8 +151,7 @@ def _joined_dra(local: Sequence[MapRow], api_rows: Sequence[Row]) -> list[MapRow
     and config). An API row wins; a container only the node knows is filled in; a node-local
     allocation the API did not show (claims not readable, say) is kept, resolved to its GPU
     where another row names the same device."""
-    # a set: linear in rows (docs/architecture.md, "Budgets")
-    held = {_holder(m.row)[:4] for m in local}
+    held = {_holder(m.row)[:4] for m in local}  # a set: linear in rows (docs/architecture.md)
     found: list[MapRow] = []
     for row in api_rows:
         if row.container is None and _holder(row)[:4] in held:

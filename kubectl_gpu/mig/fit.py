@@ -128,8 +128,8 @@ def _resolve(model: GpuModel, device: MigProfile) -> GiProfile:
 
 def _share_gpu_instances(flat: list[tuple[GiProfile, MigProfile]]) -> tuple[GiRequest, ...]:
     # mig-parted adds a compute instance to the GPU instance it created last when that has the
-    # same profile and room left (docs/upstream-facts.md M2.2 step 4); room is counted in compute
-    # slices (inferred).
+    # same profile and room left (docs/upstream-facts.md M2.2 step 4); room is counted in
+    # compute slices (inferred).
     groups: list[tuple[GiProfile, list[MigProfile]]] = []
     for profile, device in flat:
         if groups and groups[-1][0] == profile:

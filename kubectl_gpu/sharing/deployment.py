@@ -71,8 +71,7 @@ TITLES: dict[Kind, str] = {
     "bundle": "kubectl gpu bundle",
 }
 DEFAULT_CONFIGMAP = "device-plugin-config"  # created when the operator references none
-# the operator sets FALLBACK_STRATEGIES=empty (docs/upstream-facts.md P3.4)
-OPERATOR_FALLBACKS = ("empty",)
+OPERATOR_FALLBACKS = ("empty",)  # the operator's FALLBACK_STRATEGIES (docs/upstream-facts.md P3.4)
 
 
 class DeploymentError(errors.GpuError):

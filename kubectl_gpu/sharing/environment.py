@@ -20,8 +20,8 @@ class Deployment(Protocol):
     def env_overrides(self) -> tuple[tuple[str, str], ...]: ...
 
 
-# Env vars the plugin reads instead of the config file's flags (docs/upstream-facts.md P1.1, P1.3):
-# env → flag path.
+# Env vars the plugin reads instead of the config file's flags, env → flag path
+# (docs/upstream-facts.md P1.1, P1.3).
 FLAG_ENV: dict[str, tuple[str, ...]] = {
     "MIG_STRATEGY": ("migStrategy",),
     "FAIL_ON_INIT_ERROR": ("failOnInitError",),

@@ -6,8 +6,8 @@ Owns: the plain-data description of a node's pods, devices and allocatable resou
 encoding ``AllocResp`` with a hand-written protobuf encoder (independent of the generated stubs the
 product decodes with); serving List, GetAllocatableResources and Get over a real ``grpc.server``.
 
-Must not: be imported by product code, or patch ``grpc``: the product's real client talks to a
-real server over a real unix socket (docs/architecture.md, "Stand-ins"). Facts follow
+Must not: be imported by product code, or patch ``grpc``: the product's real client talks to a real
+server over a real unix socket (docs/architecture.md, "Stand-ins"). Facts follow
 docs/upstream-facts.md N1–N3.
 """
 

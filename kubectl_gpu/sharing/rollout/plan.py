@@ -1,13 +1,12 @@
 """A planned sharing change, checked: what is written, which nodes it reaches, what they become.
 
 Owns `Plan` and `finish()`, which turns a `Target` (new key contents, node labels, the
-ClusterPolicy's config) into a plan: the key every GPU node reads afterwards, the nodes whose
-config changes or whose advertised capacity does not match their config (the plugin reads its
-config only at start, docs/upstream-facts.md P3.3), each such node's expected allocatable
-(physical devices × replicas under the advertised name), the rollback record, and the refusals
-that depend on the nodes (config-manager failing after the change, MPS limits,
-docs/upstream-facts.md P1.7, P8). Must not choose contents or keys (targets.py does) nor do I/O.
-Pure.
+ClusterPolicy's config) into a plan: the key every GPU node reads afterwards, the nodes whose config
+changes or whose advertised capacity does not match their config (the plugin reads its config only
+at start, docs/upstream-facts.md P3.3), each such node's expected allocatable (physical devices ×
+replicas under the advertised name), the rollback record, and the refusals that depend on the nodes
+(config-manager failing after the change, MPS limits, docs/upstream-facts.md P1.7, P8). Must not
+choose contents or keys (targets.py does) nor do I/O. Pure.
 """
 
 from __future__ import annotations

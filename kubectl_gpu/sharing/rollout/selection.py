@@ -14,8 +14,7 @@ from collections.abc import Collection, Mapping
 
 from kubectl_gpu import keys
 
-# the `empty` fallback: no config file, the plugin's defaults (docs/upstream-facts.md P1.6)
-EMPTY = ""
+EMPTY = ""  # the `empty` fallback: the plugin's defaults (docs/upstream-facts.md P1.6)
 
 
 @dataclasses.dataclass(frozen=True)

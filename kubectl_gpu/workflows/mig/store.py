@@ -28,8 +28,7 @@ from kubectl_gpu.workflows.mig.targets import NodeFacts
 log = logging.getLogger(__name__)
 Json = dict[str, Any]
 Edit = Callable[[dict[str, str]], "dict[str, str] | None"]  # new data, or None: unchanged
-# the operator's shipped default (docs/upstream-facts.md M3.5)
-OPERATOR_CONFIGMAP = "default-mig-parted-config"
+OPERATOR_CONFIGMAP = "default-mig-parted-config"  # shipped default (docs/upstream-facts.md M3.5)
 _ATTEMPTS = 5
 MAX_CONFIG_CHARS = 1024 * 1024  # a ConfigMap holds at most 1 MiB
 _OPERATOR_APPS = ("nvidia-device-plugin-daemonset", "gpu-feature-discovery", "nvidia-mig-manager")

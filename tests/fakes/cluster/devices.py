@@ -65,8 +65,7 @@ def advertise(gpus: Sequence[GpuView], config: PluginConfig) -> dict[str, Resour
     resources: dict[str, Resource] = {}
     for name, devices in base.items():
         wanted = sharing.replicas_of(name)
-        # not shared (names that match no device are skipped: docs/upstream-facts.md P1.5)
-        if wanted is None:
+        if wanted is None:  # not shared (unmatched names are skipped: docs/upstream-facts.md P1.5)
             resources[name] = Resource(name, tuple(devices), policy=config.allocation_policy)
             continue
         replicated = tuple(

@@ -1,15 +1,14 @@
 """A lenient reader of device-plugin config files, written from docs/upstream-facts.md P1.
 
-Owns what the real plugin accepts and rejects when it loads `/config/config.yaml`: YAML turned
-into JSON, unknown keys ignored, struct keys (top level, `flags`, `flags.plugin`, `sharing`)
-matched case-insensitively with the last duplicate winning (docs/upstream-facts.md P1.8), map-read
-keys inside
-`timeSlicing`/`mps` and resource entries matched exactly, `devices`/`rename`/top-level
-`resources` validated then thrown away (P1.5), MPS winning over time-slicing (P1.5), env vars
-on the plugin container overriding the file (docs/upstream-facts.md P1.1), and the runtime
-validation errors that make the plugin exit 1 (docs/upstream-facts.md P1.7), worded as upstream
-words them. GPU-dependent checks live in devices.py. Must not import kubectl_gpu: a stand-in that
-shares the product's rules would prove nothing.
+Owns what the real plugin accepts and rejects when it loads `/config/config.yaml`: YAML turned into
+JSON, unknown keys ignored, struct keys (top level, `flags`, `flags.plugin`, `sharing`) matched
+case-insensitively with the last duplicate winning (docs/upstream-facts.md P1.8), map-read keys
+inside `timeSlicing`/`mps` and resource entries matched exactly, `devices`/`rename`/top-level
+`resources` validated then thrown away (docs/upstream-facts.md P1.5), MPS winning over time-slicing
+(P1.5), env vars on the plugin container overriding the file (docs/upstream-facts.md P1.1), and the
+runtime validation errors that make the plugin exit 1 (docs/upstream-facts.md P1.7), worded as
+upstream words them. GPU-dependent checks live in devices.py. Must not import kubectl_gpu: a
+stand-in that shares the product's rules would prove nothing.
 """
 
 from __future__ import annotations
@@ -116,9 +115,7 @@ def load(text: str | None, env: Mapping[str, str], *, gfd: bool = False) -> Plug
 
 def _document(text: str | None) -> Any:
     if not text:
-        # an empty file (the "empty" fallback's /dev/null) means defaults (docs/upstream-facts.md
-        # P1.6)
-        return {}
+        return {}  # an empty file means the defaults (docs/upstream-facts.md P1.6)
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -1,8 +1,7 @@
 """The `flags` section of a device-plugin config: fields, defaults, env overrides, enum checks.
 
 Owns the field table of docs/upstream-facts.md P1.3 (names, JSON types, CLI defaults, env var
-names), Go
-`encoding/json`-like decoding of one struct (case-insensitive keys, last duplicate wins,
+names), Go `encoding/json`-like decoding of one struct (case-insensitive keys, last duplicate wins,
 unknown keys ignored, type errors worded like Go's), the env-over-file precedence of
 docs/upstream-facts.md P1.1 and the enum validation of docs/upstream-facts.md P1.7. Must not read
 files or know about sharing (pluginconfig.py).
@@ -135,8 +134,7 @@ def decode_flags(raw: Any) -> dict[str, Any]:
 
 def _section_value(value: Any, kind: type, path: str) -> Any:
     if path == "plugin.deviceListStrategy" and isinstance(value, str):
-        # one string is one strategy name, commas and all (docs/upstream-facts.md P1.3)
-        return [value]
+        return [value]  # one string is one name, commas and all (docs/upstream-facts.md P1.3)
     if path == "gfd.sleepInterval" and isinstance(value, (int, float)):
         return str(value)  # a number of nanoseconds
     return typed(value, kind, f"Flags.{path}")

@@ -4,8 +4,8 @@ Owns `ProgramSetup` (which container runs the program, its literal env, its conf
 init container and sidecar with their env, the ConfigMap mounted at `/available-configs`, a
 `CONFIG_FILE` pointing straight into a ConfigMap volume) and `select_config`, config-manager's
 `updateConfigName` (docs/upstream-facts.md P3.2: label, else DEFAULT_CONFIG, else
-FALLBACK_STRATEGIES named / single / empty), with its error wording. Must not keep state or read the
-store.
+FALLBACK_STRATEGIES named / single / empty), with its error wording. Must not keep state or read
+the store.
 """
 
 from __future__ import annotations

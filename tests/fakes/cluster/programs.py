@@ -163,8 +163,7 @@ class ProgramRuntime:
         try:
             key = self._select(state, view)
         except SelectionError as exc:
-            # the program keeps its old config (docs/upstream-facts.md P3.3)
-            state.sidecar_error = str(exc)
+            state.sidecar_error = str(exc)  # keeps its old config (docs/upstream-facts.md P3.3)
             state.log.append(f"config-manager: {exc}")
             return
         if key == state.selected:
@@ -182,8 +181,7 @@ class ProgramRuntime:
             state.sidecar_error = "error finding pid: no process found"  # nothing to SIGHUP
             return
         state.log.append(f"config-manager: Sending signal 'hangup' to '{self.program}'")
-        # SIGHUP: the program restarts in-process (docs/upstream-facts.md P3.3)
-        self._load(state, view)
+        self._load(state, view)  # SIGHUP: restarts in-process (docs/upstream-facts.md P3.3)
 
     def _select(self, state: ProgramPod, view: ConfigView) -> str:
         assert state.setup.manager is not None

@@ -6,14 +6,14 @@ name, slices, instance cap, placements in memory slices, memory and engine count
 profiles are derived from a GPU-instance profile. Must not: hold state (that is device.py) or know
 about ctypes (that is marshal.py and the symbol modules).
 
-Sources (docs/upstream-facts.md M4): placements and profile IDs from the MIG guide's `-lgipp`
-table and docs/upstream-facts.md M4.2 (NOT the go-nvml mocks, whose 3g/7g sizes are wrong). Memory
-and engine counts are real `nvidia-smi mig -lgip` readings where one was found: A100-40GB from
+Sources (docs/upstream-facts.md M4): placements and profile IDs from the MIG guide's `-lgipp` table
+and docs/upstream-facts.md M4.2 (NOT the go-nvml mocks, whose 3g/7g sizes are wrong). Memory and
+engine counts are real `nvidia-smi mig -lgip` readings where one was found: A100-40GB from
 docs/upstream-facts.md M4.2; A100-80GB (driver 515, SM 14 per slice); H100 80GB HBM3 from a public
 lgip listing; H200 from a real NVML reading (tests/data/nvml, driver 580.159.04: memory, engines,
 placements and PCI IDs). Derived values, marked ``# derived``, follow the nearest real board. Board
-totals (MiB) are NVML's
-``memory.total`` as reported publicly (H100 81559, H200 143771, A100 81920/40960, L4 23034).
+totals (MiB) are NVML's ``memory.total`` as reported publicly (H100 81559, H200 143771, A100
+81920/40960, L4 23034).
 """
 
 from __future__ import annotations
@@ -102,8 +102,8 @@ def compute_profiles(gi: GpuInstanceProfile) -> tuple[ComputeInstanceProfile, ..
     """The compute-instance profiles NVML offers inside a GPU instance of profile ``gi``.
 
     C ≤ G, and C < G only when 2C ≤ G + 1 (go-nvlib's rule; matches the A100 `-lcip` tables,
-    docs/upstream-facts.md M4.3). Placements are multiples of C that fit (inferred). SMs scale with
-    C.
+    docs/upstream-facts.md M4.3). Placements are multiples of C that fit (inferred). SMs scale
+    with C.
     """
     g = gi.slice_count
     profiles = []
