@@ -248,8 +248,12 @@ def test_real_kubectl_reads_the_simulated_driver_at_the_served_version(
     served: ServedPlane,
 ) -> None:
     def kubectl(*args: str) -> subprocess.CompletedProcess[str]:
+        # a discovery cache of this plane's own: kubectl keys its cache by host:port, and an
+        # earlier plane on the same port that served resource.k8s.io/v1 would be believed
+        cache = served.plane.kubeconfig.parent / "kubectl-discovery-cache"
         return subprocess.run(
-            [str(served.plane.kubectl), "--kubeconfig", str(served.plane.kubeconfig), *args],
+            [str(served.plane.kubectl), "--kubeconfig", str(served.plane.kubeconfig),
+             f"--cache-dir={cache}", *args],
             capture_output=True, text=True, timeout=60, check=False,
         )  # fmt: skip
 
