@@ -22,7 +22,7 @@ json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 # until SECONDS COMMAND…: retry a check while the agents catch up (they report every 0.5 s here)
 until_ok() { local t=$1; shift; for _ in $(seq $((t * 5))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.2; done; "$@"; }
 
-python -m tests.fakes.cluster --real --kubeconfig "$work/kubeconfig" --layout none \
+python -m tests.fakes.cluster --real --kubeconfig "$work/kubeconfig" --layout none --nvidia-device-plugin \
   --nodes gpu-a=H100-SXM5-80GB:2,gpu-b=A100-SXM4-80GB:2,cpu-1=none:0 \
   --dra-nodes dra-a=A100-SXM4-80GB:2 >"$work/sim.log" 2>&1 &
 sim=$!
