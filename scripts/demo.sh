@@ -59,6 +59,30 @@ ok "every part ready, and an agent reporting from each GPU node"
 agent_pid=$(pgrep -n -f 'bin/kubectl-gpu-agent ') || fail "no kubectl-gpu-agent process"
 ps -o pid=,args= -p "$agent_pid" | sed 's/ --kubeconfig .*//'
 grep -m1 -o '/[^ ]*libnvidia-ml[^ ]*' "/proc/$agent_pid/maps" || fail "the agent has no libnvidia-ml loaded"
+# The device plugin pod's process is NVIDIA's own nvidia-device-plugin v0.19.3, unmodified, in the
+# node's sandbox (docs/simulated-node.md): its log is its own, and it loads the same library.
+plugin_a=$(kubectl get pods -n kubectl-gpu -l app.kubernetes.io/name=kubectl-gpu-device-plugin \
+  --field-selector spec.nodeName=gpu-a -o name)
+[ -n "$plugin_a" ] || fail "no device plugin pod on gpu-a"
+step "kubectl logs -n kubectl-gpu ${plugin_a#pod/} -c nvidia-device-plugin-ctr | grep -e 'Starting NVIDIA' -e Registered"
+plugin_log_ok() {
+  kubectl logs -n kubectl-gpu "$plugin_a" -c nvidia-device-plugin-ctr >"$work/plugin.log" 2>&1 \
+    && grep -q '"Starting NVIDIA Device Plugin" version="v0.19.3"' "$work/plugin.log" \
+    && grep -q 'Registered device plugin for' "$work/plugin.log"
+}
+until_ok 30 plugin_log_ok || { cat "$work/plugin.log"; fail "the plugin pod's log is not NVIDIA's v0.19.3 registering"; }
+grep -e 'Starting NVIDIA Device Plugin' -e 'Registered device plugin for' "$work/plugin.log"
+# NVIDIA's process for gpu-a: its executable is the built binary and its NODE_NAME is gpu-a.
+nvidia_pid=""
+for pid in $(pgrep -f nvidia-device-plugin); do
+  [ "$(basename "$(readlink "/proc/$pid/exe" 2>/dev/null)")" = nvidia-device-plugin ] || continue
+  tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx 'NODE_NAME=gpu-a' && nvidia_pid=$pid
+done
+[ -n "$nvidia_pid" ] || fail "no nvidia-device-plugin process for gpu-a"
+ps -o pid=,args= -p "$nvidia_pid"
+grep -m1 -o '/[^ ]*libnvidia-ml[^ ]*' "/proc/$nvidia_pid/maps" \
+  || fail "NVIDIA's device plugin has no libnvidia-ml loaded"
+ok "NVIDIA's own device plugin serves gpu-a, with the node's libnvidia-ml.so.1 loaded"
 
 # 3. Share every GPU four ways; capacity is proven, not assumed.
 step "${gpu[*]} share --replicas 4 --wait --timeout 60s"
