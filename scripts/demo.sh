@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The main job: the whole kubectl-gpu story against a local GPU cluster whose control plane is
 # Kubernetes' own (kube-apiserver, etcd, controller-manager, scheduler, built by
-# scripts/gobins.py) with KWOK nodes; the node side is simulated (NVML, kubelet files, NVIDIA's
-# device plugin and DRA driver), and each GPU node runs the real kubectl-gpu-agent as its own
-# process once it is installed (see tests/controlplane and tests/fakes/). Every step is checked:
+# scripts/gobins.py) with KWOK nodes; the node side is simulated (NVML at the C ABI, the kubelet's
+# files and device-plugin gRPC, NVIDIA's DRA driver), and once installed each GPU node runs the
+# real kubectl-gpu-agent and NVIDIA's own nvidia-device-plugin v0.19.3, unmodified, as processes
+# of their own (see tests/controlplane, tests/fakes/, docs/simulated-node.md). Every step is checked:
 # the demo exits non-zero if one does not do what it says. Against a real cluster, run the same
 # kubectl gpu commands with your own kubeconfig.
 set -uo pipefail
@@ -55,7 +56,8 @@ sim=$!
 for _ in $(seq 600); do grep -q '^ready:' "$work/sim.log" && break; sleep 0.1; done
 grep -q '^ready:' "$work/sim.log" || { cat "$work/sim.log"; fail "the cluster did not start"; }
 export KUBECONFIG="$work/kubeconfig"
-echo "cluster: gpu-a (2x H100 80GB), gpu-b (2x A100 80GB) with no device plugin yet,"
+echo "cluster: gpu-a (2x H100 80GB), gpu-b (2x A100 80GB) with no device plugin yet (install"
+echo "         brings NVIDIA's own, run in each node's sandbox behind a kubelet stand-in),"
 echo "         dra-a (2x A100 80GB through NVIDIA's DRA driver), cpu-1"
 
 step "kubectl version"
