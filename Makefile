@@ -49,6 +49,6 @@ dist: $(VENV)/.installed
 release: $(VENV)/.installed
 	$(PY) scripts/release.py --vendor pypi --dist dist --manifest plugin.yaml
 
-# Benchmarks against DESIGN.md's budgets (minutes; never part of `test`). QUICK=1: 500 nodes.
+# Benchmarks against docs/architecture.md's budgets (minutes; never part of `test`). QUICK=1: 500 nodes.
 bench: $(VENV)/.installed
 	$(PY) -m benchmarks.run_all $(if $(QUICK),--quick)

@@ -1,8 +1,8 @@
 """Benchmark (not a test): the node agent at rest — RSS, CPU and API writes with nothing changing.
 
-DESIGN.md budget: at the default interval (10 s) the agent stays within 100 MiB RSS and 2 % of
-one core, and sends the API server nothing at rest (it learns of changes by watching). The real
-`kubectl-gpu-agent` binary loads `libnvidia-ml.so.1`, which this machine lacks, and the NVML
+Budget (docs/architecture.md): at the default interval (10 s) the agent stays within 100 MiB RSS and
+2 % of one core, and sends the API server nothing at rest (it learns of changes by watching). The
+real `kubectl-gpu-agent` binary loads `libnvidia-ml.so.1`, which this machine lacks, and the NVML
 stand-in only works inside the process that installs it; so the agent runs in a child Python
 process (this module with `--child`) that installs the NVML stand-in (an L4 ×4 node) and then
 calls the agent's own `agent.main` loop. The cluster (a simulated cluster on a real control

@@ -1,9 +1,9 @@
 """Benchmark (not a test): thousands of real agent loops against the real kube-apiserver — the
 whole fleet's requests at rest, and the burst when every agent restarts at once.
 
-DESIGN.md budget: "5,000 agents ≤ 1 API request/s in total" at rest; at a restart of them all,
-no 429 storm and a server that stays responsive to `kubectl get nodes`. A process per agent
-(benchmarks/agent_fleet.py) holds about 70 MiB each, so 5,000 do not fit this machine; here
+Budget (docs/architecture.md): "5,000 agents ≤ 1 API request/s in total" at rest; at a restart of
+them all, no 429 storm and a server that stays responsive to `kubectl get nodes`. A process per
+agent (benchmarks/agent_fleet.py) holds about 70 MiB each, so 5,000 do not fit this machine; here
 each worker process runs many agents, each the real `kubectl_gpu.agent.main` in a thread of its
 own (its own client, watches, back-off and heartbeat file; only the SIGTERM handler is left out,
 as a signal handler belongs to the main thread: a restart kills the worker, as a pod deletion

@@ -1,12 +1,12 @@
 """Benchmark (not a test): many real agents against the real kube-apiserver — what they cost
 the server at rest, how fast a label reaches one, and the burst when all restart at once.
 
-DESIGN.md budget: "agent at rest … learns of changes by watching; 5,000 agents ≤ 1 API request/s
-in total; a label change reaches the agent in ≤ 2 s". The control plane of tests/controlplane
-(etcd, kube-apiserver, controller-manager, scheduler, KWOK) runs with `--agents` KWOK GPU nodes;
-each node's agent is the real `kubectl-gpu-agent` as a process of its own (the NVML stand-in
-behind it, one L4). Every figure is counted by the server itself, from its audit log, by the
-agents' user agent (`kubectl-gpu-agent/…`):
+Budget (docs/architecture.md, "Budgets"): "agent at rest … learns of changes by watching; 5,000
+agents ≤ 1 API request/s in total; a label change reaches the agent in ≤ 2 s". The control plane of
+tests/controlplane (etcd, kube-apiserver, controller-manager, scheduler, KWOK) runs with `--agents`
+KWOK GPU nodes; each node's agent is the real `kubectl-gpu-agent` as a process of its own (the NVML
+stand-in behind it, one L4). Every figure is counted by the server itself, from its audit log, by
+the agents' user agent (`kubectl-gpu-agent/…`):
 
 - start-up: requests per agent until every agent has published its report;
 - at rest: requests in a window with no change (the agents' default resync is 12 h, so none

@@ -1,6 +1,6 @@
 """Benchmark (not a test): the readers on a real kube-apiserver with a fleet of KWOK GPU nodes.
 
-DESIGN.md budget: "fleet (real kube-apiserver, 5,000 KWOK GPU nodes, 40,000 GPU pods):
+Budget (docs/architecture.md): "fleet (real kube-apiserver, 5,000 KWOK GPU nodes, 40,000 GPU pods):
 `map -A` ≤ 0.5 × `kubectl get pods -A -o json`, ≤ 400 MiB". The control plane of
 tests/controlplane runs; the cluster of `benchmarks/synthetic.py` (8×H100, 8×A100 with MIG
 mixed, 4×L4 time-sliced ×4; one GPUNodeReport per node, built as the agent builds it; one

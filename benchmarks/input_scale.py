@@ -1,9 +1,9 @@
 """Scaling check of every reader: time and peak memory at 1k, 10k and 100k entries.
 
-DESIGN.md: "every reader (YAML, checkpoint, reports, ConfigMaps): cost linear in input size;
-100,000 checkpoint entries <= 3 s, a 10,000-key ConfigMap <= 3 s, peak <= 400 MiB". Each case
-runs in a fresh process (`kubectl-gpu ...`, as a user runs it) on a synthetic input written to a
-temp directory; the table shows wall and CPU seconds, peak RSS (MiB, from the child's rusage)
+Budget (docs/architecture.md): "every reader (YAML, checkpoint, reports, ConfigMaps): cost linear in
+input size; 100,000 checkpoint entries <= 3 s, a 10,000-key ConfigMap <= 3 s, peak <= 400 MiB". Each
+case runs in a fresh process (`kubectl-gpu ...`, as a user runs it) on a synthetic input written to
+a temp directory; the table shows wall and CPU seconds, peak RSS (MiB, from the child's rusage)
 and the growth of CPU time per 10x more entries (10 means linear; 100 would be quadratic; less
 than 10 where start-up dominates or an input cap stops the reader). Inputs:
 

@@ -1,5 +1,5 @@
 """Wall time of `kubectl gpu mig validate` of NVIDIA's default MIG config against every known
-GPU model, against DESIGN.md's 300 ms budget.
+GPU model, against the 300 ms budget of docs/architecture.md.
 
 Runs `kubectl-gpu mig validate -f <default config> --gpu <model> ...` (all 81 configs × every
 model in kubectl_gpu.mig.models, one GPU each) as a fresh process, N times, and for scale

@@ -1,4 +1,5 @@
-"""The whole benchmark suite in one command, against DESIGN.md's budgets (never part of pytest).
+"""The whole benchmark suite in one command, against the budgets of docs/architecture.md (never
+part of pytest).
 
 Runs every measurement the other modules own and prints one table: figure, budget, measured,
 the same-run baseline, the ratio to it, and pass/MISS. Start-up figures (`--help`, `validate`,
@@ -36,7 +37,7 @@ from benchmarks import agent_at_rest, mig_validate, share_scale, startup
 
 @dataclasses.dataclass(frozen=True)
 class Row:
-    """One line of the table; `passed` None: reported, no budget in DESIGN.md."""
+    """One line of the table; `passed` None: reported, no budget in docs/architecture.md."""
 
     figure: str
     budget: str

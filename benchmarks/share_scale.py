@@ -1,7 +1,7 @@
 """Benchmark (not a test): `kubectl gpu share --replicas 4 --dry-run=client` over many nodes of the
 real kube-apiserver.
 
-DESIGN.md sets no figure of its own for share; the issue asks for it at 5,000 nodes, with
+docs/architecture.md sets no figure of its own for share; the issue asks for it at 5,000 nodes, with
 `kubectl get nodes -o json` against the same server as the baseline (both read every Node;
 share also reads the DaemonSets, the ClusterPolicy and the plugin's ConfigMap, and plans one
 row per node). Writes the synthetic cluster's Nodes and NVIDIA's Helm layout (DaemonSets and

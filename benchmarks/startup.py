@@ -2,7 +2,7 @@
 
 Each command runs N times as a fresh process; the script prints medians and the ratio
 to `python -c pass` measured in the same run (the interpreter's own start-up, which no
-Python CLI can beat). Budgets are DESIGN.md's. `--installed` measures a regular wheel install
+Python CLI can beat). Budgets: docs/architecture.md. `--installed` measures a regular wheel install
 in a temporary venv (see `regular_install`) instead of .venv's editable install, whose import
 finder costs every start-up some 20 ms that users never pay.
 Run: .venv/bin/python benchmarks/startup.py [--runs N] [--installed]

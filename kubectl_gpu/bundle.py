@@ -27,8 +27,8 @@ MODES: tuple[Mode, ...] = ("bundle", "operator")
 PullPolicy = Literal["Always", "IfNotPresent", "Never"]
 PULL_POLICIES: tuple[PullPolicy, ...] = ("Always", "IfNotPresent", "Never")
 
-# NVIDIA k8s-device-plugin releases this bundle is known to work with (reference
-# sharing-config.md §6); the newest is the default.
+# NVIDIA k8s-device-plugin releases this bundle is known to work with (docs/upstream-facts.md
+# P6); the newest is the default.
 DEVICE_PLUGIN_VERSIONS = ("v0.17.4", "v0.18.2", "v0.19.3", "v0.20.0")
 DEVICE_PLUGIN_IMAGE = "nvcr.io/nvidia/k8s-device-plugin"
 # The image .github/workflows/release.yaml builds and pushes on every version tag (a test

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 PREFIX = "kubectl-gpu.io/"
 
-# NVIDIA device plugin / GPU Feature Discovery (reference/sharing-config.md §0, §3)
+# NVIDIA device plugin / GPU Feature Discovery (docs/upstream-facts.md P1, P3)
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 GPU_REPLICAS_LABEL = "nvidia.com/gpu.replicas"
@@ -16,7 +16,7 @@ GPU_SHARING_STRATEGY_LABEL = "nvidia.com/gpu.sharing-strategy"
 GPU_COMPUTE_MAJOR_LABEL = "nvidia.com/gpu.compute.major"
 GPU_COMPUTE_MINOR_LABEL = "nvidia.com/gpu.compute.minor"
 
-# NVIDIA MIG manager (reference/mig.md §3)
+# NVIDIA MIG manager (docs/upstream-facts.md M3)
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 MIG_CONFIG_STATE_LABEL = "nvidia.com/mig.config.state"
 
@@ -30,8 +30,8 @@ PREVIOUS_CONFIG_ANNOTATION = PREFIX + "previous-config"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "kubectl-gpu"
 
-# GPU Feature Discovery / GPU Operator node labels read by `kubectl gpu share` (reference
-# sharing-config.md §2.3). A resource's physical count is labelled `<resource>.count`.
+# GPU Feature Discovery / GPU Operator node labels read by `kubectl gpu share`
+# (docs/upstream-facts.md P2.3). A resource's physical count is labelled `<resource>.count`.
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 COUNT_LABEL_SUFFIX = ".count"
 GPU_COUNT_LABEL = "nvidia.com/gpu.count"  # GFD, on every node where it found GPUs
@@ -42,13 +42,13 @@ MIG_CAPABLE_LABEL = "nvidia.com/mig.capable"
 GFD_TIMESTAMP_LABEL = "nvidia.com/gfd.timestamp"  # GFD rewrites it every relabel (60 s)
 NVIDIA_PREFIX = "nvidia.com/"
 
-# Labels that identify the device plugin's DaemonSet (reference sharing-config.md §6).
+# Labels that identify the device plugin's DaemonSet (docs/upstream-facts.md P6).
 APP_LABEL = "app"  # GPU Operator: app=nvidia-device-plugin-daemonset
 APP_NAME_LABEL = "app.kubernetes.io/name"  # NVIDIA Helm chart: nvidia-device-plugin
 APP_INSTANCE_LABEL = "app.kubernetes.io/instance"  # NVIDIA Helm chart: the release
 STATIC_NAME_LABEL = "name"  # static manifest: name=nvidia-device-plugin-ds
 
-# ConfigMap keys: the key config-manager's `named` fallback looks for (sharing-config.md §3.2),
+# ConfigMap keys: the key config-manager's `named` fallback looks for (docs/upstream-facts.md P3.2),
 # and the prefix of the per-node keys `kubectl gpu share --node` creates.
 DEFAULT_CONFIG_KEY = "default"
 PER_NODE_KEY_PREFIX = "kubectl-gpu-"
@@ -74,7 +74,8 @@ DRAIN_ANNOTATION = PREFIX + "drain"
 MIG_CONFIGMAP = "kubectl-gpu-mig-config"  # one key per config name, in our namespace
 NAMESPACE = "kubectl-gpu"
 
-# GPU Operator: its operands' node labels and the MIG manager's pause value (mig.md §3.2).
+# GPU Operator: its operands' node labels and the MIG manager's pause value
+# (docs/upstream-facts.md M3.2).
 DEPLOY_DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
 DEPLOY_MIG_MANAGER_LABEL = "nvidia.com/gpu.deploy.mig-manager"
 DEPLOY_LABEL_PREFIX = "nvidia.com/gpu.deploy."  # one per operand; mig-manager pauses some

@@ -4,12 +4,12 @@ The only module that imports `grpc` (and it does so only inside the PodResources
 reading a checkpoint never loads it). Owns: where the state lives under a kubelet root;
 reading `kubelet_internal_checkpoint` leniently (current and pre-1.20 formats, `null`
 entries, NUMA key `-1`, IDs repeated under several NUMA nodes, unknown keys; the checksum is
-not verified, reference/node-state.md §0.4) with `AllocResp` decoded by the generated
+not verified, docs/upstream-facts.md N1.6) with `AllocResp` decoded by the generated
 `allocate_pb2`; PodResources v1 `List`, `GetAllocatableResources` and `Get` over
 `unix://…/kubelet.sock`; turning both into `gpumap.allocations` values, and every
 `grpc.RpcError` into a `KubeletError`. A damaged checkpoint is a warning, never an error,
-as kubelet itself fails open on it (§1.5). Must not decide anything about GPUs: an `if`
-here is about the file format or the protocol, never about policy.
+as kubelet itself fails open on it (docs/upstream-facts.md N1.5). Must not decide anything about
+GPUs: an `if` here is about the file format or the protocol, never about policy.
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_ROOT = Path("/var/lib/kubelet")
 # Relative to the kubelet root. Mount the two directories, not the file or the socket: kubelet
-# replaces both by new files (rename, re-create), which a bind-mounted file never sees (§0.5).
+# replaces both by new files (rename, re-create), which a bind-mounted file never sees
+# (docs/upstream-facts.md N1.1).
 CHECKPOINT_FILE = Path("device-plugins") / "kubelet_internal_checkpoint"
 PODRESOURCES_SOCKET = Path("pod-resources") / "kubelet.sock"
 MAX_CHECKPOINT_BYTES = 16 * 1024 * 1024  # about 50,000 entries; a node holds far fewer
@@ -117,7 +118,8 @@ def _unreadable(name: str, problem: str) -> CheckpointContents:
 
 
 def _shape_problem(document: Any) -> str:
-    """What kubelet's own unmarshalling would reject outright (it then reads nothing, §1.5)."""
+    """What kubelet's own unmarshalling would reject outright (it then reads nothing,
+    docs/upstream-facts.md N1.5)."""
     if not isinstance(document, dict):
         return f"the document is a JSON {type(document).__name__}, not an object"
     data = document.get("Data")
@@ -280,7 +282,8 @@ def _container(pod: Any, container: Any) -> Iterator[Allocation]:
             None, pod.namespace, pod.name, container.name, resource, tuple(ids), Source.PODRESOURCES
         )
     for claim in container.dynamic_resources:
-        # DRA names a device <driver>/<pool>/<device>, as pod status resourceID does (§5.3)
+        # DRA names a device <driver>/<pool>/<device>, as pod status resourceID does
+        # (docs/upstream-facts.md N5.3)
         claimed = tuple(
             f"{r.driver_name}/{r.pool_name}/{r.device_name}" for r in claim.claim_resources
         )
@@ -295,7 +298,8 @@ def _call(socket: Path, method: str, request: Any, timeout: float) -> Any:
 
     from kubectl_gpu._proto.podresources.v1 import api_pb2_grpc
 
-    # A fresh channel per call: after a kubelet restart the socket is a new file (§0.5)
+    # A fresh channel per call: after a kubelet restart the socket is a new file
+    # (docs/upstream-facts.md N1.1)
     target = f"unix://{os.path.abspath(socket)}"
     try:
         with grpc.insecure_channel(target) as channel:

@@ -6,7 +6,7 @@ lists a GPU's compute processes, reads what each process uses (`usage`: memory p
 SM % per process where NVML samples it, the GPU's and each MIG device's own totals: the
 plain readings of `usage.readings`), checks planned GPU instances against the profiles and
 placements NVML itself reports, and executes `plan` steps, creating GPU instances at their
-explicit placements (`nvmlDeviceCreateGpuInstanceWithPlacement`, reference/mig.md §2.5).
+explicit placements (`nvmlDeviceCreateGpuInstanceWithPlacement`, docs/upstream-facts.md M2.5).
 A GPU reset is not an NVML call (`nvidia-smi -r`), so it is injected as `reset`. Every
 `NVMLError` becomes a `DeviceError` naming the GPU and NVML's symbol, raised `from` it.
 Must not decide anything: which steps to run and in what order is `mig.plan`'s.

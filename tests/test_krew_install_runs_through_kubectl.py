@@ -3,7 +3,7 @@ Python that has nothing but its standard library (`-I -S`: no site-packages at a
 
 krew: sniff the download (gzip), check its sha256 against the manifest, extract keeping the
 archive's modes, move each `files` entry into the install dir, require a LICENSE, and link
-`kubectl-<name>` to `bin` in a PATH directory (reference node-state.md §6.1-§6.3).
+`kubectl-<name>` to `bin` in a PATH directory (docs/upstream-facts.md N6.1-N6.3).
 """
 
 from __future__ import annotations

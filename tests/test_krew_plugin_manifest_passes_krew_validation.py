@@ -1,4 +1,4 @@
-"""plugin.yaml against every rule krew and krew-index CI enforce (reference node-state.md §6.2),
+"""plugin.yaml against every rule krew and krew-index CI enforce (docs/upstream-facts.md N6.2),
 and `make release`'s archive: reproducible, its sha256 and version written into the manifest."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What the agent reads from and reports on its own Node, and the cluster facts it needs.
 
 Owns `NodeState` (the Node's labels and annotations of ours, read once per pass and written
-only where a value changes: DESIGN.md's "API writes only on change"), reading the desired
+only where a value changes: docs/architecture.md, "The agent"), reading the desired
 config from our ConfigMap as a request key and specs, whether the GPU Operator's MIG manager
 is this node's actuator (then the agent refuses: never two actuators on one node), the
 device plugin's deployment, and the node's allocatable. Must not decide what to do next.

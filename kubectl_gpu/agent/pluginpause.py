@@ -1,6 +1,6 @@
 """Taking the device plugin off this node during a MIG change, and always bringing it back.
 
-Owns the two ways (reference/mig.md §3.2, §6): under the GPU Operator and our own bundle, the
+Owns the two ways (docs/upstream-facts.md M3.2, M6): under the GPU Operator and our own bundle, the
 operator's convention, `nvidia.com/gpu.deploy.device-plugin=paused-for-mig-change` (the
 operator's DaemonSet selects `"true"`, the bundle's excludes the paused value), with the
 previous value kept in an annotation of ours so that a restarted agent restores exactly it;

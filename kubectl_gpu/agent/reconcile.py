@@ -1,6 +1,6 @@
 """One reconcile pass of the node agent: bring this node's GPUs to the MIG config asked for.
 
-Owns the flow (the issue, reference/mig.md §2.5, §6): read the desired label and the config
+Owns the flow (the issue, docs/upstream-facts.md M2.5, M6): read the desired label and the config
 from our ConfigMap; read the GPUs through NVML; let `mig.apply.decide` say where to start;
 then validate on the device, refuse a GPU in use (NVML processes or PodResources allocations)
 unless forced, take the device plugin off the node, change MIG mode, GPU and compute

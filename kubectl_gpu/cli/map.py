@@ -35,6 +35,7 @@ from kubectl_gpu.findings import Finding
 from kubectl_gpu.gpumap import allocations, join
 from kubectl_gpu.gpumap.clustermap import MapRow
 from kubectl_gpu.gpumap.join import Row
+from kubectl_gpu.gpumap.rows import device_text
 
 if TYPE_CHECKING:
     from kubectl_gpu.gpumap.clustermap import ClusterMap
@@ -436,22 +437,6 @@ def _share(row: Row, shown: Callable[[str | None], str | None]) -> str | None:
     if row.share_id is None:
         return None
     return " ".join(p for p in (shown(row.share_id), row.consumed) if p)
-
-
-def device_text(row: Row) -> str | None:
-    """The part of the physical GPU a row's device is: `gpu` (all of it), `::N` (a
-    time-slicing or MPS replica), `1g.10gb` (a MIG device, by its profile; `mig` when that
-    is unknown), `1g.10gb::N`; `dra:…` when a DRA claim holds it. One word, so the table
-    splits on spaces. None for a device that is no NVIDIA GPU."""
-    if row.mig_uuid is not None:
-        part = row.mig_profile or "mig"
-    elif row.gpu_uuid is not None:
-        part = "gpu" if row.replica is None else ""
-    else:
-        return None
-    if row.replica is not None:
-        part += f"::{row.replica}"
-    return f"dra:{part}" if row.source == "dra" else part
 
 
 def _instances(row: Row) -> str | None:

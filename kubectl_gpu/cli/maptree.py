@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kubectl_gpu.cli.map import device_text
 from kubectl_gpu.gpumap.clustermap import MapRow
+from kubectl_gpu.gpumap.rows import device_text
 from kubectl_gpu.usage.tree import Branch, draw
 
 

@@ -2,7 +2,7 @@
 
 The only package that imports `kubernetes`. It reads and writes plain JSON through
 `ApiClient.call_api(..., _preload_content=False)` rather than the generated `V1…`
-models: about ten times faster on large lists (STYLE.md §4), and any resource,
+models: about ten times faster on large lists (docs/architecture.md, "Ports"), and any resource,
 custom or not, works the same way. Every `ApiException` and transport error becomes
 a `ClusterError` here, once. Must not decide anything: an `if` here is about the
 protocol (paging, status codes), never about GPUs.

@@ -2,8 +2,8 @@
 
 Owns the `Api` a command or the agent holds: the retry policy (a read tried once more),
 decoding answers as plain JSON (about ten times faster than the generated `V1…` models on
-large lists, STYLE.md §4, and any resource works the same way), and the shape checks of a
-list page. Must not decide anything about GPUs.
+large lists, docs/architecture.md, "Ports"; and any resource works the same way), and the shape
+checks of a list page. Must not decide anything about GPUs.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ with the plugin's `AllocateResponse` when known), `RegisteredDevices` (checkpoin
 `RegisteredDevices` or PodResources `GetAllocatableResources`: healthy devices only), a
 `PodRef` from a pod list, and the physical inventory (`Gpu`, `MigDevice`) NVML reports.
 Also reads which devices an `AllocateResponse` made visible, following NVIDIA's plugin
-conventions (reference/node-state.md §1.4). Must not read files or sockets (the adapters
+conventions (docs/upstream-facts.md N1.4). Must not read files or sockets (the adapters
 do). Pure: standard library only.
 """
 
@@ -107,7 +107,7 @@ class Allocation:
     """One container's devices of one resource, as one source reports them.
 
     The checkpoint knows the pod by UID only; PodResources by namespace and name only
-    (reference §0.2), so whichever is missing is None until a pod list fills it in.
+    (docs/upstream-facts.md N3), so whichever is missing is None until a pod list fills it in.
     `response` is the plugin's AllocateResponse (checkpoint only).
     """
 

@@ -48,7 +48,7 @@ class MapRow:
         `mig_placement` added.
 
         Every field of a row is a plain value, so a shallow read gives what `asdict` would,
-        at a tenth of its cost (100,000 rows: DESIGN.md budget).
+        at a tenth of its cost (100,000 rows: docs/architecture.md, "Budgets").
         """
         found: dict[str, object] = {name: getattr(self.row, name) for name in _ROW_FIELDS}
         found["plane"] = self.row.plane
@@ -151,7 +151,7 @@ def _joined_dra(local: Sequence[MapRow], api_rows: Sequence[Row]) -> list[MapRow
     and config). An API row wins; a container only the node knows is filled in; a node-local
     allocation the API did not show (claims not readable, say) is kept, resolved to its GPU
     where another row names the same device."""
-    held = {_holder(m.row)[:4] for m in local}  # a set: linear in rows (DESIGN.md budget)
+    held = {_holder(m.row)[:4] for m in local}  # a set: linear in rows (docs/architecture.md)
     found: list[MapRow] = []
     for row in api_rows:
         if row.container is None and _holder(row)[:4] in held:

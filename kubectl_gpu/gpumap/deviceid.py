@@ -3,7 +3,7 @@
 Owns turning one advertised ID into a `DeviceId` that says which physical GPU (or MIG
 device) the ID names, as far as the ID itself tells: NVIDIA's `GPU-<uuid>` and `MIG-<uuid>`,
 time-slicing/MPS replicas `<id>::<n>`, the legacy R450-era `MIG-GPU-<uuid>/<gi>/<ci>`,
-Jetson's `tegra`, and GKE's `nvidia<N>[/gi<K>][/vgpu<M>]` (reference/node-state.md §4).
+Jetson's `tegra`, and GKE's `nvidia<N>[/gi<K>][/vgpu<M>]` (docs/upstream-facts.md N4).
 Must not look anything up: an opaque `MIG-<uuid>` needs NVML to find its parent GPU, which
 is the join's business (`gpumap/join.py`). Pure: standard library only; never raises on
 input, since kubelet passes IDs through verbatim: what fits no form is `Kind.UNKNOWN`.

@@ -39,8 +39,9 @@ def stale(entry: Allocation, reason: str) -> Finding:
 
 
 def unhealthy(sources: NodeSources, held: Sequence[Allocation]) -> list[Finding]:
-    """Registered devices are the healthy ones (reference §1.1, §3): a device registered in the
-    checkpoint but not allocatable now, or held but not registered, has turned unhealthy."""
+    """Registered devices are the healthy ones (docs/upstream-facts.md N1.1, N3): a device
+    registered in the checkpoint but not allocatable now, or held but not registered, has turned
+    unhealthy."""
     problems = []
     healthy = healthy_devices(sources)
     if sources.allocatable is not None and sources.registered is not None:

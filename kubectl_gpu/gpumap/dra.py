@@ -4,7 +4,7 @@ Owns reading a pod's claims per container (direct, from a template, or made for 
 resource, KEP-5004) and joining them with the claims' allocations and the ResourceSlices'
 devices (read by `kubectl_gpu.dra`, any served version): a claim result `(driver, pool,
 device)` names a ResourceSlice device, whose `uuid` (or, for a MIG device, `parentUUID`) is the
-physical GPU (reference/node-state.md §5). Each row also carries the share of a consumable
+physical GPU (docs/upstream-facts.md N5). Each row also carries the share of a consumable
 device, the sharing config in effect, and the partitionable GPU's counters in use. Only the
 driver `gpu.nvidia.com` is mapped. Must not read anything (the workflow lists the objects). Pure:
 standard library only.

@@ -1,7 +1,7 @@
 """The node map: allocations × pods × physical GPUs → rows, and what the sources disagree on.
 
 Owns joining what kubelet's checkpoint and PodResources say about one node with a pod list
-(the only link between the checkpoint's pod UIDs and PodResources' names, reference §0.2)
+(the only link between the checkpoint's pod UIDs and PodResources' names, docs/upstream-facts.md N3)
 and an optional NVML inventory, into one `Row` per advertised device ID held by a container
 (or free), each resolved to its physical GPU and MIG device as far as the inputs allow.
 Offline, without an inventory, rows still carry the UUID parsed from the ID and a null index

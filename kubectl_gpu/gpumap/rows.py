@@ -1,7 +1,8 @@
 """The node map's rows: one advertised device ID, its physical GPU, and who holds it.
 
 Owns `Row` (the `-o json` contract, schemas/map-rows.v1.json), `NodeSources` (everything
-read on one node) and building a row for a device from what the inventory resolves. Pure:
+read on one node), building a row for a device from what the inventory resolves, and the one
+word a table and a tree name a row's device by (`device_text`). Pure:
 standard library only.
 """
 
@@ -108,3 +109,19 @@ def _profile_of(resource: str, device: DeviceId) -> str | None:
         return None
     profile = resource[len(MIG_RESOURCE_PREFIX) :]
     return profile.removesuffix(SHARED_SUFFIX) or None
+
+
+def device_text(row: Row) -> str | None:
+    """The part of the physical GPU a row's device is: `gpu` (all of it), `::N` (a
+    time-slicing or MPS replica), `1g.10gb` (a MIG device, by its profile; `mig` when that
+    is unknown), `1g.10gb::N`; `dra:…` when a DRA claim holds it. One word, so the table
+    splits on spaces. None for a device that is no NVIDIA GPU."""
+    if row.mig_uuid is not None:
+        part = row.mig_profile or "mig"
+    elif row.gpu_uuid is not None:
+        part = "gpu" if row.replica is None else ""
+    else:
+        return None
+    if row.replica is not None:
+        part += f"::{row.replica}"
+    return f"dra:{part}" if row.source == "dra" else part

@@ -1,6 +1,6 @@
 """Which component changes a node's MIG layout: our node agent or the GPU Operator's MIG manager.
 
-Owns the one rule both the CLI and the agent follow (reference/mig.md §3.4): a node is the
+Owns the one rule both the CLI and the agent follow (docs/upstream-facts.md M3.4): a node is the
 operator's MIG manager's when a ClusterPolicy leaves `migManager.enabled` not false and the node
 carries `nvidia.com/gpu.deploy.mig-manager=true` or a `nvidia.com/mig.config` label. Also which
 label of the *other* actuator on a node would make two actuators act on it. Must not read the

@@ -5,8 +5,9 @@ name after a ConfigMap edit is a new request), the states the agent reports (`pe
 `success`, `failed`, `reboot-required`), the phases it records while a change runs, and
 `decide`: from the desired request, the recorded progress and what the device shows, where
 the agent starts this pass. Because every pass decides from those alone, a crash or restart at
-any step resumes from desired state (DESIGN.md). Also the compact layout text the agent
-reports per GPU. Must not read the node, NVML or the clock. Pure: standard library only.
+any step resumes from desired state (docs/architecture.md, "The agent"). Also the compact
+layout text the agent reports per GPU. Must not read the node, NVML or the clock. Pure: standard
+library only.
 """
 
 from __future__ import annotations

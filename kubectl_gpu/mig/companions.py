@@ -1,5 +1,5 @@
 """mig-parted's two companion files (v1): the rules a JSON Schema cannot express in the hooks
-file and in the MIG manager's GPU clients file (reference/mig.md §1, §3).
+file and in the MIG manager's GPU clients file (docs/upstream-facts.md M1, M3).
 
 Owns `check_hooks` (hook envs that mig-parted overrides) and `check_gpu_clients` (service
 names the MIG manager cannot stop). The structure is the job of

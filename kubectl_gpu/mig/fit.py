@@ -1,11 +1,11 @@
 """Fitting one spec's MIG devices onto one GPU model, with explicit placements.
 
 Owns turning `mig-devices` into the GPU instances mig-parted would create (compute-instance
-profiles of one GPU instance share it, reference/mig.md §2.2 and §4.3), the checks NVML would
+profiles of one GPU instance share it, docs/upstream-facts.md M2.2 and M4.3), the checks NVML would
 make (the profile exists on the model, instance caps, a single media-extension instance,
-§4.1), and a search over memory-slice bit masks for placements that do not overlap: largest
-instance first, backtracking, memoised on (instance, slices taken). A layout that fits here
-can be created with `nvmlDeviceCreateGpuInstanceWithPlacement` in the order returned.
+docs/upstream-facts.md M4.1), and a search over memory-slice bit masks for placements that do not
+overlap: largest instance first, backtracking, memoised on (instance, slices taken). A layout that
+fits here can be created with `nvmlDeviceCreateGpuInstanceWithPlacement` in the order returned.
 Must not know which spec applies to which GPU (nodes.py). Pure: standard library only.
 """
 
@@ -128,7 +128,8 @@ def _resolve(model: GpuModel, device: MigProfile) -> GiProfile:
 
 def _share_gpu_instances(flat: list[tuple[GiProfile, MigProfile]]) -> tuple[GiRequest, ...]:
     # mig-parted adds a compute instance to the GPU instance it created last when that has the
-    # same profile and room left (§2.2 step 4); room is counted in compute slices (inferred).
+    # same profile and room left (docs/upstream-facts.md M2.2 step 4); room is counted in
+    # compute slices (inferred).
     groups: list[tuple[GiProfile, list[MigProfile]]] = []
     for profile, device in flat:
         if groups and groups[-1][0] == profile:

@@ -3,7 +3,7 @@
 Owns `Placement` (a start and a size in memory slices, as NVML's
 `nvmlGpuInstancePlacement_t`), `Shape` (which placements and how many instances one class of
 GPU-instance profile allows) and `Board` (the shapes of a 7-compute/8-memory-slice or a
-4-compute/4-memory-slice GPU). The facts are reference/mig.md §4.1-§4.2: the MIG guide's
+4-compute/4-memory-slice GPU). The facts are docs/upstream-facts.md M4.1-M4.2: the MIG guide's
 `nvidia-smi mig -lgipp` table for the A100-40GB, shared by every 7-slice board, and the A30's
 4-slice table. A GPU instance occupies the memory slices of its placement, and creating one
 fails if they overlap slices already taken, so the state of a GPU is one bit mask.
@@ -85,8 +85,9 @@ def _board(compute: int, memory: int, shapes: dict[str, Shape]) -> Board:
     return Board(compute, memory, tuple(shapes.items()))
 
 
-# reference/mig.md §4.2, "Shared geometry for 7-slice boards" (nvidia-smi IDs 19/20/15/14/9/5/0).
-# The 3g shape spans 4 memory slices, not 3: the go-nvml mocks get this wrong (§4.1).
+# docs/upstream-facts.md M4.2, "Shared geometry for 7-slice boards" (nvidia-smi IDs
+# 19/20/15/14/9/5/0). The 3g shape spans 4 memory slices, not 3: the go-nvml mocks get this wrong
+# (docs/upstream-facts.md M4.1).
 SEVEN_SLICE = _board(
     7,
     8,
@@ -101,7 +102,7 @@ SEVEN_SLICE = _board(
     },
 )
 
-# reference/mig.md §4.2, A30-24GB: 4 compute and 4 memory slices.
+# docs/upstream-facts.md M4.2, A30-24GB: 4 compute and 4 memory slices.
 FOUR_SLICE = _board(
     4,
     4,

@@ -1,10 +1,10 @@
 """MIG-capable GPU models: their PCI device IDs, NVML product names and GPU-instance profiles.
 
-Owns the per-model tables (reference/mig.md §3.5 for the PCI IDs NVIDIA's default config
-groups, §4.2 for the profile names, caps and shapes) and finding a model from what a user or a
-node says about it: a model key (`H100-80GB`), an NVML product name (`NVIDIA H100 80GB HBM3`),
-GPU Feature Discovery's `nvidia.com/gpu.product` value (the same with spaces as `-`) or a PCI
-device ID (`0x233010DE`). Product names are those of the NVIDIA driver README's supported-GPU
+Owns the per-model tables (docs/upstream-facts.md M3.5 for the PCI IDs NVIDIA's default config
+groups, docs/upstream-facts.md M4.2 for the profile names, caps and shapes) and finding a model from
+what a user or a node says about it: a model key (`H100-80GB`), an NVML product name (`NVIDIA H100
+80GB HBM3`), GPU Feature Discovery's `nvidia.com/gpu.product` value (the same with spaces as `-`) or
+a PCI device ID (`0x233010DE`). Product names are those of the NVIDIA driver README's supported-GPU
 list; an ID whose name is not known there is kept with an empty name (match it by ID). What is
 not verified is marked: placements of the RTX PRO 6000, and names taken only from NVIDIA's
 default config. Must not search for placements (fit.py). Pure: standard library only.
@@ -70,7 +70,7 @@ class GiProfile:
     @property
     def compute_instance_profiles(self) -> tuple[str, ...]:
         """The smaller compute-instance profiles inside it, e.g. `1c.3g.40gb`, `2c.3g.40gb`
-        (reference/mig.md §4.3); the full one is the profile itself."""
+        (docs/upstream-facts.md M4.3); the full one is the profile itself."""
         whole = profiles.parse(self.name)
         sizes = profiles.COMPUTE_SLICES_BY_GPU_SLICES[whole.gpu_slices]
         return tuple(
@@ -113,8 +113,8 @@ class GpuModel:
 def _seven(
     one: int, double: int, half: int, full: int, *, me: bool = True
 ) -> tuple[GiProfile, ...]:
-    """The seven-slice table from the GB in each name (§4.2: 1g / 1g+me / 1g double-memory /
-    2g / 3g / 4g / 7g; 2g has the double-memory 1g's memory, 4g the 3g's)."""
+    """The seven-slice table from the GB in each name (docs/upstream-facts.md M4.2: 1g / 1g+me / 1g
+    double-memory / 2g / 3g / 4g / 7g; 2g has the double-memory 1g's memory, 4g the 3g's)."""
     s = SEVEN_SLICE
     rows = [
         GiProfile(f"1g.{one}gb", s.shape("1g")),
@@ -138,8 +138,8 @@ _A30 = (
     ),  # R525+; exclusive with 1g+me
     GiProfile("4g.24gb", _F.shape("4g")),
 )
-# §4.2: names and caps from NVIDIA's default config and the operator issue; placements are
-# presumed to be the A30's (4 memory slices), which nothing public confirms.
+# docs/upstream-facts.md M4.2: names and caps from NVIDIA's default config and the operator issue;
+# placements are presumed to be the A30's (4 memory slices), which nothing public confirms.
 _RTX_PRO_6000 = (
     GiProfile("1g.24gb", _F.shape("1g")),
     GiProfile("1g.24gb+me", _F.shape("1g+me"), media_extensions=True),
@@ -239,7 +239,7 @@ def to_dict(model: GpuModel) -> dict[str, object]:
 
 def needs_reset_for_mode_change(pci_device_id: int) -> bool:
     """True when a MIG mode change waits for a GPU reset: GA100 boards (A100, A30, A800,
-    PG506; device IDs 0x20xx). Hopper and later switch at once (reference/mig.md §2.1)."""
+    PG506; device IDs 0x20xx). Hopper and later switch at once (docs/upstream-facts.md M2.1)."""
     return pci_device_id >> 24 == 0x20
 
 

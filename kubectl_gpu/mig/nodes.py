@@ -3,7 +3,7 @@
 Owns `NodeGpu` / `Target` (the GPUs of a real node, or of a hypothetical one made of a model
 named on the command line), building them from a model name, from a Node's GPU Feature
 Discovery labels or from live `MigState`, and `select`: mig-parted's walk over a config's
-specs (reference/mig.md §1.3): a spec selects a GPU when its device-filter matches the GPU's
+specs (docs/upstream-facts.md M1.3): a spec selects a GPU when its device-filter matches the GPU's
 PCI IDs (or is empty) and `devices` is `all` or lists the GPU's index; every selecting spec is
 applied in turn, so the last one wins. Must not decide whether a layout fits (verdicts.py,
 fit.py), nor read the cluster. Pure: standard library only.
@@ -24,7 +24,7 @@ from kubectl_gpu.mig.spec import MigDeviceSpec
 if TYPE_CHECKING:  # only the node agent's path builds targets from live state
     from kubectl_gpu.mig.state import MigState
 
-# GPU Feature Discovery's physical GPU count (reference/sharing-config.md §2.3).
+# GPU Feature Discovery's physical GPU count (docs/upstream-facts.md P2.3).
 # TODO(lead): move to keys.py, which this change may not edit.
 GPU_COUNT_LABEL = "nvidia.com/gpu.count"
 _SHARED_SUFFIX = "-SHARED"  # GFD appends it when the GPU is time-sliced and not renamed

@@ -1,12 +1,12 @@
 """From a node's live MIG state to a selected mig-parted config: the steps, as data.
 
 Owns `make` and the `Step` values the node agent executes through NVML. Unlike mig-parted,
-which clears every instance and retries orderings of an unplaced create (reference/mig.md §2),
+which clears every instance and retries orderings of an unplaced create (docs/upstream-facts.md M2),
 the plan keeps the instances that already match, destroys only those that differ, creates
-the rest at explicit placements, largest first (§2.5), and changes MIG mode only where the
-mode differs, with a GPU reset where the mode change waits for one (GA100; §2.1). GPUs no spec
-selects, and GPUs that are not MIG-capable, are left alone. Must not execute anything, read
-the clock or talk to NVML. Pure: standard library only.
+the rest at explicit placements, largest first (docs/upstream-facts.md M2.5), and changes MIG mode
+only where the mode differs, with a GPU reset where the mode change waits for one (GA100;
+docs/upstream-facts.md M2.1). GPUs no spec selects, and GPUs that are not MIG-capable, are left
+alone. Must not execute anything, read the clock or talk to NVML. Pure: standard library only.
 """
 
 from __future__ import annotations

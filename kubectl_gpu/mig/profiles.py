@@ -4,7 +4,7 @@ Owns turning a profile name into a `MigProfile` value, and the wording of what i
 a name. What mig-parted itself rejects when it reads a config follows go-nvlib's profile
 parser (as vendored in mig-parted v0.15.0) and keeps its error strings; on top of that come
 the rules every real GPU obeys (slice counts, which compute-instance sizes a GPU instance
-offers, the attributes NVML knows; reference/mig.md §4.3). Must not know which GPU model
+offers, the attributes NVML knows; docs/upstream-facts.md M4.3). Must not know which GPU model
 offers which profile, nor how instances fit on a GPU (that is the geometry's job).
 Pure: standard library only.
 """

@@ -3,7 +3,7 @@
 Owns `ALL`, the device-filter grammar (`DeviceFilter`, `parse_device_filter`) and the rules
 about selection a JSON Schema cannot express: filters mig-parted cannot use or reads
 differently, empty and repeated device lists, and specs of one config that select the same
-GPU (reference/mig.md §1). Like `spec.check`, the rules run on plain data even when its
+GPU (docs/upstream-facts.md M1). Like `spec.check`, the rules run on plain data even when its
 structure is broken, skip what has the wrong shape and never raise. Must not look at
 mig-enabled or mig-devices (spec.py does), nor read files. Pure: standard library only.
 """

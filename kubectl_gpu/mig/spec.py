@@ -1,7 +1,7 @@
 """mig-parted config files (v1): the typed model, and the rules a JSON Schema cannot express.
 
 Owns `MigConfigFile` / `MigDeviceSpec` (frozen values built by `from_dict` from a document
-that passed validation) and `check` for the config file (reference/mig.md §1, §3): config
+that passed validation) and `check` for the config file (docs/upstream-facts.md M1, M3): config
 names, mig-enabled against mig-devices, and the profile names and counts in mig-devices. The
 rules about which GPUs a spec selects live in selection.py, those for the two companion files
 in companions.py. The structure (fields, types, required keys) is

@@ -3,9 +3,9 @@
 Owns `check` (one config against one target's GPUs) and `check_file` (several configs against
 several targets: what `kubectl gpu mig validate` and `plan` show). Per GPU: not covered by any
 spec, skipped or refused when not MIG-capable, or the layout from fit.py, for every spec that
-selects it, since mig-parted applies each in turn (reference/mig.md §1.3). Per node: the
+selects it, since mig-parted applies each in turn (docs/upstream-facts.md M1.3). Per node: the
 NVIDIA device plugin's MIG strategy rules and the resources it would advertise
-(reference/sharing-config.md §4), reusing its error wording. Must not read files or the cluster,
+(docs/upstream-facts.md P4), reusing its error wording. Must not read files or the cluster,
 nor render. Pure: standard library only.
 """
 
@@ -153,7 +153,7 @@ def _where(selection: Selection, position: int) -> str:
 
 def _not_mig_capable(selection: Selection) -> GpuVerdict:
     # mig-parted skips a non-MIG-capable GPU for `devices: all` or `mig-enabled: false`, and
-    # refuses a spec that lists it and enables MIG (apply/config.go, reference §1.3).
+    # refuses a spec that lists it and enables MIG (apply/config.go, docs/upstream-facts.md M1.3).
     gpu = selection.gpu
     for position, spec in selection.specs:
         if spec.mig_enabled and spec.devices != ALL:

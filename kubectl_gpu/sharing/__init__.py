@@ -3,7 +3,7 @@
 Owns what `schemas/device-plugin-config.v1.json` cannot say about NVIDIA's device-plugin/GFD
 config file: replicas >= 2, resource-name normalisation and format, duplicate and no-op
 resources, the MPS limits, the keys upstream parses and then ignores, and version caveats
-(reference/sharing-config.md §1, §8). One module per noun: `rules` (check(), the entry
+(docs/upstream-facts.md P1, P8). One module per noun: `rules` (check(), the entry
 point), `catalogue` (every rule's code, severity, message and hint), `strategies` (the
 sharing blocks), `names` (resource names), `devices`, `flags`, `imex`, `document` (reading
 plain values), `model` (the typed config) and `edits` (with_replicas, without_sharing).

@@ -1,10 +1,10 @@
 """Where the NVIDIA device plugin runs and where its sharing config lives.
 
-Owns detection (DESIGN.md "Where it runs against what"): from the raw ClusterPolicy and
+Owns detection (docs/architecture.md, "Where it runs"): from the raw ClusterPolicy and
 DaemonSet objects, which deployment runs the plugin (the GPU Operator, NVIDIA's Helm chart, the
 static manifest, or our own bundle), how to find its pods on a node, which ConfigMap and default
 key it reads, its config-manager fallbacks and the env vars on the plugin container that win
-over the file (reference/sharing-config.md §1.1, §3, §6). When the deployment cannot take a
+over the file (docs/upstream-facts.md P1.1, P3, P6). When the deployment cannot take a
 config, `DeploymentError` says exactly what to change. Must not read the cluster (callers pass
 the objects) nor plan a change (rollout/ does). Reading the DaemonSet's pod template is
 `podtemplate.py`'s, the env vars that win over flags `environment.py`'s; this module names
@@ -71,7 +71,7 @@ TITLES: dict[Kind, str] = {
     "bundle": "kubectl gpu bundle",
 }
 DEFAULT_CONFIGMAP = "device-plugin-config"  # created when the operator references none
-OPERATOR_FALLBACKS = ("empty",)  # the operator sets FALLBACK_STRATEGIES=empty (§3.4)
+OPERATOR_FALLBACKS = ("empty",)  # the operator's FALLBACK_STRATEGIES (docs/upstream-facts.md P3.4)
 
 
 class DeploymentError(errors.GpuError):
@@ -205,7 +205,8 @@ def running_plugins(
 
 
 def is_plugin_pod(deployment: Deployment, pod: Mapping[str, Any]) -> bool:
-    """Whether `pod` (already matched by the selector) is the plugin, not GFD or MPS (§0.10)."""
+    """Whether `pod` (already matched by the selector) is the plugin, not GFD or MPS
+    (docs/upstream-facts.md P6)."""
     names = {c.get("name") for c in (pod.get("spec") or {}).get("containers") or []}
     owners = metadata_of(pod).get("ownerReferences") or []
     owned_by = {o.get("name") for o in owners if o.get("kind") == "DaemonSet"}

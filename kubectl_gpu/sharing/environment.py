@@ -1,7 +1,7 @@
 """The env vars on the plugin container that win over the config file's flags.
 
-Owns the table of env vars the device plugin reads instead of a flag (reference/
-sharing-config.md §1.1, §1.3) and comparing them with a config's flags. Pure: standard
+Owns the table of env vars the device plugin reads instead of a flag (docs/upstream-facts.md
+ P1.1, P1.3) and comparing them with a config's flags. Pure: standard
 library only.
 """
 
@@ -20,7 +20,8 @@ class Deployment(Protocol):
     def env_overrides(self) -> tuple[tuple[str, str], ...]: ...
 
 
-# Env vars the plugin reads instead of the config file's flags (§1.1, §1.3): env → flag path.
+# Env vars the plugin reads instead of the config file's flags, env → flag path
+# (docs/upstream-facts.md P1.1, P1.3).
 FLAG_ENV: dict[str, tuple[str, ...]] = {
     "MIG_STRATEGY": ("migStrategy",),
     "FAIL_ON_INIT_ERROR": ("failOnInitError",),

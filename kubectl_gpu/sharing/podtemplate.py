@@ -2,8 +2,8 @@
 
 Owns recognising the plugin container (not GFD, MPS or config-manager), the ConfigMap that
 config-manager mounts and selects keys from (with its DEFAULT_CONFIG and fallbacks), and the
-GFD and MPS-daemon DaemonSets beside the plugin that read the same ConfigMap (reference/
-sharing-config.md §3). Must not decide which deployment runs the plugin (`deployment.py`).
+GFD and MPS-daemon DaemonSets beside the plugin that read the same ConfigMap (docs/upstream-facts.md
+ P3). Must not decide which deployment runs the plugin (`deployment.py`).
 Pure: standard library only.
 """
 
@@ -16,7 +16,7 @@ OPERATOR_APP = "nvidia-device-plugin-daemonset"
 OPERATOR_CONTAINER = "nvidia-device-plugin"
 HELM_CONTAINER = "nvidia-device-plugin-ctr"
 CONFIG_DIR = "/available-configs"
-CHART_FALLBACKS = ("named", "single")  # config-manager's own default (§3.1)
+CHART_FALLBACKS = ("named", "single")  # config-manager's own default (docs/upstream-facts.md P3.1)
 _COMPANION_MARKS = ("feature-discovery", "mps-control-daemon")
 
 

@@ -1,7 +1,7 @@
 """`check()`: every rule about one device-plugin config that its schema cannot express.
 
 Owns the entry point and the order of the findings: the sharing blocks, then flags.plugin,
-flags.gfd, imex and the top-level resources block (reference/sharing-config.md §1, §8).
+flags.gfd, imex and the top-level resources block (docs/upstream-facts.md P1, P8).
 `check()` runs even on documents the schema rejected, so each rule skips every value whose
 type is wrong (the schema pass reports those) and it never raises. Must not hold a rule
 itself (each section's module does), repeat a schema finding, or parse text (schema.py turns

@@ -4,7 +4,7 @@ Owns which block is in effect (upstream uses MPS whenever `sharing.mps` exists a
 timeSlicing silently), the replica limits, and the rules about each block's resources:
 replicas, duplicates, names no device is advertised as, the `devices` and `rename` fields
 upstream validates and then ignores, and what MPS needs from `flags`
-(reference/sharing-config.md §1, §8). Must not check the config's other sections (flags.plugin,
+(docs/upstream-facts.md P1, P8). Must not check the config's other sections (flags.plugin,
 flags.gfd, imex, the top-level resources block). Pure: standard library, kubectl_gpu.findings.
 """
 

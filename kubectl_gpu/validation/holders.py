@@ -39,7 +39,7 @@ from kubectl_gpu.validation.kinds import (
 from kubectl_gpu.validation.reports import DocumentReport
 
 # A ConfigMap key is selected by the node label nvidia.com/device-plugin.config=<key>,
-# so it must be a valid label value (reference/sharing-config.md §8).
+# so it must be a valid label value (docs/upstream-facts.md P8).
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 
 

@@ -1,9 +1,9 @@
 """Reading the cluster's GPU map: the agents' reports, the nodes, and DRA claims.
 
 Owns the reads of `kubectl gpu map` and their cost, which must stay flat as the cluster grows
-(DESIGN.md budget): ONE paginated LIST of GPUNodeReports, one LIST of nodes (only to name GPU
-nodes without a report; `-l` is passed to the server), one GET of the `resource.k8s.io` group
-(which version the server serves: v1, v1beta2 or v1beta1) and, only when the cluster has DRA
+(docs/architecture.md, "Budgets"): ONE paginated LIST of GPUNodeReports, one LIST of nodes (only to
+name GPU nodes without a report; `-l` is passed to the server), one GET of the `resource.k8s.io`
+group (which version the server serves: v1, v1beta2 or v1beta1) and, only when the cluster has DRA
 ResourceClaims, the claims, NVIDIA's ResourceSlices and the pods of the claims' namespaces.
 No per-node requests. Raw JSON becomes small frozen values once, here. Must not decide (the
 domain joins) or render (the CLI does).

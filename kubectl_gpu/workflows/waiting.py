@@ -1,8 +1,8 @@
 """Time for workflows: a clock, a sleep and poll intervals, injected so tests never wait.
 
-Owns `Timing` and `Deadline`. Every wait in a workflow polls through these and ends at a
-deadline; nothing waits forever (DESIGN.md). Polls start quick and back off (doubling up to
-`poll`), like client-go's wait.Backoff: a change that lands at once is seen at once, and a
+Owns `Timing` and `Deadline`. Every wait in a workflow polls through these and ends at a deadline;
+nothing waits forever (docs/architecture.md, "The agent"). Polls start quick and back off (doubling
+up to `poll`), like client-go's wait.Backoff: a change that lands at once is seen at once, and a
 slow one costs the API server one request per `poll`. Must not know what is waited for.
 """
 

@@ -1,5 +1,5 @@
 """`kubectl gpu map --help` and the offline map run without the kubernetes client, and without
-gRPC: a krew-installed CLI need not carry either (STYLE.md §3.6)."""
+gRPC: a krew-installed CLI need not carry either (docs/architecture.md, "Ports")."""
 
 from __future__ import annotations
 

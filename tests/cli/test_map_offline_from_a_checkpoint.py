@@ -18,7 +18,7 @@ from tests.fakes import kubelet as stand_in
 from tests.fakes.kubelet import Allocatable, Container, Devices, Pod
 
 Run = Callable[..., CliResult]
-MINIKUBE = DATA / "checkpoints" / "minikube-1gpu.json"  # a verbatim copy of shared/fixtures/
+MINIKUBE = DATA / "checkpoints" / "minikube-1gpu.json"  # real; tests/data/checkpoints/README.md
 MINIKUBE_GPU = "GPU-11ba558d-3437-2335-2fd8-a78c8502f87f"
 MINIKUBE_POD = "f2b9f4e5-ba3b-418e-ab8c-c1751a0619d8"
 TIME_SLICED = DATA / "checkpoints" / "time-sliced-4x.json"

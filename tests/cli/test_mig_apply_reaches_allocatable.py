@@ -24,7 +24,8 @@ from tests.kube import ApiError
 
 Run = Callable[..., CliResult]
 pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane
-# file order small first: NVML's unplaced create would leave no room for the 3g (mig.md §2.2)
+# file order small first: NVML's unplaced create would leave no room for the 3g
+# (docs/upstream-facts.md M2.2)
 BALANCED = {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}
 APPLY_SCHEMA = json.loads((ROOT / "schemas" / "mig-apply-result.v1.json").read_text())
 STATUS_SCHEMA = json.loads((ROOT / "schemas" / "mig-status.v1.json").read_text())

@@ -1,4 +1,4 @@
-"""The one-GPU scenario of shared/fixtures/README.md: capacity 1 → 3, three pods, one GPU.
+"""The one-GPU scenario (docs/upstream-facts.md P2.1): capacity 1 → 3, three pods, one GPU.
 
 A fresh GPU Operator install (no sharing config), one node with one GPU. `kubectl gpu share
 --replicas 3 --wait` writes the fixture's config, points the ClusterPolicy at it, and proves
@@ -22,7 +22,7 @@ from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F40
 
 Run = Callable[..., CliResult]
 pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane
-FIXTURE = DATA / "device-plugin" / "time-slicing-3.yaml"  # from shared/fixtures/configs/
+FIXTURE = DATA / "device-plugin" / "time-slicing-3.yaml"  # time-slicing, 3 replicas
 
 
 def cuda_pod(name: str) -> dict[str, object]:

@@ -53,8 +53,8 @@ def test_mps_with_mixed_mig_strategy_is_not_written(
 
 @pytest.fixture
 def mig_cluster(sim_cluster: MakeSimCluster) -> SimCluster:
-    # MIG on every GPU under migStrategy single, and no GFD: no label says MIG is on, so the
-    # planner cannot know that MPS will fail ("not supported for MIG devices", §1.7).
+    # MIG on every GPU under migStrategy single, and no GFD: no label says MIG is on, so the planner
+    # cannot know that MPS will fail ("not supported for MIG devices", docs/upstream-facts.md P1.7).
     node = NodeSpec("gpu-a", "A100-SXM4-80GB", 2, mig={0: ["3g.40gb"], 1: ["3g.40gb"]})
     single = "version: v1\nflags:\n  migStrategy: single\n"
     controllers = ("kubelet", "device-plugin")

@@ -45,7 +45,7 @@ def test_a_hand_edit_that_never_reloaded_is_shown_and_then_applied(
     edited = kubectl("patch", "configmap", CONFIGMAP, "-n", NAMESPACE, "--type=merge", "-p", patch)
     assert edited.returncode == 0, edited.stderr
     cluster.settle()
-    assert cluster.allocatable("gpu-a") == 2  # the plugin did not notice (§3.3)
+    assert cluster.allocatable("gpu-a") == 2  # not noticed (docs/upstream-facts.md P3.3)
     rows = show(run_cli, cluster)
     assert rows["gpu-a"]["replicas"] == 3 and rows["gpu-a"]["capacity"] == 2
     assert any("≠ 2 physical × 3 replicas" in str(p) for p in rows["gpu-a"]["problems"])  # type: ignore[attr-defined]

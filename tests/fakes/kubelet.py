@@ -6,8 +6,9 @@ Owns: the plain-data description of a node's pods, devices and allocatable resou
 encoding ``AllocResp`` with a hand-written protobuf encoder (independent of the generated stubs the
 product decodes with); serving List, GetAllocatableResources and Get over a real ``grpc.server``.
 
-Must not: be imported by product code, or patch ``grpc``: the product's real client talks to a
-real server over a real unix socket (STYLE.md §2.3). Facts follow reference/node-state.md §1–§3.
+Must not: be imported by product code, or patch ``grpc``: the product's real client talks to a real
+server over a real unix socket (docs/architecture.md, "Stand-ins"). Facts follow
+docs/upstream-facts.md N1–N3.
 """
 
 from __future__ import annotations
@@ -175,7 +176,7 @@ def _map(number: int, mapping: Mapping[str, str]) -> bytes:
 
 
 def encode_alloc_resp(response: AllocateResponse) -> bytes:
-    """Encode a v1beta1 ContainerAllocateResponse (reference §2 field numbers)."""
+    """Encode a v1beta1 ContainerAllocateResponse (docs/upstream-facts.md N2 field numbers)."""
     mounts = (
         _string(1, m.container_path) + _string(2, m.host_path) + _bool(3, m.read_only)
         for m in response.mounts
@@ -206,8 +207,9 @@ def nvidia_envvar_response(device_ids: Iterable[str]) -> AllocateResponse:
 
 def checkpoint_entries(pods: Iterable[Pod]) -> list[CheckpointEntry]:
     """Derive kubelet's entries from pods: one per container and resource, a device listed under
-    every NUMA node of its topology, or under -1 without one (reference §1.2). Each resource's
-    plugin answers Allocate for its own devices only, so the default AllocResp is per entry."""
+    every NUMA node of its topology, or under -1 without one (docs/upstream-facts.md N1.2). Each
+    resource's plugin answers Allocate for its own devices only, so the default AllocResp is per
+    entry."""
     entries = []
     for pod in pods:
         for container in pod.containers:
@@ -253,7 +255,7 @@ def _entry_document(entry: CheckpointEntry, fmt: CheckpointFormat) -> dict[str, 
 
 def stand_in_checksum(data: Mapping[str, Any]) -> int:
     """FNV-32a over the compact JSON of ``Data``. NOT kubelet's checksum, which hashes Go's spew
-    dump of the structs (reference §1.6); readers must not verify it (reference §0.4)."""
+    dump of the structs); readers must not verify it (docs/upstream-facts.md N1.6)."""
     value = 0x811C9DC5
     for byte in json.dumps(data, separators=(",", ":")).encode():
         value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF

@@ -1,5 +1,5 @@
-"""What an AllocResp made visible, per NVIDIA's device-list strategies (reference §1.4), and pods
-read from `kubectl get pods -o json` output."""
+"""What an AllocResp made visible, per NVIDIA's device-list strategies (docs/upstream-facts.md
+N1.4), and pods read from `kubectl get pods -o json` output."""
 
 from __future__ import annotations
 

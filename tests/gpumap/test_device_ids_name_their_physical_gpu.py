@@ -1,4 +1,4 @@
-"""Every device-ID form in reference/node-state.md §4, and malformed ones, parse to what they say
+"""Every device-ID form in docs/upstream-facts.md N4, and malformed ones, parse to what they say
 about the physical GPU behind them."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The stand-in writes kubelet_internal_checkpoint as kubelet marshals it (reference §1.2, §1.3):
-Go field names as keys, DeviceIDs keyed by NUMA node (or a flat list before 1.20), replaced by
-rename so a reader never sees half a file."""
+"""The stand-in writes kubelet_internal_checkpoint as kubelet marshals it (docs/upstream-facts.md
+N1.2, N1.3): Go field names as keys, DeviceIDs keyed by NUMA node (or a flat list before 1.20),
+replaced by rename so a reader never sees half a file."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """A kubelet restart replaces kubelet.sock by a new file in the same directory; clients that
-watch the directory (reference §0.5) reach the new server, and a stopped kubelet is UNAVAILABLE."""
+watch the directory (docs/upstream-facts.md N1.1) reach the new server, and a stopped kubelet is
+UNAVAILABLE."""
 
 from __future__ import annotations
 

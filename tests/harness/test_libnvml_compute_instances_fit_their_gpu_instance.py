@@ -1,4 +1,4 @@
-"""Compute-instance profiles follow reference/mig.md §4.3: C ≤ G, and C < G only when 2C ≤ G+1
+"""Compute-instance profiles follow docs/upstream-facts.md M4.3: C ≤ G, and C < G only when 2C ≤ G+1
 (7g: 1,2,3,4,7; 4g: 1,2,4; 3g: 1,2,3; 2g: 1,2; 1g: 1). Several compute instances in one GPU
 instance are several MIG devices ("1c.3g.40gb"), up to the slices the GPU instance has."""
 

@@ -1,5 +1,5 @@
 """GPU instances created without a placement land where the driver would put them, so the
-"Insufficient Resources" ordering problem of reference/mig.md §2.2 item 6 and §5 item 9 shows:
+"Insufficient Resources" ordering problem of docs/upstream-facts.md M2.2 item 6 and M5 item 9 shows:
 1g, 1g, 2g first leave no room for a 3g (the MIG guide's example), while the same mix fits with
 explicit placements or largest first. Largest first lands like mig-parted's all-balanced on a real
 80GB board (DCGM#138: 3g at 4:4 as GI 2, 2g at 0:2 as GI 3, 1g at 2:1 and 3:1 as GI 9 and 10)."""
@@ -14,7 +14,7 @@ import pytest
 from tests.fakes.libnvml.fixture import MakeFakeNvml
 from tests.fakes.libnvml.fixture import fake_nvml as fake_nvml
 
-# profile IDs on 7-slice boards (reference/mig.md §4.2)
+# profile IDs on 7-slice boards (docs/upstream-facts.md M4.2)
 ONE_G, TWO_G, THREE_G, FOUR_G = 19, 14, 9, 5
 
 

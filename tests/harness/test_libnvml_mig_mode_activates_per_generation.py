@@ -1,4 +1,4 @@
-"""MIG mode changes as on real GPUs (reference/mig.md §2.1): Hopper switches at once; Ampere
+"""MIG mode changes as on real GPUs (docs/upstream-facts.md M2.1): Hopper switches at once; Ampere
 stays pending with activation status RESET_REQUIRED until a GPU reset, which a running process
 blocks (IN_USE); a GPU without MIG answers NOT_SUPPORTED."""
 

@@ -1,5 +1,5 @@
 """GPU-instance profiles and their possible placements, read through pynvml, match the MIG
-geometry of reference/mig.md §4 (the MIG guide's `-lgipp` table, not the go-nvml mocks) for
+geometry of docs/upstream-facts.md M4 (the MIG guide's `-lgipp` table, not the go-nvml mocks) for
 7-slice and 4-slice boards; overlapping or disallowed placements and instance caps are refused
 with NVML's codes."""
 
@@ -17,7 +17,7 @@ from tests.fakes.libnvml.gpu_instances import DRIVER_PROFILE_ENUMS
 P = pynvml
 ONE_TO_SEVEN = [(start, 1) for start in range(7)]
 
-# reference/mig.md §4.2: enum → (nvidia-smi profile ID, instance cap, placements start:size)
+# docs/upstream-facts.md M4.2: enum → (nvidia-smi profile ID, instance cap, placements start:size)
 SEVEN_SLICE = {
     P.NVML_GPU_INSTANCE_PROFILE_1_SLICE: (19, 7, ONE_TO_SEVEN),
     P.NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1: (20, 1, ONE_TO_SEVEN),
@@ -34,7 +34,7 @@ FOUR_SLICE = {
     P.NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1: (6, 1, [(0, 2), (2, 2)]),
     P.NVML_GPU_INSTANCE_PROFILE_4_SLICE: (0, 1, [(0, 4)]),
 }
-# reference/mig.md §4.2 names, in the order of the tables above
+# docs/upstream-facts.md M4.2 names, in the order of the tables above
 NAMES = {
     "A100-SXM4-40GB": ["1g.5gb", "1g.5gb+me", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb",
                        "7g.40gb"],

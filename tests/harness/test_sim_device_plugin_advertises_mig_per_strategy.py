@@ -1,4 +1,5 @@
-"""MIG strategies none, single and mixed over MIG devices made on the NVML stand-in (§4)."""
+"""MIG strategies none, single and mixed over MIG devices made on the NVML stand-in
+(docs/upstream-facts.md P4)."""
 
 from __future__ import annotations
 
@@ -80,7 +81,8 @@ def test_mixed_time_slices_mig_resources_and_none_skips_mig_names(
         {"metadata": {"labels": {"nvidia.com/device-plugin.config": "none-shared-mig"}}},
     )
     cluster.settle()
-    # Under none the name matches no device (skipped, §1.5); MIG-enabled GPUs count whole.
+    # Under none the name matches no device (skipped, docs/upstream-facts.md P1.5); MIG-enabled
+    # GPUs count whole.
     assert {k: v for k, v in nvidia(cluster).items()} == {"nvidia.com/gpu": "4"}
 
 

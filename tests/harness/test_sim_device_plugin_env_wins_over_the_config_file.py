@@ -1,4 +1,5 @@
-"""Env vars on the plugin container beat the config file (reference §1.1), per deployment."""
+"""Env vars on the plugin container beat the config file (docs/upstream-facts.md P1.1), per
+deployment."""
 
 from __future__ import annotations
 

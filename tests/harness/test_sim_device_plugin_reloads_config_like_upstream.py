@@ -1,4 +1,5 @@
-"""When the simulated device plugin reads its config, per deployment (reference §0.7, §0.8, §3)."""
+"""When the simulated device plugin reads its config, per deployment (docs/upstream-facts.md P3.3,
+P3)."""
 
 from __future__ import annotations
 
@@ -100,7 +101,7 @@ def test_an_edited_configmap_takes_effect_only_when_the_plugin_restarts(
     )
     assert edited.returncode == 0, edited.stderr
     configured.settle()
-    assert gpus(configured) == (8, 4)  # no file watch, no reload (§0.7)
+    assert gpus(configured) == (8, 4)  # no file watch, no reload (docs/upstream-facts.md P3.3)
     restart_plugins(configured, kubectl)
     assert gpus(configured) == (32, 16)
 

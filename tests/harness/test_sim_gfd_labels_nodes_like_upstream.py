@@ -1,4 +1,4 @@
-"""GPU Feature Discovery's node labels in the simulated cluster (reference §0.9, §2.3)."""
+"""GPU Feature Discovery's node labels in the simulated cluster (docs/upstream-facts.md P2.3)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ CONFIGS = {
     "default": "version: v1\n",
     "ts4": "version: v1\n" + SHARED.format(block="timeSlicing"),
     "mps4": "version: v1\n" + SHARED.format(block="mps"),
-    # Both blocks: MPS wins and timeSlicing is dropped without a word (§0.4).
+    # Both blocks: MPS wins and timeSlicing is dropped without a word (docs/upstream-facts.md P1.5).
     "both": "version: v1\n" + SHARED.format(block="mps") + "  timeSlicing:\n    resources:\n"
     "    - name: nvidia.com/gpu\n      replicas: 9\n",
 }

@@ -1,4 +1,5 @@
-"""The GPU Operator stand-in: ClusterPolicy changes re-render the plugin DaemonSet (§3.4)."""
+"""The GPU Operator stand-in: ClusterPolicy changes re-render the plugin DaemonSet
+(docs/upstream-facts.md P3.4)."""
 
 from __future__ import annotations
 
@@ -98,7 +99,8 @@ def test_setting_devicePlugin_config_rolls_pods_onto_the_new_configmap_and_defau
 def test_an_unlabelled_node_without_a_default_gets_no_sharing_and_no_error(
     sim_cluster: MakeSimCluster,
 ) -> None:
-    # FALLBACK_STRATEGIES=empty: the operator's config-manager links /dev/null (§3.4).
+    # FALLBACK_STRATEGIES=empty: the operator's config-manager links /dev/null
+    # (docs/upstream-facts.md P3.4).
     cluster = sim_cluster(NODES, layout="gpu-operator", configs={"four": TS.format(n=4)})
     assert (cluster.allocatable("gpu-a"), cluster.allocatable("gpu-b")) == (8, 4)
     state = cluster.plugin_state("gpu-a")

@@ -1,4 +1,4 @@
-"""The Helm chart's trap: plugin and GFD pods share their labels (reference §0.10, §6)."""
+"""The Helm chart's trap: plugin and GFD pods share their labels (docs/upstream-facts.md P6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The simulated plugin's config reader accepts and refuses what upstream does (§1.1-§1.8)."""
+"""The simulated plugin's config reader accepts and refuses what upstream does
+(docs/upstream-facts.md P1.1-P1.8)."""
 
 from __future__ import annotations
 

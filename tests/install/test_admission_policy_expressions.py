@@ -282,7 +282,7 @@ def test_the_plugin_pod_on_another_node_is_refused(layout: str) -> None:
     [
         pod({"app": "nvidia-driver-daemonset"}, "nvidia-driver-ctr"),  # the operator's driver
         pod({"app": "nvidia-container-toolkit-daemonset"}, "nvidia-container-toolkit-ctr"),
-        # NVIDIA's Helm chart's GFD pods carry the plugin's labels (sharing-config.md §0.10)
+        # NVIDIA's Helm chart's GFD pods carry the plugin's labels (docs/upstream-facts.md P6)
         pod({"app.kubernetes.io/name": "nvidia-device-plugin"}, "gpu-feature-discovery-ctr"),
         pod({}, "nvidia-device-plugin-ctr"),  # the container name alone is not enough
     ],

@@ -1,6 +1,6 @@
 """NVIDIA's default MIG config, unchanged: each name fits the GPU models it was written for.
 
-The expected fits are transcribed from reference/mig.md §3.5 (which GPU each name is for) by
+The expected fits are transcribed from docs/upstream-facts.md M3.5 (which GPU each name is for) by
 hand. A config with a device-filter applies only to the PCI IDs it lists: other GPUs are not
 covered. An unfiltered per-model config (e.g. all-1g.5gb) selects every GPU and fits only where
 its profiles exist; everywhere else the verdict names the missing profile.
@@ -99,7 +99,7 @@ FITS: dict[str, set[str]] = {
         ],
         RTX,
     ),
-    # 3g.95gb, 4g.95gb and 7g.189gb belong to a board reference/mig.md does not describe.
+    # 3g.95gb, 4g.95gb and 7g.189gb belong to a board docs/upstream-facts.md does not describe.
     **dict.fromkeys(["all-3g.95gb", "all-4g.95gb", "all-7g.189gb"], set()),
 }
 

@@ -145,7 +145,7 @@ def test_names_mig_parted_rejects_fail_with_its_own_words(name: str, message: st
     assert caught.value.profile == name
 
 
-# Names mig-parted's parser accepts but that no GPU offers (reference/mig.md §4.3).
+# Names mig-parted's parser accepts but that no GPU offers (docs/upstream-facts.md M4.3).
 IMPOSSIBLE = [
     ("5g.50gb", "a GPU instance has 1, 2, 3, 4 or 7 slices, not 5 (5g)"),
     ("8g.96gb", "a GPU instance has 1, 2, 3, 4 or 7 slices, not 8 (8g)"),

@@ -1,5 +1,5 @@
-"""Which spec applies to which GPU of a node, as mig-parted walks a config (reference/mig.md
-§1.3), and what that means for each GPU's verdict."""
+"""Which spec applies to which GPU of a node, as mig-parted walks a config (docs/upstream-facts.md
+M1.3), and what that means for each GPU's verdict."""
 
 from __future__ import annotations
 

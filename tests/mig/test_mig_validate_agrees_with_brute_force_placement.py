@@ -1,7 +1,7 @@
 """`kubectl gpu mig validate` says a layout fits exactly when some placement of its instances
 does not overlap: checked for every multiset of base profiles on a 7-slice and a 4-slice board.
 
-The oracle below is written from reference/mig.md §4.2 alone: it lists the allowed
+The oracle below is written from docs/upstream-facts.md M4.2 alone: it lists the allowed
 (start, size) placements per profile class and tries every combination of them, comparing
 memory slices as sets. It shares no code with kubectl_gpu.mig.
 """
@@ -19,7 +19,7 @@ from tests.conftest import CliResult
 
 Run = Callable[..., CliResult]
 
-# class -> (instance cap, allowed starts, size in memory slices); reference/mig.md §4.2.
+# class -> (instance cap, allowed starts, size in memory slices); docs/upstream-facts.md M4.2.
 SEVEN = {
     "1g": (7, range(0, 7), 1),
     "1g-double": (4, (0, 2, 4, 6), 2),

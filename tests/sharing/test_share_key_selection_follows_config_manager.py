@@ -1,4 +1,5 @@
-"""Which key a node reads: config-manager's label, default and fallbacks (reference §3.2)."""
+"""Which key a node reads: config-manager's label, default and fallbacks (docs/upstream-facts.md
+P3.2)."""
 
 from __future__ import annotations
 

@@ -136,7 +136,7 @@ def bundle(
 ) -> Layout:
     """Our own bundle (`kubectl gpu install`): a DaemonSet we manage, config per node by label.
 
-    Built from plain dicts, like the Helm chart's (reference sharing-config.md §3.1): the
+    Built from plain dicts, like the Helm chart's (docs/upstream-facts.md P3.1): the
     plugin, a config-manager init container and sidecar, the ConfigMap at /available-configs.
     """
     selector = {"app.kubernetes.io/name": "kubectl-gpu-device-plugin"}

@@ -2,10 +2,10 @@
 
 Owns reading a raw Node into a frozen `GpuNode`: which nodes have NVIDIA GPUs, the
 `nvidia.com/*` capacity and allocatable as integers, the physical count GFD labels
-(`<resource>.count`, reference/sharing-config.md §2.3) or, for whole GPUs, the agent's report
+(`<resource>.count`, docs/upstream-facts.md P2.3) or, for whole GPUs, the agent's report
 counts, the compute capability (for MPS's
-replica cap, §1.7) and whether MIG is on (MPS refuses MIG devices). Must not decide anything
-about a change (plan.py does). Pure: standard library and kubectl_gpu.keys only.
+replica cap, docs/upstream-facts.md P1.7) and whether MIG is on (MPS refuses MIG devices). Must not
+decide anything about a change (plan.py does). Pure: standard library and kubectl_gpu.keys only.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """A planned sharing change, checked: what is written, which nodes it reaches, what they become.
 
 Owns `Plan` and `finish()`, which turns a `Target` (new key contents, node labels, the
-ClusterPolicy's config) into a plan: the key every GPU node reads afterwards, the nodes whose
-config changes or whose advertised capacity does not match their config (the plugin reads its
-config only at start, reference/sharing-config.md §3.3), each such node's expected allocatable
-(physical devices × replicas under the advertised name), the rollback record, and the refusals
-that depend on the nodes (config-manager failing after the change, MPS limits, §1.7, §8).
-Must not choose contents or keys (targets.py does) nor do I/O. Pure.
+ClusterPolicy's config) into a plan: the key every GPU node reads afterwards, the nodes whose config
+changes or whose advertised capacity does not match their config (the plugin reads its config only
+at start, docs/upstream-facts.md P3.3), each such node's expected allocatable (physical devices ×
+replicas under the advertised name), the rollback record, and the refusals that depend on the nodes
+(config-manager failing after the change, MPS limits, docs/upstream-facts.md P1.7, P8). Must not
+choose contents or keys (targets.py does) nor do I/O. Pure.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from kubectl_gpu.sharing.rollout.state import (
     flag_strategy,
 )
 
-MPS_CAP_CAPABILITY = (7, 5)  # below it MPS allows 16 clients per GPU (§1.7)
+MPS_CAP_CAPABILITY = (7, 5)  # below it MPS allows 16 clients per GPU (docs/upstream-facts.md P1.7)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,7 +178,8 @@ def finish(state: ClusterState, target: Target) -> Plan:
 
 
 def _refuse_broken_selections(state: ClusterState, after: After) -> None:
-    """No node may be left selecting a missing key (config-manager exits 1, §3.2)."""
+    """No node may be left selecting a missing key (config-manager exits 1, docs/upstream-facts.md
+    P3.2)."""
     for node in state.nodes:
         chosen = after.selection(node)
         if chosen.ok:
@@ -383,7 +384,8 @@ def _record(state: ClusterState, target: Target) -> Record:
 
 
 def _override_notes(state: ClusterState, target: Target) -> tuple[str, ...]:
-    """Env vars on the plugin container win over the file (§1.1): say where they contradict."""
+    """Env vars on the plugin container win over the file (docs/upstream-facts.md P1.1): say where
+    they contradict."""
     return tuple(
         f"key {change.key}: flags.{path} is {value!r} but the plugin container's env "
         f"{env}={forced} overrides it"

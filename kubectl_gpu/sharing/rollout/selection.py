@@ -1,6 +1,6 @@
 """Which ConfigMap key a node's device plugin reads: config-manager's choice, as data.
 
-Owns config-manager's algorithm (reference/sharing-config.md §3.2): the node label
+Owns config-manager's algorithm (docs/upstream-facts.md P3.2): the node label
 `nvidia.com/device-plugin.config` must name an existing key; without it DEFAULT_CONFIG must
 exist; otherwise the fallbacks `named` (a key called `default`), `single` (exactly one key) and
 `empty` (no config file: the plugin's defaults) are tried in order. Must not decide what to
@@ -14,7 +14,7 @@ from collections.abc import Collection, Mapping
 
 from kubectl_gpu import keys
 
-EMPTY = ""  # the `empty` fallback: no config file, the plugin's defaults (§1.6)
+EMPTY = ""  # the `empty` fallback: the plugin's defaults (docs/upstream-facts.md P1.6)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -86,9 +86,10 @@ class ClusterState:
 
     def mig_strategy(self, node: GpuNode) -> tuple[str | None, str]:
         """The MIG strategy the plugin serving `node` runs with (None: cannot be known), and
-        where it comes from. An env var on the plugin container wins over the file (§1.1): the
-        Helm chart's `migStrategy` and the GPU Operator's `spec.mig.strategy` are rendered as
-        MIG_STRATEGY; otherwise `flags.migStrategy` of the key the node reads, else `none`."""
+        where it comes from. An env var on the plugin container wins over the file
+        (docs/upstream-facts.md P1.1): the Helm chart's `migStrategy` and the GPU Operator's
+        `spec.mig.strategy` are rendered as MIG_STRATEGY; otherwise `flags.migStrategy` of the key
+        the node reads, else `none`."""
         plugin = f"DaemonSet {self.deployment.namespace}/{self.deployment.daemonset}"
         forced = deployments.effective_flag(self.deployment, ("migStrategy",))
         if forced is not None:

@@ -3,10 +3,10 @@
 Owns the survey of the current state: each GPU node's selected key and how it was chosen,
 strategy and replicas, physical devices, capacity, allocatable and replicas in use, its plugin
 pod, and every mismatch a user would otherwise find on the node: a label naming a missing key,
-an invalid key, an env var on the plugin container contradicting the key (reference/
-sharing-config.md §1.1, §8), capacity ≠ physical × replicas (the plugin reads its config only
-at start, §3.3), GFD labels that disagree, a plugin pod that is missing or failing. Must not
-read the cluster (callers pass pods and usage in). Pure.
+an invalid key, an env var on the plugin container contradicting the key (docs/upstream-facts.md
+ P1.1, P8), capacity ≠ physical × replicas (the plugin reads its config only
+at start, docs/upstream-facts.md P3.3), GFD labels that disagree, a plugin pod that is missing or
+failing. Must not read the cluster (callers pass pods and usage in). Pure.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from kubectl_gpu.sharing.rollout.plan import KeyChange, Plan, Target
 from kubectl_gpu.sharing.rollout.record import Record
 from kubectl_gpu.sharing.rollout.state import ClusterState, Doc, ShareRefused, Unknown
 
-MPS_ROOT = "/run/nvidia/mps"  # what the Helm chart and the GPU Operator set (§1.3)
+MPS_ROOT = "/run/nvidia/mps"  # the Helm chart's and the operator's (docs/upstream-facts.md P1.3)
 _LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 MAX_LABEL_VALUE = 63
 
@@ -326,7 +326,8 @@ def _edit(base: Doc, request: ShareRequest, deployment: deployments.Deployment) 
     flags: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
     forced = deployments.effective_flag(deployment, ("mpsRoot",))
     if request.mps and not flags.get("mpsRoot") and not forced:
-        # The plugin exits with "using MPS requires --mps-root" otherwise (§1.7).
+        # The plugin exits with "using MPS requires --mps-root" otherwise
+        # (docs/upstream-facts.md P1.7).
         doc["flags"] = {**flags, "mpsRoot": MPS_ROOT}
     return doc
 

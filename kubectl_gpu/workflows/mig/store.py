@@ -1,7 +1,7 @@
 """Writing a MIG request: the config into its ConfigMap, then the label on each node.
 
-Owns the two places a config goes (the brief's contract with the agent, reference/mig.md
-§3.4): our ConfigMap `kubectl-gpu/kubectl-gpu-mig-config`, one key per config name holding a
+Owns the two places a config goes (the brief's contract with the agent, docs/upstream-facts.md
+M3.4): our ConfigMap `kubectl-gpu/kubectl-gpu-mig-config`, one key per config name holding a
 single-config mig-parted document; or the GPU Operator's MIG manager ConfigMap (named by
 `ClusterPolicy.spec.migManager.config.name`, default `default-mig-parted-config`, key
 `config.yaml`), where our config name is added only when absent or identical. Every ConfigMap
@@ -28,7 +28,7 @@ from kubectl_gpu.workflows.mig.targets import NodeFacts
 log = logging.getLogger(__name__)
 Json = dict[str, Any]
 Edit = Callable[[dict[str, str]], "dict[str, str] | None"]  # new data, or None: unchanged
-OPERATOR_CONFIGMAP = "default-mig-parted-config"  # the operator's shipped default (§3.5)
+OPERATOR_CONFIGMAP = "default-mig-parted-config"  # shipped default (docs/upstream-facts.md M3.5)
 _ATTEMPTS = 5
 MAX_CONFIG_CHARS = 1024 * 1024  # a ConfigMap holds at most 1 MiB
 _OPERATOR_APPS = ("nvidia-device-plugin-daemonset", "gpu-feature-discovery", "nvidia-mig-manager")

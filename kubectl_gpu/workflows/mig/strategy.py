@@ -3,8 +3,8 @@
 Owns reading what `mig apply`, `mig validate --node` and `mig plan --node` check a config
 against, so that the three (and a dry run) give one verdict: the plugin's env MIG_STRATEGY (the
 Helm chart's `migStrategy`, the GPU Operator's `spec.mig.strategy`), else `flags.migStrategy` of
-the config key the node selects, else the plugin's default `none` (reference/sharing-config.md
-§1.1, §1.3). Where no device plugin is found (or the user may not read it), GFD's
+the config key the node selects, else the plugin's default `none` (docs/upstream-facts.md
+P1.1, P1.3). Where no device plugin is found (or the user may not read it), GFD's
 `nvidia.com/mig.strategy` label stands in (absent: unknown, and no strategy is checked). Must
 not write anything nor decide whether a config fits (mig.verdicts does).
 """

@@ -150,7 +150,8 @@ def node_names(api: cluster.Api, names: Sequence[str], selector: str) -> tuple[s
 def plugin_pods(
     api: cluster.Api, deployment: Deployment, node: str | None = None
 ) -> dict[str, Json]:
-    """The device plugin's pod on each node (or on `node`), GFD/MPS pods left out (§0.10)."""
+    """The device plugin's pod on each node (or on `node`), GFD/MPS pods left out
+    (docs/upstream-facts.md P6)."""
     url = cluster.path("pods", namespace=deployment.namespace)
     field = f"spec.nodeName={node}" if node else ""
     pods: dict[str, Json] = {}

@@ -4,8 +4,8 @@ Owns `DevicePluginRuntime`: for each running plugin pod, the config it loaded (p
 through the config-manager flow in programs.py) and what it advertises (devices.py), the device
 IDs per node the kubelet allocates from, and the node's `status.capacity/allocatable` for
 `nvidia.com/*`: a crashed, blocked or deleted plugin leaves capacity as it was and allocatable 0,
-as kubelet does when a plugin unregisters (reference §3.3, §0.8). Must not render pod status or
-touch node labels (gfd.py).
+as kubelet does when a plugin unregisters (docs/upstream-facts.md P3.3). Must not render pod status
+or touch node labels (gfd.py).
 """
 
 from __future__ import annotations

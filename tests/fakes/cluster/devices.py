@@ -1,4 +1,5 @@
-"""What the device plugin advertises on one node: resource names and device IDs (§1.5, §2, §4).
+"""What the device plugin advertises on one node: resource names and device IDs
+(docs/upstream-facts.md P1.5, P2, P4).
 
 Owns the upstream device map: whole GPUs as `nvidia.com/gpu`, MIG strategies none / single /
 mixed with their quirks (a MIG-enabled GPU is still one `nvidia.com/gpu` under none; single
@@ -64,7 +65,7 @@ def advertise(gpus: Sequence[GpuView], config: PluginConfig) -> dict[str, Resour
     resources: dict[str, Resource] = {}
     for name, devices in base.items():
         wanted = sharing.replicas_of(name)
-        if wanted is None:  # not shared (names that match no device are skipped: §1.5)
+        if wanted is None:  # not shared (unmatched names are skipped: docs/upstream-facts.md P1.5)
             resources[name] = Resource(name, tuple(devices), policy=config.allocation_policy)
             continue
         replicated = tuple(

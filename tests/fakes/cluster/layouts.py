@@ -2,15 +2,15 @@
 
 Owns `Layout` (the objects to create, in order, plus where the plugin and GFD pods live and how
 to find them) and one builder per deployment, each taking the config ConfigMap's contents
-(key → YAML text) and the default key (reference §6, mig.md §3.4):
+(key → YAML text) and the default key (docs/upstream-facts.md P6, docs/upstream-facts.md M3.4):
 (a) `gpu_operator`: namespace `gpu-operator`, the ClusterPolicy CRD, ConfigMap, and ClusterPolicy
 `cluster-policy` with `spec.devicePlugin.config {name, default}`; the DaemonSets come from the
 operator stand-in (operator.py);
 (b) `helm`: release `nvdp` in `nvidia-device-plugin`: `nvdp-nvidia-device-plugin` (container
 `nvidia-device-plugin-ctr`, sidecar and init config-manager, `<fullname>-configs` ConfigMap,
-`checksum/config`) and the GFD DaemonSet with the same pod labels (the §0.10 trap);
-(c) `static`: `nvidia-device-plugin-daemonset` in `kube-system`, `name: nvidia-device-plugin-ds`,
-no config at all (configs are ignored). Must not create anything itself.
+`checksum/config`) and the GFD DaemonSet with the same pod labels (the docs/upstream-facts.md P6
+trap); (c) `static`: `nvidia-device-plugin-daemonset` in `kube-system`, `name:
+nvidia-device-plugin-ds`, no config at all (configs are ignored). Must not create anything itself.
 """
 
 from __future__ import annotations
@@ -189,7 +189,8 @@ class _Chart:
     def daemonset(self, name: str, spec: Obj) -> Obj:
         notes = {}
         if self.configs:
-            # checksum/config only for an embedded config.map (§3.1): an upgrade rolls pods.
+            # checksum/config only for an embedded config.map (docs/upstream-facts.md P3.1): an
+            # upgrade rolls pods.
             digest = hashlib.sha256(json.dumps(dict(self.configs), sort_keys=True).encode())
             notes["checksum/config"] = digest.hexdigest()
         labels = _chart_labels(self.release)

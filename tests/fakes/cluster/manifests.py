@@ -1,9 +1,9 @@
 """Building blocks of NVIDIA's DaemonSets, shared by the deployments and the operator's renderer.
 
 Owns plain-dict constructors for the pieces the Helm chart, the GPU Operator and the static
-manifest have in common (reference §3.1, §3.4, §6): env lists, the config-manager init container
-and sidecar with the env they really carry, the ConfigMap and emptyDir volumes they share, the
-DaemonSet shell, Namespaces and ConfigMaps. Values follow NVIDIA/k8s-device-plugin v0.20.0 and
+manifest have in common (docs/upstream-facts.md P3.1, P3.4, P6): env lists, the config-manager init
+container and sidecar with the env they really carry, the ConfigMap and emptyDir volumes they share,
+the DaemonSet shell, Namespaces and ConfigMaps. Values follow NVIDIA/k8s-device-plugin v0.20.0 and
 gpu-operator `assets/state-device-plugin/0500_daemonset.yaml`. Must not decide which pieces a
 deployment uses (layouts.py, operator.py).
 """
@@ -40,7 +40,8 @@ def set_env(container: Obj, pairs: Mapping[str, str]) -> None:
 
 @dataclass(frozen=True)
 class ConfigWiring:
-    """How a deployment wires config-manager next to one program (§3.1 chart, §3.4 operator)."""
+    """How a deployment wires config-manager next to one program (docs/upstream-facts.md P3.1 chart,
+    P3.4 operator)."""
 
     configmap: str
     default: str
@@ -132,7 +133,8 @@ def configmap(
 
 
 def with_config_manager(spec: Obj, main: str, wiring: ConfigWiring) -> None:
-    """Wire config-manager into a pod spec as the chart and the operator do (§3.1, §3.4)."""
+    """Wire config-manager into a pod spec as the chart and the operator do (docs/upstream-facts.md
+    P3.1, P3.4)."""
     spec["shareProcessNamespace"] = True
     prefix = wiring.prefix
     init = config_manager(

@@ -1,9 +1,9 @@
 """The GPU Operator's MIG manager stand-in: `nvidia.com/mig.config` in, a MIG layout out.
 
-Owns what NVIDIA's k8s-mig-manager does on a node where its pod runs (reference/mig.md §3.2,
-§3.3): it acts on a *change* of the node's `nvidia.com/mig.config` (the same name again does
-nothing until the label goes through another value, mig-parted#108), reads the named config
-from the operator's mig-parted ConfigMap (`spec.migManager.config.name`, default
+Owns what NVIDIA's k8s-mig-manager does on a node where its pod runs (docs/upstream-facts.md M3.2,
+docs/upstream-facts.md M3.3): it acts on a *change* of the node's `nvidia.com/mig.config` (the same
+name again does nothing until the label goes through another value, mig-parted#108), reads the named
+config from the operator's mig-parted ConfigMap (`spec.migManager.config.name`, default
 `default-mig-parted-config`, key `config.yaml`), sets `nvidia.com/mig.config.state=pending`,
 applies the config to the node's NVML stand-in GPU by GPU (mode, then one GPU and compute
 instance per MIG device), restarts the device plugin so the node's capacity follows, and ends

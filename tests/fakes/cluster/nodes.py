@@ -152,7 +152,7 @@ class SimNode:
         Goes through the `Gpu` object as mig-parted would through NVML: mode change (with
         the reset Ampere needs), then one GPU instance and one compute instance per profile
         ("3g.40gb", or "1c.3g.40gb" for a 1-slice compute instance in a 3g GPU instance).
-        The device plugin sees the change only when it restarts (reference §3.3).
+        The device plugin sees the change only when it restarts (docs/upstream-facts.md P3.3).
         """
         with self._gpus_in_use(changing=True):
             gpu = self.gpus[gpu_index]

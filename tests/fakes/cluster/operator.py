@@ -1,11 +1,13 @@
-"""A GPU Operator stand-in: ClusterPolicy in, device-plugin and GFD DaemonSets out (mig.md §3.4).
+"""A GPU Operator stand-in: ClusterPolicy in, device-plugin and GFD DaemonSets out
+(docs/upstream-facts.md M3.4).
 
 Owns rendering `nvidia-device-plugin-daemonset` (pods `app=nvidia-device-plugin-daemonset`,
 container `nvidia-device-plugin`, init `toolkit-validation`, nodeSelector
 `nvidia.com/gpu.deploy.device-plugin: "true"`) and `gpu-feature-discovery` from the
 ClusterPolicy, with `handleDevicePluginConfig`'s transform when `spec.devicePlugin.config.name`
 is set (config-manager init and sidecar, `DEFAULT_CONFIG=<default>`,
-`FALLBACK_STRATEGIES=empty`, the ConfigMap volume named after the ConfigMap, reference §3.4),
+`FALLBACK_STRATEGIES=empty`, the ConfigMap volume named after the ConfigMap,
+docs/upstream-facts.md P3.4),
 `MIG_STRATEGY` from `spec.mig.strategy` and `spec.devicePlugin.env` on top; with `mig_manager`
 (the cluster runs the MIG manager stand-in), `nvidia-mig-manager` (pods `app=nvidia-mig-manager`
 on `gpu.deploy.mig-manager=true` nodes) unless `spec.migManager.enabled` is false, its pods'

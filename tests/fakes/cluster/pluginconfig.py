@@ -1,13 +1,14 @@
-"""A lenient reader of device-plugin config files, written from reference/sharing-config.md §1.
+"""A lenient reader of device-plugin config files, written from docs/upstream-facts.md P1.
 
-Owns what the real plugin accepts and rejects when it loads `/config/config.yaml`: YAML turned
-into JSON, unknown keys ignored, struct keys (top level, `flags`, `flags.plugin`, `sharing`)
-matched case-insensitively with the last duplicate winning (§1.8), map-read keys inside
-`timeSlicing`/`mps` and resource entries matched exactly, `devices`/`rename`/top-level
-`resources` validated then thrown away (§0.3), MPS winning over time-slicing (§0.4), env vars
-on the plugin container overriding the file (§1.1), and the runtime validation errors that make
-the plugin exit 1 (§1.7), worded as upstream words them. GPU-dependent checks live in devices.py.
-Must not import kubectl_gpu: a stand-in that shares the product's rules would prove nothing.
+Owns what the real plugin accepts and rejects when it loads `/config/config.yaml`: YAML turned into
+JSON, unknown keys ignored, struct keys (top level, `flags`, `flags.plugin`, `sharing`) matched
+case-insensitively with the last duplicate winning (docs/upstream-facts.md P1.8), map-read keys
+inside `timeSlicing`/`mps` and resource entries matched exactly, `devices`/`rename`/top-level
+`resources` validated then thrown away (docs/upstream-facts.md P1.5), MPS winning over time-slicing
+(P1.5), env vars on the plugin container overriding the file (docs/upstream-facts.md P1.1), and the
+runtime validation errors that make the plugin exit 1 (docs/upstream-facts.md P1.7), worded as
+upstream words them. GPU-dependent checks live in devices.py. Must not import kubectl_gpu: a
+stand-in that shares the product's rules would prove nothing.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class Replicated:
 
 @dataclass(frozen=True)
 class Sharing:
-    strategy: str = "none"  # none | time-slicing | mps (§1.5)
+    strategy: str = "none"  # none | time-slicing | mps (docs/upstream-facts.md P1.5)
     resources: tuple[Replicated, ...] = ()
     fail_requests_greater_than_one: bool = False
 
@@ -114,7 +115,7 @@ def load(text: str | None, env: Mapping[str, str], *, gfd: bool = False) -> Plug
 
 def _document(text: str | None) -> Any:
     if not text:
-        return {}  # an empty file (the "empty" fallback's /dev/null) means defaults (§1.6)
+        return {}  # an empty file means the defaults (docs/upstream-facts.md P1.6)
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -139,7 +140,8 @@ def _sharing(raw: Any) -> Sharing:
     time_slicing = _replicated_block(block["timeSlicing"]) if "timeSlicing" in block else None
     mps = _replicated_block(block["mps"]) if block.get("mps") is not None else None
     if mps is not None:
-        # MPS wins whenever the block is present; timeSlicing is dropped silently (§0.4).
+        # MPS wins whenever the block is present; timeSlicing is dropped silently
+        # (docs/upstream-facts.md P1.5).
         resources, fail_default, strategy = mps, True, "mps"
     elif time_slicing is not None:
         resources, fail_default, strategy = time_slicing, False, "time-slicing"
@@ -152,7 +154,7 @@ def _sharing(raw: Any) -> Sharing:
 
 
 def _replicated_block(raw: Any) -> tuple[tuple[Replicated, ...], bool | None]:
-    """ReplicatedResources: keys read from a map, so exact case (§1.8)."""
+    """ReplicatedResources: keys read from a map, so exact case (docs/upstream-facts.md P1.8)."""
     block = raw if isinstance(raw, dict) else {}
     if raw is not None and not isinstance(raw, dict):
         raise f.DecodeError(f"json: cannot unmarshal {f.json_type(raw)} into Go value of type map")
@@ -174,7 +176,7 @@ def _replicated(item: Any, rename_all: bool) -> Replicated:
         raise f.DecodeError("no resource name specified")
     name = resource_name(item["name"])
     if item.get("rename") is not None:
-        resource_name(item["rename"])  # validated, then dropped (§0.3)
+        resource_name(item["rename"])  # validated, then dropped (docs/upstream-facts.md P1.5)
     if item.get("devices") is not None:
         _check_devices(item["devices"])
     if "replicas" not in item:
@@ -190,7 +192,8 @@ def _replicated(item: Any, rename_all: bool) -> Replicated:
 
 
 def resource_name(raw: Any) -> str:
-    """ResourceName: bare names get nvidia.com/; anything else must then be valid (§1.5)."""
+    """ResourceName: bare names get nvidia.com/; anything else must then be valid
+    (docs/upstream-facts.md P1.5)."""
     if not isinstance(raw, str):
         raise f.DecodeError(
             f"json: cannot unmarshal {f.json_type(raw)} into Go value of type v1.ResourceName"
@@ -224,7 +227,8 @@ def _check_devices(devices: Any) -> None:
 
 
 def _check_resources_block(raw: Any) -> None:
-    """Top-level `resources`: each entry needs pattern and name, then all is ignored (§1.4)."""
+    """Top-level `resources`: each entry needs pattern and name, then all is ignored
+    (docs/upstream-facts.md P1.4)."""
     block = f.typed(raw, dict, "Config.resources") or {}
     for kind in ("gpus", "mig"):
         for entry in block.get(kind) or []:

@@ -1,9 +1,10 @@
 """The `flags` section of a device-plugin config: fields, defaults, env overrides, enum checks.
 
-Owns the field table of reference §1.3 (names, JSON types, CLI defaults, env var names), Go
-`encoding/json`-like decoding of one struct (case-insensitive keys, last duplicate wins,
-unknown keys ignored, type errors worded like Go's), the env-over-file precedence of §1.1 and
-the enum validation of §1.7. Must not read files or know about sharing (pluginconfig.py).
+Owns the field table of docs/upstream-facts.md P1.3 (names, JSON types, CLI defaults, env var
+names), Go `encoding/json`-like decoding of one struct (case-insensitive keys, last duplicate wins,
+unknown keys ignored, type errors worded like Go's), the env-over-file precedence of
+docs/upstream-facts.md P1.1 and the enum validation of docs/upstream-facts.md P1.7. Must not read
+files or know about sharing (pluginconfig.py).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ DEFAULTS: dict[str, Any] = {
     "plugin": {k: v for k, (_, v) in _PLUGIN.items()},
     "gfd": {k: v for k, (_, v) in _GFD.items()},
 }
-# Env var → (section or "", field, kind). Precedence CLI > env > file (§1.1).
+# Env var → (section or "", field, kind). Precedence CLI > env > file (docs/upstream-facts.md P1.1).
 ENV = {
     "MIG_STRATEGY": ("", "migStrategy", str),
     "FAIL_ON_INIT_ERROR": ("", "failOnInitError", bool),
@@ -133,14 +134,14 @@ def decode_flags(raw: Any) -> dict[str, Any]:
 
 def _section_value(value: Any, kind: type, path: str) -> Any:
     if path == "plugin.deviceListStrategy" and isinstance(value, str):
-        return [value]  # one string is one strategy name, commas and all (§1.3)
+        return [value]  # one string is one name, commas and all (docs/upstream-facts.md P1.3)
     if path == "gfd.sleepInterval" and isinstance(value, (int, float)):
         return str(value)  # a number of nanoseconds
     return typed(value, kind, f"Flags.{path}")
 
 
 def apply_env(flags: dict[str, Any], env: Mapping[str, str]) -> None:
-    """Env vars set on the container win over the file (§1.1)."""
+    """Env vars set on the container win over the file (docs/upstream-facts.md P1.1)."""
     for var, (section, name, kind) in ENV.items():
         text = env.get(var)
         if not text:

@@ -3,8 +3,9 @@
 Owns `ProgramSetup` (which container runs the program, its literal env, its config-manager
 init container and sidecar with their env, the ConfigMap mounted at `/available-configs`, a
 `CONFIG_FILE` pointing straight into a ConfigMap volume) and `select_config`, config-manager's
-`updateConfigName` (reference §3.2: label, else DEFAULT_CONFIG, else FALLBACK_STRATEGIES named /
-single / empty), with its error wording. Must not keep state or read the store.
+`updateConfigName` (docs/upstream-facts.md P3.2: label, else DEFAULT_CONFIG, else
+FALLBACK_STRATEGIES named / single / empty), with its error wording. Must not keep state or read
+the store.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ CONFIG_LABEL = "nvidia.com/device-plugin.config"
 
 
 class SelectionError(Exception):
-    """config-manager logs this and exits 1 (§3.2)."""
+    """config-manager logs this and exits 1 (docs/upstream-facts.md P3.2)."""
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,8 @@ def _direct_mount(spec: Obj, main: Obj, config_file: str) -> tuple[str | None, b
 
 
 def select_config(keys: Collection[str], label: str, manager: ManagerEnv) -> str:
-    """The key config-manager links (EMPTY for /dev/null), or SelectionError (§3.2)."""
+    """The key config-manager links (EMPTY for /dev/null), or SelectionError (docs/upstream-facts.md
+    P3.2)."""
     available = sorted(k for k in keys if not k.startswith(".."))
     if not available:
         raise SelectionError("no configuration files available")

@@ -1,8 +1,8 @@
 """NVIDIA programs inside simulated pods: the program, its config-manager init and sidecar.
 
-Owns `ProgramPod`, the life of one pod's processes (reference §3.2-§3.3): the init container
-links a config or fails (blocking the pod), the program loads the linked config once at start,
-the sidecar follows the node's `nvidia.com/device-plugin.config` label (a bad value makes it
+Owns `ProgramPod`, the life of one pod's processes (docs/upstream-facts.md P3.2-P3.3): the init
+container links a config or fails (blocking the pod), the program loads the linked config once at
+start, the sidecar follows the node's `nvidia.com/device-plugin.config` label (a bad value makes it
 exit while the program keeps its config; a new key means SIGHUP and an in-process reload), and
 restarts after a crash re-read the file. `ProgramRuntime` is the shared base of the device-plugin
 and GFD simulations and implements the kubelet's `PodRuntime` hooks. Must not decide what a
@@ -163,7 +163,7 @@ class ProgramRuntime:
         try:
             key = self._select(state, view)
         except SelectionError as exc:
-            state.sidecar_error = str(exc)  # the program keeps its old config (§0.8)
+            state.sidecar_error = str(exc)  # keeps its old config (docs/upstream-facts.md P3.3)
             state.log.append(f"config-manager: {exc}")
             return
         if key == state.selected:
@@ -181,7 +181,7 @@ class ProgramRuntime:
             state.sidecar_error = "error finding pid: no process found"  # nothing to SIGHUP
             return
         state.log.append(f"config-manager: Sending signal 'hangup' to '{self.program}'")
-        self._load(state, view)  # SIGHUP: the program restarts in-process (§3.3)
+        self._load(state, view)  # SIGHUP: restarts in-process (docs/upstream-facts.md P3.3)
 
     def _select(self, state: ProgramPod, view: ConfigView) -> str:
         assert state.setup.manager is not None

@@ -14,7 +14,7 @@ Two behaviours are inferred from public outputs rather than documented:
   that blocks the fewest still-possible placements of all profiles, the lowest start on a tie.
   This reproduces the layout mig-parted got for all-balanced on an 80GB board (3g at 4:4, 2g at
   0:2, 1g at 2:1 and 3:1; DCGM#138) and the MIG guide's failure: 1g, 1g, 2g first leave no room
-  for a 3g ("Insufficient Resources"), while 3g first fits all four (reference/mig.md §2.2).
+  for a 3g ("Insufficient Resources"), while 3g first fits all four (docs/upstream-facts.md M2.2).
 """
 
 from __future__ import annotations

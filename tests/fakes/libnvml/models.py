@@ -6,13 +6,14 @@ name, slices, instance cap, placements in memory slices, memory and engine count
 profiles are derived from a GPU-instance profile. Must not: hold state (that is device.py) or know
 about ctypes (that is marshal.py and the symbol modules).
 
-Sources (shared/reference/mig.md §4): placements and profile IDs from the MIG guide's `-lgipp`
-table and §4.2 (NOT the go-nvml mocks, whose 3g/7g sizes are wrong). Memory and engine counts are
-real `nvidia-smi mig -lgip` readings where one was found: A100-40GB from §4.2; A100-80GB (driver
-515, SM 14 per slice); H100 80GB HBM3 from a public lgip listing; H200 from a real NVML reading
-(tests/data/nvml, driver 580.159.04: memory, engines, placements and PCI IDs).
-Derived values, marked ``# derived``, follow the nearest real board. Board totals (MiB) are NVML's
-``memory.total`` as reported publicly (H100 81559, H200 143771, A100 81920/40960, L4 23034).
+Sources (docs/upstream-facts.md M4): placements and profile IDs from the MIG guide's `-lgipp` table
+and docs/upstream-facts.md M4.2 (NOT the go-nvml mocks, whose 3g/7g sizes are wrong). Memory and
+engine counts are real `nvidia-smi mig -lgip` readings where one was found: A100-40GB from
+docs/upstream-facts.md M4.2; A100-80GB (driver 515, SM 14 per slice); H100 80GB HBM3 from a public
+lgip listing; H200 from a real NVML reading (tests/data/nvml, driver 580.159.04: memory, engines,
+placements and PCI IDs). Derived values, marked ``# derived``, follow the nearest real board. Board
+totals (MiB) are NVML's ``memory.total`` as reported publicly (H100 81559, H200 143771, A100
+81920/40960, L4 23034).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import pynvml
 GIB_MIB = 1024
 
 # Enums whose GPU instances carry the GPU's single media-extension set (JPEG/OFA); at most one
-# such instance exists per GPU (reference/mig.md §4.1, A30 exclusivity inferred there).
+# such instance exists per GPU (docs/upstream-facts.md M4.1, A30 exclusivity inferred there).
 MEDIA_EXTENSION_ENUMS = frozenset(
     {
         pynvml.NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1,
@@ -101,7 +102,8 @@ def compute_profiles(gi: GpuInstanceProfile) -> tuple[ComputeInstanceProfile, ..
     """The compute-instance profiles NVML offers inside a GPU instance of profile ``gi``.
 
     C ≤ G, and C < G only when 2C ≤ G + 1 (go-nvlib's rule; matches the A100 `-lcip` tables,
-    reference/mig.md §4.3). Placements are multiples of C that fit (inferred). SMs scale with C.
+    docs/upstream-facts.md M4.3). Placements are multiples of C that fit (inferred). SMs scale
+    with C.
     """
     g = gi.slice_count
     profiles = []
@@ -129,14 +131,14 @@ class GpuModel:
     memory_mib: int
     cuda_compute_capability: tuple[int, int]
     # "reset-required": SetMigMode leaves the mode pending (Ampere as in clouds and passthrough);
-    # "immediate": the new mode is current at once (Hopper and later). reference/mig.md §2.1.
+    # "immediate": the new mode is current at once (Hopper and later). docs/upstream-facts.md M2.1.
     mig_activation: str
     mig_mode_survives_reset: bool  # Ampere keeps it; Hopper loses it on reset or reboot
     profiles: tuple[GpuInstanceProfile, ...]
     memory_reserved: int = 0  # bytes the driver keeps with nothing running (a real reading)
 
 
-# The 7-compute/8-memory-slice geometry shared by A100, H100, H200 (reference/mig.md §4.2):
+# The 7-compute/8-memory-slice geometry shared by A100, H100, H200 (docs/upstream-facts.md M4.2):
 # (enum, nvidia-smi id, compute slices, instance cap, starts, size in memory slices)
 _SEVEN_SLICE = (
     (pynvml.NVML_GPU_INSTANCE_PROFILE_1_SLICE, 19, 1, 7, (0, 1, 2, 3, 4, 5, 6), 1),
@@ -148,7 +150,7 @@ _SEVEN_SLICE = (
     (pynvml.NVML_GPU_INSTANCE_PROFILE_7_SLICE, 0, 7, 1, (0,), 8),
 )
 
-# The A30's 4-slice geometry (reference/mig.md §4.2; IDs as its `-lgip` prints them).
+# The A30's 4-slice geometry (docs/upstream-facts.md M4.2; IDs as its `-lgip` prints them).
 _FOUR_SLICE = (
     (pynvml.NVML_GPU_INSTANCE_PROFILE_1_SLICE, 14, 1, 4, (0, 1, 2, 3), 1),
     (pynvml.NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1, 21, 1, 1, (0, 1, 2, 3), 1),
