@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The main job: the whole kubectl-gpu story against a local GPU cluster whose control plane is
 # Kubernetes' own (kube-apiserver, etcd, controller-manager, scheduler, built by
-# scripts/gobins.py) with KWOK nodes; the node side is simulated (NVML, kubelet files, NVIDIA's
-# device plugin and DRA driver), and each GPU node runs the real kubectl-gpu-agent as its own
-# process once it is installed (see tests/controlplane and tests/fakes/). Every step is checked:
+# scripts/gobins.py) with KWOK nodes; the node side is simulated (NVML at the C ABI, the kubelet's
+# files and device-plugin gRPC, NVIDIA's DRA driver), and once installed each GPU node runs the
+# real kubectl-gpu-agent and NVIDIA's own nvidia-device-plugin v0.19.3, unmodified, as processes
+# of their own (see tests/controlplane, tests/fakes/, docs/simulated-node.md). Every step is checked:
 # the demo exits non-zero if one does not do what it says. Against a real cluster, run the same
 # kubectl gpu commands with your own kubeconfig.
 set -uo pipefail
@@ -22,14 +23,41 @@ json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 # until SECONDS COMMAND…: retry a check while the agents catch up (they report every 0.5 s here)
 until_ok() { local t=$1; shift; for _ in $(seq $((t * 5))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.2; done; "$@"; }
 
-python -m tests.fakes.cluster --real --kubeconfig "$work/kubeconfig" --layout none \
+# nvidia_allocated NODE POD…: each pod's device IDs in the map against what the node's kubelet
+# checkpointed from NVIDIA's Allocate (the IDs, and NVIDIA's own answer, NVIDIA_VISIBLE_DEVICES).
+nvidia_allocated() {
+  local node=$1; shift
+  "${gpu[@]}" map "$node" -o json | python3 -c '
+import base64, json, sys
+from kubectl_gpu._proto.deviceplugin.v1beta1 import allocate_pb2
+rows = json.load(sys.stdin)["items"]
+checkpoint = json.load(open(sys.argv[1]))["Data"].get("PodDeviceEntries") or []
+ok = True
+line = "%-10s %-48s %s"
+print(line % ("POD", "DEVICE-ID (map)", "NVIDIA_VISIBLE_DEVICES (NVIDIA Allocate, checkpoint)"))
+for pod in sys.argv[2:]:
+    shown = {r["device_id"] for r in rows if r["pod"] == pod}
+    uids = {r["pod_uid"] for r in rows if r["pod"] == pod}
+    entries = [e for e in checkpoint if e["PodUID"] in uids]
+    held = {i for e in entries for ids in e["DeviceIDs"].values() for i in ids}
+    visible = {dict(allocate_pb2.ContainerAllocateResponse.FromString(
+        base64.b64decode(e["AllocResp"])).envs).get("NVIDIA_VISIBLE_DEVICES") for e in entries}
+    physical = {r["mig_uuid"] or r["gpu_uuid"] for r in rows if r["pod"] == pod}
+    ok = ok and bool(shown) and shown == held and visible == physical
+    print(line % (pod, ",".join(sorted(shown)) or "-", ",".join(sorted(map(str, visible))) or "-"))
+sys.exit(0 if ok else 1)
+' "$node_dirs/$node/kubelet/device-plugins/kubelet_internal_checkpoint" "$@"
+}
+
+python -m tests.fakes.cluster --real --kubeconfig "$work/kubeconfig" --layout none --nvidia-device-plugin \
   --nodes gpu-a=H100-SXM5-80GB:2,gpu-b=A100-SXM4-80GB:2,cpu-1=none:0 \
   --dra-nodes dra-a=A100-SXM4-80GB:2 >"$work/sim.log" 2>&1 &
 sim=$!
 for _ in $(seq 600); do grep -q '^ready:' "$work/sim.log" && break; sleep 0.1; done
 grep -q '^ready:' "$work/sim.log" || { cat "$work/sim.log"; fail "the cluster did not start"; }
 export KUBECONFIG="$work/kubeconfig"
-echo "cluster: gpu-a (2x H100 80GB), gpu-b (2x A100 80GB) with no device plugin yet,"
+echo "cluster: gpu-a (2x H100 80GB), gpu-b (2x A100 80GB) with no device plugin yet (install"
+echo "         brings NVIDIA's own, run in each node's sandbox behind a kubelet stand-in),"
 echo "         dra-a (2x A100 80GB through NVIDIA's DRA driver), cpu-1"
 
 step "kubectl version"
@@ -59,6 +87,33 @@ ok "every part ready, and an agent reporting from each GPU node"
 agent_pid=$(pgrep -n -f 'bin/kubectl-gpu-agent ') || fail "no kubectl-gpu-agent process"
 ps -o pid=,args= -p "$agent_pid" | sed 's/ --kubeconfig .*//'
 grep -m1 -o '/[^ ]*libnvidia-ml[^ ]*' "/proc/$agent_pid/maps" || fail "the agent has no libnvidia-ml loaded"
+# The device plugin pod's process is NVIDIA's own nvidia-device-plugin v0.19.3, unmodified, in the
+# node's sandbox (docs/simulated-node.md): its log is its own, and it loads the same library.
+plugin_a=$(kubectl get pods -n kubectl-gpu -l app.kubernetes.io/name=kubectl-gpu-device-plugin \
+  --field-selector spec.nodeName=gpu-a -o name)
+[ -n "$plugin_a" ] || fail "no device plugin pod on gpu-a"
+step "kubectl logs -n kubectl-gpu ${plugin_a#pod/} -c nvidia-device-plugin-ctr | grep -e 'Starting NVIDIA' -e Registered"
+plugin_log_ok() {
+  kubectl logs -n kubectl-gpu "$plugin_a" -c nvidia-device-plugin-ctr >"$work/plugin.log" 2>&1 \
+    && grep -q '"Starting NVIDIA Device Plugin" version="v0.19.3"' "$work/plugin.log" \
+    && grep -q 'Registered device plugin for' "$work/plugin.log"
+}
+until_ok 30 plugin_log_ok || { cat "$work/plugin.log"; fail "the plugin pod's log is not NVIDIA's v0.19.3 registering"; }
+grep -e 'Starting NVIDIA Device Plugin' -e 'Registered device plugin for' "$work/plugin.log"
+# NVIDIA's process for gpu-a: its executable is the built binary and its NODE_NAME is gpu-a.
+nvidia_pid=""
+for pid in $(pgrep -f nvidia-device-plugin); do
+  [ "$(basename "$(readlink "/proc/$pid/exe" 2>/dev/null)")" = nvidia-device-plugin ] || continue
+  tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx 'NODE_NAME=gpu-a' && nvidia_pid=$pid
+done
+[ -n "$nvidia_pid" ] || fail "no nvidia-device-plugin process for gpu-a"
+# the simulated nodes' directories: gpu-a's driver root is <nodes>/gpu-a/driver
+node_dirs=$(tr '\0' '\n' <"/proc/$nvidia_pid/cmdline" | sed -n 's|^--driver-root=\(.*\)/gpu-a/driver$|\1|p')
+[ -d "$node_dirs/gpu-a/kubelet" ] || fail "no kubelet root for gpu-a under '$node_dirs'"
+ps -o pid=,args= -p "$nvidia_pid"
+grep -m1 -o '/[^ ]*libnvidia-ml[^ ]*' "/proc/$nvidia_pid/maps" \
+  || fail "NVIDIA's device plugin has no libnvidia-ml loaded"
+ok "NVIDIA's own device plugin serves gpu-a, with the node's libnvidia-ml.so.1 loaded"
 
 # 3. Share every GPU four ways; capacity is proven, not assumed.
 step "${gpu[*]} share --replicas 4 --wait --timeout 60s"
@@ -90,6 +145,11 @@ has_replica_rows() { "${gpu[@]}" map -A -o json | json "sum(1 for r in d['items'
 until_ok 20 has_replica_rows || fail "the map does not show the three pods on GPU-…::N replicas"
 "${gpu[@]}" map -A
 ok "each pod on a GPU-…::N replica of a physical GPU, by namespace/name"
+step "${gpu[*]} map gpu-a -o json, against gpu-a's kubelet checkpoint   # what NVIDIA's Allocate handed out"
+until_ok 20 nvidia_allocated gpu-a infer-1 infer-2 infer-3 \
+  || fail "the map's replicas are not what NVIDIA's Allocate handed out"
+nvidia_allocated gpu-a infer-1 infer-2 infer-3
+ok "the map's IDs are NVIDIA's Allocate's; its answer exposes the physical GPU behind each replica"
 
 step "${gpu[*]} top node/gpu-a   # what each pod uses, read now from the agent through the pod proxy"
 # Three pods on two GPUs: at least two share one, each with its own memory, and nothing but
@@ -110,6 +170,9 @@ ok "the replicas no pod holds are marked free"
 
 # 4. MIG: checked offline against the A100's geometry, applied by the agent through NVML.
 mig=tests/data/mig/mig-parted__deployments__systemd__config-default.yaml
+plugin_pod() { kubectl get pods -n kubectl-gpu -l app.kubernetes.io/name=kubectl-gpu-device-plugin \
+  --field-selector "spec.nodeName=$1,status.phase=Running" -o name; }
+plugin_b_before=$(plugin_pod gpu-b)
 step "${gpu[*]} mig validate -f <NVIDIA's default MIG config> -c all-balanced --node gpu-b"
 "${gpu[@]}" mig validate -f "$mig" -c all-balanced --node gpu-b || fail "all-balanced should fit an A100-80GB"
 step "${gpu[*]} mig apply -f <NVIDIA's default MIG config> -c all-balanced --node gpu-b --wait --timeout 90s"
@@ -122,6 +185,16 @@ kubectl logs -n kubectl-gpu "$agent_b" --tail 4 || fail "no logs of the agent po
 kubectl logs -n kubectl-gpu "$agent_b" >"$work/agent.log" || fail "no logs of the agent pod on gpu-b"
 grep -q 'node gpu-b: configure (desired all-balanced' "$work/agent.log" \
   || { cat "$work/agent.log"; fail "the agent log on gpu-b does not say it configured all-balanced"; }
+plugin_b=$(plugin_pod gpu-b)
+[ -n "$plugin_b" ] && [ "$plugin_b" != "$plugin_b_before" ] || fail "the device plugin pod on gpu-b was not restarted"
+step "kubectl logs -n kubectl-gpu ${plugin_b#pod/} -c nvidia-device-plugin-ctr | grep Registered"
+mig_registered() {
+  kubectl logs -n kubectl-gpu "$plugin_b" -c nvidia-device-plugin-ctr >"$work/plugin-b.log" 2>&1 \
+    && grep -q "Registered device plugin for 'nvidia.com/mig-1g.10gb'" "$work/plugin-b.log"
+}
+until_ok 30 mig_registered || { cat "$work/plugin-b.log"; fail "NVIDIA's plugin on gpu-b did not register the MIG resources"; }
+grep 'Registered device plugin for' "$work/plugin-b.log"
+ok "NVIDIA's process restarted on gpu-b and serves the MIG devices"
 
 step "kubectl apply -f <a notebook pod asking for nvidia.com/mig-1g.10gb>"
 kubectl apply -f - <<'POD' || fail "pod notebook"
@@ -138,6 +211,11 @@ has_mig_row() { "${gpu[@]}" map gpu-b -o json | json "any(r['mig_uuid'] and r['p
 until_ok 20 has_mig_row || fail "the map does not show the notebook on a MIG device"
 "${gpu[@]}" map gpu-b -o wide
 ok "the notebook holds a MIG-… device, shown under its parent GPU"
+step "${gpu[*]} map gpu-b -o json, against gpu-b's kubelet checkpoint   # the MIG device NVIDIA's Allocate handed out"
+until_ok 20 nvidia_allocated gpu-b notebook \
+  || fail "the notebook's MIG device is not what NVIDIA's Allocate handed out"
+nvidia_allocated gpu-b notebook
+ok "the MIG device NVIDIA's plugin handed out (its Allocate's answer names that MIG-…)"
 step "${gpu[*]} map gpu-b --tree   # MIG devices in placement order, the free ones marked"
 "${gpu[@]}" map gpu-b --tree | tee "$work/map-tree.txt" || fail "map --tree failed"
 grep -q 'default/notebook' "$work/map-tree.txt" && grep -q ' free$' "$work/map-tree.txt" \

@@ -1,7 +1,9 @@
 """`python -m tests.fakes.cluster --real`, as `make demo` runs it: a cluster on a real control
 plane that the server's own kubectl can use (GPU nodes advertising shared GPUs, a DRA node's
 ResourceSlice, each GPU node in a network namespace of its own), and a clean stop on SIGTERM that
-leaves no control-plane process and no namespace behind."""
+leaves no control-plane process and no namespace behind; with `--nvidia-device-plugin` (as the
+demo starts it), the shared GPUs are what NVIDIA's own plugin advertised, and its process ends
+with the cluster too."""
 
 from __future__ import annotations
 
@@ -11,14 +13,16 @@ import selectors
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.fakes.cluster import netns
+from tests.fakes.node import sandbox
 from tests.kube.kubectl import KubectlRunner
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = pytest.mark.timeout(240)
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -65,7 +69,42 @@ def node_namespaces() -> set[tuple[str, int]]:
     return found
 
 
-def test_the_demo_cluster_answers_kubectl_and_exits_cleanly_on_sigterm(tmp_path: Path) -> None:
+def descendants(root: int) -> dict[int, str]:
+    """Every process below `root`, by pid, with the name of its executable."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
+    found: dict[int, str] = {}
+    frontier = [root]
+    while frontier:
+        parent = frontier.pop()
+        for pid in [p for p, pp in parents.items() if pp == parent]:
+            try:
+                found[pid] = Path(os.readlink(f"/proc/{pid}/exe")).name
+            except OSError:
+                found[pid] = ""
+            frontier.append(pid)
+    return found
+
+
+NVIDIA_PLUGIN = pytest.param(
+    True,
+    id="nvidia-device-plugin",
+    marks=[
+        pytest.mark.skipif(sandbox.unavailable() is not None, reason=str(sandbox.unavailable())),
+        pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable())),
+    ],
+)
+
+
+@pytest.mark.parametrize("nvidia_plugin", [pytest.param(False, id="stand-in"), NVIDIA_PLUGIN])
+def test_the_demo_cluster_answers_kubectl_and_exits_cleanly_on_sigterm(
+    tmp_path: Path, nvidia_plugin: bool
+) -> None:
     config = tmp_path / "ts.yaml"
     config.write_text(
         "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
@@ -92,6 +131,7 @@ def test_the_demo_cluster_answers_kubectl_and_exits_cleanly_on_sigterm(tmp_path:
             "--dra-nodes",
             "dra-a=A100-SXM4-80GB:1",
             "--real",
+            *(["--nvidia-device-plugin"] if nvidia_plugin else []),
         ],
         cwd=ROOT,
         env=env,
@@ -110,7 +150,18 @@ def test_the_demo_cluster_answers_kubectl_and_exits_cleanly_on_sigterm(tmp_path:
         assert nodes.returncode == 0, nodes.stderr
         items = {n["metadata"]["name"]: n for n in json.loads(nodes.stdout)["items"]}
         assert sorted(items) == ["cpu-1", "dra-a", "gpu-a"]
+        if nvidia_plugin:  # NVIDIA's process registers once its pod starts: give it a moment
+            for _ in range(100):
+                items = {n["metadata"]["name"]: n for n in json.loads(nodes.stdout)["items"]}
+                if items["gpu-a"]["status"].get("allocatable", {}).get("nvidia.com/gpu") == "4":
+                    break
+                time.sleep(0.2)
+                nodes = kubectl("get", "nodes", "-o", "json")
         assert items["gpu-a"]["status"]["allocatable"]["nvidia.com/gpu"] == "4"
+        plugins = [
+            p for p, name in descendants(process.pid).items() if name == "nvidia-device-plugin"
+        ]
+        assert len(plugins) == (1 if nvidia_plugin else 0), descendants(process.pid)
         slices = json.loads(kubectl("get", "resourceslices", "-o", "json").stdout)["items"]
         assert [s["spec"]["nodeName"] for s in slices] == ["dra-a"]
         apiserver = server_processes(fields["server"])
@@ -122,6 +173,9 @@ def test_the_demo_cluster_answers_kubectl_and_exits_cleanly_on_sigterm(tmp_path:
         assert process.wait(timeout=30) == 0
         assert not server_processes(fields["server"]), "the control plane outlived the demo"
         assert not made & node_namespaces(), "the demo's node namespace outlived it"
+        assert not [p for p in plugins if Path(f"/proc/{p}").exists()], (
+            "NVIDIA's plugin outlived it"
+        )
     finally:
         if process.poll() is None:
             process.kill()
