@@ -166,8 +166,17 @@ def test_the_demo_cluster_answers_kubectl_and_exits_cleanly_on_sigterm(
         assert [s["spec"]["nodeName"] for s in slices] == ["dra-a"]
         apiserver = server_processes(fields["server"])
         assert apiserver, "no kube-apiserver serving the demo's port"
-        made = node_namespaces() - namespaces_before
-        if netns.unavailable() is None:  # the GPU node's own network namespace
+        # the GPU node's own network namespace: named for the demo cluster's slot, which its
+        # InternalIP 10.0.<slot>.<node> tells (another xdist worker's cluster may make one too)
+        address = [a["address"] for a in items["gpu-a"]["status"].get("addresses", [])
+                   if a.get("type") == "InternalIP"]  # fmt: skip
+        slot = address[0].split(".")[2] if address and address[0].startswith("10.0.") else None
+        made = {
+            (name, inode)
+            for name, inode in node_namespaces() - namespaces_before
+            if slot is not None and name.startswith(f"{netns.PREFIX}{slot}n")
+        }
+        if netns.unavailable() is None and slot is not None:
             assert len(made) == 1, made
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
