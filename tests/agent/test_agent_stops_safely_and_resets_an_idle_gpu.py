@@ -6,6 +6,7 @@ down and the device plugin off the node, in every layout."""
 from __future__ import annotations
 
 import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -194,7 +195,12 @@ def test_a_gpu_reset_runs_with_nvml_shut_down_and_the_plugin_off_the_node(
     else:
         cluster = sim_cluster([node], layouts.LAYOUTS[layout](env={"MIG_STRATEGY": "mixed"})
                               if layout == "helm" else layout)  # fmt: skip
-    before = {p["metadata"]["uid"] for p in plugin_pods_on(cluster, "gpu-1")}
+    before: set[str] = set()
+    for _ in range(150):  # the DaemonSet controller may not have placed it yet on a busy machine
+        before = {p["metadata"]["uid"] for p in plugin_pods_on(cluster, "gpu-1")}
+        if before:
+            break
+        time.sleep(0.2)
     assert before, "a device plugin pod runs on the node before the change"
     store_config(cluster, "one", {"3g.20gb": 2})
     ask(cluster, "gpu-1", "one")
