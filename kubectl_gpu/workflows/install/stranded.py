@@ -24,6 +24,7 @@ from kubectl_gpu import bundle, cluster, documents, errors, findings, keys
 from kubectl_gpu.gpumap import report
 from kubectl_gpu.sharing import deployment as deployments
 from kubectl_gpu.sharing.rollout.state import flag_strategy
+from kubectl_gpu.workflows import agentreports
 from kubectl_gpu.workflows.policies import cluster_policies
 
 log = logging.getLogger(__name__)
@@ -149,18 +150,8 @@ def _mig_node(node: Mapping[str, Any]) -> bool:
 
 
 def _reported(api: cluster.Api) -> Iterable[str]:
-    try:
-        raw = list(api.list(cluster.path("gpunodereports")))
-    except errors.ClusterError as e:
-        if e.status not in (403, 404):
-            raise
-        return []
-    found = []
-    for obj in raw:
-        try:
-            parsed = report.from_dict(obj)
-        except report.ReportError:
-            continue
-        if any(g.mig_mode == report.MIG_ENABLED for g in parsed.gpus):
-            found.append(parsed.node)
-    return found
+    return [
+        node
+        for node, node_report in agentreports.read_all(api).items()
+        if any(g.mig_mode == report.MIG_ENABLED for g in node_report.gpus)
+    ]

@@ -17,6 +17,7 @@ from kubectl_gpu import cluster, errors
 from kubectl_gpu.gpumap import report
 from kubectl_gpu.mig import stuck
 from kubectl_gpu.mig.actuators import Actuator
+from kubectl_gpu.workflows import agentreports
 from kubectl_gpu.workflows.mig import silence
 from kubectl_gpu.workflows.mig.targets import NodeFacts
 
@@ -25,25 +26,14 @@ log = logging.getLogger(__name__)
 
 def reported_gpus(api: cluster.Api) -> dict[str, tuple[stuck.ReportedGpu, ...]]:
     """Per node, the GPUs its agent's report shows (nodes without a report left out)."""
-    try:
-        objects = list(api.list(cluster.path("gpunodereports")))
-    except errors.ClusterError as e:
-        if e.status not in (403, 404):
-            raise
-        log.info("MIG devices not compared with agent reports: %s", e.message)
-        return {}
-    found: dict[str, tuple[stuck.ReportedGpu, ...]] = {}
-    for obj in objects:
-        try:
-            node_report = report.from_dict(obj)
-        except report.ReportError:
-            continue
-        found[node_report.node] = tuple(
+    return {
+        node: tuple(
             stuck.ReportedGpu(g.index, g.mig_mode == report.MIG_ENABLED, len(g.mig_devices))
             for g in node_report.gpus
             if g.index is not None
         )
-    return found
+        for node, node_report in agentreports.read_all(api).items()
+    }
 
 
 def node_mig(

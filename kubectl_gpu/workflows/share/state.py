@@ -21,6 +21,7 @@ from kubectl_gpu.gpumap import report
 from kubectl_gpu.sharing import deployment as deployments
 from kubectl_gpu.sharing import rollout
 from kubectl_gpu.sharing.deployment import Deployment, Overrides
+from kubectl_gpu.workflows import agentreports
 from kubectl_gpu.workflows.policies import cluster_policies
 
 log = logging.getLogger(__name__)
@@ -71,20 +72,10 @@ def reported_gpus(api: cluster.Api) -> dict[str, int]:
     where GFD labels none (the bundle runs no GFD), so that a node still running an older
     config is told by its capacity. None read when no agent is installed (404) or the user
     may not read reports (403)."""
-    try:
-        raw = api.list(cluster.path("gpunodereports"))
-        found = {}
-        for obj in raw:
-            try:
-                parsed = report.from_dict(obj)
-            except report.ReportError:
-                continue
-            found[parsed.node] = sum(g.mig_mode != report.MIG_ENABLED for g in parsed.gpus)
-        return found
-    except errors.ClusterError as e:
-        if e.status not in (403, 404):
-            raise
-        return {}
+    return {
+        node: sum(g.mig_mode != report.MIG_ENABLED for g in node_report.gpus)
+        for node, node_report in agentreports.read_all(api).items()
+    }
 
 
 def configmap_state(deployment: Deployment, raw: Json | None) -> rollout.ConfigMapState:
