@@ -214,18 +214,24 @@ class AgentRuntime:
 
 
 def _terminate(run: _Run) -> None:
-    process = run.process
-    if process is None:
-        return
+    if run.process is not None:
+        stop_program(run.process, run.reader)
+
+
+def stop_program(process: subprocess.Popen[str], reader: threading.Thread | None) -> None:
+    """End a node program started in its own session: SIGTERM to its process group, SIGKILL
+    after `_STOP_GRACE`; then let the thread reading its log finish (unless that is us)."""
     if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
         try:
+            os.killpg(process.pid, signal.SIGTERM)
             process.wait(_STOP_GRACE)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-    if run.reader is not None and run.reader is not threading.current_thread():
-        run.reader.join(_STOP_GRACE)
+        except ProcessLookupError:  # it ended between the look and the signal
+            pass
+    if reader is not None and reader is not threading.current_thread():
+        reader.join(_STOP_GRACE)
 
 
 def _agent_container(pod: Obj) -> Obj | None:

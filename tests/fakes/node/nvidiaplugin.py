@@ -38,7 +38,7 @@ import grpc
 
 from tests.controlplane.containerlogs import LogStore
 from tests.controlplane.store import ApiStore
-from tests.fakes.cluster.agents import NodeSide
+from tests.fakes.cluster.agents import NodeSide, stop_program
 from tests.fakes.cluster.allocation import Allocation, AllocationTable, Rejected
 from tests.fakes.cluster.deviceplugin import DevicePluginRuntime
 from tests.fakes.cluster.devices import Device, Resource
@@ -374,15 +374,4 @@ def _find_program(pid: int, depth: int = 4) -> int | None:
 
 
 def _terminate(proc: _Process) -> None:
-    process = proc.process
-    if process.poll() is None:
-        try:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait(_STOP_GRACE)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        except ProcessLookupError:
-            pass
-    if proc.reader is not threading.current_thread():
-        proc.reader.join(_STOP_GRACE)
+    stop_program(proc.process, proc.reader)
