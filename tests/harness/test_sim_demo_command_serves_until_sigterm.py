@@ -55,18 +55,11 @@ def server_processes(url: str) -> list[int]:
     return found
 
 
-def node_namespaces() -> set[tuple[str, int]]:
-    """(name, inode) of each simulated node namespace: a name is reused by the next cluster
-    that takes the same slot (another xdist worker's), the namespace is new."""
+def node_namespaces() -> set[str]:
+    """The name of each simulated node namespace there is now."""
     if netns.unavailable() is not None or not netns.NETNS_DIR.exists():
         return set()
-    found = set()
-    for entry in netns.NETNS_DIR.glob(f"{netns.PREFIX}*"):
-        try:
-            found.add((entry.name, entry.stat().st_ino))
-        except OSError:  # removed meanwhile
-            continue
-    return found
+    return {entry.name for entry in netns.NETNS_DIR.glob(f"{netns.PREFIX}*")}
 
 
 def descendants(root: int) -> dict[int, str]:
@@ -111,7 +104,6 @@ def test_the_demo_cluster_answers_kubectl_and_exits_cleanly_on_sigterm(
         "    - name: nvidia.com/gpu\n      replicas: 2\n"
     )
     kubeconfig = tmp_path / "kubeconfig"
-    namespaces_before = node_namespaces()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen(
         [
@@ -167,21 +159,24 @@ def test_the_demo_cluster_answers_kubectl_and_exits_cleanly_on_sigterm(
         apiserver = server_processes(fields["server"])
         assert apiserver, "no kube-apiserver serving the demo's port"
         # the GPU node's own network namespace: named for the demo cluster's slot, which its
-        # InternalIP 10.0.<slot>.<node> tells (another xdist worker's cluster may make one too)
+        # InternalIP 10.0.<slot>.<node> tells. Other xdist workers' clusters hold other slots
+        # while this one runs, and may take this slot (and a freed namespace inode) once it ends.
         address = [a["address"] for a in items["gpu-a"]["status"].get("addresses", [])
                    if a.get("type") == "InternalIP"]  # fmt: skip
         slot = address[0].split(".")[2] if address and address[0].startswith("10.0.") else None
-        made = {
-            (name, inode)
-            for name, inode in node_namespaces() - namespaces_before
+        mine = {
+            name for name in node_namespaces()
             if slot is not None and name.startswith(f"{netns.PREFIX}{slot}n")
-        }
+        }  # fmt: skip
         if netns.unavailable() is None and slot is not None:
-            assert len(made) == 1, made
+            assert len(mine) == 1, mine
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
         assert not server_processes(fields["server"]), "the control plane outlived the demo"
-        assert not made & node_namespaces(), "the demo's node namespace outlived it"
+        left = mine & node_namespaces()
+        assert not left or netns.slot_in_use(int(slot or 0)), (
+            f"the demo's node namespace outlived it: {left}"
+        )
         assert not [p for p in plugins if Path(f"/proc/{p}").exists()], (
             "NVIDIA's plugin outlived it"
         )

@@ -106,6 +106,12 @@ def held(number: int) -> bool:
         return False
 
 
+def slot_in_use(number: int) -> bool:
+    """Whether a live cluster holds slot `number` now (its namespaces are that cluster's)."""
+    with _global_lock():
+        return held(number)
+
+
 def node_address(slot: int, node: int) -> str:
     return f"10.0.{slot}.{node + 10}"
 
