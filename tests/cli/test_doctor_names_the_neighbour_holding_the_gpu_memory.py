@@ -68,11 +68,8 @@ def crashed(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
 
 @pytest.fixture
 def proxy(crashed: SimCluster, tmp_path: Path) -> Iterator[tuple[t.PodProxyAnswers, Path]]:
-    answering, kubeconfig = t.answering_proxy(crashed, tmp_path)
-    try:
-        yield answering, kubeconfig
-    finally:
-        answering.stop()
+    with t.answering_proxy(crashed, tmp_path) as answered:
+        yield answered
 
 
 def l4(used_gib: float) -> GpuReading:

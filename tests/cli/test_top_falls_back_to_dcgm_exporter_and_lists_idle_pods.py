@@ -28,11 +28,8 @@ OLD_IMAGE = "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04"
 
 @pytest.fixture
 def proxy(real: SimCluster, tmp_path: Path) -> Iterator[tuple[t.PodProxyAnswers, Path]]:
-    answering, kubeconfig = t.answering_proxy(real, tmp_path)
-    try:
-        yield answering, kubeconfig
-    finally:
-        answering.stop()
+    with t.answering_proxy(real, tmp_path) as answered:
+        yield answered
 
 
 def exporter_on(real: SimCluster, node: str, image: str, per_process: bool) -> str:

@@ -29,11 +29,8 @@ MIG_1 = "MIG-11111111-2222-3333-4444-555555555555"
 
 @pytest.fixture
 def proxy(real: SimCluster, tmp_path: Path) -> Iterator[tuple[t.PodProxyAnswers, Path]]:
-    answering, kubeconfig = t.answering_proxy(real, tmp_path)
-    try:
-        yield answering, kubeconfig
-    finally:
-        answering.stop()
+    with t.answering_proxy(real, tmp_path) as answered:
+        yield answered
 
 
 def top(run: Run, kubeconfig: Path, *args: str) -> CliResult:

@@ -34,11 +34,8 @@ def mig_uuid(n: int) -> str:
 
 @pytest.fixture
 def proxy(real: SimCluster, tmp_path: Path) -> Iterator[tuple[t.PodProxyAnswers, Path]]:
-    answering, kubeconfig = t.answering_proxy(real, tmp_path)
-    try:
-        yield answering, kubeconfig
-    finally:
-        answering.stop()
+    with t.answering_proxy(real, tmp_path) as answered:
+        yield answered
 
 
 def gpu(

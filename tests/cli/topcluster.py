@@ -10,10 +10,12 @@ server refuses to proxy to: a request that slips past the proxy still goes nowhe
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import http.server
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,18 +65,23 @@ class PodProxyAnswers(FaultProxy):
         request.wfile.write(answer.body)
 
 
-def answering_proxy(real: SimCluster, tmp: Path) -> tuple[PodProxyAnswers, Path]:
-    """A started `PodProxyAnswers` before `real`'s API server and a kubeconfig through it."""
+@contextlib.contextmanager
+def answering_proxy(real: SimCluster, tmp: Path) -> Iterator[tuple[PodProxyAnswers, Path]]:
+    """A `PodProxyAnswers` before `real`'s API server and a kubeconfig through it, stopped
+    when the block ends."""
     creds = real.plane.creds
     assert creds is not None
     proxy = PodProxyAnswers(real.plane.port, creds.serving_cert, creds.serving_key, creds.ca_cert)
     proxy.start()
-    config = yaml.safe_load(real.kubeconfig.read_text())
-    for entry in config["clusters"]:
-        entry["cluster"]["server"] = proxy.url
-    path = tmp / "through-proxy.kubeconfig"
-    path.write_text(yaml.safe_dump(config))
-    return proxy, path
+    try:
+        config = yaml.safe_load(real.kubeconfig.read_text())
+        for entry in config["clusters"]:
+            entry["cluster"]["server"] = proxy.url
+        path = tmp / "through-proxy.kubeconfig"
+        path.write_text(yaml.safe_dump(config))
+        yield proxy, path
+    finally:
+        proxy.stop()
 
 
 def gpu_node(real: SimCluster, name: str, strategy: str | None = None) -> None:
