@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -75,3 +76,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.get_closest_marker("timeout") is None
         ):
             item.add_marker(pytest.mark.timeout(REAL_PLANE_TIMEOUT_S))
+
+
+def eventually(check: Callable[[], Any], timeout: float, pause: float = 0.2) -> Any:
+    """Ask `check` again every `pause` seconds until it answers something true or `timeout`
+    seconds have passed; its last answer (the node side, KWOK and the agents each take their
+    turn on a loaded machine)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(pause)

@@ -7,28 +7,22 @@ the real kube-apiserver's audit log counts them)."""
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Callable
-from typing import Any
 
 import pytest
 
 from kubectl_gpu import cluster, keys
 from kubectl_gpu.errors import ClusterError
 from tests.agent.conftest import Fleet
+from tests.conftest import eventually as retried
 
 DISABLED = "version: v1\nmig-configs:\n  all-disabled:\n  - devices: all\n    mig-enabled: false\n"
 pytestmark = pytest.mark.timeout(240)  # the real control plane starts once per session
 QUIET_S = 3.0  # several of the agents' --interval (0.5 s): a poller would have asked by then
 
 
-def eventually(check: Callable[[], Any], timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.1)
+eventually = functools.partial(retried, timeout=60.0, pause=0.1)
 
 
 def settled(fleet: Fleet) -> dict[str, int]:

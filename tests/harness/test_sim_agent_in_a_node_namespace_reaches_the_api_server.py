@@ -11,16 +11,16 @@ its answer names the pod a GPU process belongs to.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import subprocess
-import time
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
 from kubectl_gpu import keys
+from tests.conftest import eventually as retried
 from tests.fakes.cluster import NodeSpec, SimCluster, netns
 from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
@@ -43,13 +43,7 @@ GPU_POD = json.dumps({
 })  # fmt: skip
 
 
-def eventually(check: Callable[[], Any], timeout: float = 40.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.3)
+eventually = functools.partial(retried, timeout=40.0, pause=0.3)
 
 
 def test_the_agent_runs_in_its_node_namespace_and_reaches_the_api_server(

@@ -8,14 +8,15 @@ Checked from outside the process, as an operator would on a node: its command li
 
 from __future__ import annotations
 
+import functools
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import eventually as retried
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
@@ -24,13 +25,7 @@ from tests.journey.conftest import Kubectl
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(120)]
 
 
-def eventually(check: Callable[[], Any], timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.3)
+eventually = functools.partial(retried, timeout=30.0, pause=0.3)
 
 
 def mapped(pid: int) -> set[str]:

@@ -6,10 +6,10 @@ installed, each with a token the server issued for its pod. Each step asserts wh
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ import pytest
 
 from kubectl_gpu import keys
 from tests.conftest import ROOT
+from tests.conftest import eventually as retried
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
@@ -30,15 +31,7 @@ NVIDIA_DEFAULT_MIG = (
 CUDA = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
 
 
-def eventually(check: Callable[[], Any], timeout: float = 60.0) -> Any:
-    """The agents report every half second, but on a loaded machine the scheduler, KWOK, the
-    node side and the agent's report each take their turn: retry a check until it holds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.2)
+eventually = functools.partial(retried, timeout=60.0, pause=0.2)
 
 
 def pod(name: str, resource: str, node: str | None = None) -> str:

@@ -8,14 +8,14 @@ removes a state label that no request stands behind, put there by the test throu
 
 from __future__ import annotations
 
+import functools
 import json
-import time
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
 from kubectl_gpu import keys
+from tests.conftest import eventually as retried
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
@@ -25,13 +25,7 @@ pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(120)]
 AGENT = "app.kubernetes.io/name=kubectl-gpu-agent"
 
 
-def eventually(check: Callable[[], Any], timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.3)
+eventually = functools.partial(retried, timeout=30.0, pause=0.3)
 
 
 def agent_pod(k: Kubectl, node: str) -> str:
