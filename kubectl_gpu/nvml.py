@@ -241,14 +241,12 @@ class Session:
         )
         return InventoryGpu(gpu.index, gpu.uuid, gpu.model, minor, memory, mode, devices)
 
-    def mig_devices(self, index: int) -> tuple[MigDevice, ...]:
-        """The MIG devices NVML enumerates on a GPU, with their UUIDs."""
+    def mig_devices(self, index: int, state: GpuState | None = None) -> tuple[MigDevice, ...]:
+        """The MIG devices NVML enumerates on a GPU, with their UUIDs (`state`: the GPU's
+        state already read, to name their profiles without reading it again)."""
         handle = self._handle(index)
-        names = {
-            (g.id, c.id): c.profile
-            for g in self._gpu_state(index).gpu_instances
-            for c in g.compute_instances
-        }
+        state = state or self._gpu_state(index)
+        names = {(g.id, c.id): c.profile for g in state.gpu_instances for c in g.compute_instances}
         found = []
         try:
             for j in range(pynvml.nvmlDeviceGetMaxMigDeviceCount(handle)):
@@ -316,11 +314,15 @@ class Session:
 
     def _mig_usage(self, index: int) -> tuple[MigReading, ...]:
         handle = self._handle(index)
+        state = self._gpu_state(index)
+        placements = {g.id: (g.placement_start, g.placement_size) for g in state.gpu_instances}
         found = []
-        for device in self.mig_devices(index):
+        for device in self.mig_devices(index, state):
             mig = self._mig_handle(handle, device.gi, device.ci)
             total, used = _memory(mig) if mig is not None else (None, None)
-            found.append(MigReading(device.uuid, device.profile, device.gi, device.ci, total, used))
+            start, size = placements.get(-1 if device.gi is None else device.gi, (None, None))
+            found.append(MigReading(device.uuid, device.profile, device.gi, device.ci, total, used,
+                                    start, size))  # fmt: skip
         return tuple(found)
 
     def _mig_handle(self, handle: Any, gi: int | None, ci: int | None) -> Any:

@@ -14,7 +14,7 @@ import dataclasses
 import datetime as dt
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -22,7 +22,7 @@ from kubectl_gpu.cli import render
 from kubectl_gpu.cli.params import Duration
 from kubectl_gpu.cli.render import Column
 from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
-from kubectl_gpu.errors import GpuError, UsageError, printable
+from kubectl_gpu.errors import GpuError, UsageError, interrupted_code, printable
 from kubectl_gpu.usage import isolation, view
 from kubectl_gpu.usage.view import TopRow
 
@@ -119,19 +119,25 @@ def top(settings: Settings, **flags: Any) -> None:
             hint="-o json gives every figure the picture shows",
         )
     scope = _scope(request, settings)
-    while True:
-        failed = _once(request, settings, scope)
-        if not request.watch:
-            break
-        try:
-            time.sleep(request.interval)
-        except KeyboardInterrupt:
-            return
+    if request.watch:
+        _watch(request, settings, scope)
+    failed = _once(request, settings, scope)
     if failed:
         raise GpuError(
             f"{len(failed)} node(s) did not answer: {', '.join(sorted(failed))}",
             hint="the other nodes are shown above; try again, or raise --node-timeout",
         )
+
+
+def _watch(request: TopRequest, settings: Settings, scope: Scope) -> NoReturn:
+    """Read and print every `--interval` until Ctrl-C, which ends the watch as it ends
+    `kubectl get -w`: at once, exit 130, nothing more printed (the command changes nothing)."""
+    try:
+        while True:
+            _once(request, settings, scope)
+            time.sleep(request.interval)
+    except KeyboardInterrupt:
+        raise click.exceptions.Exit(interrupted_code(KeyboardInterrupt())) from None
 
 
 def _scope(request: TopRequest, settings: Settings) -> Scope:

@@ -108,6 +108,8 @@ def _gpu_dict(g: GpuReading, processes: tuple[Attributed, ...]) -> dict[str, Any
                 "computeInstance": m.compute_instance,
                 "memoryTotalBytes": m.memory_total,
                 "memoryUsedBytes": m.memory_used,
+                "placementStart": m.placement_start,
+                "placementSize": m.placement_size,
             }
             for m in g.mig_devices
         ],
@@ -227,6 +229,8 @@ def _mig(m: Mapping[str, Any]) -> MigReading:
         compute_instance=_int(m.get("computeInstance")),
         memory_total=_int(m.get("memoryTotalBytes")),
         memory_used=_int(m.get("memoryUsedBytes")),
+        placement_start=_int(m.get("placementStart")),
+        placement_size=_int(m.get("placementSize")),
     )
 
 

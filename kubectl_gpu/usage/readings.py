@@ -33,7 +33,9 @@ class ProcessReading:
 
 @dataclasses.dataclass(frozen=True)
 class MigReading:
-    """A MIG device: its UUID, profile, GI/CI IDs and its own memory (the instance's)."""
+    """A MIG device: its UUID, profile, GI/CI IDs, its own memory (the instance's) and its
+    GPU instance's placement on the GPU (start and size in memory slices, as NVML's
+    `nvmlGpuInstancePlacement_t` and `nvidia-smi mig -lgi` give it)."""
 
     uuid: str
     profile: str | None
@@ -41,6 +43,8 @@ class MigReading:
     compute_instance: int | None
     memory_total: int | None
     memory_used: int | None
+    placement_start: int | None = None
+    placement_size: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)

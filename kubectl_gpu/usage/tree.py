@@ -1,13 +1,13 @@
 """`kubectl gpu top --tree`: the rows drawn as node → physical GPU → device → pod.
 
 Owns the picture: per node, each physical GPU with its memory used and free and a bar; under
-it the parts pods hold — MIG devices by GPU instance ID (the agent's reading carries no
-placement start; GI IDs are what `nvidia-smi mig -lgi` lists), time-slicing or MPS replicas
+it the parts pods hold — MIG devices in placement order (the start slice of each GPU instance,
+`@start:size` as `nvidia-smi mig -lgi` prints it; by GPU instance ID where an older agent's
+reading carries no placement) and the free ones among them, time-slicing or MPS replicas
 `::N` in order with the free ones marked `free`, a whole GPU, DRA devices by name — each with
-its pods' memory and SM %, then MIG devices no one uses (free, with their memory) and
-processes in no pod. Plain ASCII (`+--`, `|`, `` `-- ``, `[###.......]`) so it pipes, greps and
-pastes into a ticket unchanged. Pure: standard library and sibling modules; decides nothing
-about the figures (view does).
+its pods' memory and SM % — then processes in no pod. Plain ASCII (`+--`, `|`, `` `-- ``,
+`[###.......]`) so it pipes, greps and pastes into a ticket unchanged. Pure: standard library
+and sibling modules; decides nothing about the figures (view does).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def _gpu(rows: list[TopRow]) -> Branch:
         devices.setdefault(key or r.device, []).append(r)
     parts = [(_order(g[0]), _device(g)) for g in devices.values()]
     parts += [((1, n, ""), Branch(f"::{n} free")) for n in _free_replicas(held)]
-    parts += [((0, m.gpu_instance or 0, ""), Branch(_free_mig(m))) for m in gpu.free_migs]
+    parts += [((0, _slice(m), ""), Branch(_free_mig(m))) for m in gpu.free_migs]
     children = [b for _, b in sorted(parts, key=lambda p: p[0])]
     children += [Branch(_stray(r)) for r in strays]
     if not children:
@@ -100,13 +100,28 @@ def bar(used: int, total: int) -> str:
 
 
 def _order(r: TopRow) -> tuple[int, int, str]:
-    """MIG devices by GPU instance, then replicas by index, the whole GPU, DRA devices."""
-    if r.gpu_instance is not None:
-        return (0, r.gpu_instance, r.device)
+    """MIG devices by placement, then replicas by index, the whole GPU, DRA devices."""
+    if r.mig is not None:
+        return (0, _slice(r.mig), r.device)
     replica = _replica(r)
     if replica is not None:
         return (1, replica, "")
     return (2 if r.device == "gpu" else 3, 0, r.device)
+
+
+def _slice(m: MigReading) -> int:
+    """Where a MIG device sits on its GPU: its placement's start slice, else its GI ID."""
+    if m.placement_start is not None:
+        return m.placement_start
+    return m.gpu_instance if m.gpu_instance is not None else 0
+
+
+def _placed(m: MigReading) -> str:
+    """`GI 5 @2:1`: the GPU instance and, where read, its placement (start:size)."""
+    gi = "?" if m.gpu_instance is None else m.gpu_instance
+    if m.placement_start is None or m.placement_size is None:
+        return f"GI {gi}"
+    return f"GI {gi} @{m.placement_start}:{m.placement_size}"
 
 
 def _replica(r: TopRow) -> int | None:
@@ -123,9 +138,9 @@ def _free_replicas(held: Iterable[TopRow]) -> list[int]:
 
 def _device(rows: list[TopRow]) -> Branch:
     first = rows[0]
-    if first.gpu_instance is not None:
+    if first.mig is not None:
         used = sum(r.memory_used or 0 for r in rows)
-        text = f"{first.device} GI {first.gpu_instance}: {_use(used, first.memory_total)}"
+        text = f"{first.device} {_placed(first.mig)}: {_use(used, first.memory_total)}"
     elif first.device == "gpu":
         text = "gpu (all of it)"
     else:
@@ -149,8 +164,7 @@ def _limit(limit: isolation.Limit) -> str:
 
 
 def _free_mig(m: MigReading) -> str:
-    gi = "?" if m.gpu_instance is None else m.gpu_instance
-    return f"mig {m.profile or '?'} GI {gi}: free, {isolation.size(m.memory_total)}"
+    return f"mig {m.profile or '?'} {_placed(m)}: free, {isolation.size(m.memory_total)}"
 
 
 def _stray(r: TopRow) -> str:

@@ -59,10 +59,16 @@ class TopRow:
     note: str | None = None
     copied: bool = False  # the figures are the device's, copied onto this pod (dcgm-exporter)
     # for `--tree` only (not in `-o json`): how many replicas the device's GPU is cut into,
-    # the MIG device's GPU instance ID, and, on a GPU row, the MIG devices no one uses
+    # the MIG device's GPU instance ID and placement start, and, on a GPU row, the MIG devices
+    # no one uses
     replicas: int | None = None
-    gpu_instance: int | None = None
+    mig: MigReading | None = None
     free_migs: tuple[MigReading, ...] = ()
+
+    @property
+    def gpu_instance(self) -> int | None:
+        """The GPU instance ID of the MIG device the row is on (None off MIG)."""
+        return self.mig.gpu_instance if self.mig is not None else None
 
     @property
     def pod_ref(self) -> str | None:
@@ -250,7 +256,7 @@ class _Gpu:
             limit=limit,
             note=note,
             replicas=use.held.replicas if use.held else None,
-            gpu_instance=use.mig.gpu_instance if use.mig else None,
+            mig=use.mig,
         )
 
     def _limit(self, use: _Use, neighbours: tuple[str, ...]) -> Limit:
@@ -306,7 +312,7 @@ class _Gpu:
             sm_percent=a.process.sm_percent,
             sm_unavailable=a.process.sm_unavailable,
             note="in no pod: a node process or one its pod left behind",
-            gpu_instance=mig.gpu_instance if mig else None,
+            mig=mig,
         )
 
 

@@ -64,6 +64,7 @@ def test_on_a_mig_gpu_memory_is_per_instance_and_sm_is_not_offered(fake_nvml: Ma
     assert gpu.mig_enabled and gpu.sm_percent is None and gpu.sm_unavailable == readings.SM_MIG
     [mig] = gpu.mig_devices
     assert (mig.profile, mig.gpu_instance, mig.compute_instance) == ("1g.20gb", 4, 0)
+    assert (mig.placement_start, mig.placement_size) == (2, 2)  # where `top --tree` draws it
     assert mig.memory_used == 100 * MIB and mig.memory_total is not None
     [process] = gpu.processes
     assert (process.pid, process.gpu_instance, process.compute_instance) == (5, 4, 0)

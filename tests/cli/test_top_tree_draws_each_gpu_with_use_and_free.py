@@ -1,8 +1,8 @@
 """`kubectl gpu top --tree` on the real control plane: one node as a platform team runs it
 (a time-sliced H100 with two of its four replicas held and a leaked process, an A100 in MIG
 with one of three instances used, a whole H100 held by a DRA claim, an H100 no one holds),
-drawn node → GPU → MIG device / replica / DRA device → pod with use and free capacity, in
-plain characters. The agent's answer comes through the pod proxy as in
+drawn node → GPU → MIG device (in placement order) / replica / DRA device → pod with use and
+free capacity, in plain characters. The agent's answer comes through the pod proxy as in
 test_top_reads_each_node_through_the_pod_proxy.py."""
 
 from __future__ import annotations
@@ -59,10 +59,10 @@ def test_the_tree_shows_each_gpu_its_parts_their_pods_and_what_is_free(
     b = t.running_pod(real, "infer-6d8f7-x1kq", NODE, "serving")
     nb = t.running_pod(real, "jupyter-0", NODE, "notebooks")
     train = t.running_pod(real, "llama-7b-0", NODE)
-    migs = (
-        MigReading(mig_uuid(1), "3g.40gb", 1, 0, 40 * GIB, 0),
-        MigReading(mig_uuid(2), "2g.20gb", 2, 0, 20 * GIB, 0),
-        MigReading(mig_uuid(5), "1g.10gb", 5, 0, 10 * GIB, 6 * GIB),
+    migs = (  # GPU instance IDs in another order than their places on the GPU
+        MigReading(mig_uuid(1), "3g.40gb", 1, 0, 40 * GIB, 0, 4, 4),
+        MigReading(mig_uuid(2), "2g.20gb", 2, 0, 20 * GIB, 0, 0, 2),
+        MigReading(mig_uuid(5), "1g.10gb", 5, 0, 10 * GIB, 6 * GIB, 2, 1),
     )
     dra = t.held("gpu.nvidia.com/pool/gpu-2", None, train, source="dra", resource="claim:gpu")
     answers.answers[(agent, "/v1/usage")] = t.Answer(
@@ -108,10 +108,10 @@ def test_the_tree_shows_each_gpu_its_parts_their_pods_and_what_is_free(
         "|   `-- <no pod> pid 13  512Mi  (in no pod)",
         "+-- GPU 1 NVIDIA A100-SXM4-80GB GPU-bbbbbbbb: 6.0Gi of 80.0Gi [#.........] "
         "74.0Gi free, SM n/a MIG",
-        "|   +-- mig 3g.40gb GI 1: free, 40.0Gi",
-        "|   +-- mig 2g.20gb GI 2: free, 20.0Gi",
-        "|   `-- mig 1g.10gb GI 5: 6.0Gi of 10.0Gi [######....] 4.0Gi free",
-        "|       `-- notebooks/jupyter-0  6.0Gi  SM n/a MIG  limit: MIG 10.0Gi",
+        "|   +-- mig 2g.20gb GI 2 @0:2: free, 20.0Gi",
+        "|   +-- mig 1g.10gb GI 5 @2:1: 6.0Gi of 10.0Gi [######....] 4.0Gi free",
+        "|   |   `-- notebooks/jupyter-0  6.0Gi  SM n/a MIG  limit: MIG 10.0Gi",
+        "|   `-- mig 3g.40gb GI 1 @4:4: free, 40.0Gi",
         "+-- GPU 2 NVIDIA H100 80GB HBM3 GPU-cccccccc: 60.0Gi of 80.0Gi [########..] "
         "20.0Gi free, SM 95%",
         "|   `-- gpu-2",

@@ -15,7 +15,7 @@ GPU = "GPU-aaaaaaaa-1111-2222-3333-444444444444"
 
 
 def usage() -> NodeUsage:
-    mig = MigReading("MIG-1", "1g.10gb", 9, 0, 10 * 2**30, 2**30)
+    mig = MigReading("MIG-1", "1g.10gb", 9, 0, 10 * 2**30, 2**30, 6, 1)
     gpu = GpuReading(0, GPU, "H100", 80 * 2**30, 2**30, None, "mig", True, (mig,))
     process = Attributed(ProcessReading(7, 2**30, 9, 0, None, "mig"), "uid-1", "c" * 64)
     held = Held(
