@@ -2,8 +2,10 @@
 
 Two pods time-slice one GPU with different memory. By default dcgm-exporter copies the device's
 figures to every pod sharing it (dcgm-exporter #307/#587): both pods show the GPU's whole memory.
-With `KUBERNETES_VIRTUAL_GPUS` (4.5.3-4.8.2 and later) each pod gets its replica (`vgpu`) and its
-own processes' memory and utilization. A reader must be able to tell the two apart.
+With `KUBERNETES_VIRTUAL_GPUS` (4.5.3-4.8.2 and later) each pod gets its replica (`vgpu`), its
+UID (`pod_uid`) and its own processes' memory and utilization, and the device's own series stays
+beside them with empty pod labels, as that release's podmapper writes them. A reader must be able
+to tell the two apart.
 """
 
 from __future__ import annotations
@@ -71,18 +73,21 @@ def test_time_sliced_pods_get_copies_or_their_own_figures(
     assert got.returncode == 0, got.stderr
     memory = series(got.stdout, "DCGM_FI_DEV_FB_USED")
     util = series(got.stdout, "DCGM_FI_DEV_GPU_UTIL")
-    assert set(memory) == {"small", "big"}
     gpu = cluster.node_gpus("gpu-a")[0]
+    whole = (gpu.memory_reserved + 11 * (1 << 30)) >> 20
     if form == "copied":
-        whole = (gpu.memory_reserved + 11 * (1 << 30)) >> 20
+        assert set(memory) == {"small", "big"}
         assert {p: v for p, (_, v) in memory.items()} == {"small": whole, "big": whole}
         assert {p: v for p, (_, v) in util.items()} == {"small": 80, "big": 80}
         assert all("vgpu" not in labels for labels, _ in memory.values())
-    else:
-        assert {p: v for p, (_, v) in memory.items()} == {"small": 2048, "big": 9216}
-        assert {p: v for p, (_, v) in util.items()} == {"small": 10, "big": 70}
-        replicas = {labels["vgpu"] for labels, _ in memory.values()}
+    else:  # "" is the device's own series, kept beside the pods' own
+        assert {p: v for p, (_, v) in memory.items()} == {"small": 2048, "big": 9216, "": whole}
+        assert {p: v for p, (_, v) in util.items()} == {"small": 10, "big": 70, "": 80}
+        replicas = {memory[p][0]["vgpu"] for p in ("small", "big")}
         assert len(replicas) == 2 and replicas <= {"0", "1", "2", "3"}
+        uids = {p: kubectl("get", "pod", p, "-o", "jsonpath={.metadata.uid}").stdout
+                for p in ("small", "big")}  # fmt: skip
+        assert {p: memory[p][0]["pod_uid"] for p in ("small", "big")} == uids
     labels = memory["big"][0]
     assert (labels["UUID"], labels["Hostname"], labels["namespace"]) == (
         gpu.uuid,

@@ -42,7 +42,13 @@ def test_per_process_values_are_the_pods_own() -> None:
     assert not pods["train-a"].copied and pods["train-a"].device == "::0"
     assert pods["small"].device == "mig 1g.10gb" and pods["small"].sm_unavailable == "mig"
     [h100] = [r for r in found if r.kind == view.GPU and r.gpu_index == 0]
-    assert h100.memory_used is None  # the pods' own values are not the device's
+    # the device's own series, kept beside the pods', is the GPU row's; never a pod's sum
+    assert (h100.memory_used, h100.sm_percent) == (16898 * MIB, 70)
+    assert h100.memory_total == (16898 + 64661) * MIB
+    [mig] = [r for r in found if r.kind == view.GPU and r.gpu_index == 1]
+    assert (mig.memory_used, mig.memory_total) == (2560 * MIB, (2560 + 7168) * MIB)
+    assert pods["small"].memory_used == 2048 * MIB
+    assert sorted(r.pod for r in found if r.kind == view.POD) == ["small", "train-a", "train-b"]
 
 
 def exporter(

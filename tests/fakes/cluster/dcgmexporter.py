@@ -15,12 +15,16 @@ in one of the two forms its releases have:
   `modelName`, `Hostname`, `DCGM_FI_DRIVER_VERSION`, `container`, `namespace`, `pod` (empty for
   a device no pod holds); every pod sharing a time-sliced GPU gets the device's own figures
   copied (dcgm-exporter #307, #587);
-- **per-process** (NVIDIA/dcgm-exporter PR #594, first in 4.5.3-4.8.2, with
-  `KUBERNETES_VIRTUAL_GPUS=true` in the container's environment, the switch; the exact label set
-  of its per-process series is this stand-in's reading of that PR): a pod holding a replica
-  `<UUID>::<n>` gets label `vgpu="<n>"` and its own processes' `DCGM_FI_DEV_FB_USED` (and
-  `DCGM_FI_DEV_GPU_UTIL`, except on MIG, where only memory is per process), the processes found
-  by the pod UID in their cgroup path.
+- **per-process** (NVIDIA/dcgm-exporter PR #594, first in release 4.5.3-4.8.2, with
+  `KUBERNETES_VIRTUAL_GPUS=true` in the container's environment, the switch; read from that
+  release's `internal/pkg/transformation/kubernetes.go` and `process_metrics.go`): for
+  `DCGM_FI_DEV_FB_USED` and `DCGM_FI_DEV_GPU_UTIL` the device's own series stays (pod labels
+  empty) and every pod holding the device (a replica, a MIG instance or the whole GPU) gets a
+  series of its own with labels `pod`, `namespace`, `container`, `pod_uid` and, on a replica
+  `<UUID>::<n>`, `vgpu="<n>"`, valued with its own processes' memory (NVML bytes / 2^20) or SM %
+  (0 for a holder with no process; no SM series on MIG, which DCGM does not report it for), the
+  processes found by the pod UID in their cgroup path; other fields (`DCGM_FI_DEV_FB_FREE`) are
+  copied onto each holder as in the copied form.
 
 Figures: `DCGM_FI_DEV_FB_USED`/`_FREE` in MiB (a whole GPU's used memory includes what the driver
 reserves), `DCGM_FI_DEV_GPU_UTIL` in % (the sum of its processes' SM %, at most 100; no series
@@ -282,28 +286,47 @@ def render(
         for device in _devices(gpu):
             gi_id = device.gi_id
             processes = [p for p in gpu.processes if gi_id is None or p.gpu_instance_id == gi_id]
-            used = sum(p.used_memory for p in processes)
-            if device.gi_id is None:
-                used += gpu.memory_reserved
-            util = min(100, sum(p.sm_percent or 0 for p in processes))
-            base = _labels(hostname, device)
-            for pod_labels, own in _attributions(device, holders, processes, owners, per_process):
-                labels = {**base, **pod_labels}
-                memory = used if own is None else sum(p.used_memory for p in own)
-                series["DCGM_FI_DEV_FB_USED"].append(_line("DCGM_FI_DEV_FB_USED", labels,
-                                                           memory // MIB))  # fmt: skip
-                if own is None:
-                    free = max(0, device.total_mib - used // MIB)
-                    series["DCGM_FI_DEV_FB_FREE"].append(_line("DCGM_FI_DEV_FB_FREE", labels, free))
-                if device.gi_id is None:
-                    value = util if own is None else min(100, sum(p.sm_percent or 0 for p in own))
-                    series["DCGM_FI_DEV_GPU_UTIL"].append(
-                        _line("DCGM_FI_DEV_GPU_UTIL", labels, value)
-                    )
+            attributions = _attributions(device, holders, processes, owners, per_process)
+            _device_series(series, _labels(hostname, device), gpu, device, processes, attributions)
     out: list[str] = []
     for name, lines in series.items():
         out += [f"# HELP {name} {_HELP[name]}", f"# TYPE {name} gauge", *lines]
     return "\n".join(out) + "\n"
+
+
+def _device_series(
+    series: dict[str, list[str]],
+    base: Mapping[str, str],
+    gpu: GpuView,
+    device: _Device,
+    processes: Sequence[Any],
+    attributions: Sequence[tuple[dict[str, str], list[Any] | None]],
+) -> None:
+    """One device's lines: its own series where pods get their own figures, then one series
+    per holder (own figures, or the device's copied)."""
+    used = sum(p.used_memory for p in processes)
+    if device.gi_id is None:
+        used += gpu.memory_reserved
+    util = min(100, sum(p.sm_percent or 0 for p in processes))
+    free = max(0, device.total_mib - used // MIB)
+
+    def add(name: str, labels: Mapping[str, str], value: int) -> None:
+        if name != "DCGM_FI_DEV_GPU_UTIL" or device.gi_id is None:  # no SM figure on MIG
+            series[name].append(_line(name, labels, value))
+
+    if any(own is not None for _, own in attributions):  # the device's own series stays
+        add("DCGM_FI_DEV_FB_USED", {**base, **UNHELD}, used // MIB)
+        add("DCGM_FI_DEV_GPU_UTIL", {**base, **UNHELD}, util)
+    for pod_labels, own in attributions:
+        labels = {**base, **pod_labels}
+        memory = used if own is None else sum(p.used_memory for p in own)
+        add("DCGM_FI_DEV_FB_USED", labels, memory // MIB)
+        add("DCGM_FI_DEV_FB_FREE", labels, free)
+        add("DCGM_FI_DEV_GPU_UTIL", labels,
+            util if own is None else min(100, sum(p.sm_percent or 0 for p in own)))  # fmt: skip
+
+
+UNHELD = {"container": "", "namespace": "", "pod": ""}  # a series no pod is mapped to
 
 
 def _attributions(
@@ -316,7 +339,7 @@ def _attributions(
     """(pod labels, the pod's own processes, or None where the device's figures are copied)."""
     held = holders.get(device.uuid, [])
     if not held:
-        return [({"container": "", "namespace": "", "pod": ""}, None)]
+        return [(dict(UNHELD), None)]
     rows: list[tuple[dict[str, str], list[Any] | None]] = []
     seen: set[tuple[str, str, str | None]] = set()
     for allocation, replica in held:
@@ -329,8 +352,10 @@ def _attributions(
             "namespace": allocation.namespace,
             "pod": allocation.pod,
         }
-        if per_process and replica is not None:
-            labels["vgpu"] = replica
+        if per_process:
+            labels["pod_uid"] = allocation.pod_uid
+            if replica is not None:
+                labels["vgpu"] = replica
             own = [p for p in processes if owners.get(p.pid) == allocation.pod_uid]
             rows.append((labels, own))
         else:
