@@ -9,6 +9,7 @@ at module level: `--help` must not pay for the kubernetes client.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
 from collections.abc import Callable
@@ -109,6 +110,7 @@ class RootGroup(click.Group):
         kwargs.setdefault("prog_name", PROG)
         argv = list(kwargs.get("args") or (args[0] if args else None) or sys.argv[1:])
         standalone = kwargs.pop("standalone_mode", True)
+        _never_unwritable()
         try:
             # errors are ours to print (kubectl style), so click must not print them itself
             run = functools.partial(super().main, *args, standalone_mode=False, **kwargs)
@@ -118,6 +120,16 @@ class RootGroup(click.Group):
         if not standalone:
             return code
         sys.exit(code if isinstance(code, int) else 0)
+
+
+def _never_unwritable() -> None:
+    """A string no renderer escaped (a lone surrogate from JSON's `"\\ud800"`) is written
+    escaped, never raised as UnicodeEncodeError (exit 70) half-way through the output."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
 
 
 def _guarded(run: Callable[[], Any], argv: list[str]) -> Any:

@@ -20,6 +20,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from kubectl_gpu.cluster.failures import from_status, retriable, retry_after, unreachable
+from kubectl_gpu.cluster import shapes
 from kubectl_gpu.cluster.resources import path
 from kubectl_gpu.cluster.transport import (
     ANSWER_DEADLINE,
@@ -205,8 +206,9 @@ class Api:
         return unreachable(self.server, self.context, self.secrets, e)
 
     def get(self, url: str) -> Json:
-        """GET one object."""
+        """GET one object; a field of the wrong JSON type is a `ClusterError` naming it."""
         result: Json = self.request("GET", url)
+        _check_shape(url.rstrip("/").split("/")[-2:-1], result, url)
         return result
 
     def list(
@@ -233,7 +235,11 @@ class Api:
                     hint="is --kubeconfig pointing at a Kubernetes API server? "
                     "(kubectl get --raw /version)",
                 )
-            yield from page.get("items") or []
+            items = page.get("items") or []
+            resource = url.rstrip("/").split("/")[-1:]
+            for index, item in enumerate(items):
+                _check_shape(resource, item, url, index)
+            yield from items
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 return
@@ -347,6 +353,23 @@ def served_versions(api: Api, group: str) -> list[str]:
 def _dry(dry_run: bool) -> dict[str, str] | None:
     """The query of a server-side dry run: every stage runs, nothing is persisted."""
     return {"dryRun": "All"} if dry_run else None
+
+
+def _check_shape(resource: list[str], obj: Any, url: str, index: int | None = None) -> None:
+    """A field of `obj` of a JSON type the Kubernetes API never sends: an error naming the
+    object (its name, or its place in the list) and the field."""
+    wrong = shapes.problem(resource[0] if resource else "", obj)
+    if not wrong:
+        return
+    kind = resource[0].removesuffix("s") if resource else "object"
+    name = shapes.name_of(obj)
+    place = f"number {index + 1} of the list" if index is not None else "(no name)"
+    raise ClusterError(
+        f"{kind} {repr(name) if name else place} from GET {url} cannot be read: {wrong}",
+        hint="the Kubernetes API never sends that type: something between kubectl gpu "
+        "and the API server (a proxy, a webhook, an aggregated API) changed the object; "
+        f"look at it with `kubectl get --raw {url}`",
+    )
 
 
 def _not_a_list(page: Any) -> str:
