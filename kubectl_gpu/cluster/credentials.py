@@ -1,13 +1,13 @@
 """The credentials a kubeconfig gives, read as kubectl reads them, and kept out of every message.
 
 Owns three things the kubernetes client does differently from kubectl: a token's whitespace
-(kubectl trims a `tokenFile`'s content: client-go's file token source calls
-`strings.TrimSpace`, https://github.com/kubernetes/client-go/blob/master/transport/token_source.go;
-an inline `token` is sent as written, and Go's HTTP client refuses one with a line break:
-docs/upstream-facts.md; the Python client sends either as written, and http.client's
-refusal quotes the whole header), the error of an exec credential plugin (the client logs it and goes on
-anonymously), and registering every credential loaded with `errors.keep_secret` so that no
-message prints it. Must not send requests or decide anything about GPUs.
+(kubectl trims a `tokenFile`'s content: client-go's file token source calls `strings.TrimSpace`,
+https://github.com/kubernetes/client-go/blob/master/transport/token_source.go; an inline `token`
+is sent as written, and Go's HTTP client refuses one with a line break: docs/upstream-facts.md;
+the Python client sends either as written, and http.client's refusal quotes the whole header),
+the error of an exec credential plugin (the client logs it and goes on anonymously), and
+registering every credential loaded with `errors.keep_secret` so that no message prints it. Must
+not send requests or decide anything about GPUs.
 """
 
 from __future__ import annotations
