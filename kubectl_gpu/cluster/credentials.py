@@ -3,9 +3,9 @@
 Owns three things the kubernetes client does differently from kubectl: a token's whitespace
 (kubectl trims a `tokenFile`'s content: client-go's file token source calls `strings.TrimSpace`,
 https://github.com/kubernetes/client-go/blob/master/transport/token_source.go; an inline `token`
-is sent as written, and Go's HTTP client refuses one with a line break: docs/upstream-facts.md;
+is sent as written, and Go's HTTP client refuses one with a line break: docs/upstream-facts.md N7.1;
 the Python client sends either as written, and http.client's refusal quotes the whole header),
-the error of an exec credential plugin (the client logs it and goes on anonymously), and
+the error of an exec credential plugin (the client logs it and goes on anonymously: N7.2), and
 registering every credential loaded with `errors.keep_secret` so that no message prints it. Must
 not send requests or decide anything about GPUs.
 """
