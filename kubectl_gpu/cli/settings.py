@@ -134,6 +134,7 @@ def configure_logging(verbosity: int) -> None:
     import sys
 
     level = logging.DEBUG if verbosity >= 4 else logging.INFO if verbosity >= 1 else logging.WARNING
+
     class Redacting(logging.Formatter):
         """A log line, at any level, never holds a credential this process knows of."""
 

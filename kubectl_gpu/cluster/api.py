@@ -215,15 +215,15 @@ class Api:
     def _unpaged(self, url: str, query: Mapping[str, str], e: AnswerTooLarge) -> ClusterError:
         """A page of `limit` items larger than a page may be: the server (or something in
         front of it) ignores `limit`, so the whole list would be one answer."""
-        size = f"{e.declared / 1e6:.1f} MB" if e.declared else "more than that"
+        size = f" ({e.declared / 1e6:.1f} MB)" if e.declared else ""
+        bound = min(self.max_answer, self.max_page) // 2**20
         return ClusterError(
             f"GET {_shown(url, query)}: a page of at most {query['limit']} items from the API "
-            f"server at {self.server} is {size}, over the {self.max_page // 2**20} MiB a page "
-            "may hold: the server does not page this list (it ignores `limit`), and the whole "
-            "list is refused rather than held in memory (about ten times its size once read)",
-            hint="is something between you and the API server (a proxy, an aggregated API) "
-            "dropping `limit`? `kubectl get --raw "
-            f"'{url}?limit=1'` should answer one item and a `continue` token",
+            f"server at {self.server} is larger than {bound} MiB{size}, the most a page may "
+            "hold: the server does not page this list (it ignores `limit`), and the whole list "
+            "is refused rather than held in memory (about ten times its size once read)",
+            hint="is something between you and the API server dropping `limit`? `kubectl get "
+            f"--raw '{url}?limit=1'` should answer one item and a `continue` token",
         )
 
     def _too_slow(

@@ -72,9 +72,8 @@ def test_a_list_the_server_does_not_page_is_refused_naming_its_size(
     assert "GET /api/v1/nodes?limit=50: a page of at most 50 items from the API server" in (
         result.stderr
     )
-    assert " MB, over the 16 MiB a page may hold: the server does not page this list" in (
-        result.stderr
-    )
+    assert "is larger than 16 MiB (21." in result.stderr
+    assert " MB), the most a page may hold: the server does not page this list" in result.stderr
     limits = [s.path.split("limit=")[1].split("&")[0] for s in fault_proxy.seen if NODES in s.path]
     assert limits[:2] == ["500", "50"]  # asked again in small pages before refusing
 

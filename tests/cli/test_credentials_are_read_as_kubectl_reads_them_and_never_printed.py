@@ -161,9 +161,7 @@ def echoing() -> Iterator[str]:
 def test_a_server_that_quotes_the_credential_back_is_not_echoed(
     run_cli: Callable[..., CliResult], echoing: str, tmp_path: Path, flags: list[str], user: str
 ) -> None:
-    fields = (
-        {"token": PLANTED} if user == "token" else {"username": "alice", "password": PASSWORD}
-    )
+    fields = {"token": PLANTED} if user == "token" else {"username": "alice", "password": PASSWORD}
     config = write_kubeconfig(tmp_path / "kubeconfig", echoing, None, fields, user="someone")
 
     result = run_cli("map", "--kubeconfig", str(config), *flags)

@@ -37,7 +37,9 @@ def a_gpu_node(module_plane: ControlPlane, fault_proxy: FaultProxy) -> Iterator[
     except ClusterError as e:
         if e.status != 409:
             raise
-    api.create(cluster.path("nodes"), b.objects.node(NODE, labels={"nvidia.com/gpu.present": "true"}))
+    api.create(
+        cluster.path("nodes"), b.objects.node(NODE, labels={"nvidia.com/gpu.present": "true"})
+    )
     gpus = b.gpus(1)
     b.publish_node(api, NODE, gpus, [b.held("train", [gpus[0].uuid])])
     yield
@@ -139,7 +141,9 @@ def test_names_from_the_api_reach_the_terminal_escaped(
 ) -> None:
     hostile = "gpu-\u202eexe.\ud800\x1b[2J"
     for path in (NODES, REPORTS):
-        fault_proxy.add(Fault("GET", path, rewrite=_first_item(_set("metadata.name", hostile)), times=20))
+        fault_proxy.add(
+            Fault("GET", path, rewrite=_first_item(_set("metadata.name", hostile)), times=20)
+        )
 
     result = run_cli(*command, "--kubeconfig", str(proxied_kubeconfig))
 
