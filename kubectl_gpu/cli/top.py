@@ -22,7 +22,7 @@ from kubectl_gpu.cli import render
 from kubectl_gpu.cli.params import Duration
 from kubectl_gpu.cli.render import Column
 from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
-from kubectl_gpu.errors import GpuError, UsageError, printable
+from kubectl_gpu.errors import ExitCode, GpuError, UsageError, printable
 from kubectl_gpu.usage import isolation, view
 from kubectl_gpu.usage.view import TopRow
 
@@ -125,8 +125,8 @@ def top(settings: Settings, **flags: Any) -> None:
             break
         try:
             time.sleep(request.interval)
-        except KeyboardInterrupt:
-            return
+        except KeyboardInterrupt:  # the usual end of a watch: quiet, and 130 as kubectl's -w
+            raise SystemExit(int(ExitCode.INTERRUPTED)) from None
     if failed:
         raise GpuError(
             f"{len(failed)} node(s) did not answer: {', '.join(sorted(failed))}",

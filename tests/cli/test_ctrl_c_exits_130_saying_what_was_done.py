@@ -12,10 +12,12 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import CliResult
 from tests.controlplane.faults import Fault, FaultProxy
 
 pytestmark = pytest.mark.usefixtures("real_control_plane")
@@ -79,3 +81,22 @@ def test_sigint_exits_130_with_one_line_and_no_traceback(
     assert said in err
     assert "Aborted!" not in err and "Traceback" not in err
     assert out == ""
+
+
+def test_ctrl_c_ends_a_watch_with_130_quietly(
+    run_cli: Callable[..., CliResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`top -w` stopped by Ctrl-C while it waits between two pictures: 130, as kubectl's own
+    watches end (it exited 0), with nothing more said: stopping is how a watch ends."""
+    from kubectl_gpu.cli import top
+
+    def interrupted(seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(top, "_once", lambda *args: {})
+    monkeypatch.setattr(top.time, "sleep", interrupted)
+
+    result = run_cli("top", "-A", "-w")
+
+    assert result.exit_code == 130 and result.exception is None
+    assert "Aborted!" not in result.stderr and "Traceback" not in result.stderr
