@@ -261,7 +261,8 @@ def cli() -> None:
 
     \b
     Exit status: 0 success, 1 failed or invalid input, 2 usage error,
-    70 internal error (a bug in kubectl-gpu: please report it; --debug shows the traceback).
+    70 internal error (a bug in kubectl-gpu: please report it; --debug shows the traceback),
+    130 interrupted (Ctrl-C).
     """
 
 
