@@ -45,21 +45,24 @@ def interrupted_code(cause: BaseException) -> ExitCode:
 
 
 REPORT_BUGS = "https://github.com/kubectl-gpu/kubectl-gpu/issues"  # plugin.yaml's homepage
-# C0 and C1 controls, DEL, and the Unicode line/paragraph separators: anything that could
-# move the cursor, clear the screen or start a new line in a user's terminal or a log.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def printable(text: object) -> str:
-    """`text` safe to print on one terminal line: control characters escaped as `\\xNN`.
+    """`text` safe to print on one terminal line: every character Python does not call
+    printable escaped as `\\xNN`/`\\uNNNN`.
 
     Keys, file names and values come from users' files and the cluster; a raw ESC or
-    newline in one could rewrite the terminal or forge a line of output.
+    newline in one could rewrite the terminal or forge a line of output, a bidi override
+    (U+202E) or an invisible format character could make a name read as another, and a lone
+    surrogate (JSON's `"\\ud800"`) cannot be written to a UTF-8 terminal at all. Escaped:
+    C0/C1 controls, DEL, format characters (Cf: bidi controls, zero-width characters),
+    surrogates, private-use and unassigned code points, line/paragraph separators and every
+    space but U+0020. Every table, tree and message goes through here (cli/render.py's cells).
     """
     text = str(text)
-    if text.isprintable():  # nearly always: no control character, skip the regex (table cells)
+    if text.isprintable():  # nearly always: nothing to escape, skip the scan (table cells)
         return text
-    return _CONTROL.sub(_escape, text)
+    return "".join(c if c.isprintable() else _escape(c) for c in text)
 
 
 def shortened(text: object, limit: int = 60) -> str:
@@ -68,11 +71,53 @@ def shortened(text: object, limit: int = 60) -> str:
     return printable(text if len(text) <= limit else f"{text[:limit]}…")
 
 
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return {9: "\\t", 10: "\\n", 13: "\\r"}.get(code) or (
-        f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-    )
+_SHORT = {9: "\\t", 10: "\\n", 13: "\\r"}
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if code in _SHORT:
+        return _SHORT[code]
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+# Credentials this process holds (a kubeconfig's token or password, what an exec plugin
+# returned), registered by the code that loads them. Whatever fails, no message, hint, log
+# line or traceback prints them: `without_secrets` is applied where each of those is written
+# (cli's error boundary and its log handler). Patterns catch what was never registered: an
+# `Authorization` value quoted by a library or a server, a PEM private key.
+_SECRETS: set[str] = set()
+_MIN_SECRET = 4  # shorter values would blank ordinary words; no real credential is that short
+_AUTHORIZATION = re.compile(r"\b(Bearer|Basic)( +)[A-Za-z0-9._~+/=-]{8,}")  # header form
+_PRIVATE_KEY = re.compile(
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S
+)
+HIDDEN = "[redacted]"
+
+
+def keep_secret(*values: object) -> None:
+    """Never print any of `values` (and their stripped forms) from now on, in this process."""
+    for value in values:
+        if isinstance(value, str):
+            for form in (value, value.strip()):
+                if len(form) >= _MIN_SECRET:
+                    _SECRETS.add(form)
+
+
+def without_secrets(text: str) -> str:
+    """`text` with every registered credential, `Bearer`/`Basic` value and private key
+    replaced by `[redacted]`."""
+    for secret in sorted(_SECRETS, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, HIDDEN)
+        # a library may quote the value escaped (the repr of a header's bytes: `tok\\n`)
+        escaped = secret.encode("unicode_escape").decode("ascii")
+        if escaped != secret and escaped in text:
+            text = text.replace(escaped, HIDDEN)
+    text = _AUTHORIZATION.sub(lambda m: f"{m[1]}{m[2]}{HIDDEN}", text)
+    return _PRIVATE_KEY.sub(HIDDEN, text)
 
 
 class GpuError(Exception):

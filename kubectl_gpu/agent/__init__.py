@@ -168,7 +168,7 @@ def _internal_error(where: str, e: BaseException, debug: bool) -> None:
         where,
         errors.printable(os.environ.get("NODE_NAME", "?")),
         type(e).__name__,
-        errors.printable(e),
+        errors.printable(errors.without_secrets(str(e))),  # never its service-account token
         __version__,
         errors.REPORT_BUGS,
         "" if debug else " (--debug logs the traceback)",

@@ -190,17 +190,17 @@ def _part_name(part: Any) -> str:
 
 def _summarise(found: Any) -> None:
     if found.gpu_nodes_not_selected:
-        click.echo("GPU nodes our DaemonSets do not select: "
+        render.say("GPU nodes our DaemonSets do not select: "
                    f"{', '.join(found.gpu_nodes_not_selected)} (label them "
                    "nvidia.com/gpu.present=true, or run NFD or GFD)", err=True)  # fmt: skip
     if not found.gpu_nodes:
-        click.echo("our DaemonSets' node affinity matches no node: no node has NFD's, GFD's or "
+        render.say("our DaemonSets' node affinity matches no node: no node has NFD's, GFD's or "
                    "the nvidia.com/gpu.present label", err=True)  # fmt: skip
     if found.nodes_without_report:
-        click.echo(f"GPU nodes without an agent report: {', '.join(found.nodes_without_report)}",
+        render.say(f"GPU nodes without an agent report: {', '.join(found.nodes_without_report)}",
                    err=True)  # fmt: skip
     for node, reason in found.nodes_without_gpus:
-        click.echo(f"node {node}: {reason}", err=True)
+        render.say(f"node {node}: {reason}", err=True)
     bad = [p for p in found.parts if p.state != "ok"]
     if not found.installed_version:
         raise GpuError(
@@ -253,9 +253,9 @@ def _install(settings: Settings, request: Any, dry_run: str) -> None:
     api = cluster.connect(settings.kubeconfig, settings.context)
     plan = preflight.decide(request, facts.facts(api, request.options.namespace))
     for note in plan.notes:
-        click.echo(note, err=True)
+        render.say(note, err=True)
     for warning in plan.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        render.say(f"warning: {warning}", err=True)
     workflow.check(plan)
     _emit(workflow.install(api, plan, dry_run), settings, dry_run)  # type: ignore[arg-type]
 
@@ -271,7 +271,7 @@ def _emit(outcomes: Sequence[Any], settings: Settings, dry_run: str) -> None:
         return
     for o in outcomes:
         where = f" -n {o.namespace}" if o.namespace else ""
-        click.echo(f"{o.ref}{where} {o.action}{suffix}")
+        render.say(f"{o.ref}{where} {o.action}{suffix}")
 
 
 def _as_list(objects: list[Any]) -> dict[str, Any]:

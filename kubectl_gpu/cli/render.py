@@ -33,6 +33,13 @@ class Column:
     wide_only: bool = False
 
 
+def say(text: str, *, err: bool = False, nl: bool = True) -> None:
+    """Print text lines that carry names and values from the cluster or a file, each line
+    made safe for the terminal (`errors.printable`: controls, bidi overrides and lone
+    surrogates escaped), as every table cell is."""
+    click.echo("\n".join(printable(line) for line in text.split("\n")), err=err, nl=nl)
+
+
 def is_data(output: str) -> bool:
     """Whether `output` prints the machine-readable document (json, yaml, jsonpath=…)."""
     return output in ("json", "yaml") or output.startswith(JSONPATH)

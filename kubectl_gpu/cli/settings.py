@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
-from kubectl_gpu import numbers
+from kubectl_gpu import errors, numbers
 
 F = TypeVar("F", bound=Callable[..., Any])
 _META = "kubectl_gpu.flags"
@@ -134,8 +134,16 @@ def configure_logging(verbosity: int) -> None:
     import sys
 
     level = logging.DEBUG if verbosity >= 4 else logging.INFO if verbosity >= 1 else logging.WARNING
+
+    class Redacting(logging.Formatter):
+        """A log line, at any level, never holds a credential this process knows of."""
+
+        def format(self, record: logging.LogRecord) -> str:
+            text = errors.without_secrets(super().format(record))
+            return "\n".join(errors.printable(line) for line in text.split("\n"))
+
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.setFormatter(Redacting("%(message)s"))
     root = logging.getLogger("kubectl_gpu")
     root.handlers[:] = [handler]
     root.setLevel(level)

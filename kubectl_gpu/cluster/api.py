@@ -19,7 +19,15 @@ from urllib.parse import quote
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from kubectl_gpu.cluster.failures import from_status, retriable, retry_after, unreachable
+from kubectl_gpu.cluster import shapes
+from kubectl_gpu.cluster.failures import (
+    AnswerTooLarge,
+    from_status,
+    retriable,
+    retry_after,
+    unreachable,
+    whole,
+)
 from kubectl_gpu.cluster.resources import path
 from kubectl_gpu.cluster.transport import (
     ANSWER_DEADLINE,
@@ -42,6 +50,13 @@ from kubectl_gpu.errors import ClusterError
 log = logging.getLogger("kubectl_gpu.cluster")  # the name -v's log lines have always had
 Json = dict[str, Any]
 PAGE_SIZE = 500
+# A page of a list is read whole, then decoded: its Python objects take about ten times its
+# bytes, so a page is held to MAX_PAGE_BYTES (about 160 MiB decoded, under the 400 MiB budget
+# of docs/architecture.md). A page of PAGE_SIZE items past it is asked again as SMALL_PAGE
+# items (objects can be large: a node with many images); a page of SMALL_PAGE items past it
+# means the server ignores `limit`, and the list is refused naming its size.
+MAX_PAGE_BYTES = 16 * 1024 * 1024
+SMALL_PAGE = 50
 _PATCH_TYPES = {
     "merge": "application/merge-patch+json",
     "json": "application/json-patch+json",
@@ -71,6 +86,7 @@ class Api:
     connect_timeout: float = CONNECT_TIMEOUT
     deadline: float = ANSWER_DEADLINE
     max_answer: int = MAX_ANSWER_BYTES
+    max_page: int = MAX_PAGE_BYTES  # one page of a list (`list`): see MAX_PAGE_BYTES
     retry_reads: bool = True  # False where the caller has a deadline of its own (top's nodes)
     # the credentials the kubeconfig's server URL carries, never to be printed (`redacted`)
     secrets: tuple[str, ...] = dataclasses.field(default=(), repr=False)
@@ -84,7 +100,8 @@ class Api:
         body: Any = None,
         content_type: str = "application/json",
     ) -> Any:
-        """Send one request; return the decoded JSON body (None when there is none)."""
+        """Send one request; return the decoded JSON body (None when there is none). An
+        answer over `max_answer` bytes raises `AnswerTooLarge`."""
         headers = {"Accept": "application/json", "Content-Type": content_type}
         data = self._send(method, url, headers, query, body)
         try:
@@ -179,18 +196,35 @@ class Api:
         except TooSlow as e:
             raise self._too_slow(method, url, query, e.args[0]) from None
         except TooLarge:
-            raise ClusterError(
-                f"{method} {_shown(url, query)}: the API server's answer is larger than "
-                f"{self.max_answer // (1024 * 1024)} MiB; it is refused rather than held "
-                "in memory",
+            declared = whole(raw.headers.get("Content-Length") if raw.headers else None)
+            size = f" ({declared / 1e6:.1f} MB)" if declared else ""
+            raise AnswerTooLarge(
+                f"{method} {_shown(url, query)}: the API server's answer{size} is larger than "
+                f"{self.max_answer // (1024 * 1024)} MiB; it is refused rather than held in "
+                "memory",
                 hint="a list this large is unusual: check what the server returns "
                 f"(kubectl get --raw '{url}?limit=1')",
+                declared=declared,
             ) from None
         finally:
             raw.release_conn()
         if watch.expired:  # cut mid-headers, the answer can look whole (and empty)
             raise self._too_slow(method, url, query, len(data))
         return Answer(raw.status, str(raw.reason or ""), raw.headers, data)
+
+    def _unpaged(self, url: str, query: Mapping[str, str], e: AnswerTooLarge) -> ClusterError:
+        """A page of `limit` items larger than a page may be: the server (or something in
+        front of it) ignores `limit`, so the whole list would be one answer."""
+        size = f" ({e.declared / 1e6:.1f} MB)" if e.declared else ""
+        bound = min(self.max_answer, self.max_page) // 2**20
+        return ClusterError(
+            f"GET {_shown(url, query)}: a page of at most {query['limit']} items from the API "
+            f"server at {self.server} is larger than {bound} MiB{size}, the most a page may "
+            "hold: the server does not page this list (it ignores `limit`), and the whole list "
+            "is refused rather than held in memory (about ten times its size once read)",
+            hint="is something between you and the API server dropping `limit`? `kubectl get "
+            f"--raw '{url}?limit=1'` should answer one item and a `continue` token",
+        )
 
     def _too_slow(
         self, method: str, url: str, query: Mapping[str, str] | None, came: int
@@ -205,8 +239,9 @@ class Api:
         return unreachable(self.server, self.context, self.secrets, e)
 
     def get(self, url: str) -> Json:
-        """GET one object."""
+        """GET one object; a field of the wrong JSON type is a `ClusterError` naming it."""
         result: Json = self.request("GET", url)
+        shapes.check(url.rstrip("/").split("/")[-2:-1], result, url)
         return result
 
     def list(
@@ -223,9 +258,16 @@ class Api:
             query["labelSelector"] = label_selector
         if field_selector:
             query["fieldSelector"] = field_selector
+        pager = dataclasses.replace(self, max_answer=min(self.max_answer, self.max_page))
         while True:
-            page = self.request("GET", url, query=query)
-            wrong = _not_a_list(page)
+            try:
+                page = pager.request("GET", url, query=query)
+            except AnswerTooLarge as e:
+                if int(query["limit"]) > SMALL_PAGE:  # large objects: smaller pages
+                    query["limit"] = str(SMALL_PAGE)
+                    continue
+                raise self._unpaged(url, query, e) from None
+            wrong = shapes.not_a_list(page)
             if wrong:
                 raise ClusterError(
                     f"GET {_shown(url, query)}: the API server's answer is not a list of "
@@ -233,7 +275,11 @@ class Api:
                     hint="is --kubeconfig pointing at a Kubernetes API server? "
                     "(kubectl get --raw /version)",
                 )
-            yield from page.get("items") or []
+            items = page.get("items") or []
+            resource = url.rstrip("/").split("/")[-1:]
+            for index, item in enumerate(items):
+                shapes.check(resource, item, url, index)
+            yield from items
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 return
@@ -347,24 +393,6 @@ def served_versions(api: Api, group: str) -> list[str]:
 def _dry(dry_run: bool) -> dict[str, str] | None:
     """The query of a server-side dry run: every stage runs, nothing is persisted."""
     return {"dryRun": "All"} if dry_run else None
-
-
-def _not_a_list(page: Any) -> str:
-    """What a list answer holds instead of a list of objects, in a few words ("" when fine)."""
-    if not isinstance(page, dict):
-        return f"a JSON {_json_type(page)}"
-    if not isinstance(page.get("metadata") or {}, dict):
-        return f"metadata is a JSON {_json_type(page['metadata'])}"
-    items = page.get("items") or []
-    if not isinstance(items, list):
-        return f"items is a JSON {_json_type(items)}"
-    wrong = [i for i in items if not isinstance(i, dict)]
-    return f"an item is a JSON {_json_type(wrong[0])}" if wrong else ""
-
-
-def _json_type(value: Any) -> str:
-    names = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number"}
-    return "null" if value is None else names.get(type(value), "number")
 
 
 def _shown(url: str, query: Mapping[str, str] | None) -> str:

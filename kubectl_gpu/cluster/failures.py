@@ -133,3 +133,19 @@ def _status_message(body: Any) -> tuple[str, str]:
             message = " ".join([message, *said])
         return message, reason
     return text[:_MAX_BODY_IN_MESSAGE], ""
+
+
+class AnswerTooLarge(ClusterError):
+    """An answer grew past what its request may hold; `declared` is its Content-Length (0
+    when the server streamed it without one)."""
+
+    def __init__(self, message: str, *, hint: str, declared: int) -> None:
+        super().__init__(message, hint=hint)
+        self.declared = declared
+
+
+def whole(text: Any) -> int:
+    try:
+        return max(0, int(str(text)))
+    except ValueError:
+        return 0

@@ -13,6 +13,7 @@ import yaml
 from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
 
+from kubectl_gpu.cluster import credentials
 from kubectl_gpu.cluster.api import Api
 from kubectl_gpu.cluster.failures import redacted, url_secrets
 from kubectl_gpu.cluster.transport import READ_TIMEOUT, watch_pools
@@ -65,9 +66,11 @@ def _load(configuration: Any, kubeconfig: str | None, context: str | None) -> tu
     # The client reads $KUBECONFIG once, at import; read it now, as kubectl does.
     kubeconfig = kubeconfig or os.environ.get("KUBECONFIG") or None
     try:
-        config.load_kube_config(
-            config_file=kubeconfig, context=context, client_configuration=configuration
-        )
+        with credentials.plugin_failures() as failures:
+            config.load_kube_config(
+                config_file=kubeconfig, context=context, client_configuration=configuration
+            )
+        credentials.raise_for(failures, configuration)
     except ConfigException:
         if kubeconfig or context or not _in_cluster():
             raise
@@ -75,8 +78,35 @@ def _load(configuration: Any, kubeconfig: str | None, context: str | None) -> tu
         return "in-cluster", _pod_namespace()
     contexts, active = config.list_kube_config_contexts(config_file=kubeconfig)
     chosen = next((c for c in contexts if c.get("name") == context), active) if context else active
+    user = str((chosen.get("context") or {}).get("user") or "")
+    credentials.settle(configuration, user, token_file=_token_from_file(kubeconfig, user))
     namespace = str((chosen.get("context") or {}).get("namespace") or "default")
     return str(chosen.get("name", "")), namespace
+
+
+def _token_from_file(kubeconfig: str | None, user: str) -> bool:
+    """Whether `user`'s token comes from its `tokenFile` (no inline `token`, which wins when
+    both are given, in client-go as in the Python client). The first file of a
+    $KUBECONFIG list that names the user defines it, as kubectl merges them."""
+    import os
+
+    files = (kubeconfig or os.path.expanduser("~/.kube/config")).split(os.pathsep)
+    for name in files:
+        try:
+            with open(name, encoding="utf-8") as handle:
+                document = yaml.safe_load(handle.read(_KUBECONFIG_LIMIT))
+        except (OSError, ValueError, yaml.YAMLError):
+            continue
+        users = document.get("users") if isinstance(document, dict) else None
+        for entry in users if isinstance(users, list) else []:
+            if isinstance(entry, dict) and entry.get("name") == user:
+                fields = entry.get("user")
+                fields = fields if isinstance(fields, dict) else {}
+                return bool(fields.get("tokenFile")) and not fields.get("token")
+    return False
+
+
+_KUBECONFIG_LIMIT = 16 * 1024 * 1024
 
 
 def _kubeconfig_name(kubeconfig: str | None) -> str:

@@ -16,7 +16,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from kubectl_gpu import findings
-from kubectl_gpu.documents.conversion import MAX_DEPTH, document_from_node
+from kubectl_gpu.documents.conversion import MAX_DEPTH, MAX_NODES, document_from_node
 from kubectl_gpu.documents.locating import Document, Unplaced, nested_offsets, walk
 from kubectl_gpu.findings import Finding, Path
 
@@ -65,6 +65,10 @@ def _read(
 
     docs: list[Document] = []
     problems: list[Unplaced] = []
+    oversized = _oversized_document(text, loader) if len(text) > _SMALL_TEXT else None
+    if oversized is not None:
+        problem, line = oversized
+        return [], [(None, problem.located(file, line + 1 + line_base, None))]
     try:
         for index, root in enumerate(yaml.compose_all(text, Loader=loader)):
             if index == MAX_DOCUMENTS:
@@ -92,6 +96,41 @@ def _read(
     if not docs and not problems:
         docs.append(Document(file, None))  # an empty file is one empty document
     return docs, problems
+
+
+# A YAML value takes at least two characters of text (`0,`), so a text shorter than twice
+# MAX_NODES cannot hold more than MAX_NODES values before aliases (which the conversion
+# counts as it expands them); a longer one is counted first as a stream of parser events.
+_SMALL_TEXT = 2 * MAX_NODES
+_NODE_EVENTS = ("ScalarEvent", "SequenceStartEvent", "MappingStartEvent", "AliasEvent")
+
+
+def _oversized_document(text: str, loader: Any) -> tuple[Finding, int] | None:
+    """A document of `text` with more than MAX_NODES values (the finding, and the document's
+    first line from 0), found from the parser's events before any node is built: composing a
+    4 MiB flow list of two million numbers took 1.2 GiB (docs/performance.md), and the
+    conversion's own count came only after that."""
+    import yaml
+
+    counted = line = 0
+    try:
+        for event in yaml.parse(text, Loader=loader):
+            name = type(event).__name__
+            if name == "DocumentStartEvent":
+                counted, line = 0, event.start_mark.line if event.start_mark else 0
+            elif name in _NODE_EVENTS:
+                counted += 1
+                if counted > MAX_NODES:
+                    problem = findings.error(
+                        (),
+                        "yaml.too-complex",
+                        f"the document holds more than {MAX_NODES} values",
+                        "split the file, or list fewer values (a config holds hundreds)",
+                    )
+                    return problem, line
+    except (yaml.YAMLError, RecursionError):
+        return None  # the parse proper reports it, in its own words
+    return None
 
 
 @functools.lru_cache(maxsize=1)

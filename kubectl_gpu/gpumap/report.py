@@ -14,8 +14,8 @@ import dataclasses
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from kubectl_gpu import __version__, findings
 from kubectl_gpu.findings import Finding
@@ -29,6 +29,8 @@ from kubectl_gpu.gpumap.allocations import (
     Source,
 )
 from kubectl_gpu.gpumap.join import NodeSources, Row
+
+T = TypeVar("T")
 
 API_VERSION = "kubectl-gpu.io/v1"
 KIND = "GPUNodeReport"
@@ -275,14 +277,28 @@ def from_dict(obj: Mapping[str, Any]) -> NodeReport:
             node=_text(spec, "node"),
             agent_version=_text(status, "agentVersion"),
             generated_at=_text(status, "generatedAt"),
-            gpus=tuple(_gpu(g) for g in _list(status, "gpus")),
-            allocations=tuple(_allocation(a) for a in _list(status, "allocations")),
+            gpus=_each(status, "gpus", _gpu),
+            allocations=_each(status, "allocations", _allocation),
             registered=_devices(status.get("registered")),
             allocatable=_devices(status.get("allocatable")),
-            findings=tuple(_finding(f) for f in _list(status, "findings")),
+            findings=_each(status, "findings", _finding),
         )
-    except (KeyError, TypeError, ValueError) as e:
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise ReportError(f"the report does not have the v1 shape: {e}") from e
+
+
+def _each(status: Mapping[str, Any], key: str, parse: Callable[[Any], T]) -> tuple[T, ...]:
+    """Every entry of the list `status.<key>`, each an object: an entry of another type is
+    named with its place (`status.gpus[0] is not an object`), never a crash."""
+    parsed: list[T] = []
+    for i, entry in enumerate(_list(status, key)):
+        if not isinstance(entry, Mapping):
+            raise ReportError(f"the report's status.{key}[{i}] is not an object")
+        try:
+            parsed.append(parse(entry))
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise ReportError(f"the report's status.{key}[{i}] cannot be read: {e}") from e
+    return tuple(parsed)
 
 
 def _object(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:

@@ -1,5 +1,6 @@
 """A bug is not a bad file: an unexpected exception prints one line naming the command and its
-input and where to report it, and exits 70; `--debug` shows the traceback. The same for the
+input and where to report it, and exits 70; `--debug` shows the traceback (without
+credentials) and exits the same way. The same for the
 agent's entry point, whose loop outlives a bug in one pass."""
 
 from __future__ import annotations
@@ -60,7 +61,9 @@ def test_debug_shows_the_traceback(run_cli: Run, tmp_path: Path) -> None:
 
     result = run_cli("validate", "-f", str(path), "--debug")
 
-    assert isinstance(result.exception, RuntimeError)
+    assert result.exit_code == 70 and result.exception is None
+    assert "Traceback (most recent call last)" in result.stderr
+    assert "RuntimeError: boom" in result.stderr
 
 
 def test_the_exit_code_is_documented(run_cli: Run) -> None:

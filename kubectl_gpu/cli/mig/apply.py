@@ -214,8 +214,8 @@ def status_cmd(
         name=lambda row: render.node_name(row[0]),
     )  # fmt: skip
     for node in (n for n in found if n.stuck):
-        click.echo(f"node {node.node}: MIG change stuck: {'; '.join(node.stuck)}", err=True)
-        click.echo(f"  recover it: kubectl gpu mig recover {node.node}", err=True)
+        render.say(f"node {node.node}: MIG change stuck: {'; '.join(node.stuck)}", err=True)
+        render.say(f"  recover it: kubectl gpu mig recover {node.node}", err=True)
 
 
 def _load(filename: str, config: str) -> tuple[str, dict[str, Any]]:
@@ -252,12 +252,12 @@ def _render_apply(result: ApplyResult, output: str) -> None:
         )
     if result.preview is not None and output in ("table", "wide"):
         for line in render.preview_lines(result.preview):
-            click.echo(line, err=True)
+            render.say(line, err=True)
     for row in result.nodes:
         if row.failed:
-            click.echo(f"node {row.node}: {row.result}: {row.reason}", err=True)
+            render.say(f"node {row.node}: {row.result}: {row.reason}", err=True)
         if row.result == "timeout":
-            click.echo(_still_asked(row), err=True)
+            render.say(_still_asked(row), err=True)
     click.echo(mig_report.summary(result), err=True)
     if result.failed:
         click.get_current_context().exit(int(ExitCode.ERROR))

@@ -57,8 +57,8 @@ def recover_cmd(
     done = mig_recover.recover(api, names, now, dt.timedelta(seconds=stuck_after), force)
     render.emit_table(done, _COLUMNS, settings.output, _document(done))
     for row in done:
-        click.echo(f"node {row.node}: {'; '.join(row.reasons)}", err=True)
-        click.echo(f"  next: {row.next_step}", err=True)
+        render.say(f"node {row.node}: {'; '.join(row.reasons)}", err=True)
+        render.say(f"  next: {row.next_step}", err=True)
 
 
 def _document(done: Any) -> dict[str, Any]:

@@ -157,7 +157,7 @@ def _node_targets(settings: Settings, names: Sequence[str]) -> list[tuple[Target
             raise GpuError(f"node {facts.name}: {facts.problem}")
         strategy = served[facts.name]
         if strategy.strategy is not None:
-            click.echo(f"node {facts.name}: device plugin {strategy.explain()}", err=True)
+            render.say(f"node {facts.name}: device plugin {strategy.explain()}", err=True)
         targets.append((facts.target, strategy.strategy))
     return targets
 

@@ -42,9 +42,9 @@ def render_result(result: Any, settings: Settings) -> None:
     options = result.options
     if result.preview is not None and (options.diff or settings.output in ("table", "wide")):
         for line in render.preview_lines(result.preview) + _isolation_lines(result.nodes):
-            click.echo(line, err=True)
+            render.say(line, err=True)
     if options.diff:
-        click.echo(sharereport.diff(result) or "no changes\n", nl=False)
+        render.say(sharereport.diff(result) or "no changes\n", nl=False)
         return
     dry = options.dry_run != "none"
     if dry and render.is_data(settings.output):
@@ -58,7 +58,7 @@ def render_result(result: Any, settings: Settings) -> None:
         )
     for row in result.nodes:
         if row.failed:
-            click.echo(f"node {row.node}: {row.result}: {row.message}", err=True)
+            render.say(f"node {row.node}: {row.result}: {row.message}", err=True)
     click.echo(_summary(result), err=True)
     if result.failed:
         click.echo("hint: restore the previous config with `kubectl gpu share rollback`", err=True)

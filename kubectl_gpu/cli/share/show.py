@@ -57,12 +57,12 @@ def show(
     api = cluster.connect(settings.kubeconfig, settings.context)
     options = Options(namespace=settings.namespace, configmap=configmap, selector=selector)
     status = workflow.show(api, options, resource, names(nodes))
-    click.echo(status.deployment.describe(), err=True)
+    render.say(status.deployment.describe(), err=True)
     document = sharereport.status_document(status)
     render.emit_table(status.nodes, SHOW_COLUMNS, settings.output, document, name=render.node_name)
     if settings.output in ("table", "wide"):
         aside = settings.no_headers  # --no-headers: stdout holds the rows and nothing else
         for row in status.nodes:
-            click.echo(f"{row.node}: {row.explain()}", err=aside)
+            render.say(f"{row.node}: {row.explain()}", err=aside)
             for problem in row.problems:
-                click.echo(f"  problem: {problem}", err=aside)
+                render.say(f"  problem: {problem}", err=aside)
