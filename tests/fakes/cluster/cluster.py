@@ -44,6 +44,8 @@ from tests.kube import ApiError
 if TYPE_CHECKING:
     from tests.controlplane import ControlPlane
     from tests.controlplane.store import ApiStore
+    from tests.fakes.node.nfdmaster import NfdMaster
+    from tests.fakes.node.nvidiagfd import NvidiaGfdRuntime
     from tests.fakes.node.nvidiaplugin import NvidiaPluginRuntime
 
 Obj = dict[str, Any]
@@ -137,7 +139,13 @@ class SimCluster:
         self.plugin: DevicePluginRuntime = self.nvidia_plugin or DevicePluginRuntime(
             self.store, self.loop, self.nodes
         )
-        self.gfd = GfdRuntime(self.store, self.loop, self.nodes, time_scale)
+        # with NVIDIA's plugin, NVIDIA's GFD too, its labels applied by NFD's master
+        self.gfd: GfdRuntime = (
+            self._nvidia_gfd(time_scale)
+            if nvidia_plugin
+            else GfdRuntime(self.store, self.loop, self.nodes, time_scale)
+        )
+        self.nfd_master: NfdMaster | None = None
         runtimes: list[PodRuntime] = []
         if "device-plugin" in controllers:
             runtimes.append(self.plugin)
@@ -201,6 +209,27 @@ class SimCluster:
 
         return NvidiaPluginRuntime(self.store, self.loop, self.nodes, self.sides, self.logs)
 
+    def _nvidia_gfd(self, time_scale: float) -> NvidiaGfdRuntime:
+        """NVIDIA's own GFD in each GPU node's sandbox (tests/fakes/node/nvidiagfd.py)."""
+        from tests.fakes.node.nvidiagfd import NvidiaGfdRuntime
+
+        return NvidiaGfdRuntime(
+            self.store, self.loop, self.nodes, self.sides, self.logs, self._pod_token, time_scale
+        )
+
+    def _start_nfd_master(self) -> None:
+        """NFD's master and its CRDs, where NVIDIA's GFD will run (tests/fakes/node/nfdmaster.py)."""
+        from tests.fakes.node.nfdmaster import NfdMaster
+        from tests.fakes.node.nvidiagfd import NvidiaGfdRuntime
+
+        wanted = self.layout is not None and self.layout.gfd_daemonset is not None
+        if not (isinstance(self.gfd, NvidiaGfdRuntime) and "gfd" in self.controllers and wanted):
+            return
+        assert self.gfd.binary.is_file()  # build it now, not when the first pod starts
+        self.nfd_master = NfdMaster(self.store, self.plane.kubeconfig)
+        self.nfd_master.install_crds()
+        self.nfd_master.start(next(iter(self.nodes)))
+
     def _node_side(self, interval: float) -> AgentRuntime:
         """Each GPU node's disk (GPU state, kubelet root) and the agent processes on them."""
         sides = self.sides
@@ -231,6 +260,8 @@ class SimCluster:
             self.store.create(self._node_object(node))
         if self.nvidia_plugin is not None:
             self.nvidia_plugin.start_managers()
+        if self.nodes:
+            self._start_nfd_master()
         for obj in self.layout.objects if self.layout else ():
             self._create(self._started_by_node(obj))
         if self.agents is not None and self.node_kubelets is not None:
@@ -315,6 +346,10 @@ class SimCluster:
             self.exporters.stop_all()
         if self.nvidia_plugin is not None:
             self.nvidia_plugin.stop_all()
+        if hasattr(self.gfd, "stop_all"):
+            self.gfd.stop_all()
+        if self.nfd_master is not None:
+            self.nfd_master.stop()
         if self.node_kubelets is not None:
             self.node_kubelets.stop()
         for network in self.networks.values():
