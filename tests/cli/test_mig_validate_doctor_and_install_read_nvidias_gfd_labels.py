@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.conftest import CliResult, eventually
 from tests.cli.doctorpods import gpu_pod, run_pods
+from tests.conftest import CliResult, eventually
 from tests.fakes.cluster import NodeSpec, netns
 from tests.fakes.cluster.cluster import SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster

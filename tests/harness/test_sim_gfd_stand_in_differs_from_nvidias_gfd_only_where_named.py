@@ -132,5 +132,7 @@ def test_the_stand_in_differs_from_nvidias_gfd_only_where_named(
         nodes, layout, configs=configs, default_config="default" if configs else None,
         nvidia_plugin=True, node_networks=True,
     )  # fmt: skip
-    found = {n.name: differences(stand_in(cluster, n.name), nvidias(cluster, n.name)) for n in nodes}
+    found = {
+        n.name: differences(stand_in(cluster, n.name), nvidias(cluster, n.name)) for n in nodes
+    }
     assert found == expected

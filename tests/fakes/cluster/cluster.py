@@ -218,7 +218,7 @@ class SimCluster:
         )
 
     def _start_nfd_master(self) -> None:
-        """NFD's master and its CRDs, where NVIDIA's GFD will run (tests/fakes/node/nfdmaster.py)."""
+        """NFD's master and its CRDs where NVIDIA's GFD will run (tests/fakes/node/nfdmaster.py)."""
         from tests.fakes.node.nfdmaster import NfdMaster
         from tests.fakes.node.nvidiagfd import NvidiaGfdRuntime
 

@@ -127,4 +127,3 @@ def _established(store: ApiStore, name: str) -> bool:
         return False
     conditions = (crd.get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
-

@@ -8,13 +8,14 @@ propagation private, so nothing it mounts reaches the host): a tmpfs over `/var/
 node's device-plugin directory bound at `/var/lib/kubelet/device-plugins`, and the node's
 `proc-driver` directory bound over `/proc/driver`, holding the driver's `nvidia-caps/mig-minors`
 (what NVIDIA's plugin reads for MIG devices), and its `sys-pci-devices` bound over
-`/sys/bus/pci/devices`, one PCI function per GPU (what GFD reads for `gpu.mode`). Where the node has a network namespace
-(tests/fakes/cluster/netns.py) the process joins it first. Needs root and util-linux's `unshare`
+`/sys/bus/pci/devices`, one PCI function per GPU (what GFD reads for `gpu.mode` and
+`vgpu.present`). Where the node has a network namespace (tests/fakes/cluster/netns.py) the
+process joins it first. Needs root and util-linux's `unshare`
 and `nsenter`.
 
 Owns `Sandbox` (one node's directories and the command line that runs a program inside),
-`write_mig_minors` (the driver's list of MIG capability minors) and `write_pci_devices`. Must not: mount
-anything in the host's namespace, or decide what runs inside.
+`write_mig_minors` (the driver's list of MIG capability minors) and `write_pci_devices`. Must
+not: mount anything in the host's namespace, or decide what runs inside.
 """
 
 from __future__ import annotations
@@ -128,7 +129,10 @@ def write_pci_devices(directory: Path, state: Path) -> None:
     for gpu in gpus:
         pci = gpu.get("pci") or {}
         function = directory / str(pci.get("bus_id", ""))[-12:].lower()
-        device, subsystem = int(pci.get("device_id", "0"), 16), int(pci.get("subsystem_id", "0"), 16)
+        device, subsystem = (
+            int(pci.get("device_id", "0"), 16),
+            int(pci.get("subsystem_id", "0"), 16),
+        )
         function.mkdir(exist_ok=True)
         files = {
             "vendor": f"0x{device & 0xFFFF:04x}",
