@@ -92,7 +92,7 @@ def test_nvidias_gfd_labels_a_simulated_h200_as_it_labelled_a_real_one(
     assert {k: on_node[k] for k in real} == real
     # NFD's master records what it wrote, so that a label GFD drops is removed from the node
     notes = cluster.store.get("nodes", "h200-node")["metadata"]["annotations"]
-    assert "gpu.product" in notes["nfd.node.kubernetes.io/feature-labels"].split(",")
+    assert "nvidia.com/gpu.product" in notes["nfd.node.kubernetes.io/feature-labels"].split(",")
     # `kubectl logs` of the GFD pod is NVIDIA's own output
     pods = cluster.store.list("pods", cluster.layout.namespace if cluster.layout else "")
     gfd = next(p for p in pods if "feature-discovery" in p["metadata"]["name"])
