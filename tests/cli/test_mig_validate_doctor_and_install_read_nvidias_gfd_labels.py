@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from tests.cli.doctorpods import gpu_pod, run_pods
-from tests.conftest import CliResult, eventually
+from tests.conftest import ROOT, CliResult, eventually
 from tests.fakes.cluster import NodeSpec, netns
 from tests.fakes.cluster.cluster import SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
@@ -33,6 +33,8 @@ sharing:
 """
 MIXED = "version: v1\nflags:\n  migStrategy: mixed\n"
 CONFIGS = {"default": "version: v1\n", "ts4": TS4, "mixed": MIXED}
+# NVIDIA's default MIG configs (mig-parted's)
+MIG_CONFIGS = str(ROOT / "tests/data/mig/mig-parted__deployments__systemd__config-default.yaml")
 
 
 def gpu(run_cli: Run, cluster: SimCluster, *args: str) -> CliResult:
@@ -64,8 +66,10 @@ def test_validate_and_doctor_read_a_time_sliced_node_as_gfd_labels_it(
         "4",
         "time-slicing",
     )
-    # validate strips the -SHARED GFD adds: the node is two H100s
-    result = gpu(run_cli, cluster, "mig", "validate", "-c", "all-1g.10gb", "--node", "gpu-1")
+    # validate strips the -SHARED GFD adds: the node is two H100s (--strategy: the plugin runs
+    # none, which would refuse any MIG layout)
+    result = gpu(run_cli, cluster, "mig", "validate", "-f", MIG_CONFIGS, "-c", "all-1g.10gb",
+                 "--node", "gpu-1", "--strategy", "mixed")  # fmt: skip
     assert result.exit_code == 0, result.stderr
     assert "gpu-1" in result.stdout and "0-1" in result.stdout and "H100-80GB" in result.stdout
     # a pod selecting the unshared product stays Pending; doctor names the renamed label
@@ -91,12 +95,34 @@ def test_validate_reads_mig_nodes_under_single_and_mixed_as_gfd_labels_them(
     labels = labelled(cluster, "mixed", "nvidia.com/mig-1g.10gb.count", "7")
     assert labels["nvidia.com/mig.strategy"] == "mixed"
     # single: gpu.count counts MIG devices, so the node's GPUs cannot be told from the labels
-    result = gpu(run_cli, cluster, "mig", "validate", "-c", "all-1g.10gb", "--node", "single")
+    result = gpu(
+        run_cli,
+        cluster,
+        "mig",
+        "validate",
+        "-f",
+        MIG_CONFIGS,
+        "-c",
+        "all-1g.10gb",
+        "--node",
+        "single",
+    )
     assert result.exit_code == 1
     assert "runs the device plugin with migStrategy single" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
     # mixed: the full GPU's product and count stay, so the node validates
-    result = gpu(run_cli, cluster, "mig", "validate", "-c", "all-1g.10gb", "--node", "mixed")
+    result = gpu(
+        run_cli,
+        cluster,
+        "mig",
+        "validate",
+        "-f",
+        MIG_CONFIGS,
+        "-c",
+        "all-1g.10gb",
+        "--node",
+        "mixed",
+    )
     assert result.exit_code == 0, result.stderr
     assert "H100-80GB" in result.stdout and "fits" in result.stdout
 
