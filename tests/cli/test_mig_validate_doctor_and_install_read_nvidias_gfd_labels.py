@@ -140,3 +140,21 @@ def test_install_places_its_pods_on_nodes_gfd_labelled(
     result = gpu(run_cli, cluster, "install", "--dry-run")
     assert "would not run on" not in result.stderr, result.stderr
     assert "no node carries a GPU label" not in result.stderr, result.stderr
+
+
+def test_share_relabels_the_node_through_nvidias_gfd(
+    run_cli: Run, sim_cluster: MakeSimCluster
+) -> None:
+    cluster = sim_cluster(
+        [NodeSpec("gpu-1", "H100-SXM5-80GB", 2)], "helm", configs={"any": "version: v1\n"},
+        default_config="any", nvidia_plugin=True, node_networks=True,
+    )  # fmt: skip
+    labelled(cluster, "gpu-1", PRODUCT, "NVIDIA-H100-80GB-HBM3")
+    assert eventually(lambda: cluster.allocatable("gpu-1") == 2, 60)
+    result = gpu(run_cli, cluster, "share", "--replicas", "4", "--wait", "--timeout", "60s")
+    assert result.exit_code == 0, result.stderr
+    labels = labelled(cluster, "gpu-1", PRODUCT, "NVIDIA-H100-80GB-HBM3-SHARED")
+    assert (labels["nvidia.com/gpu.replicas"], labels["nvidia.com/gpu.sharing-strategy"]) == (
+        "4",
+        "time-slicing",
+    )
