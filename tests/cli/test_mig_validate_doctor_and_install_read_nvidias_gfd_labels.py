@@ -5,13 +5,15 @@ and mixed strategies, time-slicing's `-SHARED` product, replicas and sharing str
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.cli.doctorpods import gpu_pod, run_pods
 from tests.conftest import ROOT, CliResult, eventually
-from tests.fakes.cluster import NodeSpec, netns
-from tests.fakes.cluster.cluster import SimCluster
+from tests.fakes.cluster import NodeSpec, layouts, netns
+from tests.fakes.cluster.cluster import WITH_MIG_MANAGER, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.fakes.node import sandbox
@@ -158,3 +160,22 @@ def test_share_relabels_the_node_through_nvidias_gfd(
         "4",
         "time-slicing",
     )
+
+
+def test_the_mig_managers_change_reaches_the_labels_nvidias_gfd_writes(
+    run_cli: Run, sim_cluster: MakeSimCluster, tmp_path: Path
+) -> None:
+    cluster = sim_cluster(
+        [NodeSpec("gpu-1", "A100-SXM4-80GB", 2)], layouts.gpu_operator(mig_strategy="mixed"),
+        controllers=WITH_MIG_MANAGER, nvidia_plugin=True, node_networks=True,
+    )  # fmt: skip
+    labelled(cluster, "gpu-1", PRODUCT, "NVIDIA-A100-SXM4-80GB")
+    config = tmp_path / "mig.yaml"
+    two = [{"devices": "all", "mig-enabled": True, "mig-devices": {"3g.40gb": 2}}]
+    config.write_text(yaml.safe_dump({"version": "v1", "mig-configs": {"all-3g": two}}))
+    result = gpu(run_cli, cluster, "mig", "apply", "-f", str(config), "-c", "all-3g",
+                 "--node", "gpu-1", "--wait", "--timeout", "60s")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    labels = labelled(cluster, "gpu-1", "nvidia.com/mig-3g.40gb.count", "4")
+    assert labels["nvidia.com/mig-3g.40gb.product"] == "NVIDIA-A100-SXM4-80GB-MIG-3g.40gb"
+    assert labels["nvidia.com/mig.strategy"] == "mixed"
