@@ -13,8 +13,8 @@ the layout's). It writes a NodeFeature object; NFD's master (nfdmaster.py) makes
 labels of it. It relabels as NVIDIA's GFD does: at start, on SIGHUP (a config-manager switch),
 when its pod is restarted (`share`, the agent, the MIG manager) and every sleep interval (the
 pod's `GFD_SLEEP_INTERVAL`, else the config's `flags.gfd.sleepInterval`, else 60 s), scaled by
-the cluster's time scale. `/sys/class/dmi/id/product_name` is a file of the node's that does not
-exist, as on the H200 read in tests/data/nvidia (`gpu.machine=unknown`).
+the cluster's time scale (at least 5 s). `/sys/class/dmi/id/product_name` is a file of the
+node's that does not exist, as on the H200 read in tests/data/nvidia (`gpu.machine=unknown`).
 
 Owns `NvidiaGfdRuntime`, a `GfdRuntime` whose program is NVIDIA's process, and `gfd_binary`.
 Must not compute labels (NVIDIA's binary does) or write Node labels (NFD's master does).
@@ -54,7 +54,9 @@ _OWN_ENV = (
     "CONTAINER_DRIVER_ROOT", "NODE_NAME", "NAMESPACE", "POD_NAME", "KUBECONFIG",
 )  # fmt: skip
 DEFAULT_SLEEP = 60.0  # GFD's default --sleep-interval, seconds
-MIN_SLEEP = 1.0  # scaled intervals below this would only load the 2-core machines
+# Each labelling changes `gfd.timestamp`, so each is a NodeFeature update and a Node patch:
+# scaled intervals below this would keep every cluster busy (and `settle` waiting).
+MIN_SLEEP = 5.0
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 Credentials = Callable[[str, str, str, Path], None]
