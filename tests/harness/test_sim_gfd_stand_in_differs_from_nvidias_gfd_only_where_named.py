@@ -34,6 +34,12 @@ CONFIGS = {
     "default": "version: v1\n",
     "ts4": "version: v1\n" + SHARED.format(block="timeSlicing", name="nvidia.com/gpu"),
     "mps4": "version: v1\n" + SHARED.format(block="mps", name="nvidia.com/gpu"),
+    "renamed": "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n"
+    "    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n",
+    # both blocks: MPS wins and timeSlicing is dropped (docs/upstream-facts.md P1.5)
+    "both": "version: v1\n"
+    + SHARED.format(block="mps", name="nvidia.com/gpu")
+    + "  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 9\n",
     "mixed": MIXED,
     "mixed-ts": MIXED + SHARED.format(block="timeSlicing", name="nvidia.com/mig-1g.10gb"),
 }
@@ -88,6 +94,8 @@ HELM_NODES = [
     spec("plain", "default"),
     spec("ts4", "ts4"),
     spec("mps4", "mps4"),
+    spec("renamed", "renamed"),
+    spec("both", "both"),
     spec("mixed", "mixed", mig={0: ["3g.40gb", "2g.20gb", "1g.10gb"]}),
     spec("mixed-ts", "mixed-ts", mig={0: ["1g.10gb"] * 7, 1: ["1g.10gb"] * 7}),
     spec("l4", "default", "L4", 1),
@@ -98,6 +106,8 @@ HELM_DIFFERENCES: dict[str, dict[str, tuple[str, str]]] = {
     "plain": {},
     "ts4": {},
     "mps4": {},
+    "renamed": {},
+    "both": {},
     # MIG on one of two GPUs: NVIDIA's full-GPU labels count both GPUs, the stand-in only the
     # one without MIG
     "mixed": {"nvidia.com/gpu.count": ("1", "2")},
