@@ -1,7 +1,7 @@
 """NVIDIA's GFD v0.19.3, unmodified, run once in a simulated node's sandbox over the project's
 libnvidia-ml.so.1 in strict mode (an NVML call the library does not implement aborts it): on an
-H200 it writes exactly the labels it wrote on a real H200 (tests/data/nvidia/), and on MIG
-devices it needs nothing the library lacks. Before the library answered
+H200 it writes exactly the labels it wrote on a real H200 (tests/data/nvidia/), on MIG
+devices it needs nothing the library lacks, and MPS on MIG devices stops it as the stand-in says. Before the library answered
 `nvmlDeviceGetGpuFabricInfoV` strict mode stopped it there; before the sandbox gave the node's
 PCI functions it wrote `gpu.mode=unknown` and no `vgpu.present`."""
 
@@ -26,6 +26,16 @@ READING = Path(__file__).resolve().parents[1] / "data" / "nvidia"
 
 def run_once(tmp_path: Path, spec: NodeSpec, *flags: str) -> tuple[dict[str, str], DriverRoot]:
     """GFD's labels for a node of `spec` (`--oneshot`, to a file), and the node's driver root."""
+    done, root = run(tmp_path, spec, *flags)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    output = tmp_path / "labels"
+    return dict(line.split("=", 1) for line in output.read_text().split()), root
+
+
+def run(
+    tmp_path: Path, spec: NodeSpec, *flags: str
+) -> tuple[subprocess.CompletedProcess[str], DriverRoot]:
+    """One `--oneshot` run of GFD in the sandbox of a node of `spec`, strict mode on."""
     node = SimNode(spec, 0)
     root = lay_out(tmp_path / "driver")
     node.share_state(root.state)
@@ -43,8 +53,7 @@ def run_once(tmp_path: Path, spec: NodeSpec, *flags: str) -> tuple[dict[str, str
         sandbox.Sandbox(tmp_path).command(argv), env=env, capture_output=True, text=True,
         timeout=90, check=False,
     )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    return dict(line.split("=", 1) for line in output.read_text().split()), root
+    return done, root
 
 
 def test_an_h200_gets_exactly_the_labels_a_real_h200_got(tmp_path: Path) -> None:
@@ -84,3 +93,17 @@ def test_mig_devices_need_nothing_the_library_lacks(
     assert labels["nvidia.com/mig.strategy"] == strategy
     assert root.unimplemented() == []
     assert "nvmlDeviceGetMigDeviceHandleByIndex" in root.calls()
+
+
+def test_mps_on_mig_devices_stops_gfd_as_the_stand_in_says(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "version: v1\nflags:\n  migStrategy: mixed\nsharing:\n  mps:\n    resources:\n"
+        "    - name: nvidia.com/gpu\n      replicas: 4\n"
+    )
+    spec = NodeSpec("n", "H100-SXM5-80GB", 1, mig={0: ["1g.10gb"]})
+    done, _ = run(tmp_path, spec, f"--config-file={config}")
+    assert done.returncode == 1
+    # the words tests/fakes/cluster/gfd.py puts in the pod's status
+    stand_in = "failed to check MPS-capable: MPS sharing is not supported for mig devices"
+    assert stand_in in done.stdout + done.stderr
