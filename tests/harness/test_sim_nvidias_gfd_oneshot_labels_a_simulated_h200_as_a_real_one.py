@@ -1,9 +1,10 @@
 """NVIDIA's GFD v0.19.3, unmodified, run once in a simulated node's sandbox over the project's
 libnvidia-ml.so.1 in strict mode (an NVML call the library does not implement aborts it): on an
 H200 it writes exactly the labels it wrote on a real H200 (tests/data/nvidia/), on MIG
-devices it needs nothing the library lacks, and MPS on MIG devices stops it as the stand-in says. Before the library answered
-`nvmlDeviceGetGpuFabricInfoV` strict mode stopped it there; before the sandbox gave the node's
-PCI functions it wrote `gpu.mode=unknown` and no `vgpu.present`."""
+devices it needs nothing the library lacks, and MPS on MIG devices stops it as the stand-in
+says. Before the library answered `nvmlDeviceGetGpuFabricInfoV` strict mode stopped it there;
+before the sandbox gave the node's PCI functions it wrote `gpu.mode=unknown` and no
+`vgpu.present`."""
 
 from __future__ import annotations
 
