@@ -99,7 +99,9 @@ class SimCluster:
         dcgm-exporter DaemonSet (dcgmexporter.py; needs `node_networks`). `nvidia_plugin`: the
         device plugin pods of GPU nodes run NVIDIA's own binary in the node's sandbox, and a
         kubelet stand-in per node speaking the kubelet's gRPC publishes what it advertises
-        (tests/fakes/node/nvidiaplugin.py; needs root, `unshare` and the built binary)."""
+        (tests/fakes/node/nvidiaplugin.py; needs root, `unshare` and the built binary), and
+        the GFD pods run NVIDIA's GFD, whose NodeFeature objects NFD's master (one process per
+        cluster) turns into node labels (nvidiagfd.py, nfdmaster.py there)."""
         if dcgm_exporter not in (None, "copied", "per-process"):
             raise ValueError(f"dcgm_exporter is copied or per-process, not {dcgm_exporter!r}")
         if dcgm_exporter and not node_networks:
