@@ -20,7 +20,7 @@ import time
 import urllib.parse
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tests.controlplane.containerlogs import LogStore
 from tests.controlplane.plane import LIFECYCLE_BY_TEST
@@ -274,6 +274,8 @@ class SimCluster:
             ds = daemonset(namespace, per_process=self.dcgm_exporter == "per-process")
             self._create(ds)
         self.settle(timeout)
+        if self.nfd_master is not None:  # as with the stand-in, GFD's labels are there
+            cast("NvidiaGfdRuntime", self.gfd).wait_labelled(timeout)
         return self
 
     def _make_networks(self) -> None:

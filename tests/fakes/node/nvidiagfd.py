@@ -45,9 +45,11 @@ from tests.fakes.cluster.loop import ControlLoop
 from tests.fakes.cluster.nodes import SimNode
 from tests.fakes.cluster.programs import ConfigView, ProgramPod
 from tests.fakes.node.sandbox import Sandbox
+from tests.kube import ApiError
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 PROGRAM = "gpu-feature-discovery"
+TIMESTAMP = "nvidia.com/gfd.timestamp"  # on every labelling: the pod's labels have arrived
 # Set by the runtime itself, as flags or from the pod (a stale one would mislead a reader).
 _OWN_ENV = (
     "CONFIG_FILE", "GFD_CONFIG_FILE", "GFD_SLEEP_INTERVAL", "DRIVER_ROOT_CTR_PATH",
@@ -269,6 +271,24 @@ class NvidiaGfdRuntime(GfdRuntime):
                 if pid is not None:
                     return pid
         return None
+
+    def unlabelled(self) -> list[str]:
+        """GPU nodes whose running GFD pod's labels have not reached the Node yet (the first
+        labelling goes through a NodeFeature object and NFD's master: a moment after start)."""
+        nodes = {s.node for s in list(self.pods.values()) if s.running and s.node in self.sides}
+        missing = []
+        for node in sorted(nodes):
+            try:
+                labels = self.store.get("nodes", node)["metadata"].get("labels") or {}
+            except ApiError:
+                continue  # the node is gone
+            if TIMESTAMP not in labels:
+                missing.append(node)
+        return missing
+
+    def wait_labelled(self, timeout: float) -> bool:
+        """Wait (at most `timeout` s) until every running GFD pod's labels are on its Node."""
+        return self.store.wait_until(lambda: not self.unlabelled(), timeout)
 
     def _on(self, uid: str, node: str) -> bool:
         state = self.pods.get(uid)
