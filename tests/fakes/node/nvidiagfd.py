@@ -144,14 +144,14 @@ class NvidiaGfdRuntime(GfdRuntime):
         text, error = self.config_text(state, view)
         directory = side.dir / "gfd-config" / state.uid
         directory.mkdir(parents=True, exist_ok=True)
-        config: Path | None = directory / "config.yaml"
-        assert config is not None
+        path = directory / "config.yaml"
+        # as nvidiaplugin.py: a missing file where the pod's is missing (NVIDIA's binary says
+        # so), no --config-file where the pod has none
+        config: Path | None = None if text is None and error is None else path
         if error is not None:
-            config.unlink(missing_ok=True)  # a missing file: NVIDIA's binary says so
-        elif text is None:
-            config = None
-        else:
-            config.write_text(text, encoding="utf-8")
+            path.unlink(missing_ok=True)
+        elif text is not None:
+            path.write_text(text, encoding="utf-8")
         with self._plock:
             running = self._procs.get(state.uid)
         if running is not None and running[0].poll() is None:
