@@ -7,8 +7,8 @@ whether GPU nodes run the real agent once it is installed (`--agents`, the defau
 node's network namespace (`--node-networks`, on where the machine allows it), GPU pods' compute
 processes (`--gpu-processes`, on), a dcgm-exporter stand-in (`--dcgm-exporter
 copied|per-process`) and NVIDIA's own device plugin (and GFD, with NFD's master) in each GPU
-node's sandbox instead of the Python stand-ins (`--nvidia-device-plugin`, off), start a `SimCluster` on a control plane of its
-own (tests/controlplane),
+node's sandbox instead of the Python stand-ins (`--nvidia-device-plugin`, off), start a
+`SimCluster` on a control plane of its own (tests/controlplane),
 write the kubeconfig, print one `ready: kubeconfig=PATH server=URL kubectl=PATH` line (kubectl of
 the server's own release), serve until SIGTERM or SIGINT, then stop cleanly and exit 0. Must not be
 used by tests in-process (they use the fixture).
