@@ -151,6 +151,31 @@ TARGETS: dict[str, Target] = {
             cold_minutes="2-3",
             cgo=True,
         ),
+        # NVIDIA's GPU Feature Discovery: the same module and pin as the device plugin above
+        # (its own go.mod under tools/go/, so the plugin's cached build keeps its key).
+        Target(
+            name="gpu-feature-discovery",
+            packages=("github.com/NVIDIA/k8s-device-plugin/cmd/gpu-feature-discovery",),
+            binaries=("gpu-feature-discovery",),
+            ldflags="-s -w -X github.com/NVIDIA/k8s-device-plugin/internal/info.version=v0.19.3",
+            cold_minutes="2-3",
+            cgo=True,
+        ),
+        # Node Feature Discovery's master: turns the NodeFeature objects GFD writes (its default
+        # since v0.19.0) into node labels; its CRDs ship beside it.
+        Target(
+            name="nfd-master",
+            packages=("sigs.k8s.io/node-feature-discovery/cmd/nfd-master",),
+            binaries=("nfd-master",),
+            ldflags="-s -w -X sigs.k8s.io/node-feature-discovery/pkg/version.version=v0.19.0",
+            cold_minutes="2-4",
+            data=(
+                (
+                    "sigs.k8s.io/node-feature-discovery",
+                    ("deployment/base/nfd-crds/nfd-api-crds.yaml",),
+                ),
+            ),
+        ),
         Target(
             name="libnvml",
             packages=(),

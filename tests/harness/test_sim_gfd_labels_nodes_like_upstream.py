@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import eventually
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
@@ -30,6 +31,19 @@ def labels(cluster: SimCluster, node: str) -> dict[str, str]:
     return {k: v for k, v in found.items() if k.startswith("nvidia.com/")}
 
 
+def labelled(cluster: SimCluster, node: str, wanted: dict[str, str]) -> dict[str, str]:
+    """The node's labels once they hold `wanted`: NVIDIA's GFD (with `nvidia_plugin`) labels
+    through a NodeFeature object and NFD's master, a moment after the change."""
+
+    def check() -> dict[str, str]:
+        found = labels(cluster, node)
+        return found if all(found.get(k) == v for k, v in wanted.items()) else {}
+
+    found: dict[str, str] = eventually(check, 60)
+    assert found, f"{node}: never labelled {wanted}: {labels(cluster, node)}"
+    return found
+
+
 def use(cluster: SimCluster, node: str, key: str) -> None:
     body = {"metadata": {"labels": {"nvidia.com/device-plugin.config": key}}}
     cluster.store.patch("nodes", node, body)
@@ -37,7 +51,7 @@ def use(cluster: SimCluster, node: str, key: str) -> None:
 
 
 def test_unshared_gpus_are_described_as_gfd_does(cluster: SimCluster) -> None:
-    h100 = labels(cluster, "gpu-h")
+    h100 = labelled(cluster, "gpu-h", {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"})
     assert {
         k: h100[k]
         for k in (
@@ -66,7 +80,7 @@ def test_unshared_gpus_are_described_as_gfd_does(cluster: SimCluster) -> None:
         "nvidia.com/mig.capable": "true",
         "nvidia.com/mps.capable": "false",
     }
-    l4 = labels(cluster, "gpu-l")
+    l4 = labelled(cluster, "gpu-l", {"nvidia.com/gpu.product": "NVIDIA-L4"})
     assert (l4["nvidia.com/gpu.product"], l4["nvidia.com/gpu.family"]) == (
         "NVIDIA-L4",
         "ada-lovelace",
@@ -80,36 +94,34 @@ def test_unshared_gpus_are_described_as_gfd_does(cluster: SimCluster) -> None:
 
 def test_time_slicing_marks_the_product_shared(cluster: SimCluster) -> None:
     use(cluster, "gpu-h", "ts4")
-    h100 = labels(cluster, "gpu-h")
+    h100 = labelled(cluster, "gpu-h", {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-SHARED"})
     assert h100["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3-SHARED"
     assert (h100["nvidia.com/gpu.replicas"], h100["nvidia.com/gpu.sharing-strategy"]) == (
         "4",
         "time-slicing",
     )
     assert h100["nvidia.com/gpu.count"] == "8"  # the physical count
-    assert labels(cluster, "gpu-l")["nvidia.com/gpu.replicas"] == "1"
+    assert labelled(cluster, "gpu-l", {"nvidia.com/gpu.replicas": "1"})
 
 
 def test_mps_wins_over_time_slicing_and_makes_the_node_mps_capable(cluster: SimCluster) -> None:
     use(cluster, "gpu-l", "both")
-    l4 = labels(cluster, "gpu-l")
+    l4 = labelled(cluster, "gpu-l", {"nvidia.com/gpu.sharing-strategy": "mps"})
     assert (l4["nvidia.com/gpu.replicas"], l4["nvidia.com/gpu.sharing-strategy"]) == ("4", "mps")
     assert l4["nvidia.com/mps.capable"] == "true"
     assert cluster.allocatable("gpu-l") == 8
     use(cluster, "gpu-l", "default")
+    assert labelled(cluster, "gpu-l", {"nvidia.com/gpu.sharing-strategy": "none"})
     assert labels(cluster, "gpu-l")["nvidia.com/mps.capable"] == "false"
-    assert labels(cluster, "gpu-l")["nvidia.com/gpu.sharing-strategy"] == "none"
 
 
 def test_stale_mig_labels_go_when_the_layout_goes(sim_cluster: MakeSimCluster) -> None:
     mixed = {"default": "version: v1\nflags:\n  migStrategy: mixed\n"}
     node = NodeSpec("gpu-h", "H100-SXM5-80GB", 2, mig={0: ["3g.40gb", "3g.40gb"]})
     cluster = sim_cluster([node], layout="helm", configs=mixed, default_config="default")
-    assert labels(cluster, "gpu-h")["nvidia.com/mig-3g.40gb.count"] == "2"
+    assert labelled(cluster, "gpu-h", {"nvidia.com/mig-3g.40gb.count": "2"})
     cluster.set_mig("gpu-h", 0, None)
-    assert cluster.store.wait_until(
-        lambda: "nvidia.com/mig-3g.40gb.count" not in labels(cluster, "gpu-h"), 5
-    )
+    assert eventually(lambda: "nvidia.com/mig-3g.40gb.count" not in labels(cluster, "gpu-h"), 60)
     assert (
         labels(cluster, "gpu-h")["nvidia.com/gpu.count"] == "2"
     )  # GFD re-reads NVML each interval

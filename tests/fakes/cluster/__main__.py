@@ -6,9 +6,9 @@ deployment (`--layout gpu-operator|helm|static|none`) and its configs (`--config
 whether GPU nodes run the real agent once it is installed (`--agents`, the default), each GPU
 node's network namespace (`--node-networks`, on where the machine allows it), GPU pods' compute
 processes (`--gpu-processes`, on), a dcgm-exporter stand-in (`--dcgm-exporter
-copied|per-process`) and NVIDIA's own device plugin in each GPU node's sandbox instead of the
-Python stand-in (`--nvidia-device-plugin`, off), start a `SimCluster` on a control plane of its
-own (tests/controlplane),
+copied|per-process`) and NVIDIA's own device plugin (and GFD, with NFD's master) in each GPU
+node's sandbox instead of the Python stand-ins (`--nvidia-device-plugin`, off), start a
+`SimCluster` on a control plane of its own (tests/controlplane),
 write the kubeconfig, print one `ready: kubeconfig=PATH server=URL kubectl=PATH` line (kubectl of
 the server's own release), serve until SIGTERM or SIGINT, then stop cleanly and exit 0. Must not be
 used by tests in-process (they use the fixture).
@@ -91,7 +91,8 @@ def _options(argv: list[str] | None) -> argparse.Namespace:
         default=False,
         help="run NVIDIA's own device plugin v0.19.3 (built by scripts/gobins.py) in each GPU "
         "node's sandbox, registered with a kubelet stand-in over the kubelet's gRPC, instead of "
-        "the Python stand-in (needs root and util-linux's unshare)",
+        "the Python stand-in, and NVIDIA's own GFD with NFD's master where the layout runs GFD "
+        "(needs root and util-linux's unshare)",
     )
     parser.add_argument(
         "--real",

@@ -20,7 +20,7 @@ import time
 import urllib.parse
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tests.controlplane.containerlogs import LogStore
 from tests.controlplane.plane import LIFECYCLE_BY_TEST
@@ -44,6 +44,8 @@ from tests.kube import ApiError
 if TYPE_CHECKING:
     from tests.controlplane import ControlPlane
     from tests.controlplane.store import ApiStore
+    from tests.fakes.node.nfdmaster import NfdMaster
+    from tests.fakes.node.nvidiagfd import NvidiaGfdRuntime
     from tests.fakes.node.nvidiaplugin import NvidiaPluginRuntime
 
 Obj = dict[str, Any]
@@ -97,7 +99,9 @@ class SimCluster:
         dcgm-exporter DaemonSet (dcgmexporter.py; needs `node_networks`). `nvidia_plugin`: the
         device plugin pods of GPU nodes run NVIDIA's own binary in the node's sandbox, and a
         kubelet stand-in per node speaking the kubelet's gRPC publishes what it advertises
-        (tests/fakes/node/nvidiaplugin.py; needs root, `unshare` and the built binary)."""
+        (tests/fakes/node/nvidiaplugin.py; needs root, `unshare` and the built binary), and
+        the GFD pods run NVIDIA's GFD, whose NodeFeature objects NFD's master (one process per
+        cluster) turns into node labels (nvidiagfd.py, nfdmaster.py there)."""
         if dcgm_exporter not in (None, "copied", "per-process"):
             raise ValueError(f"dcgm_exporter is copied or per-process, not {dcgm_exporter!r}")
         if dcgm_exporter and not node_networks:
@@ -137,7 +141,13 @@ class SimCluster:
         self.plugin: DevicePluginRuntime = self.nvidia_plugin or DevicePluginRuntime(
             self.store, self.loop, self.nodes
         )
-        self.gfd = GfdRuntime(self.store, self.loop, self.nodes, time_scale)
+        # with NVIDIA's plugin, NVIDIA's GFD too, its labels applied by NFD's master
+        self.gfd: GfdRuntime = (
+            self._nvidia_gfd(time_scale)
+            if nvidia_plugin
+            else GfdRuntime(self.store, self.loop, self.nodes, time_scale)
+        )
+        self.nfd_master: NfdMaster | None = None
         runtimes: list[PodRuntime] = []
         if "device-plugin" in controllers:
             runtimes.append(self.plugin)
@@ -201,6 +211,27 @@ class SimCluster:
 
         return NvidiaPluginRuntime(self.store, self.loop, self.nodes, self.sides, self.logs)
 
+    def _nvidia_gfd(self, time_scale: float) -> NvidiaGfdRuntime:
+        """NVIDIA's own GFD in each GPU node's sandbox (tests/fakes/node/nvidiagfd.py)."""
+        from tests.fakes.node.nvidiagfd import NvidiaGfdRuntime
+
+        return NvidiaGfdRuntime(
+            self.store, self.loop, self.nodes, self.sides, self.logs, self._pod_token, time_scale
+        )
+
+    def _start_nfd_master(self) -> None:
+        """NFD's master and its CRDs where NVIDIA's GFD will run (tests/fakes/node/nfdmaster.py)."""
+        from tests.fakes.node.nfdmaster import NfdMaster
+        from tests.fakes.node.nvidiagfd import NvidiaGfdRuntime
+
+        wanted = self.layout is not None and self.layout.gfd_daemonset is not None
+        if not (isinstance(self.gfd, NvidiaGfdRuntime) and "gfd" in self.controllers and wanted):
+            return
+        assert self.gfd.binary.is_file()  # build it now, not when the first pod starts
+        self.nfd_master = NfdMaster(self.store, self.plane.kubeconfig)
+        self.nfd_master.install_crds()
+        self.nfd_master.start(next(iter(self.nodes)))
+
     def _node_side(self, interval: float) -> AgentRuntime:
         """Each GPU node's disk (GPU state, kubelet root) and the agent processes on them."""
         sides = self.sides
@@ -231,6 +262,8 @@ class SimCluster:
             self.store.create(self._node_object(node))
         if self.nvidia_plugin is not None:
             self.nvidia_plugin.start_managers()
+        if self.nodes:
+            self._start_nfd_master()
         for obj in self.layout.objects if self.layout else ():
             self._create(self._started_by_node(obj))
         if self.agents is not None and self.node_kubelets is not None:
@@ -241,6 +274,8 @@ class SimCluster:
             ds = daemonset(namespace, per_process=self.dcgm_exporter == "per-process")
             self._create(ds)
         self.settle(timeout)
+        if self.nfd_master is not None:  # as with the stand-in, GFD's labels are there
+            cast("NvidiaGfdRuntime", self.gfd).wait_labelled(timeout)
         return self
 
     def _make_networks(self) -> None:
@@ -315,6 +350,10 @@ class SimCluster:
             self.exporters.stop_all()
         if self.nvidia_plugin is not None:
             self.nvidia_plugin.stop_all()
+        if hasattr(self.gfd, "stop_all"):
+            self.gfd.stop_all()
+        if self.nfd_master is not None:
+            self.nfd_master.stop()
         if self.node_kubelets is not None:
             self.node_kubelets.stop()
         for network in self.networks.values():

@@ -8,7 +8,11 @@ per-profile `nvidia.com/mig-<profile>.*` labels under mixed and the overridden `
 (or `-MIG-INVALID`) under single), and `GfdRuntime`, which runs GFD in its pods with the same
 config-manager flow as the plugin and relabels every `sleepInterval` (scaled). Labels are
 written straight to the Node, as NFD's master would. Checked against GFD v0.19.3 run on a real
-H200 (tests/data/nvidia/, tests/harness/test_sim_gfd_labels_an_h200_as_nvidias_gfd_did.py).
+H200 (tests/data/nvidia/, tests/harness/test_sim_gfd_labels_an_h200_as_nvidias_gfd_did.py) and
+against NVIDIA's GFD itself on simulated nodes, where every difference is named
+(tests/harness/test_sim_gfd_stand_in_differs_from_nvidias_gfd_only_where_named.py). Clusters
+running NVIDIA's device plugin run NVIDIA's GFD instead (tests/fakes/node/nvidiagfd.py), so
+`GfdRuntime` labels only clusters on the Python plugin stand-in.
 Must not touch node status.
 """
 

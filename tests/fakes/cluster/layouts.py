@@ -233,6 +233,10 @@ def helm(
     objects: list[Obj] = [m.namespace(namespace), account]
     if chart.configmap and configs:
         objects.append(m.configmap(chart.configmap, namespace, configs, _chart_labels(release)))
+    objects += m.role_for(
+        f"{chart.fullname}-role", account["metadata"]["name"], namespace,
+        [*m.GFD_CLUSTER_RULES[:1], m.GFD_NODEFEATURE_RULE, *m.GFD_CLUSTER_RULES[1:]], cluster=True,
+    )  # fmt: skip
     objects += [_helm_plugin(chart), _helm_gfd(chart)]
     selector = ",".join(f"{k}={v}" for k, v in chart.selector.items())
     return Layout(

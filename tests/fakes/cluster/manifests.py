@@ -162,3 +162,35 @@ def service_account(name: str, namespace: str, labels: dict[str, str] | None = N
     if labels:
         meta["labels"] = dict(labels)
     return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta}
+
+
+# What GFD may do (v0.19.3 writes NodeFeature objects and reads its own pod for their owners):
+# the device plugin chart's role.yml with GFD on; the GPU Operator splits it into a Role in its
+# namespace (nodefeatures) and a ClusterRole (nodes, pods).
+GFD_NODEFEATURE_RULE: Obj = {
+    "apiGroups": ["nfd.k8s-sigs.io"],
+    "resources": ["nodefeatures"],
+    "verbs": ["get", "list", "watch", "create", "update"],
+}
+GFD_CLUSTER_RULES: tuple[Obj, ...] = (
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
+)
+
+
+def role_for(
+    name: str, account: str, namespace: str, rules: Sequence[Obj], *, cluster: bool
+) -> list[Obj]:
+    """A (Cluster)Role with `rules` and its binding to ServiceAccount `account`."""
+    kind = "ClusterRole" if cluster else "Role"
+    meta: Obj = {"name": name} if cluster else {"name": name, "namespace": namespace}
+    group = "rbac.authorization.k8s.io"
+    role = {"apiVersion": f"{group}/v1", "kind": kind, "metadata": dict(meta), "rules": list(rules)}
+    binding = {
+        "apiVersion": f"{group}/v1",
+        "kind": f"{kind}Binding",
+        "metadata": dict(meta),
+        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+        "roleRef": {"apiGroup": group, "kind": kind, "name": name},
+    }
+    return [role, binding]

@@ -243,6 +243,7 @@ class GpuOperator:
         self.store = store
         self.namespace = namespace
         self.mig_manager = mig_manager  # render its DaemonSet (the cluster runs its stand-in)
+        self._rbac_made = False
 
     def keys_for(self, change: Change) -> Iterable[Hashable]:
         if change.resource == "clusterpolicies":
@@ -284,6 +285,7 @@ class GpuOperator:
         self._entrypoint()
         for ds in wanted.values():
             self._service_account(ds["spec"]["template"]["spec"]["serviceAccountName"])
+        self._gfd_rbac()
         for name, ds in wanted.items():
             self._ensure(name, ds if enabled[name] else None)
         status = {"state": "ready", "namespace": self.namespace}
@@ -318,6 +320,24 @@ class GpuOperator:
             self.store.get("serviceaccounts", name, self.namespace)
         except ApiError:
             self.store.create(m.service_account(name, self.namespace))
+
+    def _gfd_rbac(self) -> None:
+        """GFD's Role (nodefeatures, in the operator's namespace) and ClusterRole (nodes, pods),
+        as the operator's gpu-feature-discovery state creates them."""
+        if self._rbac_made:
+            return
+        name, account = "nvidia-gpu-feature-discovery", "gpu-feature-discovery"
+        objects = [
+            *m.role_for(name, account, self.namespace, [m.GFD_NODEFEATURE_RULE], cluster=False),
+            *m.role_for(name, account, self.namespace, m.GFD_CLUSTER_RULES, cluster=True),
+        ]
+        for obj in objects:
+            try:
+                self.store.create(obj)
+            except ApiError as exc:
+                if exc.code != 409:  # made by an earlier operator on this plane
+                    raise
+        self._rbac_made = True
 
     def _ensure(self, name: str, wanted: Obj | None) -> None:
         try:

@@ -545,6 +545,30 @@ nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major,
     return end(&node, NVML_SUCCESS);
 }
 
+/* No simulated node is part of an NVLink fabric: a Hopper or newer GPU answers that its fabric
+ * probe is not supported (state NOT_SUPPORTED, no cluster UUID or clique), older ones that the
+ * call is not (nvml.h: "For Hopper or newer fully supported devices"). GFD v0.19.3 asks it for
+ * its IMEX labels, which it then leaves out, as on the single H200 read in tests/data/nvidia. */
+nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabricInfoV_t *info) {
+    ENTER("nvmlDeviceGetGpuFabricInfoV");
+    sim_node node;
+    target t;
+    nvmlReturn_t r = begin(&node, 0, device.handle, GPU, &t);
+    if (r) return r;
+    if (!info) return end(&node, NVML_ERROR_INVALID_ARGUMENT);
+    if (info->version != nvmlGpuFabricInfo_v2 && info->version != nvmlGpuFabricInfo_v3)
+        return end(&node, NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    if ((int)json_num(json_at(json_get(t.gpu, "cuda_compute_capability"), 0), 0) < 9)
+        return end(&node, NVML_ERROR_NOT_SUPPORTED);
+    memset(info->clusterUuid, 0, sizeof info->clusterUuid);
+    info->status = NVML_SUCCESS;
+    info->cliqueId = 0;
+    info->state = NVML_GPU_FABRIC_STATE_NOT_SUPPORTED;
+    info->healthMask = 0;
+    if (info->version == nvmlGpuFabricInfo_v3) info->healthSummary = 0;
+    return end(&node, NVML_SUCCESS);
+}
+
 nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, nvmlDeviceArchitecture_t *arch) {
     ENTER("nvmlDeviceGetArchitecture");
     sim_node node;
