@@ -1,4 +1,4 @@
-"""nvml.py against the NVML stand-in: live state, explicit placements, errors with NVML's name."""
+"""kubectl_gpu.nvml against the NVML stand-in: live state, explicit placements, errors with NVML's name."""
 
 from __future__ import annotations
 
