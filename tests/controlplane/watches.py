@@ -78,8 +78,8 @@ class Watch:
         items = answer.get("items") or []
         current = {key(o): o for o in items}
         # what vanished while we were not watching is a DELETED, the rest ADDED or MODIFIED
-        for key in [k for k in self.seen if k not in current]:
-            gone = {"metadata": {"namespace": key[0], "name": key[1]}}
+        for namespace, name in [k for k in self.seen if k not in current]:
+            gone = {"metadata": {"namespace": namespace, "name": name}}
             self._deliver("DELETED", gone)
         for obj in items:
             obj.setdefault("apiVersion", self.api.api_version)
