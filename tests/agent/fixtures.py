@@ -1,5 +1,10 @@
-"""Fixtures for the node agent's tests: a simulated cluster, our MIG ConfigMap, one agent pass,
-and `node_nvml`: a node's GPUs served to the test's pynvml by the simulated nodes' C library,
+"""The node agent's fixtures, registered for the whole suite by `pytest_plugins` in
+tests/conftest.py (no test imports them): `agent` (one reconcile pass on a simulated node, in
+the test's process), `background_agent` (passes in a thread while the CLI waits, the agent's
+pod on the node), `agent_fleet` (real agent processes on the real kube-apiserver), and the
+autouse guard that puts back what `kubectl_gpu.agent.main` does to logging. Also the helpers
+their tests share: our MIG ConfigMap, a node's desired label and annotations, and `node_nvml`:
+a node's GPUs served to the test's pynvml by the simulated nodes' C library,
 libnvidia-ml.so.1 (docs/simulated-nvml.md), as the agent's own process would be."""
 
 from __future__ import annotations
@@ -8,6 +13,7 @@ import dataclasses
 import json
 import logging
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -25,12 +31,12 @@ from kubectl_gpu.workflows.waiting import Timing
 from tests.controlplane.plane import ControlPlane
 from tests.fakes.cluster import SimCluster
 from tests.fakes.cluster import manifests as m
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (the real plane)
 from tests.fakes.libnvml.clib import served_by_c
 from tests.fakes.libnvml.driver import lay_out
 from tests.fakes.libnvml.library import FakeLibNvml
 from tests.fakes.node.agent import spawn
 from tests.gpumap.test_report_crd_matches_the_schema import crd
+from tests.kube import ApiError
 
 FAST = Timing(poll=0.05, first_poll=0.01)
 
@@ -212,3 +218,52 @@ def _established(api: api_client.Api, name: str) -> None:
             return
         time.sleep(0.2)
     raise AssertionError(f"the CRD {name} was never established")
+
+
+def agent_pod(cluster: SimCluster, node: str) -> None:
+    """The agent DaemonSet's pod on `node`, Running (what `mig apply` looks for before it
+    waits or drains); the agent's passes themselves run in the test's process."""
+    try:
+        cluster.store.get("namespaces", keys.NAMESPACE)
+    except ApiError:
+        cluster.store.create({"apiVersion": "v1", "kind": "Namespace",
+                              "metadata": {"name": keys.NAMESPACE}})  # fmt: skip
+    try:
+        cluster.store.create({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"kubectl-gpu-agent-{node}", "namespace": keys.NAMESPACE,
+                         "labels": {"app.kubernetes.io/name": "kubectl-gpu-agent"}},
+            "spec": {"nodeName": node, "containers": [{"name": "agent", "image": "agent"}]},
+        })  # fmt: skip
+    except ApiError:
+        return  # there already
+    cluster.settle()
+
+
+@pytest.fixture
+def background_agent(agent: Agent) -> Iterator[Callable[[SimCluster, str], None]]:
+    """Agent passes on a node in a thread, as the DaemonSet's loop would, while the CLI waits;
+    its pod is on the node."""
+    stop, failures, threads = threading.Event(), [], []
+
+    def start(cluster: SimCluster, node: str) -> None:
+        agent_pod(cluster, node)
+
+        def loop() -> None:
+            while not stop.is_set():
+                try:
+                    agent(cluster, node)
+                except Exception as e:  # noqa: BLE001 (reported by the test)
+                    failures.append(e)
+                    return
+                stop.wait(0.05)
+
+        thread = threading.Thread(target=loop, name="agent-loop", daemon=True)
+        threads.append(thread)
+        thread.start()
+
+    yield start
+    stop.set()
+    for thread in threads:
+        thread.join(10)
+    assert not failures, failures
