@@ -220,11 +220,9 @@ def status_cmd(
 
 def _load(filename: str, config: str) -> tuple[str, dict[str, Any]]:
     """The file's name and its parsed mig-parted document, strictly validated."""
-    from kubectl_gpu.mig.spec import MigConfigFile
-
-    name, data = inputs.load_mig_config(filename)
-    MigConfigFile.from_dict(data).select(config)  # an unknown name fails before any cluster read
-    return name, data
+    name, accepted = inputs.load_mig_config(filename)
+    accepted.config.select(config)  # an unknown name fails before any cluster read
+    return name, accepted.data
 
 
 def _still_asked(row: NodeResult) -> str:
