@@ -26,6 +26,7 @@ class WatchSource(Protocol):
     """What a watch needs of its store (`ApiStore`)."""
 
     stopping: bool
+    thread_prefix: str  # names the watch threads
 
     def request(self, method: str, path: str) -> Any: ...
 
@@ -49,7 +50,7 @@ class Watch:
         self.ready = threading.Event()
         self._conn: http.client.HTTPConnection | None = None
         self.thread = threading.Thread(
-            target=self._run, name=f"apistore-watch-{api.plural}", daemon=True
+            target=self._run, name=f"{store.thread_prefix}-watch-{api.plural}", daemon=True
         )
 
     def start(self) -> None:
