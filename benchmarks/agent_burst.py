@@ -36,7 +36,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from benchmarks import apimetrics, populate, run_all
+from benchmarks import apimetrics, machine, populate
 from kubectl_gpu import cluster, keys
 from tests.kube import objects
 
@@ -250,7 +250,7 @@ def main() -> None:
     parser.add_argument("--rest", type=float, default=60.0, help="seconds of the rest window")
     parser.add_argument("--timeout", type=float, default=900.0)
     options = parser.parse_args()
-    print(f"machine: {run_all.machine()}; {run_all.load()}", flush=True)
+    print(f"machine: {machine.describe()}; {machine.load()}", flush=True)
     r = measure(options.agents, options.per_worker, options.rest, options.timeout)
     n = r["agents"]
     rest = sum(r["rest_requests"].values())
@@ -259,7 +259,7 @@ def main() -> None:
     refused = refused_count(r["burst_requests"])
     print(
         f"{n} real agents ({r['workers_rss_mib']:.0f} MiB in {-(-n // options.per_worker)} "
-        f"workers) on kube-apiserver with {n} KWOK nodes; {run_all.load()}"
+        f"workers) on kube-apiserver with {n} KWOK nodes; {machine.load()}"
     )
     print(
         f"  start-up: every agent through a pass in {r['startup_s']:.0f} s, quiet after "

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import apimetrics, populate, run_all
+from benchmarks import apimetrics, machine, populate
 
 BIN = Path(sys.executable).parent
 
@@ -125,7 +125,7 @@ def measure(nodes: int, pods: int, runs: int) -> Fleet:
 def report(found: Fleet) -> None:
     made = found.populated
     print(
-        f"machine: {run_all.machine()}; {run_all.load()}; "
+        f"machine: {machine.describe()}; {machine.load()}; "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
     )
     print(f"{found.nodes} KWOK GPU nodes ({populate.dra_nodes(found.nodes)} of them DRA), "

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import populate, run_all, synthetic
+from benchmarks import machine, populate, synthetic
 from kubectl_gpu import cluster
 from tests.fakes.cluster import layouts
 
@@ -177,7 +177,7 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--max-unavailable", type=int, default=100)
     options = parser.parse_args()
-    print(f"machine: {run_all.machine()}; {run_all.load()}", flush=True)
+    print(f"machine: {machine.describe()}; {machine.load()}", flush=True)
     r = measure(options.nodes, options.max_unavailable)
     n = r["nodes"]
     total = sum(r["calls"].values())
@@ -186,7 +186,7 @@ def main() -> None:
     print(
         f"kubectl gpu share --replicas 4 --max-unavailable {r['max_unavailable']} on {n} KWOK "
         f"nodes (kube-apiserver {r['version']}, plugin Ready everywhere after "
-        f"{r['ready_s']:.0f} s); {run_all.load()}"
+        f"{r['ready_s']:.0f} s); {machine.load()}"
     )
     print(
         f"  native rollout (kubectl rollout restart + status, maxUnavailable "

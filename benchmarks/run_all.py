@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -32,7 +30,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks import agent_at_rest, mig_validate, share_scale, startup
+from benchmarks import agent_at_rest, machine, mig_validate, share_scale, startup
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,27 +65,6 @@ def print_table(rows: list[Row]) -> None:
     widths = [max(len(c[i]) for c in cells) for i in range(len(header))]
     for line in cells:
         print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)))
-
-
-def machine() -> str:
-    """CPUs, CPU model, memory and Python, read from /proc where there is one."""
-    model = memory = "?"
-    cpuinfo, meminfo = Path("/proc/cpuinfo"), Path("/proc/meminfo")
-    if cpuinfo.exists():
-        names = [line for line in cpuinfo.read_text().splitlines() if line.startswith("model name")]
-        model = names[0].split(":", 1)[1].strip() if names else "?"
-    if meminfo.exists():
-        kib = int(meminfo.read_text().split()[1])
-        memory = f"{kib / 1024 / 1024:.1f} GiB"
-    return (
-        f"{os.cpu_count()} CPUs ({model}), {memory} memory, Python {platform.python_version()}, "
-        f"{platform.system()} {platform.release()}"
-    )
-
-
-def load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load average {one:.2f} {five:.2f} {fifteen:.2f}"
 
 
 def startup_rows(runs: int, editable: bool) -> list[Row]:
@@ -234,7 +211,7 @@ def main() -> None:
     options = parser.parse_args()
     nodes = options.nodes or (500 if options.quick else 5000)
     startup_runs, scale_runs = (5, 1) if options.quick else (11, 3)
-    print(f"machine: {machine()}\nstart: {load()}", flush=True)
+    print(f"machine: {machine.describe()}\nstart: {machine.load()}", flush=True)
     rows: list[Row] = []
     steps: dict[str, Callable[[], list[Row]]] = {
         "startup": lambda: startup_rows(startup_runs, options.editable),
@@ -252,11 +229,11 @@ def main() -> None:
             started = time.perf_counter()
             rows += step()
             print(
-                f"{name}: {time.perf_counter() - started:.0f} s; {load()}",
+                f"{name}: {time.perf_counter() - started:.0f} s; {machine.load()}",
                 file=sys.stderr,
                 flush=True,
             )
-    print(f"end: {load()}")
+    print(f"end: {machine.load()}")
     print_table(rows)
 
 

@@ -35,7 +35,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from benchmarks import fleet, populate, run_all, synthetic
+from benchmarks import fleet, machine, populate, synthetic
 from kubectl_gpu import cluster, keys
 from kubectl_gpu.gpumap.allocations import Gpu
 from kubectl_gpu.usage import document
@@ -242,7 +242,7 @@ def measure(nodes: int, pods: int, runs: int) -> dict[str, Any]:
                 walls[name].append(wall)
                 peaks[name] = max(peaks[name], rss)
                 codes[name] = code
-                loads.append(run_all.load())
+                loads.append(machine.load())
         return {"nodes": nodes, "pods": pods, "version": plane.server_version(), "made": made,
                 "walls": walls, "peaks": peaks, "codes": codes, "calls": calls,
                 "asked": asked, "loads": loads}  # fmt: skip
@@ -252,7 +252,7 @@ def measure(nodes: int, pods: int, runs: int) -> dict[str, Any]:
 
 
 def report(found: dict[str, Any]) -> None:
-    print(f"machine: {run_all.machine()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    print(f"machine: {machine.describe()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print(f"{found['nodes']} KWOK GPU nodes, {found['pods']} GPU pods and {found['made']['agents']}"
           f" answering agent pods, kube-apiserver {found['version']}")  # fmt: skip
     print(f"load average after each run: {'; '.join(found['loads'])}")

@@ -7,6 +7,8 @@ Defined once here; no key literals elsewhere. Our own keys use the
 from __future__ import annotations
 
 PREFIX = "kubectl-gpu.io/"
+# the apiVersion of every document we emit (-o json|yaml) and of our GPUNodeReport CRD
+API_VERSION = "kubectl-gpu.io/v1"
 
 # NVIDIA device plugin / GPU Feature Discovery (docs/upstream-facts.md P1, P3)
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"

@@ -13,8 +13,17 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-# The real control plane's fixtures (control_plane, fault_proxy, ...).
-pytest_plugins = ["tests.controlplane.fixtures"]
+# Every fixture more than one folder uses, registered once, here, under one name: no test
+# imports a fixture (tests/test_fixtures_are_registered_once.py). A fixture one folder uses
+# lives in that folder's conftest.py. Which fixture gives which world: tests/README.md.
+pytest_plugins = [
+    "tests.controlplane.fixtures",  # control_plane, module_plane, fault_proxy, proxied_kubeconfig
+    "tests.fakes.cluster.fixture",  # sim_cluster
+    "tests.fakes.kubelet_fixture",  # fake_kubelet
+    "tests.fakes.libnvml.fixture",  # fake_nvml
+    "tests.agent.fixtures",  # agent, background_agent, agent_fleet
+    "tests.journey.fixtures",  # kubectl
+]
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -49,6 +58,11 @@ def _cli_logging_stays_in_its_test() -> Iterator[None]:
 @pytest.fixture
 def run_cli() -> Callable[..., CliResult]:
     """Run `kubectl gpu ARGS...` in-process through the real root group and error boundary."""
+    return cli_runner()
+
+
+def cli_runner() -> Callable[..., CliResult]:
+    """What `run_cli` gives, for a script outside pytest."""
     from kubectl_gpu.cli import cli
 
     def run(*args: str, input: str | bytes | None = None) -> CliResult:

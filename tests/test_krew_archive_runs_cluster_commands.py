@@ -19,7 +19,6 @@ import pytest
 from tests.conftest import ROOT
 from tests.fakes.cluster import NodeSpec
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.timeout(600)
 

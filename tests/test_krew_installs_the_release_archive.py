@@ -22,7 +22,6 @@ from tests.conftest import ROOT
 from tests.differential import oracle
 from tests.fakes.cluster import NodeSpec
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 KUBECTL = shutil.which("kubectl")
 GIT = shutil.which("git")

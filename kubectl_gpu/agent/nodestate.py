@@ -14,14 +14,15 @@ import datetime as dt
 import json
 from typing import Any
 
-from kubectl_gpu import cluster, documents, errors, findings, keys, validation
+from kubectl_gpu import cluster, errors, keys, validation
 from kubectl_gpu.mig import apply, stuck
 from kubectl_gpu.mig.actuators import operator_manages
 from kubectl_gpu.mig.apply import Phase, State
-from kubectl_gpu.mig.spec import MigConfigFile, MigDeviceSpec
+from kubectl_gpu.mig.spec import MigDeviceSpec
 from kubectl_gpu.mig.state import MigState
 from kubectl_gpu.sharing import deployment as deployments
 from kubectl_gpu.sharing.deployment import Deployment
+from kubectl_gpu.validation import holders
 
 Json = dict[str, Any]
 _UNSET = object()
@@ -146,9 +147,12 @@ def read_config(
 ) -> tuple[str, tuple[MigDeviceSpec, ...]]:
     """The request key and specs of config `name` in our ConfigMap; GpuError when unusable.
 
+    The key is read as a pod mounting the ConfigMap reads its file, as NVIDIA's
+    config-manager does: under `data` as text or under `binaryData` as base64 of the file.
     The text passes exactly the checks of `kubectl gpu validate` and `mig validate` (as a
-    mig-parted config) before anything is built from it; a rejected one raises
-    `ConfigRejected` naming the key, line and problem, and is never applied.
+    mig-parted config) and is built once, by `validation.accept_mig_config`; a rejected one
+    raises `ConfigRejected` in validation's one wording (key, line, problem, how many more,
+    the `validate` hint), and is never applied.
     """
     where = f"ConfigMap {namespace}/{keys.MIG_CONFIGMAP}"
     try:
@@ -157,34 +161,22 @@ def read_config(
         if e.status == 404:
             raise errors.GpuError(f"{where} does not exist") from e
         raise
-    text = (configmap.get("data") or {}).get(name)
-    if not isinstance(text, str):
+    held = {**(configmap.get("data") or {}), **(configmap.get("binaryData") or {})}
+    if not isinstance(held.get(name), str):
         raise errors.GpuError(f"config {name} is not in {where}")
-    request = apply.request_key(name, text)
-    file = f"{where} key {name}"
-    report = validation.validate_text(text, file, "mig-config")
-    problems = [f for f in report.findings if f.severity is findings.Severity.ERROR]
-    if problems:
-        raise ConfigRejected(_rejection(name, problems), request)
-    loaded, _ = documents.load_documents(text, file)
-    data = loaded[0].data if loaded else None
     try:
-        if not isinstance(data, dict):
-            raise errors.ConfigError("the key holds no mig-parted config (version, mig-configs)")
-        specs = MigConfigFile.from_dict(data).select(name)
+        text, _ = holders.configmap_text(configmap, where, name)
+    except errors.ConfigError as e:  # binaryData that is not a text file
+        request = apply.request_key(name, str(held[name]))
+        raise ConfigRejected(f"config {name} was not applied: {e.message}", request) from e
+    request = apply.request_key(name, text)
+    try:
+        specs = validation.accept_mig_config(text, f"{where} key {name}").config.select(name)
+    except validation.ConfigRejected as e:
+        raise ConfigRejected(f"config {name} was not applied: {e.one_line}", request) from e
     except errors.GpuError as e:
         raise ConfigRejected(f"config {name} in {where} is unusable: {e.message}", request) from e
     return request, specs
-
-
-def _rejection(name: str, problems: list[findings.Finding]) -> str:
-    first = problems[0]
-    line = f" line {first.line}" if first.line else ""
-    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-    return (
-        f"config {name} was not applied: {first.file}{line}, at {first.pointer}: "
-        f"{first.message}{more}; kubectl gpu validate lists every problem and its fix"
-    )
 
 
 def deployment(api: cluster.Api) -> Deployment | None:

@@ -9,13 +9,17 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from kubectl_gpu import documents
 from kubectl_gpu.cli import render
-from kubectl_gpu.errors import ConfigError, InputError, printable
+from kubectl_gpu.errors import InputError, printable
+from kubectl_gpu.findings import Finding
+
+if TYPE_CHECKING:
+    from kubectl_gpu.validation import AcceptedMigConfig
 
 MAX_INPUT_BYTES = 4 * 1024 * 1024  # a ConfigMap holds at most 1 MiB; leave room for comments
 STDIN = "-"
@@ -103,43 +107,18 @@ _KINDS = {
 }
 
 
-def load_mig_config(filename: str) -> tuple[str, dict[str, Any]]:
-    """Read a mig-parted config strictly: every error is printed on stderr and the first
-    one is in the raised `ConfigError`; returns (display name, parsed document). A ConfigMap
+def load_mig_config(filename: str) -> tuple[str, AcceptedMigConfig]:
+    """Read a mig-parted config strictly, through validation's one gate: every error is
+    printed on stderr and the rejection (the first, how many more, the `validate` hint) is
+    raised; returns (display name, the accepted config: plain data and typed). A ConfigMap
     holding it (the GPU Operator's custom MIG config) gives its `config.yaml` key."""
-    from kubectl_gpu import keys, validation
+    from kubectl_gpu import validation
 
     name, text = read_text(filename)
-    docs, _ = documents.load_documents(text, name)
-    data = docs[0].data if docs else None
-    holder = data if isinstance(data, dict) and data.get("kind") == "ConfigMap" else None
-    kind = validation.AUTO if holder is not None else "mig-config"
-    report = validation.validate_text(text, name, kind)
-    errors = [f for f in report.findings if f.severity.value == "error"]
-    if errors:
-        for finding in errors:
-            click.echo(render.format_finding(finding), err=True)
-        where = ":".join(str(p) for p in (errors[0].file, errors[0].line) if p)
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise ConfigError(
-            f"{name} is not a valid mig-parted config: {where}: {errors[0].message}{more}",
-            hint=f"kubectl gpu validate -f {name} lists every problem and how to fix it",
-            findings=tuple(errors),
-        )
-    if holder is not None:
-        values = holder.get("data") or {}
-        key = keys.MIG_PARTED_CONFIG_KEY if keys.MIG_PARTED_CONFIG_KEY in values else None
-        if key is None and len(values) == 1:
-            key = next(iter(values))
-        if key is None:
-            raise ConfigError(
-                f"{name}: the ConfigMap has no key {keys.MIG_PARTED_CONFIG_KEY} "
-                f"(keys: {', '.join(map(str, values)) or 'none'})",
-                hint=f"the GPU Operator's MIG manager reads {keys.MIG_PARTED_CONFIG_KEY}: "
-                "put the mig-parted config there",
-            )
-        inner, _ = documents.load_documents(str(values[key]), f"{name}:{key}")
-        data = inner[0].data if inner else None
-    if not isinstance(data, dict) or "mig-configs" not in data:
-        raise ConfigError(f"{name} holds no mig-parted config (version: v1, mig-configs: …)")
-    return name, data
+    try:
+        return name, validation.accept_mig_config(text, name, in_configmap=True)
+    except validation.ConfigRejected as e:
+        for finding in e.findings:
+            if isinstance(finding, Finding):
+                click.echo(render.format_finding(finding), err=True)
+        raise

@@ -16,7 +16,7 @@ from typing import Any, cast
 
 import click
 
-from kubectl_gpu.cli import render
+from kubectl_gpu.cli import params, render
 from kubectl_gpu.cli.render import Column
 from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
 from kubectl_gpu.errors import GpuError, UsageError
@@ -33,14 +33,9 @@ _DEFAULT_NAMESPACE = "kubectl-gpu"
 
 
 def _dry_run_option(f: F) -> F:
-    return click.option(
-        "--dry-run",
-        type=click.Choice(["none", "client", "server"]),
-        default="none",
-        is_flag=False,
-        flag_value="client",
-        help="client: print what would change (with -o yaml|json: the manifests, offline); "
-        "server: let the API server check every object without keeping it.",
+    return params.dry_run_option(
+        "client: print what would change (with -o yaml|json: the manifests, offline); "
+        "server: let the API server check every object without keeping it."
     )(f)
 
 

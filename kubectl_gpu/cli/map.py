@@ -1,12 +1,13 @@
 """`kubectl gpu map`: which pod and container hold which GPU, MIG device and replica.
 
-Owns the command line of `map` and its table columns. From the cluster (the default) it asks
-`workflows.map` for every node's GPUNodeReport (written by the node agent) and the DRA claims,
-and renders the rows with each report's age; nodes without a report and the reports' findings
-go to stderr. Offline (`--checkpoint`) it reads a copy of one node's kubelet checkpoint (and
-optionally a pod list), hands them to `gpumap.join`, and renders the rows. Imports only click
-and light modules at module level: `map --help` and the offline map never load `kubernetes`
-or `grpc` (the cluster path imports `kubectl_gpu.cluster` inside its function).
+Owns the command line of `map` (its table columns are `cli.mapcolumns`). From the cluster
+(the default) it asks `workflows.map` for every node's GPUNodeReport (written by the node
+agent) and the DRA claims, and renders the rows with each report's age; nodes without a
+report and the reports' findings go to stderr. Offline (`--checkpoint`) it reads a copy of
+one node's kubelet checkpoint (and optionally a pod list), hands them to `gpumap.join`, and
+renders the rows. Imports only click and light modules at module level: `map --help` and the
+offline map never load `kubernetes` or `grpc` (the cluster path imports `kubectl_gpu.cluster`
+inside its function).
 """
 
 from __future__ import annotations
@@ -14,28 +15,23 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
-import functools
 import gc
 import json
 import logging
-import operator
-import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from kubectl_gpu.cli import inputs, render
-from kubectl_gpu.cli.render import Column
+from kubectl_gpu.cli import inputs, mapcolumns, render
 from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
 from kubectl_gpu.errors import GpuError, InputError, KubeletError, UsageError, printable
 from kubectl_gpu.findings import Finding
 from kubectl_gpu.gpumap import allocations, join
 from kubectl_gpu.gpumap.clustermap import MapRow
 from kubectl_gpu.gpumap.join import Row
-from kubectl_gpu.gpumap.rows import device_text
 
 if TYPE_CHECKING:
     from kubectl_gpu.gpumap.clustermap import ClusterMap
@@ -46,7 +42,6 @@ log = logging.getLogger(__name__)
 MAP_KIND = "GPUMap"  # -o json: {apiVersion, kind, items: [rows]} (schemas/map-rows.v1.json)
 MAX_PODS_BYTES = 256 * 1024 * 1024  # `kubectl get pods -A -o json` of about 500,000 pods
 STDIN = "-"
-_UUID = re.compile(r"([0-9a-fA-F]{8})-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,7 +162,7 @@ def _map_checkpoint(request: MapRequest, settings: Settings) -> None:
     document = None
     if render.is_data(settings.output):  # 100,000 dicts a table does not print: 0.5 s
         document = render.list_document(MAP_KIND, [row.to_dict() for row in rows])
-    render.emit_table(rows, columns(settings.output), settings.output, document)
+    render.emit_table(rows, mapcolumns.columns(settings.output), settings.output, document)
 
 
 def _check(request: MapRequest, settings: Settings) -> None:
@@ -273,7 +268,9 @@ def _map_cluster(request: MapRequest, settings: Settings) -> None:
         _emit_tree(rows, result.free() if _unfiltered(request, settings) else ())
     else:
         document = render.list_document(MAP_KIND, [row.to_dict() for row in rows])
-        render.emit_table(rows, cluster_columns(settings.output), settings.output, document)
+        render.emit_table(
+            rows, mapcolumns.cluster_columns(settings.output), settings.output, document
+        )
     absent = [m.node for m in result.missing if m.reason == NO_NODE]
     if absent:  # as `kubectl get nodes NOSUCH`: the others are shown, the command fails
         raise GpuError(
@@ -323,127 +320,3 @@ def _wanted(row: Row, request: MapRequest, settings: Settings) -> bool:
 
 def _pod_names(row: Row) -> tuple[str | None, ...]:
     return (row.pod, row.pod_uid, f"{row.namespace}/{row.pod}")
-
-
-# --- the table -----------------------------------------------------------------------------------
-
-
-def columns(output: str) -> list[Column]:
-    """The table's columns; `table` shortens UUIDs to their first 8 digits, `wide` does not.
-
-    The default ones answer "which pod has which physical GPU": node, GPU index and UUID,
-    the part of it held (DEVICE) and the pod; with realistic names (EKS node names,
-    Deployment pod names) they fit a 120-column terminal. `-o wide` adds the plane, model,
-    MIG UUID, profile, placement, instances, device ID, resource, replica, container and
-    the DRA columns."""
-    shown: Callable[[str | None], str | None]
-    shown = _full if output == "wide" else _Abbreviated()
-    field = operator.attrgetter  # per cell, a third of a lambda's cost (100,000 rows)
-    return [
-        Column("NODE", field("node")),
-        Column("PLANE", field("plane"), wide_only=True),
-        Column("GPU", field("gpu_index")),
-        Column("MODEL", field("gpu_model"), wide_only=True),
-        Column("UUID", lambda r: shown(r.gpu_uuid)),
-        Column("DEVICE", device_text),
-        Column("MIG", lambda r: shown(r.mig_uuid), wide_only=True),
-        Column("PROFILE", field("mig_profile"), wide_only=True),
-        Column("GI/CI", _instances, wide_only=True),
-        Column("DEVICE-ID", lambda r: shown(r.device_id), wide_only=True),
-        Column("RESOURCE", field("resource"), wide_only=True),
-        Column("REPLICA", field("replica"), wide_only=True),
-        Column("POD", _pod),
-        Column("CONTAINER", field("container"), wide_only=True),
-        Column("SHARING", lambda r: r.sharing, wide_only=True),
-        Column("SHARE", lambda r: _share(r, shown), wide_only=True),
-        Column("COUNTERS", lambda r: r.counters, wide_only=True),
-        Column("SOURCE", lambda r: r.source, wide_only=True),
-    ]
-
-
-def cluster_columns(output: str) -> list[Column]:
-    """The offline columns read through a `MapRow`, plus the MIG device's placement (the
-    agent reads it from NVML) and the age of the node's report."""
-    found = []
-    for c in columns(output):
-        found.append(Column(c.header, _through_row(c.value), c.wide_only))
-        if c.header == "PROFILE":
-            found.append(Column("PLACEMENT", lambda r: r.placement_text, wide_only=True))
-    return [*found, Column("AGE", lambda r: human_duration(r.age_seconds))]
-
-
-def _through_row(value: Callable[[Row], Any]) -> Callable[[MapRow], Any]:
-    return lambda r: value(r.row)
-
-
-def human_duration(seconds: float | None) -> str | None:
-    """An age as kubectl prints one: `45s`, `5m30s`, `3h`, `2d4h` (apimachinery HumanDuration)."""
-    if seconds is None:
-        return None
-    s = int(seconds)
-    minutes, hours, days = s // 60, s // 3600, s // 86400
-    if s < 120:
-        return f"{s}s"
-    if minutes < 10:
-        return f"{minutes}m{s % 60}s" if s % 60 else f"{minutes}m"
-    if minutes < 180:
-        return f"{minutes}m"
-    if hours < 8:
-        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 192:
-        return f"{days}d{hours % 24}h" if hours % 24 else f"{days}d"
-    if days < 730:
-        return f"{days}d"
-    years = days // 365
-    return f"{years}y{days % 365}d" if years < 8 and days % 365 else f"{years}y"
-
-
-def abbreviate(text: str | None) -> str | None:
-    """`GPU-11ba558d-3437-…` → `GPU-11ba558d`, inside any ID (`…::2`, `MIG-GPU-…/1/0`)."""
-    return None if text is None or "-" not in text else _UUID.sub(_first_group, text)
-
-
-class _Abbreviated:
-    """`abbreviate`, each UUID shortened once: a GPU's UUID is on many rows, and a replica's
-    device ID is its GPU's and `::N` (100,000 regex substitutions took 0.5 s)."""
-
-    def __init__(self) -> None:
-        self._short = functools.lru_cache(maxsize=4096)(abbreviate)
-
-    def __call__(self, text: str | None) -> str | None:
-        if text is None or "-" not in text:
-            return None
-        head, separator, tail = text.rpartition("::")
-        if not separator:
-            return self._short(text)
-        return self._part(head) + separator + self._part(tail)
-
-    def _part(self, text: str) -> str:
-        return (self._short(text) or text) if "-" in text else text
-
-
-def _first_group(match: re.Match[str]) -> str:
-    return match.group(1)  # a function: re's template expansion costs 3x more per row
-
-
-def _full(text: str | None) -> str | None:
-    return text
-
-
-def _share(row: Row, shown: Callable[[str | None], str | None]) -> str | None:
-    """A DRA share of a device and what it consumes: `a1b2c3d4 memory=10Gi`."""
-    if row.share_id is None:
-        return None
-    return " ".join(p for p in (shown(row.share_id), row.consumed) if p)
-
-
-def _instances(row: Row) -> str | None:
-    if row.gpu_instance is None:
-        return None
-    return "/".join(str(i) for i in (row.gpu_instance, row.compute_instance) if i is not None)
-
-
-def _pod(row: Row) -> str | None:
-    return f"{row.namespace}/{row.pod}" if row.pod is not None else row.pod_uid

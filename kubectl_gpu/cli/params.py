@@ -1,16 +1,19 @@
-"""click parameter types shared by commands: kubectl-style values.
+"""click parameter types and options shared by commands: kubectl-style values.
 
-Owns the parsing of option values users type the way kubectl takes them. Must not
+Owns the parsing of option values users type the way kubectl takes them, and the options
+more than one command takes (`--stuck-after`, `--dry-run`). Must not
 read files or talk to a cluster.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
+F = TypeVar("F", bound=Callable[..., Any])
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -40,3 +43,16 @@ stuck_after_option = click.option(
     show_default=True,
     help="A change pending longer than this counts as stuck.",
 )
+
+
+def dry_run_option(meaning: str) -> Callable[[F], F]:
+    """kubectl's `--dry-run[=none|client|server]` (a bare `--dry-run` is `client`), defined
+    once for every command that writes; `meaning` says what it does for that command."""
+    return click.option(
+        "--dry-run",
+        type=click.Choice(["none", "client", "server"]),
+        default="none",
+        is_flag=False,
+        flag_value="client",
+        help=meaning,
+    )

@@ -19,8 +19,8 @@ from kubectl_gpu.cli import settings
 from kubectl_gpu.cli.settings import JSONPATH
 from kubectl_gpu.errors import UsageError, printable
 from kubectl_gpu.findings import Finding, Severity
+from kubectl_gpu.keys import API_VERSION as API_VERSION  # one definition, in keys
 
-API_VERSION = "kubectl-gpu.io/v1"
 _COLOURS = {Severity.ERROR: "red", Severity.WARNING: "yellow"}
 
 

@@ -312,7 +312,7 @@ def _emit_idle(rows: list[IdleRow], output: str) -> None:
 
 def idle_columns() -> list[Column]:
     """`--idle`'s columns."""
-    from kubectl_gpu.cli.map import human_duration
+    from kubectl_gpu.cli import durations
 
     return [
         Column("NODE", lambda r: r.node),
@@ -326,7 +326,7 @@ def idle_columns() -> list[Column]:
             ),
         ),
         Column("CONTAINER", lambda r: r.idle.holder.container),
-        Column("IDLE-FOR", lambda r: human_duration(r.idle.covered)),
+        Column("IDLE-FOR", lambda r: durations.human(r.idle.covered)),
         Column("SAMPLES", lambda r: r.idle.samples),
         Column("NOTE", lambda r: None if r.idle.sm_known else "MIG: no SM figure; held no memory"),
     ]

@@ -29,10 +29,10 @@ from kubectl_gpu.gpumap.allocations import (
     Source,
 )
 from kubectl_gpu.gpumap.join import NodeSources, Row
+from kubectl_gpu.keys import API_VERSION as API_VERSION  # one definition, in keys
 
 T = TypeVar("T")
 
-API_VERSION = "kubectl-gpu.io/v1"
 KIND = "GPUNodeReport"
 MIG_ENABLED, MIG_DISABLED = "enabled", "disabled"
 

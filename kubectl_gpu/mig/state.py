@@ -1,6 +1,6 @@
 """A node's live MIG state, as NVML reports it: GPUs, their MIG mode, GPU and compute instances.
 
-Owns the frozen values the node agent reads through NVML (`nvml.py`) and `plan.make`
+Owns the frozen values the node agent reads through NVML (`nvml/`) and `plan.make`
 compares with a desired config. Profile names are as mig-parted names the instances it reads
 back: `3g.40gb` for a GPU instance, and for a compute instance the MIG device's name (`3g.40gb`
 when it spans its GPU instance, `1c.3g.40gb` when smaller). Placements are in memory slices.

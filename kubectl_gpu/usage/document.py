@@ -16,9 +16,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from kubectl_gpu.keys import API_VERSION as API_VERSION  # one definition, in keys
 from kubectl_gpu.usage.readings import GpuReading, MigReading, ProcessReading
 
-API_VERSION = "kubectl-gpu.io/v1"
 KIND = "GPUUsage"
 MAX_GPUS = 64
 MAX_MIG_DEVICES = 64  # per GPU; an H100 has at most 7

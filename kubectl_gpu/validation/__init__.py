@@ -7,18 +7,22 @@ then the domain's semantic rules. Data flows one way: read, check on plain data 
 with JSON paths), then place every finding in the file (line, column) once, at the end.
 Must not render anything or read files: it takes text.
 
-This module is the public face; the nouns live beside it: `kinds` (detection and the table
-of kinds), `configs` (one config document), `holders` (ConfigMaps, Helm values, Lists),
-`reports` (what is said about an input).
+This module is the public face, and the one gate for a config the product acts on (`check`,
+`accept_mig_config`: the text read once, checked as `validate` checks it, and handed back as
+plain or typed data, or refused in one wording, `ConfigRejected`); the nouns live beside it:
+`kinds` (detection and the table of kinds), `configs` (one config document), `holders`
+(ConfigMaps, Helm values, Lists, and opening a ConfigMap that holds a config), `reports`
+(what is said about an input).
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from kubectl_gpu import documents, findings
+from kubectl_gpu import documents, findings, keys
 from kubectl_gpu.documents import Document, Unplaced
 from kubectl_gpu.findings import Finding
+from kubectl_gpu.mig.spec import MigConfigFile
 from kubectl_gpu.validation import holders
 from kubectl_gpu.validation.configs import (
     before,
@@ -39,11 +43,23 @@ from kubectl_gpu.validation.kinds import (
     file_kind,
     with_dra,
 )
-from kubectl_gpu.validation.reports import DocumentReport, FileReport
+from kubectl_gpu.validation.reports import (
+    AcceptedMigConfig,
+    Checked,
+    ConfigRejected,
+    DocumentReport,
+    FileReport,
+)
+
+MIG_CONFIG = "mig-config"
 
 __all__ = [
     "AUTO",
     "CONFIGMAP",
+    "MIG_CONFIG",
+    "AcceptedMigConfig",
+    "Checked",
+    "ConfigRejected",
     "DRA",
     "HELM_VALUES",
     "KINDS",
@@ -52,6 +68,8 @@ __all__ = [
     "FileReport",
     "Kind",
     "detect",
+    "accept_mig_config",
+    "check",
     "unreadable",
     "validate_text",
 ]
@@ -59,7 +77,20 @@ __all__ = [
 
 def validate_text(text: str, file: str, kind: str = AUTO) -> FileReport:
     """Validate every YAML document in `text`, read from `file` (a name for messages only)."""
+    return check(text, file, kind).report
+
+
+def check(text: str, file: str, kind: str = AUTO) -> Checked:
+    """The one gate for a config the product acts on: `text` read once and checked exactly as
+    `kubectl gpu validate` checks it, with its plain data; `Checked.accepted()` gives the data
+    or raises the one-wording `ConfigRejected`."""
     docs, found = documents.read(text, file)
+    data = docs[0].data if docs else None
+    readable = (
+        len(docs) <= 1
+        and not any(f.severity is findings.Severity.ERROR for _, f in found)
+        and (data is None or isinstance(data, dict))
+    )
     kinds = with_dra(docs)
     first_kind = file_kind(docs, kind)
     beside = any(detect(d.data) in (CONFIGMAP, LIST, DRA) for d in docs)
@@ -87,7 +118,22 @@ def validate_text(text: str, file: str, kind: str = AUTO) -> FileReport:
         found = unread_syntax(docs, found, KINDS[reports[0].kind])
     placed = _without_echoes(documents.place_all(found))
     ordered = sorted(placed, key=lambda f: (f.line or 0, f.column or 0, f.pointer))
-    return FileReport(file, tuple(reports), tuple(ordered))
+    whole = FileReport(file, tuple(reports), tuple(ordered))
+    return Checked(data if readable else None, readable, whole)
+
+
+def accept_mig_config(text: str, file: str, *, in_configmap: bool = False) -> AcceptedMigConfig:
+    """A mig-parted config as the agent and `mig apply` act on it: checked as `kubectl gpu
+    validate --kind mig-config` checks it, then built once; `ConfigRejected` otherwise. With
+    `in_configmap`, a ConfigMap holding one (the GPU Operator's custom MIG config) is checked
+    as a ConfigMap and opened first (`holders.configmap_text`)."""
+    checked = check(text, file, MIG_CONFIG)
+    if in_configmap and checked.readable and holders.is_configmap(checked.data):
+        held = check(text, file, CONFIGMAP).accepted()  # the ConfigMap as validate checks it
+        inner, file = holders.configmap_text(held, file, keys.MIG_PARTED_CONFIG_KEY)
+        checked = check(inner, file, MIG_CONFIG)
+    data = checked.accepted()
+    return AcceptedMigConfig(file, data, MigConfigFile.from_dict(data))
 
 
 def _without_echoes(found: list[Finding]) -> list[Finding]:

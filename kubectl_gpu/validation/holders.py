@@ -16,6 +16,7 @@ from typing import Any
 
 from kubectl_gpu import documents, findings, schema
 from kubectl_gpu.documents import Document, Unplaced
+from kubectl_gpu.errors import ConfigError
 from kubectl_gpu.findings import Finding, Path
 from kubectl_gpu.validation.configs import (
     about,
@@ -275,3 +276,31 @@ def _check_selectable_key(path: Path) -> list[Finding]:
         + (re.sub(r"[^A-Za-z0-9_.-]", "-", key).strip("-._")[:63] or "default"),
     )
     return [dataclasses.replace(problem, at_key=True)]
+
+
+def is_configmap(data: Any) -> bool:
+    """Whether a document is a ConfigMap (one that may hold a config under a key)."""
+    return isinstance(data, dict) and detect(data) == CONFIGMAP
+
+
+def configmap_text(configmap: dict[str, Any], file: str, preferred: str) -> tuple[str, str]:
+    """(text, where) of the config a ConfigMap holds, as a pod that mounts it reads the file:
+    key `preferred` (the GPU Operator's MIG manager reads `config.yaml`), or the only key;
+    under `data` as text, or under `binaryData` as base64 of the file. ConfigError when no
+    key can be chosen or a binaryData value is not a text file."""
+    data: dict[str, Any] = configmap.get("data") or {}
+    binary: dict[str, Any] = configmap.get("binaryData") or {}  # a valid ConfigMap: mappings
+    held = [*data, *binary]
+    key = preferred if preferred in held else (held[0] if len(held) == 1 else None)
+    if key is None:
+        raise ConfigError(
+            f"{file}: the ConfigMap has no key {preferred} (keys: {', '.join(held) or 'none'})",
+            hint=f"the GPU Operator's MIG manager reads {preferred}: put the config there",
+        )
+    where = f"{file}:{key}"
+    if key in data:
+        return str(data[key]), where
+    text, problem = _binary_text(("binaryData", key), binary[key])
+    if problem is not None:
+        raise ConfigError(f"{where}: {problem.message}", hint=problem.hint)
+    return text, where

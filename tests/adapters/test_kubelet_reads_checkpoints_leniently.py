@@ -16,7 +16,6 @@ from kubectl_gpu.gpumap.allocations import DeviceSpec, Mount, Source
 from tests.conftest import DATA
 from tests.fakes import kubelet as stand_in
 from tests.fakes.kubelet import Allocatable, Container, Devices, FakeKubelet, Pod
-from tests.fakes.kubelet_fixture import fake_kubelet as fake_kubelet
 
 CHECKPOINTS = DATA / "checkpoints"
 MINIKUBE_GPU = "GPU-11ba558d-3437-2335-2fd8-a78c8502f87f"

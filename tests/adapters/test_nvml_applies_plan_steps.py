@@ -1,4 +1,4 @@
-"""nvml.py against the NVML stand-in: live state, explicit placements, errors with NVML's name."""
+"""kubectl_gpu.nvml against the NVML stand-in: live state, explicit placements, NVML error names."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from kubectl_gpu.mig import plan
 from kubectl_gpu.mig.spec import MigConfigFile
 from tests.fakes.libnvml import Gpu
 from tests.fakes.libnvml.fixture import MakeFakeNvml
-from tests.fakes.libnvml.fixture import fake_nvml as fake_nvml
 
 BALANCED = {
     "version": "v1",

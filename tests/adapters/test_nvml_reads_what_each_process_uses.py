@@ -11,7 +11,6 @@ import pynvml
 from kubectl_gpu import nvml
 from kubectl_gpu.usage import readings
 from tests.fakes.libnvml.fixture import MakeFakeNvml
-from tests.fakes.libnvml.fixture import fake_nvml as fake_nvml  # noqa: F401 (fixture)
 
 MIB = 2**20
 

@@ -1,214 +1,33 @@
-"""Fixtures for the node agent's tests: a simulated cluster, our MIG ConfigMap, one agent pass,
-and `node_nvml`: a node's GPUs served to the test's pynvml by the simulated nodes' C library,
-libnvidia-ml.so.1 (docs/simulated-nvml.md), as the agent's own process would be."""
+"""Fixtures only the agent's own tests use: `usage_node` (one H100 node's NVML, /proc and
+kubelet stand-in, in the test's process) and `served` (the agent's `/v1/usage` server over
+it, on loopback). The agent fixtures other folders use are in tests/agent/fixtures.py."""
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import logging
-import subprocess
-import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from kubectl_gpu import agent as agent_main
-from kubectl_gpu import cluster as api_client
-from kubectl_gpu import errors, keys
-from kubectl_gpu.agent import reconcile
-from kubectl_gpu.mig.apply import Start
-from kubectl_gpu.workflows.waiting import Timing
-from tests.controlplane.plane import ControlPlane
-from tests.fakes.cluster import SimCluster
-from tests.fakes.cluster import manifests as m
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (the real plane)
-from tests.fakes.libnvml.clib import served_by_c
-from tests.fakes.libnvml.driver import lay_out
-from tests.fakes.libnvml.library import FakeLibNvml
-from tests.fakes.node.agent import spawn
-from tests.gpumap.test_report_crd_matches_the_schema import crd
-
-FAST = Timing(poll=0.05, first_poll=0.01)
-
-
-@pytest.fixture(autouse=True)
-def _agent_logging_stays_in_its_test() -> Iterator[None]:
-    """`kubectl_gpu.agent.main` configures logging for its own process (basicConfig, a quieter
-    checkpoint reader); in-process it would leak into later CLI tests (`-v 1` then hides the
-    checkpoint reader's notes). Restore what it changes."""
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    kubelet_level = logging.getLogger("kubectl_gpu.kubelet").level
-    yield
-    root.handlers[:], root.level = handlers, level
-    logging.getLogger("kubectl_gpu.kubelet").setLevel(kubelet_level)
-
-
-def mig_doc(**configs: dict[str, int] | None) -> dict[str, Any]:
-    """A mig-parted file: name → mig-devices (None: MIG disabled)."""
-    return {
-        "version": "v1",
-        "mig-configs": {
-            name.replace("_", "-"): [
-                {"devices": "all", "mig-enabled": devices is not None, "mig-devices": devices or {}}
-                if devices is not None
-                else {"devices": "all", "mig-enabled": False}
-            ]
-            for name, devices in configs.items()
-        },
-    }
-
-
-def store_config(cluster: SimCluster, name: str, devices: dict[str, int] | None) -> None:
-    """Put config `name` into our ConfigMap as the CLI does (one key per name)."""
-    store_text(cluster, name, json.dumps(mig_doc(**{name.replace("-", "_"): devices}), indent=2))
-
-
-def store_text(cluster: SimCluster, name: str, text: str) -> None:
-    """Put `text` into our ConfigMap under key `name`, as anyone with write access could."""
-    try:
-        cluster.store.create(m.namespace(keys.NAMESPACE))
-    except Exception:  # noqa: BLE001 (already there)
-        pass
-    try:
-        cluster.store.get("configmaps", keys.MIG_CONFIGMAP, keys.NAMESPACE)
-    except Exception:  # noqa: BLE001
-        cluster.store.create(m.configmap(keys.MIG_CONFIGMAP, keys.NAMESPACE, {name: text}))
-        return
-    cluster.store.patch(
-        "configmaps", keys.MIG_CONFIGMAP, {"data": {name: text}}, namespace=keys.NAMESPACE
-    )
-
-
-def ask(cluster: SimCluster, node: str, name: str, **annotations: str) -> None:
-    """Set the desired label (and annotations) on a node."""
-    body = {"metadata": {"labels": {keys.MIG_DESIRED_LABEL: name}, "annotations": annotations}}
-    cluster.store.patch("nodes", node, body)
-
-
-def labels(cluster: SimCluster, node: str) -> dict[str, str]:
-    return dict(cluster.store.get("nodes", node)["metadata"].get("labels") or {})
-
-
-def notes(cluster: SimCluster, node: str) -> dict[str, str]:
-    return dict(cluster.store.get("nodes", node)["metadata"].get("annotations") or {})
-
-
-Agent = Callable[..., Start]
-
-
-def node_nvml(cluster: SimCluster, node: str) -> AbstractContextManager[FakeLibNvml]:
-    """`node`'s GPUs served to pynvml in this process by the node's libnvidia-ml.so.1 (its
-    driver root made here when the cluster runs no node side); the test hooks of
-    `cluster.nvml(node)` (processes, resets, a lost driver) reach the library through the
-    node's state file."""
-    sim = cluster.nodes[node]
-    if sim.state_file is None:
-        sim.share_state(lay_out(cluster.kubeconfig.parent / "nodes" / node / "driver").state)
-    assert sim.state_file is not None
-    return served_by_c(sim.nvml, sim.state_file)
+from kubectl_gpu.agent import usageserver
+from tests.agent.usagenode import UsageNode
+from tests.fakes import libnvml
+from tests.fakes.kubelet import FakeKubelet
 
 
 @pytest.fixture
-def agent() -> Agent:
-    """`agent(cluster, node, timeout=…, reset=…, socket=…)`: one reconcile pass on `node`."""
-
-    def run(
-        cluster: SimCluster,
-        node: str,
-        *,
-        timeout: float = 5.0,
-        reset: Any = None,
-        socket: Path | None = None,
-    ) -> Start:
-        api = api_client.connect(str(cluster.kubeconfig))
-        options = reconcile.Options(node, timeout=timeout, reset=reset, kubelet_socket=socket)
-        with node_nvml(cluster, node):
-            start = reconcile.reconcile(api, options, FAST)
-        cluster.settle()
-        return start
-
-    return run
-
-
-@dataclasses.dataclass(frozen=True)
-class Fleet:
-    """GPU nodes with the real agent running on each, on the real kube-apiserver: all a test
-    may use (the API, each agent's requests as the server's audit log counts them)."""
-
-    kubeconfig: Path  # the test's own credentials (not the agents')
-    nodes: tuple[str, ...]
-    resync: float  # the agents' --resync, longer than any test waits
-    requests: Callable[[str], list[str]]  # "VERB path?query" the agent of a node sent so far
-
-
-FLEET_RESYNC = 3600.0
+def usage_node(tmp_path: Path, fake_kubelet: FakeKubelet) -> Iterator[UsageNode]:
+    lib = libnvml.FakeLibNvml(["H100-SXM5-80GB"])
+    with libnvml.installed(lib):
+        yield UsageNode(lib, tmp_path / "proc", fake_kubelet)
 
 
 @pytest.fixture
-def agent_fleet(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Fleet]:
-    """Three L4 nodes whose agents run as their own processes, the GPUNodeReport CRD
-    installed; requests are counted at the real kube-apiserver by user agent (its audit log)."""
-    yield from _real_fleet(control_plane, tmp_path)
-
-
-def _real_fleet(plane: ControlPlane, tmp_path: Path) -> Iterator[Fleet]:
-    """KWOK nodes on the real control plane, each with the real agent as a process of its
-    own (the NVML stand-in behind it, as on a simulated node)."""
-    api = api_client.connect(str(plane.kubeconfig))
-    nodes = tuple(f"fleet-gpu-{i}" for i in range(1, 4))
-    _create(api, "customresourcedefinitions", crd())
-    _create(api, "namespaces", m.namespace(keys.NAMESPACE))
-    for node in nodes:
-        labels = {"nvidia.com/gpu.present": "true"}
-        _create(api, "nodes", {"apiVersion": "v1", "kind": "Node",
-                               "metadata": {"name": node, "labels": labels}})  # fmt: skip
-    _established(api, "gpunodereports.kubectl-gpu.io")
-    agents = [
-        spawn(plane.kubeconfig, node, i, tmp_path / node, "--interval", "0.5",
-              "--resync", str(FLEET_RESYNC))
-        for i, node in enumerate(nodes)
-    ]  # fmt: skip
+def served(usage_node: UsageNode) -> Iterator[usageserver.UsageServer]:
+    server = usageserver.UsageServer(("127.0.0.1", 0), usage_node.reader())
+    server.serve_in_background()
     try:
-        yield Fleet(
-            plane.kubeconfig,
-            nodes,
-            FLEET_RESYNC,
-            lambda n: plane.requests(agent_main.user_agent(n)),
-        )
+        yield server
     finally:
-        for process in agents:
-            process.terminate()
-        for process in agents:
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-        # the plane as new for the next test (the report CRD, our namespace, the nodes):
-        # a simulated cluster's next `reportbuilders.install` would meet the CRD otherwise
-        from tests.fakes.cluster import sharedplane
-
-        sharedplane.reset()
-
-
-def _create(api: api_client.Api, resource: str, body: dict[str, Any]) -> None:
-    try:
-        api.create(api_client.path(resource), body)
-    except errors.ClusterError as e:
-        if e.status != 409:
-            raise
-
-
-def _established(api: api_client.Api, name: str) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        found = api.get(api_client.path("customresourcedefinitions", name))
-        conditions = (found.get("status") or {}).get("conditions") or []
-        if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"the CRD {name} was never established")
+        server.shutdown()
+        server.server_close()

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from kubectl_gpu import keys
 from kubectl_gpu.mig.apply import Start
-from tests.agent.conftest import Agent, ask, labels, notes, store_config
+from tests.agent.fixtures import Agent, ask, labels, notes, store_config
 from tests.cli import clirequests
 from tests.fakes.cluster import layouts
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 BALANCED = {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}
 WRITES = ("create", "update", "patch", "delete", "deletecollection")

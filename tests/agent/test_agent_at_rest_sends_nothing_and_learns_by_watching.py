@@ -14,7 +14,7 @@ import pytest
 
 from kubectl_gpu import cluster, keys
 from kubectl_gpu.errors import ClusterError
-from tests.agent.conftest import Fleet
+from tests.agent.fixtures import Fleet
 from tests.conftest import eventually as retried
 
 DISABLED = "version: v1\nmig-configs:\n  all-disabled:\n  - devices: all\n    mig-enabled: false\n"

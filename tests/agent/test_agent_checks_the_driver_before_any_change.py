@@ -9,10 +9,9 @@ paused and MIG mode switched on: the node was left changed by a config it could 
 from __future__ import annotations
 
 from kubectl_gpu import keys
-from tests.agent.conftest import Agent, ask, labels, notes, store_config
+from tests.agent.fixtures import Agent, ask, labels, notes, store_config
 from tests.fakes.cluster import layouts
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 
 def test_a_profile_the_driver_does_not_offer_is_refused_before_mig_mode_changes(

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from kubectl_gpu import errors, keys, validation
 from kubectl_gpu.mig.spec import MigConfigFile
-from tests.agent.conftest import Agent, store_text
+from tests.agent.fixtures import Agent, store_text
 from tests.fakes.cluster import SimCluster, layouts
 from tests.fakes.cluster.fixture import MakeSimCluster
 

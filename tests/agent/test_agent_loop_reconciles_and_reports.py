@@ -9,12 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from kubectl_gpu import agent, cluster, keys
-from tests.agent.conftest import node_nvml
+from tests.agent.fixtures import node_nvml
 from tests.fakes.cluster import NodeSpec
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.fakes.kubelet import FakeKubelet
-from tests.fakes.kubelet_fixture import fake_kubelet as fake_kubelet
 from tests.gpumap import reportbuilders
 
 

@@ -11,14 +11,12 @@ from collections.abc import Callable
 
 from kubectl_gpu import cluster
 from kubectl_gpu.agent import reporting
-from tests.agent.conftest import node_nvml
+from tests.agent.fixtures import node_nvml
 from tests.cli import clirequests
 from tests.conftest import CliResult
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.fakes.kubelet import FakeKubelet
-from tests.fakes.kubelet_fixture import fake_kubelet as fake_kubelet
 from tests.gpumap import reportbuilders
 
 Run = Callable[..., CliResult]

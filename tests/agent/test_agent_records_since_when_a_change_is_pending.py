@@ -9,10 +9,9 @@ from typing import Any
 
 from kubectl_gpu import keys
 from kubectl_gpu.mig import stuck
-from tests.agent.conftest import Agent, ask, notes, store_config
+from tests.agent.fixtures import Agent, ask, notes, store_config
 from tests.fakes.cluster import layouts
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 SINCE = keys.MIG_PENDING_SINCE_ANNOTATION
 

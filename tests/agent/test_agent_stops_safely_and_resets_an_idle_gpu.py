@@ -16,14 +16,12 @@ import pytest
 from kubectl_gpu import agent, bundle, keys
 from kubectl_gpu import cluster as api_client
 from kubectl_gpu.agent import lifecycle
-from tests.agent.conftest import Agent, ask, labels, node_nvml, notes, store_config
+from tests.agent.fixtures import Agent, ask, labels, node_nvml, notes, store_config
 from tests.conftest import CliResult
 from tests.fakes import libnvml
 from tests.fakes.cluster import SimCluster, layouts
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.fakes.kubelet import FakeKubelet
-from tests.fakes.kubelet_fixture import fake_kubelet as fake_kubelet
 from tests.gpumap import reportbuilders
 
 BALANCED = {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}

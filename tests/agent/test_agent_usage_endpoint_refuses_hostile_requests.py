@@ -12,9 +12,6 @@ import pytest
 
 from kubectl_gpu.agent import usageserver
 from tests.agent.usagenode import UsageNode
-from tests.agent.usagenode import served as served  # noqa: F401 (fixture)
-from tests.agent.usagenode import usage_node as usage_node  # noqa: F401 (fixture)
-from tests.fakes.kubelet_fixture import fake_kubelet as fake_kubelet  # noqa: F401 (fixture)
 
 
 def exchange(server: usageserver.UsageServer, raw: bytes, timeout: float = 5.0) -> bytes:

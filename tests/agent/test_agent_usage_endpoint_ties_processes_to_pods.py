@@ -12,10 +12,7 @@ import pytest
 from kubectl_gpu.agent import usageserver
 from kubectl_gpu.usage import document, view
 from tests.agent.usagenode import MIB, UsageNode, systemd_cgroup, time_sliced
-from tests.agent.usagenode import served as served  # noqa: F401 (fixture)
-from tests.agent.usagenode import usage_node as usage_node  # noqa: F401 (fixture)
 from tests.conftest import ROOT
-from tests.fakes.kubelet_fixture import fake_kubelet as fake_kubelet  # noqa: F401 (fixture)
 
 UID_A = "1d2c3b4a-0000-4000-8000-00000000000a"
 UID_B = "1d2c3b4a-0000-4000-8000-00000000000b"

@@ -8,10 +8,9 @@ import json
 
 from kubectl_gpu import keys
 from kubectl_gpu.mig.apply import Start
-from tests.agent.conftest import Agent, ask, labels, notes, store_config, store_text
+from tests.agent.fixtures import Agent, ask, labels, notes, store_config, store_text
 from tests.fakes.cluster import layouts
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 
 def _store_devices(cluster: object, name: str, devices: list[int]) -> None:

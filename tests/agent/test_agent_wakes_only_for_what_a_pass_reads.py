@@ -17,11 +17,10 @@ from kubectl_gpu.agent import watches
 from tests.fakes.cluster import SimCluster
 from tests.fakes.cluster import manifests as m
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 
 @pytest.fixture
-def real(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
+def real(sim_cluster: MakeSimCluster) -> SimCluster:
     """A real cluster with nodes gpu-1 and gpu-2 (nothing simulated on them)."""
     return sim_cluster(["gpu-1", "gpu-2"])
 

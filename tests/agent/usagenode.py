@@ -4,12 +4,9 @@ cgroup files, and a kubelet stand-in holding the pods' devices (test code only).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from kubectl_gpu.agent import reporting, usagereading, usageserver
+from kubectl_gpu.agent import reporting, usagereading
 from tests.fakes import libnvml
 from tests.fakes.kubelet import Allocatable, Container, Devices, FakeKubelet, Pod
 
@@ -63,21 +60,3 @@ def time_sliced(kubelet: FakeKubelet, gpu_uuid: str, pods: dict[str, tuple[str, 
         Allocatable((Devices(resource, tuple(f"{gpu_uuid}::{i}" for i in range(4))),))
     )
     kubelet.write_checkpoint()
-
-
-@pytest.fixture
-def usage_node(tmp_path: Path, fake_kubelet: FakeKubelet) -> Iterator[UsageNode]:
-    lib = libnvml.FakeLibNvml(["H100-SXM5-80GB"])
-    with libnvml.installed(lib):
-        yield UsageNode(lib, tmp_path / "proc", fake_kubelet)
-
-
-@pytest.fixture
-def served(usage_node: UsageNode) -> Iterator[usageserver.UsageServer]:
-    server = usageserver.UsageServer(("127.0.0.1", 0), usage_node.reader())
-    server.serve_in_background()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -15,7 +15,6 @@ from tests.conftest import CliResult
 from tests.controlplane.plane import wait_for
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
 GPU_QUOTA = "requests.nvidia.com/gpu"

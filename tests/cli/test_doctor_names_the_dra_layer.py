@@ -25,7 +25,6 @@ from tests.controlplane.drareleases import serving
 from tests.fakes.cluster import SimCluster, dradriver, dranodes
 from tests.fakes.cluster.dradriver import DraGpu
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.kube import objects
 
 Run = Callable[..., CliResult]
@@ -60,7 +59,7 @@ def pending_claim(store: Any, version: str) -> None:
 
 
 @pytest.fixture
-def dra(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
+def dra(sim_cluster: MakeSimCluster) -> SimCluster:
     """A real cluster with the DRA node dra-1 (nothing else)."""
     cluster = sim_cluster([])
     dranodes.publish(cluster.store, GPUS)

@@ -24,7 +24,6 @@ from tests.conftest import CliResult
 from tests.controlplane.plane import wait_for
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -38,7 +37,7 @@ OOM = (
 
 
 @pytest.fixture
-def crashed(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
+def crashed(sim_cluster: MakeSimCluster) -> SimCluster:
     """`train` on gpu-a (an L4 time-sliced 4 ways) crash-loops; its last run's log ends in
     CUDA's out-of-memory."""
     cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1)], controllers=())

@@ -16,7 +16,6 @@ from tests.conftest import CliResult
 from tests.controlplane.plane import wait_for
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.kube import ApiError
 
 pytestmark = pytest.mark.timeout(120)

@@ -6,7 +6,7 @@ agent's entry point, whose loop outlives a bug in one pass."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,15 +20,6 @@ Run = Callable[..., CliResult]
 
 def _boom(*args: object, **kwargs: object) -> object:
     raise RuntimeError("boom \x1b[2J")
-
-
-@pytest.fixture(autouse=True)
-def _agent_logging_stays_in_its_test() -> Iterator[None]:
-    """agent.main quiets `kubectl_gpu.kubelet` for its process, not for later tests."""
-    quiet = logging.getLogger("kubectl_gpu.kubelet")
-    level = quiet.level
-    yield
-    quiet.setLevel(level)
 
 
 @pytest.fixture

@@ -18,9 +18,7 @@ from tests.fakes import libnvml
 from tests.fakes.cluster import NodeSpec, dranodes
 from tests.fakes.cluster.dradriver import DraGpu, MigSlot
 from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.fakes.kubelet import FakeKubelet
-from tests.fakes.kubelet_fixture import fake_kubelet as fake_kubelet
 from tests.gpumap import reportbuilders
 
 Run = Callable[..., CliResult]

@@ -132,9 +132,9 @@ def test_a_large_mixed_checkpoint_prints_what_it_printed_before(
 if __name__ == "__main__":  # print the digests of the code as it is now
     import tempfile
 
-    from tests.conftest import run_cli as fixture
+    from tests.conftest import cli_runner
 
-    runner = fixture.__wrapped__()  # type: ignore[attr-defined]
+    runner = cli_runner()
     with tempfile.TemporaryDirectory() as directory:
         for name in sorted(EXPECTED):
             print(f'    "{name}": {_digests(runner, Path(directory), name)!r},', file=sys.stdout)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubectl_gpu.cli.map import human_duration
+from kubectl_gpu.cli import durations
 
 
 @pytest.mark.parametrize(
@@ -25,4 +25,4 @@ from kubectl_gpu.cli.map import human_duration
     ],
 )
 def test_ages_read_like_kubectl(seconds: float | None, shown: str | None) -> None:
-    assert human_duration(seconds) == shown
+    assert durations.human(seconds) == shown

@@ -12,11 +12,8 @@ from pathlib import Path
 
 from kubectl_gpu import cluster
 from tests.cli import clirequests
-from tests.cli.test_map_cluster_resolves_every_sharing_form import kubeconfig as kubeconfig
-from tests.cli.test_map_cluster_resolves_every_sharing_form import real as real
 from tests.conftest import CliResult
 from tests.fakes.cluster import SimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.gpumap import reportbuilders as b
 
 Run = Callable[..., CliResult]

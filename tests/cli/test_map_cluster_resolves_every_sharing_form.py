@@ -21,23 +21,10 @@ from kubectl_gpu import cluster
 from tests.conftest import ROOT, CliResult
 from tests.controlplane.plane import wait_for
 from tests.fakes.cluster import SimCluster, dradriver
-from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.gpumap import reportbuilders as b
 
 Run = Callable[..., CliResult]
 SCHEMA = json.loads((ROOT / "schemas" / "map-rows.v1.json").read_text())
-
-
-@pytest.fixture
-def real(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
-    """A real cluster with no nodes yet and nothing simulated on them."""
-    return sim_cluster([])
-
-
-@pytest.fixture
-def kubeconfig(real: SimCluster) -> Path:
-    return real.kubeconfig
 
 
 @pytest.fixture

@@ -17,16 +17,14 @@ from typing import Any
 import pytest
 
 from kubectl_gpu import keys
-from tests.agent.conftest import agent as agent  # noqa: F401 (fixture)
+from tests.agent.fixtures import agent_pod
 from tests.cli import replicasets
 from tests.cli.test_map_cluster_on_a_simulated_mig_node import mig_pod
-from tests.cli.test_mig_apply_reaches_allocatable import agent_pod, write_config
-from tests.cli.test_mig_apply_reaches_allocatable import background_agent as background_agent
+from tests.cli.test_mig_apply_reaches_allocatable import write_config
 from tests.conftest import CliResult
 from tests.controlplane.plane import wait_for
 from tests.fakes.cluster import SimCluster, layouts
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
 BALANCED = {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}
@@ -34,7 +32,7 @@ OWNER = "train-5d8f"  # the ReplicaSet `train` belongs to
 
 
 @pytest.fixture
-def busy(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
+def busy(sim_cluster: MakeSimCluster) -> SimCluster:
     """An H100 node whose GPU pod `train` (label app=train, of a ReplicaSet) runs on the whole
     GPU; the agent's pod runs there."""
     cluster = sim_cluster(["gpu-1=H100-SXM5-80GB:1"], layouts.helm(env={"MIG_STRATEGY": "mixed"}))

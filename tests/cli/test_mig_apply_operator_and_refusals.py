@@ -14,13 +14,11 @@ import pytest
 import yaml
 
 from kubectl_gpu import keys
-from tests.agent.conftest import labels
-from tests.cli.test_mig_apply_reaches_allocatable import agent_pod
+from tests.agent.fixtures import agent_pod, labels
 from tests.conftest import CliResult
 from tests.fakes.cluster import SimCluster, layouts
 from tests.fakes.cluster import manifests as m
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane
 
@@ -49,7 +47,7 @@ def our_configmaps(cluster: SimCluster) -> list[str]:
 
 
 @pytest.fixture
-def operator(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
+def operator(sim_cluster: MakeSimCluster) -> SimCluster:
     # no MIG manager stand-in: its pod is made and its part played by the test
     cluster = sim_cluster(["gpu-1=H100-SXM5-80GB:1"], layouts.gpu_operator(mig_strategy="mixed"))
     cluster.settle()
@@ -58,7 +56,7 @@ def operator(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
 
 
 @pytest.fixture
-def helm(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
+def helm(sim_cluster: MakeSimCluster) -> SimCluster:
     cluster = sim_cluster(["gpu-1=H100-SXM5-80GB:1"], layouts.helm(env={"MIG_STRATEGY": "mixed"}))
     agent_pod(cluster, "gpu-1")
     return cluster
@@ -226,7 +224,7 @@ def test_client_dry_run_prints_the_objects_and_writes_nothing(
 
 
 def test_all_takes_gpu_nodes_only_and_a_cpu_node_by_name_is_refused(
-    sim_cluster: MakeSimCluster,  # noqa: F811
+    sim_cluster: MakeSimCluster,
     run_cli: Run,
     tmp_path: Path,
 ) -> None:

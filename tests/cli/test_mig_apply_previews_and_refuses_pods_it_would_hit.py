@@ -14,12 +14,11 @@ import pytest
 import yaml
 
 from kubectl_gpu import keys
+from tests.agent.fixtures import agent_pod
 from tests.cli.test_map_cluster_on_a_simulated_mig_node import mig_pod, publish_from_node
-from tests.cli.test_mig_apply_reaches_allocatable import agent_pod
 from tests.conftest import ROOT, CliResult
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
 pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane

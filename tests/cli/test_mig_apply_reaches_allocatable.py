@@ -6,21 +6,17 @@ written; the small-first mix that NVML's unplaced create cannot fit is applied."
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import jsonschema
 import pytest
 
 from kubectl_gpu import keys
-from tests.agent.conftest import Agent, labels, notes
-from tests.agent.conftest import agent as agent  # noqa: F401 (fixture)
+from tests.agent.fixtures import Agent, agent_pod, labels, notes
 from tests.conftest import ROOT, CliResult
 from tests.fakes.cluster import SimCluster, layouts
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
-from tests.kube import ApiError
 
 Run = Callable[..., CliResult]
 pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane
@@ -53,64 +49,15 @@ def gpu(cluster: SimCluster, run_cli: Run, *args: str) -> CliResult:
 
 
 @pytest.fixture
-def cluster(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
+def cluster(sim_cluster: MakeSimCluster) -> SimCluster:
     return sim_cluster(["gpu-1=H100-SXM5-80GB:1"], layouts.helm(env={"MIG_STRATEGY": "mixed"}))
-
-
-def agent_pod(cluster: SimCluster, node: str) -> None:
-    """The agent DaemonSet's pod on `node`, Running (what `mig apply` looks for before it
-    waits or drains); the agent's passes themselves run in the test's process."""
-    try:
-        cluster.store.get("namespaces", keys.NAMESPACE)
-    except ApiError:
-        cluster.store.create({"apiVersion": "v1", "kind": "Namespace",
-                              "metadata": {"name": keys.NAMESPACE}})  # fmt: skip
-    try:
-        cluster.store.create({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"kubectl-gpu-agent-{node}", "namespace": keys.NAMESPACE,
-                         "labels": {"app.kubernetes.io/name": "kubectl-gpu-agent"}},
-            "spec": {"nodeName": node, "containers": [{"name": "agent", "image": "agent"}]},
-        })  # fmt: skip
-    except ApiError:
-        return  # there already
-    cluster.settle()
-
-
-@pytest.fixture
-def background_agent(agent: Agent) -> Iterator[Callable[[SimCluster, str], None]]:  # noqa: F811
-    """Agent passes on a node in a thread, as the DaemonSet's loop would, while the CLI waits;
-    its pod is on the node."""
-    stop, failures, threads = threading.Event(), [], []
-
-    def start(cluster: SimCluster, node: str) -> None:
-        agent_pod(cluster, node)
-
-        def loop() -> None:
-            while not stop.is_set():
-                try:
-                    agent(cluster, node)
-                except Exception as e:  # noqa: BLE001 (reported by the test)
-                    failures.append(e)
-                    return
-                stop.wait(0.05)
-
-        thread = threading.Thread(target=loop, name="agent-loop", daemon=True)
-        threads.append(thread)
-        thread.start()
-
-    yield start
-    stop.set()
-    for thread in threads:
-        thread.join(10)
-    assert not failures, failures
 
 
 def test_apply_then_one_agent_pass_updates_allocatable_and_status(
     cluster: SimCluster,
     run_cli: Run,
     agent: Agent,
-    tmp_path: Path,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
     agent_pod(cluster, "gpu-1")  # its pass runs below, in the test's process
     old_pod = cluster.plugin_pod("gpu-1")

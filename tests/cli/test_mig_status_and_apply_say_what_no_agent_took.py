@@ -7,27 +7,30 @@ from __future__ import annotations
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 from kubectl_gpu import keys
-from tests.agent.conftest import Agent
-from tests.agent.conftest import agent as agent  # noqa: F401 (fixture)
+from tests.agent.fixtures import Agent, agent_pod
 from tests.cli.test_mig_apply_reaches_allocatable import (
     BALANCED,
     STATUS_SCHEMA,
     Run,
-    agent_pod,
     gpu,
     write_config,
 )
-from tests.cli.test_mig_apply_reaches_allocatable import cluster as cluster  # noqa: F401
-from tests.fakes.cluster import SimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
+from tests.fakes.cluster import SimCluster, layouts
+from tests.fakes.cluster.fixture import MakeSimCluster
+
+
+@pytest.fixture
+def cluster(sim_cluster: MakeSimCluster) -> SimCluster:
+    return sim_cluster(["gpu-1=H100-SXM5-80GB:1"], layouts.helm(env={"MIG_STRATEGY": "mixed"}))
 
 
 def test_a_request_no_agent_took_is_waiting_not_the_success_before_it(
-    cluster: SimCluster,  # noqa: F811
+    cluster: SimCluster,
     run_cli: Run,
-    agent: Agent,  # noqa: F811
+    agent: Agent,
     tmp_path: Path,
 ) -> None:
     agent_pod(cluster, "gpu-1")  # its passes run below, one at a time
@@ -54,7 +57,7 @@ def test_a_request_no_agent_took_is_waiting_not_the_success_before_it(
 
 
 def test_a_timed_out_apply_says_the_request_stays_and_how_to_withdraw_it(
-    cluster: SimCluster,  # noqa: F811
+    cluster: SimCluster,
     run_cli: Run,
     tmp_path: Path,
 ) -> None:

@@ -107,8 +107,9 @@ def test_an_invalid_config_file_is_reported_with_its_line(run_cli: Run, tmp_path
     )
     result = run_cli("mig", "validate", "-f", str(bad), "--gpu", "A30")
     assert result.exit_code == 1
-    assert f"error: {bad} is not a valid mig-parted config: {bad}:4:" in result.stderr
-    assert f"kubectl gpu validate -f {bad}" in result.stderr
+    # validation's one wording: the first error with its line and path, and the hint
+    assert f"error: {bad} line 4, at /mig-configs/x/0/devices: " in result.stderr
+    assert "hint: kubectl gpu validate -f FILE lists every problem" in result.stderr
 
 
 def test_an_unknown_config_name_is_named(run_cli: Run) -> None:

@@ -18,7 +18,6 @@ from tests.conftest import CliResult
 from tests.controlplane.faults import Fault, FaultProxy, in_front_of
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
 NAMESPACE, CONFIGMAP = "nvidia-device-plugin", "nvdp-nvidia-device-plugin-configs"
@@ -26,7 +25,7 @@ UPDATE = f"/api/v1/namespaces/{NAMESPACE}/configmaps/{CONFIGMAP}"
 
 
 @pytest.fixture
-def cluster(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
+def cluster(sim_cluster: MakeSimCluster) -> SimCluster:
     nodes = [NodeSpec("gpu-a", "H100-SXM5-80GB", 2)]
     return sim_cluster(nodes, "helm", {"any": "version: v1\n"}, "any")
 

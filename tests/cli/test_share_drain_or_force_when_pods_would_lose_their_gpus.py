@@ -21,7 +21,6 @@ from tests.cli.doctorpods import gpu_pod, run_pods
 from tests.conftest import CliResult
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
 RENAME = ("--replicas", "2", "--rename-by-default")
@@ -118,7 +117,7 @@ def test_running_it_again_once_the_budget_allows_resumes_and_gives_the_node_back
 
 def test_drain_refuses_a_pod_without_a_controller_before_cordoning_unless_forced(
     run_cli: Run,
-    sim_cluster: MakeSimCluster,  # noqa: F811
+    sim_cluster: MakeSimCluster,
 ) -> None:
     cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1, gpu_taint=True)], "gpu-operator")
     run_pods(cluster, gpu_pod("notebook", tolerate=True))  # no controller recreates it

@@ -14,7 +14,6 @@ from tests.conftest import CliResult
 from tests.controlplane.plane import plain_kubeconfig
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.fakes.ports import refused_port
 
 Run = Callable[..., CliResult]

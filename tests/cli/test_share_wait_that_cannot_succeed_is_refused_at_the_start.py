@@ -11,7 +11,6 @@ import pytest
 from tests.conftest import CliResult
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
 MIXED = "version: v1\nflags:\n  migStrategy: mixed\n"

@@ -15,10 +15,8 @@ import pytest
 
 from kubectl_gpu.usage import samples
 from tests.cli import topcluster as t
-from tests.cli.test_map_cluster_resolves_every_sharing_form import real as real  # noqa: F401
 from tests.conftest import ROOT, CliResult
 from tests.fakes.cluster import SimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 Run = Callable[..., CliResult]
 DATA = ROOT / "tests" / "data" / "dcgm-exporter"

@@ -1,15 +1,14 @@
 """`ApiStore`: a by-name API (`create`, `get`, `list`, `patch`, ...) over a real API server, with
 `subscribe` fed by the server's own watches: what tests and the simulated node side write with.
 
-Owns: resolving kubectl-style names (`pods`, `ds`, `clusterpolicies.nvidia.com`) through the
-server's discovery (refreshed when a CRD appears), the REST calls (admin bearer token, TLS
-verified against the plane's CA), turning a `kind: Status` failure into an `ApiError`
-(tests.kube), `ObjectKey` (which object a change is about), and one
-list+watch thread per watched resource that resumes from the last resourceVersion it saw, relists
-on 410 Gone, and hands each change, in arrival order and one at a time, to the subscribers
-(`ControlLoop`). `synced()` says whether every watched object's
-latest revision has been delivered, which is what `settle()` needs on a server whose global
-resourceVersion also counts leases and events. Must not know about GPUs or simulated controllers.
+Owns: the REST calls (admin bearer token, TLS verified against the plane's CA, a failure
+raised as an `ApiError` of tests.kube), names resolved through the server's discovery
+(`tests.controlplane.discovery`, refreshed when a CRD appears), `ObjectKey` (which object a
+change is about), one list+watch thread per watched resource (`tests.controlplane.watches`),
+and the dispatcher that hands each change, in arrival order and one at a time, to the
+subscribers (`ControlLoop`). `synced()` says whether every watched object's latest revision
+has been delivered, which is what `settle()` needs on a server whose global resourceVersion
+also counts leases and events. Must not know about GPUs or simulated controllers.
 """
 
 from __future__ import annotations
@@ -19,17 +18,17 @@ import contextlib
 import http.client
 import json
 import queue
-import socket
 import ssl
 import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from tests.kube import ApiError
+from tests.controlplane import watches
+from tests.controlplane.discovery import Api, Discovery
+from tests.kube import ApiError, errors
 
 Obj = dict[str, Any]
 
@@ -50,234 +49,18 @@ PATCH_TYPES = {
     "json": "application/json-patch+json",
     "strategic": "application/strategic-merge-patch+json",
 }
-_WATCH_TIMEOUT_S = 240  # the server ends a watch after this; the thread resumes it
 _GIVE_UP = object()
-
-
-@dataclass(frozen=True)
-class Api:
-    """One served resource, as discovery describes it (the preferred version)."""
-
-    group: str
-    version: str
-    plural: str
-    kind: str
-    namespaced: bool
-    has_status: bool
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    def path(self, namespace: str = "", name: str = "", sub: str = "") -> str:
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        if self.namespaced and namespace:
-            base += f"/namespaces/{urllib.parse.quote(namespace)}"
-        base += f"/{self.plural}"
-        if name:
-            base += f"/{urllib.parse.quote(name)}"
-        if sub:
-            base += f"/{sub}"
-        return base
-
-
-class Discovery:
-    """Names to `Api`s, from /api and /apis; reloaded when a name is not (yet) known."""
-
-    def __init__(self, get: Callable[[str], Any]) -> None:
-        self._get = get
-        self._lock = threading.Lock()
-        self._by_name: dict[str, Api] = {}
-        self._by_kind: dict[tuple[str, str], Api] = {}
-
-    def lookup(self, name: str) -> Api:
-        found = self._find(name)
-        if found is None:
-            self.reload()
-            found = self._find(name)
-        if found is None:
-            raise ApiError(404, "NotFound", f'the server doesn\'t have a resource type "{name}"')
-        return found
-
-    def for_kind(self, api_version: str, kind: str) -> Api:
-        key = (api_version, kind)
-        with self._lock:
-            found = self._by_kind.get(key)
-        if found is None:
-            self.reload()
-            with self._lock:
-                found = self._by_kind.get(key)
-        if found is None:
-            raise ApiError(400, "BadRequest", f"no kind {kind!r} is served at {api_version!r}")
-        return found
-
-    def _find(self, name: str) -> Api | None:
-        with self._lock:
-            return self._by_name.get(name.lower())
-
-    def reload(self) -> None:
-        by_name: dict[str, Api] = {}
-        by_kind: dict[tuple[str, str], Api] = {}
-        versions: list[tuple[str, str, bool]] = [("", "v1", True)]
-        for group in self._get("/apis").get("groups") or []:
-            preferred = (group.get("preferredVersion") or {}).get("version")
-            for version in group.get("versions") or []:
-                v = version["version"]
-                versions.append((group["name"], v, v == preferred))
-        for group, version, preferred in versions:
-            path = f"/apis/{group}/{version}" if group else f"/api/{version}"
-            try:
-                resources = self._get(path).get("resources") or []
-            except ApiError:
-                continue  # a group going away (a CRD just deleted)
-            subs = {r["name"] for r in resources if "/" in r["name"]}
-            for r in resources:
-                if "/" in r["name"]:
-                    continue
-                api = Api(
-                    group, version, r["name"], r["kind"], bool(r["namespaced"]),
-                    f"{r['name']}/status" in subs,
-                )  # fmt: skip
-                by_kind[(api.api_version, api.kind)] = api
-                names = [r["name"], r.get("singularName") or "", *(r.get("shortNames") or [])]
-                for n in filter(None, names):
-                    qualified = f"{n}.{group}" if group else n
-                    if preferred or qualified not in by_name:
-                        by_name[qualified] = api
-                    # the core group (listed first) keeps its short names; else the preferred
-                    if n not in by_name or (preferred and by_name[n].group == group):
-                        by_name[n] = api
-        with self._lock:
-            self._by_name, self._by_kind = by_name, by_kind
-
-
-class _Watch:
-    """One resource's list+watch thread."""
-
-    def __init__(self, store: ApiStore, api: Api) -> None:
-        self.store = store
-        self.api = api
-        self.rv = ""
-        self.seen: dict[tuple[str, str], str] = {}  # (namespace, name) -> resourceVersion
-        self.ready = threading.Event()
-        self._conn: http.client.HTTPConnection | None = None
-        self.thread = threading.Thread(
-            target=self._run, name=f"apistore-watch-{api.plural}", daemon=True
-        )
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def stop(self) -> None:
-        conn = self._conn
-        if conn is not None and conn.sock is not None:
-            with contextlib.suppress(OSError):
-                conn.sock.shutdown(socket.SHUT_RDWR)
-
-    def _run(self) -> None:
-        while not self.store.stopping:
-            try:
-                if not self.rv:
-                    self._relist()
-                self._watch()
-            except Exception as exc:  # noqa: BLE001 - retried; kept for the test to see
-                if self.store.stopping:
-                    return
-                self.store.note_watch_error(self.api, exc)
-                time.sleep(0.5)
-
-    def _relist(self) -> None:
-        answer = self.store.request("GET", self.api.path())
-        items = answer.get("items") or []
-        current = {_key(o): o for o in items}
-        # what vanished while we were not watching is a DELETED, the rest ADDED or MODIFIED
-        for key in [k for k in self.seen if k not in current]:
-            gone = {"metadata": {"namespace": key[0], "name": key[1]}}
-            self._deliver("DELETED", gone)
-        for obj in items:
-            obj.setdefault("apiVersion", self.api.api_version)
-            obj.setdefault("kind", self.api.kind)
-            rv = str(obj["metadata"].get("resourceVersion"))
-            if self.seen.get(_key(obj)) != rv:
-                self._deliver("MODIFIED" if _key(obj) in self.seen else "ADDED", obj)
-        self.rv = str(answer["metadata"]["resourceVersion"])
-        self.ready.set()
-
-    def _watch(self) -> None:
-        query = urllib.parse.urlencode(
-            {
-                "watch": "1",
-                "resourceVersion": self.rv,
-                "allowWatchBookmarks": "true",
-                "timeoutSeconds": str(_WATCH_TIMEOUT_S),
-            }
-        )
-        conn = self.store.connection(timeout=_WATCH_TIMEOUT_S + 30)
-        self._conn = conn
-        try:
-            conn.request("GET", f"{self.api.path()}?{query}", headers=self.store.headers())
-            response = conn.getresponse()
-            if response.status != 200:
-                body = response.read()
-                error = _error(response.status, body)
-                if error.code == 410:
-                    self.rv = ""
-                    return
-                raise error
-            while not self.store.stopping:
-                line = response.readline()
-                if not line:
-                    return  # the server ended the watch; resume from self.rv
-                event = json.loads(line)
-                kind, obj = event.get("type"), event.get("object") or {}
-                if kind == "ERROR":
-                    if obj.get("code") == 410:
-                        self.rv = ""
-                        return
-                    raise _error(int(obj.get("code") or 500), json.dumps(obj).encode())
-                rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-                if kind != "BOOKMARK":
-                    self._deliver(str(kind), obj)
-                if rv:
-                    self.rv = rv
-        finally:
-            self._conn = None
-            conn.close()
-
-    def _deliver(self, kind: str, obj: Obj) -> None:
-        key = _key(obj)
-        if kind == "DELETED":
-            self.seen.pop(key, None)
-        else:
-            self.seen[key] = str(obj["metadata"].get("resourceVersion"))
-        self.store.enqueue(self.api, kind, obj)
-
-
-def _key(obj: Obj) -> tuple[str, str]:
-    meta = obj.get("metadata") or {}
-    return str(meta.get("namespace") or ""), str(meta.get("name"))
-
-
-def _error(code: int, body: bytes) -> ApiError:
-    try:
-        status = json.loads(body)
-    except ValueError:
-        status = {}
-    if not isinstance(status, dict) or status.get("kind") != "Status":
-        text = body.decode(errors="replace").strip() or http.client.responses.get(code, "")
-        return ApiError(code, http.client.responses.get(code, "Unknown"), text, {})
-    return ApiError(
-        int(status.get("code") or code),
-        str(status.get("reason") or ""),
-        str(status.get("message") or ""),
-        dict(status.get("details") or {}),
-    )
 
 
 class ApiStore:
     """Objects by name on a real kube-apiserver: create, get, list, patch, delete, watch."""
 
-    def __init__(self, url: str, token: str, ca: Path | None) -> None:
+    def __init__(
+        self, url: str, token: str, ca: Path | None, thread_prefix: str = "apistore"
+    ) -> None:
+        """`thread_prefix` names its watch threads (a plane's own store lives as long as the
+        plane, not a test)."""
+        self.thread_prefix = thread_prefix
         parsed = urllib.parse.urlsplit(url)
         self.url = url
         self._host, self._port = parsed.hostname or "127.0.0.1", parsed.port or 443
@@ -292,7 +75,7 @@ class ApiStore:
         self._callbacks: list[Callback] = []
         self._errors: list[BaseException] = []
         self._watch_errors: list[tuple[str, BaseException]] = []
-        self._watches: dict[str, _Watch] = {}
+        self._watches: dict[str, watches.Watch] = {}
         self._events: queue.SimpleQueue[tuple[Api, str, Obj] | object] = queue.SimpleQueue()
         self._pending = 0
         self._changed = threading.Condition()
@@ -336,7 +119,7 @@ class ApiStore:
                 if attempt == 2:
                     raise
         if response.status >= 400:
-            raise _error(response.status, payload)
+            raise errors.from_response(response.status, payload)
         if not payload:
             return {}
         try:
@@ -441,7 +224,7 @@ class ApiStore:
                 continue
             if api.plural in self._watches:
                 continue
-            watch = self._watches[api.plural] = _Watch(self, api)
+            watch = self._watches[api.plural] = watches.Watch(self, api)
             self._ensure_dispatcher()
             watch.start()
             started.append(watch)
@@ -471,7 +254,7 @@ class ApiStore:
     def _ensure_dispatcher(self) -> None:
         if self._dispatcher is None:
             self._dispatcher = threading.Thread(
-                target=self._dispatch, name="apistore-dispatch", daemon=True
+                target=self._dispatch, name=f"{self.thread_prefix}-dispatch", daemon=True
             )
             self._dispatcher.start()
 
@@ -524,7 +307,7 @@ class ApiStore:
                 return False
         for watch in builtins.list(self._watches.values()):
             items = self.request("GET", watch.api.path()).get("items") or []
-            current = {_key(o): str(o["metadata"].get("resourceVersion")) for o in items}
+            current = {watches.key(o): str(o["metadata"].get("resourceVersion")) for o in items}
             if current != watch.seen:
                 return False
         with self._changed:

@@ -11,7 +11,6 @@ from tests.conftest import CliResult
 from tests.doctor.builders import GPU_TAINT, node, pod
 from tests.fakes.cluster import NodeSpec, layouts
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 PRODUCT = "nvidia.com/gpu.product"
 
@@ -82,7 +81,7 @@ def test_an_untolerated_taint_named_by_the_scheduler_is_reported() -> None:
 
 def test_share_show_and_doctor_find_no_false_problem_on_an_all_mig_node(
     run_cli: Callable[..., CliResult],
-    sim_cluster: MakeSimCluster,  # noqa: F811
+    sim_cluster: MakeSimCluster,
 ) -> None:
     spec = NodeSpec(
         "gpu-a", "A100-SXM4-80GB", 2, gpu_taint=True,

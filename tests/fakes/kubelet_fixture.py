@@ -2,10 +2,9 @@
 
 Owns: the stand-in's lifetime (start before the test; stop, join its threads and clean up after
 it), choosing a root whose socket path fits AF_UNIX's 108-byte limit, and a client helper built
-from the generated stubs. Must not: hold kubelet behaviour (that is tests/fakes/kubelet.py) or be
-collected as a conftest: tests import it explicitly with
-``from tests.fakes.kubelet_fixture import fake_kubelet as fake_kubelet`` (the
-redundant alias marks an explicit re-export, so ruff reports neither F401 nor F811).
+from the generated stubs. Registered for the whole suite by
+``pytest_plugins`` in tests/conftest.py; no test imports it. Must not: hold kubelet behaviour
+(that is tests/fakes/kubelet/).
 """
 
 from __future__ import annotations

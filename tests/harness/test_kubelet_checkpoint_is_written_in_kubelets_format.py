@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from tests.fakes.kubelet import Allocatable, Container, Devices, FakeKubelet, Pod, time_sliced_node
-from tests.fakes.kubelet_fixture import fake_kubelet as fake_kubelet
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "checkpoints" / "minikube-1gpu.json"
 ENTRY_KEYS = ["PodUID", "ContainerName", "ResourceName", "DeviceIDs", "AllocResp"]

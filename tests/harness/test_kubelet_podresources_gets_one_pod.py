@@ -8,7 +8,6 @@ import pytest
 
 from kubectl_gpu._proto.podresources.v1 import api_pb2
 from tests.fakes.kubelet import Container, Devices, FakeKubelet, Pod
-from tests.fakes.kubelet_fixture import fake_kubelet as fake_kubelet
 from tests.fakes.kubelet_fixture import podresources_client
 
 TRAINER = Pod("trainer", "ml", (Container("main", (Devices("nvidia.com/gpu", ("GPU-a::1",)),)),))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from kubectl_gpu._proto.podresources.v1 import api_pb2
 from tests.fakes.kubelet import Container, Devices, FakeKubelet, Memory, Pod, time_sliced_node
-from tests.fakes.kubelet_fixture import fake_kubelet as fake_kubelet
 from tests.fakes.kubelet_fixture import podresources_client
 
 MIG_A = "MIG-6e1b7c2a-4d3f-5a8e-9b0c-1f2d3e4a5b6c"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from kubectl_gpu._proto.podresources.v1 import api_pb2
 from tests.fakes.kubelet import Allocatable, Devices, FakeKubelet, Memory, time_sliced_node
-from tests.fakes.kubelet_fixture import fake_kubelet as fake_kubelet
 from tests.fakes.kubelet_fixture import podresources_client
 
 

@@ -28,7 +28,6 @@ from tests.conftest import ROOT
 from tests.fakes.libnvml import FakeLibNvml
 from tests.fakes.libnvml.driver import lay_out
 from tests.fakes.libnvml.fixture import MakeFakeNvml
-from tests.fakes.libnvml.fixture import fake_nvml as fake_nvml
 from tests.fakes.libnvml.statefile import GpuStateFile
 
 READINGS = ROOT / "tests" / "data" / "nvml"

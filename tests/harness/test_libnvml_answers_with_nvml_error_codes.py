@@ -16,7 +16,6 @@ import pytest
 from tests.fakes.libnvml import FakeLibNvml
 from tests.fakes.libnvml.clib import CLibNvml
 from tests.fakes.libnvml.fixture import MakeFakeNvml
-from tests.fakes.libnvml.fixture import fake_nvml as fake_nvml
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ import pynvml
 
 from tests.fakes.libnvml import FakeLibNvml
 from tests.fakes.libnvml.fixture import MakeFakeNvml
-from tests.fakes.libnvml.fixture import fake_nvml as fake_nvml
 
 READINGS: dict[str, Any] = {
     "name": "NVIDIA H100 80GB HBM3",

@@ -10,7 +10,6 @@ import pynvml
 import pytest
 
 from tests.fakes.libnvml.fixture import MakeFakeNvml
-from tests.fakes.libnvml.fixture import fake_nvml as fake_nvml
 
 SHARED = pynvml.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED
 CI_SLICES = {0: 1, 1: 2, 2: 3, 3: 4, 4: 7, 5: 8, 6: 6}  # NVML_COMPUTE_INSTANCE_PROFILE_* → C

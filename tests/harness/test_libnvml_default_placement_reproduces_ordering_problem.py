@@ -12,7 +12,6 @@ import pynvml
 import pytest
 
 from tests.fakes.libnvml.fixture import MakeFakeNvml
-from tests.fakes.libnvml.fixture import fake_nvml as fake_nvml
 
 # profile IDs on 7-slice boards (docs/upstream-facts.md M4.2)
 ONE_G, TWO_G, THREE_G, FOUR_G = 19, 14, 9, 5

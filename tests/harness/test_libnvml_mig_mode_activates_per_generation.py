@@ -9,7 +9,6 @@ import pytest
 
 from tests.fakes.libnvml import FakeLibNvml
 from tests.fakes.libnvml.fixture import MakeFakeNvml
-from tests.fakes.libnvml.fixture import fake_nvml as fake_nvml
 
 ENABLE, DISABLE = pynvml.NVML_DEVICE_MIG_ENABLE, pynvml.NVML_DEVICE_MIG_DISABLE
 

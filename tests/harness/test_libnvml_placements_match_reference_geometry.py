@@ -11,7 +11,6 @@ import pynvml
 import pytest
 
 from tests.fakes.libnvml.fixture import MakeFakeNvml
-from tests.fakes.libnvml.fixture import fake_nvml as fake_nvml
 from tests.fakes.libnvml.gpu_instances import DRIVER_PROFILE_ENUMS
 
 P = pynvml

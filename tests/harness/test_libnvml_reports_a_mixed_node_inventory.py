@@ -11,7 +11,6 @@ import pytest
 
 from tests.fakes.libnvml import FakeLibNvml
 from tests.fakes.libnvml.fixture import MakeFakeNvml
-from tests.fakes.libnvml.fixture import fake_nvml as fake_nvml
 
 GPU_UUID = re.compile(r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 BUS_ID = re.compile(r"^[0-9A-F]{8}:[0-9A-F]{2}:00\.0$")

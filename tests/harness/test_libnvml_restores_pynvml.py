@@ -11,7 +11,6 @@ import pytest
 
 from tests.fakes.libnvml import FakeLibNvml, install, installed, uninstall
 from tests.fakes.libnvml.fixture import MakeFakeNvml
-from tests.fakes.libnvml.fixture import fake_nvml as fake_nvml
 
 NO_REAL_LIBRARY = ctypes.util.find_library("nvidia-ml") is None and pynvml.nvmlLib is None
 

@@ -7,7 +7,6 @@ import pytest
 
 from tests.fakes.cluster import ALL_CONTROLLERS, NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 NODES = [NodeSpec("gpu-a", "L4", 2)]
 

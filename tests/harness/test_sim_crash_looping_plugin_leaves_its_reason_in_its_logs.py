@@ -10,7 +10,6 @@ from pathlib import Path
 
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 
 def restarts(cluster: SimCluster) -> int:

@@ -10,7 +10,6 @@ import pytest
 
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.kubectl
 MIG = {0: ["3g.40gb", "3g.40gb"], 1: ["1g.10gb"] * 7}

@@ -11,7 +11,6 @@ import pytest
 
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.kube.kubectl import KubectlRunner
 
 pytestmark = pytest.mark.kubectl

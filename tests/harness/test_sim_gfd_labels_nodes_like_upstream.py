@@ -7,7 +7,6 @@ import pytest
 from tests.conftest import eventually
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 SHARED = "sharing:\n  {block}:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n"
 CONFIGS = {

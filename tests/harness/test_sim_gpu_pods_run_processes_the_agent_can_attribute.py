@@ -25,7 +25,6 @@ import pytest
 from tests.fakes import libnvml
 from tests.fakes.cluster import NodeSpec, SimCluster, dradriver
 from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.fakes.libnvml.device import NOT_AVAILABLE
 from tests.fakes.libnvml.statefile import GpuStateFile, load_library
 

@@ -9,7 +9,6 @@ import pytest
 
 from tests.fakes.cluster import NodeSpec
 from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.kubectl
 SELECTOR = "app.kubernetes.io/name=nvidia-device-plugin,app.kubernetes.io/instance=nvdp"

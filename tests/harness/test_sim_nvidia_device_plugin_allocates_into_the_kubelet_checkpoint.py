@@ -23,7 +23,6 @@ from kubectl_gpu._proto.deviceplugin.v1beta1 import allocate_pb2
 from kubectl_gpu._proto.podresources.v1 import api_pb2, api_pb2_grpc
 from tests.fakes.cluster import NodeSpec, netns
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.fakes.node import sandbox
 
 pytestmark = [

@@ -17,7 +17,6 @@ import pytest
 
 from tests.fakes.cluster import NodeSpec, SimCluster, netns, sharedplane
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.fakes.node import sandbox
 
 pytestmark = [

@@ -13,7 +13,6 @@ from kubernetes import client, config
 
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 BAD = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - {name: gpu, replicas: 1}\n"
 

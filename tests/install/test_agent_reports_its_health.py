@@ -14,7 +14,6 @@ import pytest
 from kubectl_gpu import agent
 from tests.fakes.cluster import NodeSpec
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane
 

@@ -18,7 +18,6 @@ from kubectl_gpu.workflows.install import objects
 from tests.conftest import CliResult
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.kube import ApiError
 
 Run = Callable[..., CliResult]

@@ -12,7 +12,6 @@ import pytest
 
 from kubectl_gpu.workflows.install import replaced
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.install.test_install_never_adds_a_second_device_plugin import (
     HELM_DS,
     NODES,
@@ -28,7 +27,7 @@ pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane
 @pytest.mark.parametrize(("layout", "where"), [("helm", HELM_DS), ("static", STATIC_DS)])
 def test_uninstall_restores_the_plugin_replace_plugin_deleted(
     run_cli: Run,
-    sim_cluster: MakeSimCluster,  # noqa: F811
+    sim_cluster: MakeSimCluster,
     layout: str,
     where: tuple[str, str],
 ) -> None:
@@ -55,7 +54,7 @@ def test_uninstall_restores_the_plugin_replace_plugin_deleted(
 
 def test_a_plugin_that_cannot_be_restored_is_saved_and_the_command_named(
     run_cli: Run,
-    sim_cluster: MakeSimCluster,  # noqa: F811
+    sim_cluster: MakeSimCluster,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -18,7 +18,6 @@ from tests.controlplane.faults import Fault, in_front_of
 from tests.controlplane.plane import wait_for
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.kube import ApiError
 
 Run = Callable[..., CliResult]

@@ -13,7 +13,6 @@ import pytest
 from tests.conftest import CliResult
 from tests.fakes.cluster import NodeSpec
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.kube import ApiError
 
 Run = Callable[..., CliResult]

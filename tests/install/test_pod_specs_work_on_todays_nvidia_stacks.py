@@ -15,7 +15,6 @@ from kubectl_gpu import bundle
 from tests.conftest import ROOT, CliResult
 from tests.fakes.cluster import NodeSpec
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.fakes.cluster.matching import selector_matches
 
 Run = Callable[..., CliResult]

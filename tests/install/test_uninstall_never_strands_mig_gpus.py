@@ -17,9 +17,7 @@ import pytest
 from kubectl_gpu import bundle, keys
 from tests.fakes.cluster import SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
-from tests.journey.conftest import Kubectl
-from tests.journey.conftest import kubectl as kubectl  # noqa: F401 (fixture)
+from tests.journey.fixtures import Kubectl
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(180)]
 MIG = "nvidia.com/mig-3g.40gb"

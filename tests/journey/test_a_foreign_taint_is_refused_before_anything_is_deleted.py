@@ -19,12 +19,11 @@ import pytest
 import yaml
 
 from kubectl_gpu import keys
-from tests.cli.test_mig_apply_reaches_allocatable import agent_pod
+from tests.agent.fixtures import agent_pod
 from tests.cli.test_mig_recover_brings_back_a_stuck_node import stuck_labels
 from tests.fakes.cluster import NodeSpec, SimCluster, layouts
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
-from tests.journey.conftest import Kubectl
+from tests.journey.fixtures import Kubectl
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(180)]
 PLAIN = "version: v1\nflags:\n  migStrategy: none\n"

@@ -16,8 +16,7 @@ import pytest
 from kubectl_gpu import bundle, keys
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
-from tests.journey.conftest import Kubectl
+from tests.journey.fixtures import Kubectl
 from tests.journey.test_headline_journey_through_kubectl import eventually
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(240)]

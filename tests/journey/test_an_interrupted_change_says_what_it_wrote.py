@@ -14,11 +14,10 @@ from pathlib import Path
 import pytest
 
 from kubectl_gpu import keys
-from tests.cli.test_mig_apply_reaches_allocatable import agent_pod
+from tests.agent.fixtures import agent_pod
 from tests.fakes.cluster import SimCluster, layouts
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
-from tests.journey.conftest import environment
+from tests.journey.fixtures import environment
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(120)]
 BALANCED = [{"devices": "all", "mig-enabled": True, "mig-devices": {"3g.40gb": 2}}]

@@ -18,8 +18,7 @@ from kubectl_gpu import keys
 from tests.conftest import eventually as retried
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
-from tests.journey.conftest import Kubectl
+from tests.journey.fixtures import Kubectl
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(120)]
 AGENT = "app.kubernetes.io/name=kubectl-gpu-agent"

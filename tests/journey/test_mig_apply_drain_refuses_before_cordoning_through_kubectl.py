@@ -13,12 +13,11 @@ import pytest
 import yaml
 
 from kubectl_gpu import keys
+from tests.agent.fixtures import agent_pod
 from tests.cli.test_map_cluster_on_a_simulated_mig_node import mig_pod
-from tests.cli.test_mig_apply_reaches_allocatable import agent_pod
 from tests.fakes.cluster import SimCluster, layouts
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
-from tests.journey.conftest import Kubectl
+from tests.journey.fixtures import Kubectl
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(120)]
 ALL_3G = [{"devices": "all", "mig-enabled": True, "mig-devices": {"3g.40gb": 2}}]

@@ -22,8 +22,7 @@ from kubectl_gpu import keys
 from tests.fakes.cluster import SimCluster, layouts
 from tests.fakes.cluster.cluster import WITH_MIG_MANAGER
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
-from tests.journey.conftest import Kubectl
+from tests.journey.fixtures import Kubectl
 
 pytestmark = pytest.mark.kubectl
 CONFIGS = {

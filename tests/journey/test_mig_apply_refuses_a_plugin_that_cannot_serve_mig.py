@@ -14,11 +14,10 @@ import pytest
 import yaml
 
 from kubectl_gpu import keys
-from tests.cli.test_mig_apply_reaches_allocatable import agent_pod
+from tests.agent.fixtures import agent_pod
 from tests.fakes.cluster import SimCluster, layouts
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
-from tests.journey.conftest import Kubectl
+from tests.journey.fixtures import Kubectl
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(120)]
 CONFIGS = {

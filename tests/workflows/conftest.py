@@ -5,7 +5,9 @@ pod whose owner is not there, and no kubelet finishes a pod's graceful deletion 
 Terminating). Time is the test's own (a fake clock), so every wait ends at its deadline.
 
 `static_plane`: one per test session (per pytest-xdist worker; a few seconds to start).
-`static_store`: an `ApiStore` on it, as the administrator. Everything a test wrote
+`static_store`: an `ApiStore` on it, as the administrator. `api`: NVIDIA's Helm chart on it
+(tests/workflows/helmplane.py) with two GPU nodes, a plugin and a GFD pod on each, and the
+product's own client to it. Everything a test wrote
 in its namespaces and every node is deleted after the test (the namespaces stay: with no
 namespace controller a deleted one would never go). A test that uses it gets a real-plane
 test's timeout: the first one waits for the plane to start.
@@ -17,8 +19,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from kubectl_gpu import cluster
 from tests.controlplane.plane import ControlPlane
 from tests.controlplane.store import ApiStore
+from tests.fakes.cluster import layouts
+from tests.workflows.helmplane import install, pod
+from tests.workflows.sharebuilders import gpu_node
 
 # the namespaces kube-apiserver makes for itself
 SYSTEM = {"default", "kube-system", "kube-public", "kube-node-lease"}
@@ -55,3 +61,16 @@ def static_store(static_plane: ControlPlane, real_control_plane: None) -> Iterat
                     store.request("DELETE", f"{path}?gracePeriodSeconds=0")
         store.request("DELETE", "/api/v1/nodes")
         store.close()
+
+
+@pytest.fixture
+def api(static_store: ApiStore, static_plane: ControlPlane) -> cluster.Api:
+    """Helm's objects, two GPU nodes, a plugin and a GFD pod on each; no controllers."""
+    layout = layouts.helm({"any": "version: v1\n"}, "any")
+    install(static_store, layout)
+    plugin, gfd = layout.plugin_daemonset, str(layout.gfd_daemonset)
+    for name, gpus in (("gpu-a", 2), ("gpu-b", 1)):
+        static_store.create(gpu_node(name, gpus))
+        static_store.create(pod(f"plugin-{name}", name, plugin, "nvidia-device-plugin-ctr"))
+        static_store.create(pod(f"gfd-{name}", name, gfd, "gpu-feature-discovery-ctr"))
+    return cluster.connect(str(static_plane.kubeconfig))

@@ -17,8 +17,7 @@ from kubectl_gpu.sharing import rollout
 from kubectl_gpu.workflows.share import change
 from kubectl_gpu.workflows.share.options import Options
 from tests.controlplane.store import ApiStore
-from tests.workflows.test_share_workflow_on_a_static_api import NAMESPACE
-from tests.workflows.test_share_workflow_on_a_static_api import api as api  # noqa: F401
+from tests.workflows.helmplane import NAMESPACE
 
 CONFIGMAP = ("configmaps", "nvdp-nvidia-device-plugin-configs", NAMESPACE)
 NO_RESTART = Options(restart=False)

@@ -19,15 +19,14 @@ from kubectl_gpu.workflows.waiting import Timing
 from tests.controlplane.plane import ControlPlane
 from tests.controlplane.store import ApiStore
 from tests.fakes.cluster import layouts
-from tests.workflows.sharebuilders import gpu_node
-from tests.workflows.test_share_workflow_on_a_static_api import (
+from tests.workflows.helmplane import (
     NAMESPACE,
     FakeClock,
     install,
     live_pods,
     pod,
 )
-from tests.workflows.test_share_workflow_on_a_static_api import api as api  # noqa: F401
+from tests.workflows.sharebuilders import gpu_node
 
 CONFIGMAP = "nvdp-nvidia-device-plugin-configs"
 

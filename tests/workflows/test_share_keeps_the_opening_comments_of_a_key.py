@@ -15,7 +15,6 @@ from kubectl_gpu.workflows.share import change
 from kubectl_gpu.workflows.share.options import Options
 from tests.fakes.cluster import NodeSpec, layouts
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 NAMESPACE, CONFIGMAP = "nvidia-device-plugin", "nvdp-nvidia-device-plugin-configs"
 EDITED = """# Owned by the platform team: ask #gpu-infra before changing.
@@ -28,7 +27,7 @@ flags:
 
 
 def test_opening_comments_and_key_order_survive_an_edit(
-    sim_cluster: MakeSimCluster,  # noqa: F811
+    sim_cluster: MakeSimCluster,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     real = sim_cluster([NodeSpec("gpu-a", "L4", 1)], layouts.helm({"any": EDITED}, "any"))

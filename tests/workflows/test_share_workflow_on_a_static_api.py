@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
 
 import jsonschema
 import pytest
@@ -21,100 +20,8 @@ from kubectl_gpu.workflows.share import change, report
 from kubectl_gpu.workflows.share.options import Options
 from kubectl_gpu.workflows.waiting import Timing
 from tests.conftest import ROOT
-from tests.controlplane.plane import ControlPlane
 from tests.controlplane.store import ApiStore
-from tests.fakes.cluster import layouts
-from tests.kube import ApiError
-from tests.workflows.sharebuilders import gpu_node
-
-Obj = dict[str, Any]
-NAMESPACE = "nvidia-device-plugin"
-
-
-class FakeClock:
-    """Time that passes only when someone sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.slept: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
-
-
-def pod(name: str, node: str, owner: str, container: str) -> Obj:
-    """A Running, Ready pod of DaemonSet `owner` on `node`, labelled as the Helm chart labels."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": NAMESPACE,
-            "labels": {
-                "app.kubernetes.io/name": "nvidia-device-plugin",
-                "app.kubernetes.io/instance": "nvdp",
-            },
-            "ownerReferences": [
-                {
-                    "apiVersion": "apps/v1",
-                    "kind": "DaemonSet",
-                    "name": owner,
-                    "uid": f"uid-{owner}",
-                    "controller": True,
-                }
-            ],
-        },
-        "spec": {"nodeName": node, "containers": [{"name": container, "image": "x"}]},
-        "status": {
-            "phase": "Running",
-            "conditions": [{"type": "Ready", "status": "True"}],
-            "containerStatuses": [
-                {
-                    "name": container,
-                    "ready": True,
-                    "restartCount": 0,
-                    "image": "x",
-                    "imageID": "x",
-                    "state": {"running": {}},
-                }
-            ],
-        },
-    }
-
-
-def install(store: ApiStore, layout: layouts.Layout) -> None:
-    """The layout's objects, and the namespace's `default` ServiceAccount, which admission
-    wants before it admits a pod (the controller-manager would have made it)."""
-    account = {"apiVersion": "v1", "kind": "ServiceAccount",
-               "metadata": {"name": "default", "namespace": layout.namespace}}  # fmt: skip
-    for obj in (*layout.objects, account):
-        try:
-            store.create(obj)
-        except ApiError as e:
-            if e.code != 409 or obj["kind"] != "Namespace":  # kept from an earlier test
-                raise
-
-
-def live_pods(store: ApiStore) -> list[Obj]:
-    """The namespace's pods not being deleted."""
-    return [p for p in store.list("pods", NAMESPACE) if not p["metadata"].get("deletionTimestamp")]
-
-
-@pytest.fixture
-def api(static_store: ApiStore, static_plane: ControlPlane) -> cluster.Api:
-    """Helm's objects, two GPU nodes, a plugin and a GFD pod on each; no controllers."""
-    layout = layouts.helm({"any": "version: v1\n"}, "any")
-    install(static_store, layout)
-    plugin, gfd = layout.plugin_daemonset, str(layout.gfd_daemonset)
-    for name, gpus in (("gpu-a", 2), ("gpu-b", 1)):
-        static_store.create(gpu_node(name, gpus))
-        static_store.create(pod(f"plugin-{name}", name, plugin, "nvidia-device-plugin-ctr"))
-        static_store.create(pod(f"gfd-{name}", name, gfd, "gpu-feature-discovery-ctr"))
-    return cluster.connect(str(static_plane.kubeconfig))
+from tests.workflows.helmplane import NAMESPACE, FakeClock, live_pods, pod
 
 
 def test_a_plugin_that_never_comes_back_fails_at_the_deadline(

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kubectl_gpu.cli import inputs, render, signals
+from kubectl_gpu.cli import inputs, params, render, signals
 from kubectl_gpu.cli.params import Duration, stuck_after_option
 from kubectl_gpu.cli.render import Column
 from kubectl_gpu.cli.settings import Settings, global_options, pass_settings
@@ -84,14 +84,9 @@ _STATUS_COLUMNS = (
     help="Change the GPU nodes matching this label selector.",
 )
 @click.option("--all", "all_nodes", is_flag=True, help="Change every GPU node.")
-@click.option(
-    "--dry-run",
-    type=click.Choice(["none", "client", "server"]),
-    default="none",
-    is_flag=False,
-    flag_value="client",
-    help="client: print what would be written; server: have the API server check "
-    "it too. Nothing is written.",
+@params.dry_run_option(
+    "client: print what would be written; server: have the API server check "
+    "it too. Nothing is written."
 )
 @click.option(
     "--force",
@@ -220,11 +215,9 @@ def status_cmd(
 
 def _load(filename: str, config: str) -> tuple[str, dict[str, Any]]:
     """The file's name and its parsed mig-parted document, strictly validated."""
-    from kubectl_gpu.mig.spec import MigConfigFile
-
-    name, data = inputs.load_mig_config(filename)
-    MigConfigFile.from_dict(data).select(config)  # an unknown name fails before any cluster read
-    return name, data
+    name, accepted = inputs.load_mig_config(filename)
+    accepted.config.select(config)  # an unknown name fails before any cluster read
+    return name, accepted.data
 
 
 def _still_asked(row: NodeResult) -> str:

@@ -163,9 +163,7 @@ def _node_targets(settings: Settings, names: Sequence[str]) -> list[tuple[Target
 
 
 def _read_config(filename: str) -> MigConfigFile:
-    from kubectl_gpu.mig.spec import MigConfigFile
-
-    return MigConfigFile.from_dict(inputs.load_mig_config(filename)[1])
+    return inputs.load_mig_config(filename)[1].config
 
 
 def _finish(results: Sequence[ConfigVerdict]) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from kubectl_gpu.cli import params
 from kubectl_gpu.cli.params import Duration
 
 F = Callable[..., Any]
@@ -35,16 +36,11 @@ def scope_options(f: F) -> F:
 
 def rollout_options(f: F) -> F:
     options = (
-        click.option(
-            "--dry-run",
-            type=click.Choice(["none", "client", "server"]),
-            default="none",
-            is_flag=False,
-            flag_value="client",
-            help="Change nothing; say what the change would do: each node's capacity before "
+        params.dry_run_option(
+            "Change nothing; say what the change would do: each node's capacity before "
             "and after, the running pods that would lose their GPU, and the ConfigMap keys "
             "and node labels it would write (client: checked here; server: the API server "
-            "checks the objects too).",
+            "checks the objects too)."
         ),
         click.option(
             "--diff",

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from kubectl_gpu import cluster, doctor, errors
 from kubectl_gpu.doctor import admission, containerlogs, facts
+from kubectl_gpu.keys import API_VERSION as API_VERSION  # one definition, in keys
 from kubectl_gpu.mig import actuators, stuck
 from kubectl_gpu.sharing import deployment as deployments
 from kubectl_gpu.sharing.rollout.status import NodeStatus as PluginNodeStatus
@@ -34,7 +35,6 @@ Json = dict[str, Any]
 MAX_EVENTS = 50
 LOG_LINES = 50
 LOG_BYTES = 64 * 1024
-API_VERSION = "kubectl-gpu.io/v1"
 SHORT_FIX = 200  # characters: a longer fix goes to the evidence, read with -o wide
 
 

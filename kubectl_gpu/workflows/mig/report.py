@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubectl_gpu.keys import API_VERSION as API_VERSION  # one definition, in keys
 from kubectl_gpu.mig import verdicts
 from kubectl_gpu.workflows.mig.results import ApplyResult, NodeResult
-
-API_VERSION = "kubectl-gpu.io/v1"
 
 
 def document(result: ApplyResult) -> dict[str, Any]:

@@ -14,13 +14,13 @@ import json
 from typing import Any
 
 from kubectl_gpu import cluster, keys, numbers
+from kubectl_gpu.keys import API_VERSION as API_VERSION  # one definition, in keys
 from kubectl_gpu.mig import stuck
 from kubectl_gpu.mig.actuators import Actuator
 from kubectl_gpu.workflows.mig import nodemig, targets
 from kubectl_gpu.workflows.mig.targets import NodeFacts, Scope
 from kubectl_gpu.workflows.policies import cluster_policies
 
-API_VERSION = "kubectl-gpu.io/v1"
 DONE_STATES = ("success", "failed", "reboot-required")  # our agent's final states
 OPERATOR_DONE_STATES = ("success", "failed")  # mig-manager's; `rebooting` goes on after it
 WAITING = "waiting"  # shown (never written) while no agent has taken up the desired config

@@ -13,12 +13,11 @@ import difflib
 from typing import Any
 
 from kubectl_gpu import keys
+from kubectl_gpu.keys import API_VERSION as API_VERSION  # one definition, in keys
 from kubectl_gpu.sharing import rollout
 from kubectl_gpu.sharing.deployment import Deployment
 from kubectl_gpu.workflows.share.results import NodeResult, ShareResult
 from kubectl_gpu.workflows.share.show import Status
-
-API_VERSION = "kubectl-gpu.io/v1"
 
 
 def result_document(result: ShareResult) -> dict[str, Any]:

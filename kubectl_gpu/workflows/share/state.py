@@ -87,14 +87,12 @@ def configmap_state(deployment: Deployment, raw: Json | None) -> rollout.ConfigM
     problems: dict[str, str] = {}
     for key, text in texts.items():
         where = f"{deployment.namespace}/{deployment.configmap}:{key}"
-        try:
-            docs[key] = parse(text, where)
-        except ValueError:
-            pass  # left out of `docs`: the planner refuses to build on it
-        report = validation.validate_text(text, where, DEVICE_PLUGIN_CONFIG)
-        first = next((f for f in report.findings if f.severity is findings.Severity.ERROR), None)
-        if first is not None:
-            problems[key] = first.message
+        checked = validation.check(text, where, DEVICE_PLUGIN_CONFIG)  # read once, checked
+        if checked.readable:  # else left out of `docs`: the planner refuses to build on it
+            docs[key] = checked.data
+        rejection = checked.rejection
+        if rejection is not None:
+            problems[key] = rejection.message  # a row has its own fix: the hint stays off
     annotations = (raw.get("metadata") or {}).get("annotations") or {}
     return rollout.ConfigMapState(
         namespace=deployment.namespace,

@@ -1,13 +1,12 @@
-"""The `real_cluster` pytest fixture: a started `SimCluster` per call, stopped after the test.
+"""The `sim_cluster` pytest fixture: a started `SimCluster` per call, stopped after the test.
 
-Owns the cluster's lifetime in a test: `real_cluster(nodes=[...], layout=..., configs=...,
+Owns the cluster's lifetime in a test: `sim_cluster(nodes=[...], layout=..., configs=...,
 default_config=..., controllers=...)` builds and starts one (kubeconfig under the test's
 tmp_path) on the session's real control plane (sharedplane.py, unless `plane=` names another),
 which is reset to new after the test, and returns it. At teardown every cluster is stopped, a
 controller or store-subscriber exception fails the test, and no cluster thread may outlive it.
-Also `kubectl_for(cluster, tmp_path)`, the server's own kubectl against a cluster. Must not be
-collected as a conftest: tests import it with
-`from tests.fakes.cluster.fixture import real_cluster as sim_cluster`.
+Also `kubectl_for(cluster, tmp_path)`, the server's own kubectl against a cluster. Registered for
+the whole suite by `pytest_plugins` in tests/conftest.py; no test imports it.
 """
 
 from __future__ import annotations
@@ -28,8 +27,8 @@ class MakeSimCluster(Protocol):
 
 
 @pytest.fixture
-def real_cluster(tmp_path: Path, real_control_plane: None) -> Iterator[MakeSimCluster]:
-    """`real_cluster(nodes, layout, configs, default_config, controllers=…)` → started cluster
+def sim_cluster(tmp_path: Path, real_control_plane: None) -> Iterator[MakeSimCluster]:
+    """`sim_cluster(nodes, layout, configs, default_config, controllers=…)` → started cluster
     on the session's real control plane."""
     made: list[SimCluster] = []
     before = set(threading.enumerate())

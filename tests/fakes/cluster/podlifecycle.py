@@ -13,7 +13,7 @@ plays the kubelet's pod lifecycle on the real control plane and makes every
 bound pod Running, so this keeps only what a node adds: device allocation, the simulated
 programs, their crash loops and logs, and statuses only for pods running such a program, written
 after KWOK has started the pod; but it plays the whole lifecycle of the pods KWOK leaves to it
-(annotated LIFECYCLE_BY_TEST). Not to be confused with tests/fakes/kubelet.py, the PodResources
+(annotated LIFECYCLE_BY_TEST). Not to be confused with tests/fakes/kubelet/, the PodResources
 gRPC stand-in fed from `AllocationTable`. Must not schedule pods (the real scheduler does) or
 decide what a simulated program does (programs.py).
 """

@@ -4,9 +4,9 @@ Owns: the library's lifetime in a test: ``fake_nvml(gpus=[...])`` builds a ``Fak
 installs it as pynvml's library and returns it; pynvml's globals are restored after the test,
 whatever it did. The fixture is parametrised: each test runs once against the Python stand-in
 and once against the simulated nodes' C library, ``libnvidia-ml.so.1`` (clib.py), so the two are
-shown to answer alike by every test that uses it. Must not: hold NVML behaviour (the other
-modules of this package) or be collected as a conftest: tests import it explicitly with
-``from tests.fakes.libnvml.fixture import fake_nvml as fake_nvml``.
+shown to answer alike by every test that uses it. Registered for the whole suite
+by ``pytest_plugins`` in tests/conftest.py; no test imports it. Must not: hold NVML behaviour
+(the other modules of this package).
 """
 
 from __future__ import annotations
