@@ -15,7 +15,6 @@ from tests.conftest import ROOT, CliResult, eventually
 from tests.fakes.cluster import NodeSpec, layouts, netns
 from tests.fakes.cluster.cluster import WITH_MIG_MANAGER, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.fakes.node import sandbox
 
 pytestmark = [

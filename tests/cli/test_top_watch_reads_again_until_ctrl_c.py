@@ -18,9 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli import topcluster as t
-from tests.cli.test_map_cluster_resolves_every_sharing_form import real as real  # noqa: F401
 from tests.fakes.cluster import SimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 NODE = "gpu-w"
 GPU = "GPU-eeeeeeee-1111-2222-3333-444444444444"

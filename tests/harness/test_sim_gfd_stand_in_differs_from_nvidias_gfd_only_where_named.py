@@ -17,7 +17,6 @@ from tests.conftest import eventually
 from tests.fakes.cluster import NodeSpec, gfd, netns, pluginconfig
 from tests.fakes.cluster.cluster import SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.fakes.node import sandbox
 
 pytestmark = [

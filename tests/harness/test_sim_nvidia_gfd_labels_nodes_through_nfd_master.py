@@ -19,7 +19,6 @@ from tests.conftest import eventually
 from tests.fakes.cluster import NodeSpec, netns
 from tests.fakes.cluster.cluster import SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.fakes.node import sandbox
 
 pytestmark = [
