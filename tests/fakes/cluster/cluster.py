@@ -44,6 +44,7 @@ from tests.kube import ApiError
 if TYPE_CHECKING:
     from tests.controlplane import ControlPlane
     from tests.controlplane.store import ApiStore
+    from tests.fakes.node.draplugin import DraKubelet, DraPluginRuntime
     from tests.fakes.node.nvidiaplugin import NvidiaPluginRuntime
 
 Obj = dict[str, Any]
@@ -123,8 +124,9 @@ class SimCluster:
         self._own_dir = None if kubeconfig else Path(tempfile.mkdtemp(prefix="sim-cluster-"))
         self.kubeconfig = kubeconfig or (self._own_dir or Path(".")) / "kubeconfig"
         gpu_nodes = [name for name, node in self.nodes.items() if node.gpus]
+        dra_nodes = [name for name in gpu_nodes if self.nodes[name].spec.dra]
         self._node_root: Path | None = None
-        if agents or gpu_processes or dcgm_exporter or nvidia_plugin:
+        if agents or gpu_processes or dcgm_exporter or nvidia_plugin or dra_nodes:
             # a short directory under /tmp: a unix socket path must fit in 108 bytes
             self._node_root = Path(tempfile.mkdtemp(prefix="sim", dir="/tmp"))
         # each GPU node's disk (driver root, kubelet root), for the node's own processes
@@ -133,6 +135,14 @@ class SimCluster:
             if self._node_root is not None and (agents or nvidia_plugin)
             else {}
         )
+        if dra_nodes and self._node_root is not None:
+            for name in dra_nodes:
+                self.sides.setdefault(name, NodeSide(self._node_root, self.nodes[name]))
+        # NVIDIA's DRA kubelet plugin on each DRA node (NodeSpec.dra), and their kubelets' DRA side
+        self.dra: DraPluginRuntime | None = None
+        self.dra_kubelet: DraKubelet | None = None
+        if dra_nodes:
+            self.dra, self.dra_kubelet = self._dra_plugin(dra_nodes)
         self.nvidia_plugin = self._nvidia_plugin() if nvidia_plugin else None
         self.plugin: DevicePluginRuntime = self.nvidia_plugin or DevicePluginRuntime(
             self.store, self.loop, self.nodes
@@ -194,12 +204,27 @@ class SimCluster:
             self.loop.add(SidecarWatch(programs))
         if self.node_kubelets is not None:
             self.loop.add(self.node_kubelets)
+        if self.dra_kubelet is not None:
+            self.loop.add(self.dra_kubelet)
 
     def _nvidia_plugin(self) -> NvidiaPluginRuntime:
         """NVIDIA's own device plugin in each GPU node's sandbox, with its kubelet stand-in."""
         from tests.fakes.node.nvidiaplugin import NvidiaPluginRuntime  # lazy: grpc and stubs
 
         return NvidiaPluginRuntime(self.store, self.loop, self.nodes, self.sides, self.logs)
+
+    def _dra_plugin(self, names: list[str]) -> tuple[DraPluginRuntime, DraKubelet]:
+        """NVIDIA's DRA kubelet plugin in each DRA node's sandbox, with its kubelet's DRA side."""
+        from tests.fakes.cluster import drachart  # lazy: grpc and stubs below
+        from tests.fakes.node.draplugin import DraKubelet, DraPluginRuntime
+
+        def kubeconfig(node: str, path: Path) -> None:
+            token = self.plane.token(drachart.SERVICE_ACCOUNT, drachart.NAMESPACE)
+            self.plane.kubeconfig_for(path, token, drachart.NAMESPACE)
+
+        runtime = DraPluginRuntime({n: self.sides[n] for n in names}, kubeconfig)
+        relook = lambda node: self.loop.enqueue("node-kubelets", node)  # noqa: E731
+        return runtime, DraKubelet(self.store, runtime, relook)
 
     def _node_side(self, interval: float) -> AgentRuntime:
         """Each GPU node's disk (GPU state, kubelet root) and the agent processes on them."""
@@ -231,6 +256,8 @@ class SimCluster:
             self.store.create(self._node_object(node))
         if self.nvidia_plugin is not None:
             self.nvidia_plugin.start_managers()
+        if self.dra is not None:
+            self._start_dra(self.dra)
         for obj in self.layout.objects if self.layout else ():
             self._create(self._started_by_node(obj))
         if self.agents is not None and self.node_kubelets is not None:
@@ -242,6 +269,16 @@ class SimCluster:
             self._create(ds)
         self.settle(timeout)
         return self
+
+    def _start_dra(self, runtime: DraPluginRuntime) -> None:
+        """What NVIDIA's chart installs (classes, the plugin's account), then its plugins; they
+        publish the nodes' ResourceSlices and register with the nodes' kubelets."""
+        from tests.fakes.cluster import drachart
+
+        for obj in [*drachart.kubelet_plugin_rbac(), *drachart.device_classes()]:
+            self._create(obj)
+        runtime.start()
+        runtime.wait_registered()
 
     def _make_networks(self) -> None:
         """A namespace per GPU node, with a relay to the API server on its loopback."""
@@ -315,6 +352,8 @@ class SimCluster:
             self.exporters.stop_all()
         if self.nvidia_plugin is not None:
             self.nvidia_plugin.stop_all()
+        if self.dra is not None:
+            self.dra.stop_all()
         if self.node_kubelets is not None:
             self.node_kubelets.stop()
         for network in self.networks.values():
@@ -486,17 +525,38 @@ class SimCluster:
             meta = pod["metadata"]
             if (pod.get("status") or {}).get("phase") != "Running":
                 continue
+            claims = self._prepared_claims(pod)
             containers = tuple(
                 podresources.Container(
                     c["name"],
                     tuple(devices.get((meta["uid"], c["name"]), ())),
                     alloc_resp=self._alloc_resp(meta["uid"], c["name"]),
+                    claims=claims.get(c["name"], ()),
                 )
                 for c in pod["spec"]["containers"]
             )
             pods.append(podresources.Pod(meta["name"], meta["namespace"], containers, meta["uid"]))
         healthy = tuple(podresources.Devices(r, ids) for r, ids in self.advertised(node).items())
         return pods, podresources.Allocatable(devices=healthy)
+
+    def _prepared_claims(self, pod: Obj) -> dict[str, tuple[Any, ...]]:
+        """Container -> the DRA claims NVIDIA's kubelet plugin prepared for it, as PodResources
+        names them (driver, pool, device per prepared device)."""
+        if self.dra_kubelet is None:
+            return {}
+        from tests.fakes import kubelet as podresources
+        from tests.fakes.node.draplugin import container_claims
+
+        prepared = self.dra_kubelet.claims_of(pod["metadata"]["uid"])
+        return {
+            container: tuple(
+                podresources.Claim(
+                    c.name, c.namespace, tuple((d.driver, d.pool, d.device) for d in c.devices)
+                )
+                for c in claims
+            )
+            for container, claims in container_claims(pod, prepared).items()
+        }
 
     def _alloc_resp(self, uid: str, container: str) -> Any:
         """What NVIDIA's plugin answered Allocate for a container (None: the stand-in's default

@@ -563,6 +563,20 @@ nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, nvmlDeviceArchitectu
     return end(&node, NVML_SUCCESS);
 }
 
+/* The product brand: every data-centre board the simulation models (A100, A30, H100, H200, L4,
+ * B200) reports NVML_BRAND_NVIDIA ("Product Brand: NVIDIA" in nvidia-smi -q); a MIG device
+ * answers for its GPU, as nvml.h documents no difference. */
+nvmlReturn_t nvmlDeviceGetBrand(nvmlDevice_t device, nvmlBrandType_t *type) {
+    ENTER("nvmlDeviceGetBrand");
+    sim_node node;
+    target t;
+    nvmlReturn_t r = begin(&node, 0, device.handle, GPU | MIG, &t);
+    if (r) return r;
+    if (!type) return end(&node, NVML_ERROR_INVALID_ARGUMENT);
+    *type = NVML_BRAND_NVIDIA;
+    return end(&node, NVML_SUCCESS);
+}
+
 /* ---- processes ---------------------------------------------------------------------------- */
 
 /* NVML's two-call pattern: *count in is the room, out the number running; INSUFFICIENT_SIZE
