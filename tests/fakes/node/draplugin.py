@@ -33,6 +33,7 @@ from typing import Any
 
 from tests.fakes.cluster.agents import NodeSide, stop_program
 from tests.fakes.cluster.loop import Change
+from tests.fakes.libnvml.devnodes import make_device_nodes
 from tests.fakes.node.dramanager import ClaimRef, DraManager, PrepareError, PreparedDevice
 from tests.fakes.node.sandbox import Sandbox
 from tests.kube import ApiError
@@ -137,7 +138,13 @@ class DraPluginRuntime:
             f"--kubeconfig={kubeconfig}", f"--image-name={IMAGE}",
         ]  # fmt: skip
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "NODE_NAME": node}
-        command = _with_parent_death(Sandbox(side.dir, side.network).command(argv))
+        sandbox = Sandbox(side.dir, side.network)
+        command = _with_parent_death(sandbox.command(argv))  # writes the driver's MIG minors
+        # the driver root's dev/: the plugin's device root, whose nodes its CDI specs list
+        make_device_nodes(
+            side.driver.path, (g.minor_number for g in side.node.gpus),
+            sandbox.proc_driver / "nvidia-caps" / "mig-minors",
+        )  # fmt: skip
         process = subprocess.Popen(  # noqa: S603 (fixed argv, no shell)
             command,
             cwd=side.dir,
