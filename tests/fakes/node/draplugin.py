@@ -35,7 +35,7 @@ from tests.fakes.cluster.agents import NodeSide, stop_program
 from tests.fakes.cluster.loop import Change
 from tests.fakes.libnvml.devnodes import make_device_nodes
 from tests.fakes.node.dramanager import ClaimRef, DraManager, PrepareError, PreparedDevice
-from tests.fakes.node.sandbox import Sandbox
+from tests.fakes.node.sandbox import Sandbox, write_mig_capabilities, write_proc_devices
 from tests.kube import ApiError
 
 Obj = dict[str, Any]
@@ -139,12 +139,14 @@ class DraPluginRuntime:
         ]  # fmt: skip
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "NODE_NAME": node}
         sandbox = Sandbox(side.dir, side.network)
+        write_proc_devices(sandbox.proc_devices)
         command = _with_parent_death(sandbox.command(argv))  # writes the driver's MIG minors
+        minors = [g.minor_number for g in side.node.gpus]
+        write_mig_capabilities(sandbox.proc_driver, minors)
         # the driver root's dev/: the plugin's device root, whose nodes its CDI specs list
         make_device_nodes(
-            side.driver.path, (g.minor_number for g in side.node.gpus),
-            sandbox.proc_driver / "nvidia-caps" / "mig-minors",
-        )  # fmt: skip
+            side.driver.path, minors, sandbox.proc_driver / "nvidia-caps" / "mig-minors"
+        )
         process = subprocess.Popen(  # noqa: S603 (fixed argv, no shell)
             command,
             cwd=side.dir,

@@ -31,15 +31,20 @@ DEVICE_PLUGINS = "/var/lib/kubelet/device-plugins"
 # capability path to its /dev/nvidia-caps node (it stops without it once a MIG device exists).
 MIG_MINORS = "/proc/driver/nvidia-caps/mig-minors"
 MAX_GPUS, MAX_GPU_INSTANCES, MAX_COMPUTE_INSTANCES = 32, 15, 8
-# $1: the node's device-plugin directory, $2: its /proc/driver stand-in, then the program.
+# $1: the node's device-plugin directory, $2: its /proc/driver stand-in, $3: its /proc/devices
+# stand-in or "" (the host's stays), then the program.
 _SETUP = """set -e
 mount -t tmpfs -o size=1m,mode=0755 simulated-node /var/lib
 mkdir -p /var/lib/kubelet/device-plugins
 mount --bind "$1" /var/lib/kubelet/device-plugins
 mount --bind "$2" /proc/driver
-shift 2
+if [ -n "$3" ]; then mount --bind "$3" /proc/devices; fi
+shift 3
 exec "$@"
 """
+# The driver's character devices as /proc/devices lists them: nvidia's major is fixed, the
+# others are dynamic on a real host (the numbers of tests/fakes/libnvml/devnodes.py)
+DRIVER_DEVICES = ("195 nvidia", "508 nvidia-uvm", "509 nvidia-caps")
 
 
 def unavailable() -> str | None:
@@ -70,6 +75,12 @@ class Sandbox:
         """What the node's processes see as /proc/driver (the driver's MIG minors)."""
         return self.directory / "proc-driver"
 
+    @property
+    def proc_devices(self) -> Path:
+        """What the node's processes see as /proc/devices, where the node has one
+        (`write_proc_devices`); otherwise they see the host's."""
+        return self.directory / "proc-devices"
+
     def command(self, argv: Sequence[str]) -> list[str]:
         """`argv` run inside the node: its network namespace, then a private mount namespace
         (`--kill-child`: the program ends with the `unshare` that a test's kill reaches)."""
@@ -78,7 +89,7 @@ class Sandbox:
         inner = [
             "unshare", "--mount", "--propagation", "private", "--fork", "--kill-child",
             "sh", "-c", _SETUP, "node-sandbox", str(self.device_plugins), str(self.proc_driver),
-            *argv,
+            str(self.proc_devices) if self.proc_devices.is_file() else "", *argv,
         ]  # fmt: skip
         return self.network.command(inner) if self.network is not None else inner
 
@@ -99,3 +110,31 @@ def write_mig_minors(path: Path) -> None:
                 minor += 1
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def write_mig_capabilities(proc_driver: Path, gpu_minors: list[int]) -> None:
+    """The driver's `nvidia/capabilities/gpu<G>/mig/gi<I>[/ci<C>]/access` files for the given GPU
+    minors, each naming its `/dev/nvidia-caps` minor as `mig-minors` numbers it (`DeviceFileMinor`,
+    `DeviceFileMode` 292 = 0444, `DeviceFileModify` 1): what NVIDIA's DRA plugin reads to give a
+    container a MIG device's capability nodes. Call after `command` wrote `mig-minors`."""
+    minors = proc_driver / "nvidia-caps" / "mig-minors"
+    wanted = tuple(f"gpu{m}/" for m in gpu_minors)
+    for line in minors.read_text(encoding="utf-8").splitlines():
+        name, _, number = line.partition(" ")
+        if not name.startswith(wanted):
+            continue
+        gpu, rest = name.split("/", 1)  # gpu0, gi2/access or gi2/ci0/access
+        path = proc_driver / "nvidia" / "capabilities" / gpu / "mig" / rest
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = f"DeviceFileMinor: {int(number)}\nDeviceFileMode: 292\nDeviceFileModify: 1\n"
+        path.write_text(text, encoding="ascii")
+
+
+def write_proc_devices(path: Path) -> None:
+    """The host's /proc/devices with the driver's character devices added (NVIDIA's DRA plugin
+    looks up the `nvidia-caps` major there); bound over /proc/devices inside the sandbox."""
+    lines = Path("/proc/devices").read_text(encoding="ascii").splitlines()
+    at = lines.index("Character devices:") + 1 if "Character devices:" in lines else 0
+    known = {line.split()[-1] for line in lines if line.strip()}
+    added = [f"{d.split()[0]:>3} {d.split()[1]}" for d in DRIVER_DEVICES if d.split()[1] not in known]
+    path.write_text("\n".join([*lines[:at], *added, *lines[at:]]) + "\n", encoding="ascii")

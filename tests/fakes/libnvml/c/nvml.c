@@ -577,6 +577,21 @@ nvmlReturn_t nvmlDeviceGetBrand(nvmlDevice_t device, nvmlBrandType_t *type) {
     return end(&node, NVML_SUCCESS);
 }
 
+/* The addressing mode (versioned struct): NONE, "neither HMM nor ATS is active", as on an x86
+ * host whose kernel or driver modules do not enable HMM; a simulated node has no such kernel. */
+nvmlReturn_t nvmlDeviceGetAddressingMode(nvmlDevice_t device, nvmlDeviceAddressingMode_t *mode) {
+    ENTER("nvmlDeviceGetAddressingMode");
+    sim_node node;
+    target t;
+    nvmlReturn_t r = begin(&node, 0, device.handle, GPU | MIG, &t);
+    if (r) return r;
+    if (!mode) return end(&node, NVML_ERROR_INVALID_ARGUMENT);
+    if (mode->version != nvmlDeviceAddressingMode_v1)
+        return end(&node, NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    mode->value = NVML_DEVICE_ADDRESSING_MODE_NONE;
+    return end(&node, NVML_SUCCESS);
+}
+
 /* ---- processes ---------------------------------------------------------------------------- */
 
 /* NVML's two-call pattern: *count in is the room, out the number running; INSUFFICIENT_SIZE
