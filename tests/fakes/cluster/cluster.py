@@ -279,6 +279,14 @@ class SimCluster:
             self._create(obj)
         runtime.start()
         runtime.wait_registered()
+        deadline = time.monotonic() + 60
+        waiting = set(runtime.sides)
+        while waiting and time.monotonic() < deadline:  # it registers, then publishes
+            published = {s["spec"].get("nodeName") for s in self.store.list("resourceslices")}
+            waiting -= published
+            time.sleep(0.1 if waiting else 0)
+        if waiting:
+            raise RuntimeError(f"NVIDIA's DRA plugin published no ResourceSlice for {waiting}")
 
     def _make_networks(self) -> None:
         """A namespace per GPU node, with a relay to the API server on its loopback."""

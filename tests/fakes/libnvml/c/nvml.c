@@ -592,6 +592,19 @@ nvmlReturn_t nvmlDeviceGetAddressingMode(nvmlDevice_t device, nvmlDeviceAddressi
     return end(&node, NVML_SUCCESS);
 }
 
+/* The virtualization mode: a simulated node's GPUs are bare metal (NVML_GPU_VIRTUALIZATION_MODE_NONE,
+ * "Represents Bare Metal GPU"); a MIG device answers for its GPU. */
+nvmlReturn_t nvmlDeviceGetVirtualizationMode(nvmlDevice_t device, nvmlGpuVirtualizationMode_t *mode) {
+    ENTER("nvmlDeviceGetVirtualizationMode");
+    sim_node node;
+    target t;
+    nvmlReturn_t r = begin(&node, 0, device.handle, GPU | MIG, &t);
+    if (r) return r;
+    if (!mode) return end(&node, NVML_ERROR_INVALID_ARGUMENT);
+    *mode = NVML_GPU_VIRTUALIZATION_MODE_NONE;
+    return end(&node, NVML_SUCCESS);
+}
+
 /* ---- processes ---------------------------------------------------------------------------- */
 
 /* NVML's two-call pattern: *count in is the room, out the number running; INSUFFICIENT_SIZE
