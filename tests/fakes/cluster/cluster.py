@@ -82,6 +82,7 @@ class SimCluster:
         gpu_processes: bool = False,
         dcgm_exporter: str | None = None,
         nvidia_plugin: bool = False,
+        dra_feature_gates: Sequence[str] = (),
     ) -> None:
         """`node_starts_programs`: on a real control plane, the pods of the layout's device
         plugin and GFD DaemonSets are started by the node side instead of KWOK, which makes
@@ -98,7 +99,9 @@ class SimCluster:
         dcgm-exporter DaemonSet (dcgmexporter.py; needs `node_networks`). `nvidia_plugin`: the
         device plugin pods of GPU nodes run NVIDIA's own binary in the node's sandbox, and a
         kubelet stand-in per node speaking the kubelet's gRPC publishes what it advertises
-        (tests/fakes/node/nvidiaplugin.py; needs root, `unshare` and the built binary)."""
+        (tests/fakes/node/nvidiaplugin.py; needs root, `unshare` and the built binary). Nodes
+        with `NodeSpec(dra=True)` run NVIDIA's DRA kubelet plugin instead, with
+        `dra_feature_gates` (tests/fakes/node/draplugin.py; the same needs)."""
         if dcgm_exporter not in (None, "copied", "per-process"):
             raise ValueError(f"dcgm_exporter is copied or per-process, not {dcgm_exporter!r}")
         if dcgm_exporter and not node_networks:
@@ -142,7 +145,7 @@ class SimCluster:
         self.dra: DraPluginRuntime | None = None
         self.dra_kubelet: DraKubelet | None = None
         if dra_nodes:
-            self.dra, self.dra_kubelet = self._dra_plugin(dra_nodes)
+            self.dra, self.dra_kubelet = self._dra_plugin(dra_nodes, dra_feature_gates)
         self.nvidia_plugin = self._nvidia_plugin() if nvidia_plugin else None
         self.plugin: DevicePluginRuntime = self.nvidia_plugin or DevicePluginRuntime(
             self.store, self.loop, self.nodes
@@ -213,7 +216,9 @@ class SimCluster:
 
         return NvidiaPluginRuntime(self.store, self.loop, self.nodes, self.sides, self.logs)
 
-    def _dra_plugin(self, names: list[str]) -> tuple[DraPluginRuntime, DraKubelet]:
+    def _dra_plugin(
+        self, names: list[str], gates: Sequence[str]
+    ) -> tuple[DraPluginRuntime, DraKubelet]:
         """NVIDIA's DRA kubelet plugin in each DRA node's sandbox, with its kubelet's DRA side."""
         from tests.fakes.cluster import drachart  # lazy: grpc and stubs below
         from tests.fakes.node.draplugin import DraKubelet, DraPluginRuntime
@@ -222,7 +227,7 @@ class SimCluster:
             token = self.plane.token(drachart.SERVICE_ACCOUNT, drachart.NAMESPACE)
             self.plane.kubeconfig_for(path, token, drachart.NAMESPACE)
 
-        runtime = DraPluginRuntime({n: self.sides[n] for n in names}, kubeconfig)
+        runtime = DraPluginRuntime({n: self.sides[n] for n in names}, kubeconfig, gates)
         relook = lambda node: self.loop.enqueue("node-kubelets", node)  # noqa: E731
         return runtime, DraKubelet(self.store, runtime, relook)
 

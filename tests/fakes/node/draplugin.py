@@ -26,7 +26,7 @@ import importlib.util
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,8 +81,14 @@ class PreparedClaim:
 class DraPluginRuntime:
     """NVIDIA's DRA kubelet plugin on every DRA node, and each node's DRA manager."""
 
-    def __init__(self, sides: dict[str, NodeSide], kubeconfig: Callable[[str, Path], None]) -> None:
+    def __init__(
+        self,
+        sides: dict[str, NodeSide],
+        kubeconfig: Callable[[str, Path], None],
+        feature_gates: Sequence[str] = (),
+    ) -> None:
         self.sides = sides  # the DRA nodes' own directories
+        self.feature_gates = tuple(feature_gates)  # e.g. "DynamicMIG=true", as the chart sets
         self._kubeconfig = kubeconfig  # (node, path): writes the plugin's kubeconfig at path
         self.binary = plugin_binary()
         self.managers = {
@@ -137,6 +143,8 @@ class DraPluginRuntime:
             f"--kubelet-plugins-directory-path={side.kubelet_root / PLUGINS}",
             f"--kubeconfig={kubeconfig}", f"--image-name={IMAGE}",
         ]  # fmt: skip
+        if self.feature_gates:
+            argv.append(f"--feature-gates={','.join(self.feature_gates)}")
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "NODE_NAME": node}
         sandbox = Sandbox(side.dir, side.network)
         write_proc_devices(sandbox.proc_devices)
