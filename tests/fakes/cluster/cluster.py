@@ -228,7 +228,10 @@ class SimCluster:
             self.plane.kubeconfig_for(path, token, drachart.NAMESPACE)
 
         runtime = DraPluginRuntime({n: self.sides[n] for n in names}, kubeconfig, gates)
-        relook = lambda node: self.loop.enqueue("node-kubelets", node)  # noqa: E731
+        def relook(node: str) -> None:  # the node's PodResources lists the prepared claims
+            if self.node_kubelets is not None:
+                self.loop.enqueue(self.node_kubelets.name, node)
+
         return runtime, DraKubelet(self.store, runtime, relook)
 
     def _node_side(self, interval: float) -> AgentRuntime:
