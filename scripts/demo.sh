@@ -294,6 +294,7 @@ dra_device() {
   [ -n "$published" ] && [ "$published" = "$shown" ]
 }
 until_ok 20 dra_device || fail "the map's GPU is not the one NVIDIA's slice lists for the claim"
+dra_device
 grep -q "Returning newly prepared devices for claim 'default/$claim" "$node_dirs/dra-a/gpu-kubelet-plugin.log" \
   || fail "NVIDIA's plugin on dra-a did not prepare the claim"
 grep -o "Returning newly prepared devices for claim 'default/$claim.*" "$node_dirs/dra-a/gpu-kubelet-plugin.log" | cut -c1-150
