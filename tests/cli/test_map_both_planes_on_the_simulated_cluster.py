@@ -12,12 +12,12 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from kubectl_gpu import cluster
 from kubectl_gpu.agent import reporting
 from tests.conftest import CliResult
 from tests.fakes import libnvml
-import pytest
-
 from tests.fakes.cluster import NodeSpec
 from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
 from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)

@@ -138,14 +138,10 @@ class SimCluster:
             if self._node_root is not None and (agents or nvidia_plugin)
             else {}
         )
-        if dra_nodes and self._node_root is not None:
-            for name in dra_nodes:
-                self.sides.setdefault(name, NodeSide(self._node_root, self.nodes[name]))
         # NVIDIA's DRA kubelet plugin on each DRA node (NodeSpec.dra), and their kubelets' DRA side
         self.dra: DraPluginRuntime | None = None
         self.dra_kubelet: DraKubelet | None = None
-        if dra_nodes:
-            self.dra, self.dra_kubelet = self._dra_plugin(dra_nodes, dra_feature_gates)
+        self._dra_nodes(dra_nodes, dra_feature_gates)
         self.nvidia_plugin = self._nvidia_plugin() if nvidia_plugin else None
         self.plugin: DevicePluginRuntime = self.nvidia_plugin or DevicePluginRuntime(
             self.store, self.loop, self.nodes
@@ -216,10 +212,12 @@ class SimCluster:
 
         return NvidiaPluginRuntime(self.store, self.loop, self.nodes, self.sides, self.logs)
 
-    def _dra_plugin(
-        self, names: list[str], gates: Sequence[str]
-    ) -> tuple[DraPluginRuntime, DraKubelet]:
+    def _dra_nodes(self, names: list[str], gates: Sequence[str]) -> None:
         """NVIDIA's DRA kubelet plugin in each DRA node's sandbox, with its kubelet's DRA side."""
+        if not names or self._node_root is None:
+            return
+        for name in names:
+            self.sides.setdefault(name, NodeSide(self._node_root, self.nodes[name]))
         from tests.fakes.cluster import drachart  # lazy: grpc and stubs below
         from tests.fakes.node.draplugin import DraKubelet, DraPluginRuntime
 
@@ -228,11 +226,12 @@ class SimCluster:
             self.plane.kubeconfig_for(path, token, drachart.NAMESPACE)
 
         runtime = DraPluginRuntime({n: self.sides[n] for n in names}, kubeconfig, gates)
+
         def relook(node: str) -> None:  # the node's PodResources lists the prepared claims
             if self.node_kubelets is not None:
                 self.loop.enqueue(self.node_kubelets.name, node)
 
-        return runtime, DraKubelet(self.store, runtime, relook)
+        self.dra, self.dra_kubelet = runtime, DraKubelet(self.store, runtime, relook)
 
     def _node_side(self, interval: float) -> AgentRuntime:
         """Each GPU node's disk (GPU state, kubelet root) and the agent processes on them."""

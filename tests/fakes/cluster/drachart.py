@@ -47,11 +47,12 @@ def device_classes(version: str = "v1") -> list[Obj]:
     return found
 
 
+def _rule(groups: list[str], resources: list[str], verbs: list[str]) -> Obj:
+    return {"apiGroups": groups, "resources": resources, "verbs": verbs}
+
+
 def kubelet_plugin_rbac() -> list[Obj]:
     """The kubelet plugin's namespace, ServiceAccount, ClusterRole and binding."""
-    rule = lambda groups, resources, verbs: {  # noqa: E731 (a table of rules)
-        "apiGroups": groups, "resources": resources, "verbs": verbs,
-    }  # fmt: skip
     read = ["get", "list", "watch"]
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
@@ -65,11 +66,11 @@ def kubelet_plugin_rbac() -> list[Obj]:
             "kind": "ClusterRole",
             "metadata": {"name": CLUSTER_ROLE},
             "rules": [
-                rule(["resource.nvidia.com"], ["computedomains"], read),
-                rule([GROUP], ["resourceclaims"], read),
-                rule([GROUP], ["resourceslices"], [*read, "create", "update", "delete"]),
-                rule([""], ["nodes"], [*read, "update"]),
-                rule([""], ["pods"], read),
+                _rule(["resource.nvidia.com"], ["computedomains"], read),
+                _rule([GROUP], ["resourceclaims"], read),
+                _rule([GROUP], ["resourceslices"], [*read, "create", "update", "delete"]),
+                _rule([""], ["nodes"], [*read, "update"]),
+                _rule([""], ["pods"], read),
             ],
         },
         {

@@ -205,7 +205,10 @@ class DraManager:
                 raise PrepareError(result.error)
             prepared[claim.uid] = [
                 PreparedDevice(
-                    driver, d.pool_name, d.device_name, tuple(d.request_names),
+                    driver,
+                    d.pool_name,
+                    d.device_name,
+                    tuple(d.request_names),
                     tuple(d.cdi_device_ids),
                 )  # fmt: skip
                 for d in result.devices
@@ -245,4 +248,3 @@ def _refusal(info: reg.PluginInfo) -> str:
         offered = ", ".join(info.supported_versions) or "none"
         return f"none of the DRA gRPC services {offered} is supported (supported: {SERVICES})"
     return ""
-

@@ -28,13 +28,14 @@ import sys
 import threading
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from tests.fakes.cluster.agents import NodeSide, stop_program
 from tests.fakes.cluster.loop import Change
 from tests.fakes.libnvml.devnodes import make_device_nodes
-from tests.fakes.node.dramanager import ClaimRef, DraManager, PrepareError, PreparedDevice
+from tests.fakes.node.dramanager import ClaimRef, DraManager, PreparedDevice, PrepareError
 from tests.fakes.node.sandbox import Sandbox, write_mig_capabilities, write_proc_devices
 from tests.kube import ApiError
 
@@ -91,9 +92,7 @@ class DraPluginRuntime:
         self.feature_gates = tuple(feature_gates)  # e.g. "DynamicMIG=true", as the chart sets
         self._kubeconfig = kubeconfig  # (node, path): writes the plugin's kubeconfig at path
         self.binary = plugin_binary()
-        self.managers = {
-            name: DraManager(name, registry_dir(side)) for name, side in sides.items()
-        }
+        self.managers = {name: DraManager(name, registry_dir(side)) for name, side in sides.items()}
         self._runs: dict[str, _Run] = {}
         self._lock = threading.Lock()
 
@@ -106,11 +105,10 @@ class DraPluginRuntime:
         """Until every node's plugin registered with its kubelet (it publishes its slices just
         before): a plugin that exits first is reported with its last lines."""
         for name, manager in self.managers.items():
-            if not manager.wait_registered(DRIVER, timeout, alive=lambda n=name: self._alive(n)):
+            if not manager.wait_registered(DRIVER, timeout, alive=partial(self._alive, name)):
                 raise RuntimeError(
                     f"{PROGRAM} on {name} exited or did not register in {timeout:.0f} s; its last "
-                    "lines:\n"
-                    + "\n".join(self.log(name)[-20:])
+                    "lines:\n" + "\n".join(self.log(name)[-20:])
                 )
 
     def _alive(self, node: str) -> bool:
@@ -225,7 +223,7 @@ class DraKubelet:
         return []
 
     def reconcile(self, key: Hashable) -> None:
-        namespace, name, uid = key  # type: ignore[misc]
+        namespace, name, uid = cast(tuple[str, str, str], key)
         try:
             pod: Obj | None = self.store.get("pods", name, namespace)
         except ApiError as exc:
@@ -243,8 +241,10 @@ class DraKubelet:
         if manager is None or claims is None or not claims:
             return
         try:
-            done = manager.prepare(DRIVER, [ClaimRef(namespace, c["metadata"]["uid"],
-                                                     c["metadata"]["name"]) for c in claims])
+            done = manager.prepare(
+                DRIVER,
+                [ClaimRef(namespace, c["metadata"]["uid"], c["metadata"]["name"]) for c in claims],
+            )
         except PrepareError as exc:
             self.errors[uid] = str(exc)
             return
@@ -310,8 +310,7 @@ def container_claims(pod: Obj, prepared: list[PreparedClaim]) -> dict[str, list[
     claim entries; the claim object's name is the entry's or the one generated for it)."""
     status = pod.get("status") or {}
     generated = {
-        s.get("name"): s.get("resourceClaimName")
-        for s in status.get("resourceClaimStatuses") or []
+        s.get("name"): s.get("resourceClaimName") for s in status.get("resourceClaimStatuses") or []
     }
     by_entry = {
         c.get("name"): c.get("resourceClaimName") or generated.get(c.get("name"))

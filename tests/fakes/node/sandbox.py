@@ -136,5 +136,5 @@ def write_proc_devices(path: Path) -> None:
     lines = Path("/proc/devices").read_text(encoding="ascii").splitlines()
     at = lines.index("Character devices:") + 1 if "Character devices:" in lines else 0
     known = {line.split()[-1] for line in lines if line.strip()}
-    added = [f"{d.split()[0]:>3} {d.split()[1]}" for d in DRIVER_DEVICES if d.split()[1] not in known]
+    added = [f"{n:>3} {name}" for n, name in map(str.split, DRIVER_DEVICES) if name not in known]
     path.write_text("\n".join([*lines[:at], *added, *lines[at:]]) + "\n", encoding="ascii")

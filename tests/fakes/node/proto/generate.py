@@ -1,8 +1,9 @@
 """Regenerate the test-only gRPC stubs in tests/fakes/node/_proto/ from the .proto beside this.
 
 Owns: the generation step for the kubelet's device-plugin, plugin-registration and DRA services as
-the simulated nodes' kubelet stand-in speaks them (protoc through grpcio-tools, as proto/generate.py does for the product's
-stubs), and the import rewrites protoc cannot do for nested packages. Must not: edit generated
+the simulated nodes' kubelet stand-in speaks them (protoc through grpcio-tools, as
+proto/generate.py does for the product's stubs), and the import rewrites protoc cannot do for
+nested packages. Must not: edit generated
 code in any other way, or write into the product (its messages are imported from there).
 
 Usage, from the repository root::
