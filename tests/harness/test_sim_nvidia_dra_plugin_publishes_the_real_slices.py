@@ -136,3 +136,47 @@ def test_dynamic_mig_publishes_counter_sets_that_whole_gpu_and_mig_devices_consu
     assert len(small) == 7  # one per placement of 1g.10gb on an H100
     assert small[0]["consumesCounters"][0]["counters"]["memory"]["value"] == "9984Mi"
     assert cluster.sides["dra-1"].driver.unimplemented() == []
+
+
+def test_dynamic_mig_prepare_creates_the_mig_device_through_nvml_and_unprepare_removes_it(
+    sim_cluster: MakeSimCluster,
+) -> None:
+    """The scheduler allocates a 1g.10gb MIG device from the counters; NVIDIA's plugin, asked to
+    prepare the claim, turns MIG on and creates that GPU instance and compute instance through
+    the node's library (every process on the node then sees it), and destroys it once the pod is
+    gone. The slice never names the new device's UUID (docs/simulated-dra.md)."""
+    cluster = sim_cluster(
+        [NodeSpec("dra-1", "H100-SXM5-80GB", 1, dra=True)], dra_feature_gates=["DynamicMIG=true"]
+    )
+    profile = "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"
+    cluster.store.create({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "small", "namespace": "default"},
+        "spec": {"devices": {"requests": [{"name": "mig", "exactly": {
+            "deviceClassName": "mig.nvidia.com", "selectors": [{"cel": {"expression": profile}}],
+        }}]}},
+    })  # fmt: skip
+    cluster.store.create({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"resourceClaims": [{"name": "mig", "resourceClaimName": "small"}],
+                 "containers": [{"name": "main", "image": "cuda:12",
+                                 "resources": {"claims": [{"name": "mig"}]}}]},
+    })  # fmt: skip
+    cluster.settle(60)
+    assert cluster.dra_kubelet is not None
+    uid = cluster.store.get("pods", "p", "default")["metadata"]["uid"]
+    [claim] = cluster.dra_kubelet.claims_of(uid)
+    [prepared] = claim.devices
+    assert re.fullmatch(r"gpu-0-mig-1g10gb-19-\d+", prepared.device), prepared
+    [view] = cluster.nodes["dra-1"].gpu_views()
+    assert view.mig_enabled
+    assert [(m.profile, m.uuid[:4]) for m in view.mig_devices] == [("1g.10gb", "MIG-")]
+    assert all("uuid" not in d["attributes"] for d in devices(cluster, "dra-1").values()
+               if d["name"] == prepared.device)  # fmt: skip
+
+    cluster.store.delete("pods", "p", "default")
+    cluster.settle(60)
+
+    assert cluster.dra_kubelet.claims_of(uid) == []
+    assert cluster.nodes["dra-1"].gpu_views()[0].mig_devices == ()
+    assert cluster.sides["dra-1"].driver.unimplemented() == []
