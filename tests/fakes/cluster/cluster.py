@@ -278,22 +278,9 @@ class SimCluster:
         return self
 
     def _start_dra(self, runtime: DraPluginRuntime) -> None:
-        """What NVIDIA's chart installs (classes, the plugin's account), then its plugins; they
-        publish the nodes' ResourceSlices and register with the nodes' kubelets."""
-        from tests.fakes.cluster import drachart
+        from tests.fakes.cluster import dranodes
 
-        for obj in [*drachart.kubelet_plugin_rbac(), *drachart.device_classes()]:
-            self._create(obj)
-        runtime.start()
-        runtime.wait_registered()
-        deadline = time.monotonic() + 60
-        waiting = set(runtime.sides)
-        while waiting and time.monotonic() < deadline:  # it registers, then publishes
-            published = {s["spec"].get("nodeName") for s in self.store.list("resourceslices")}
-            waiting -= published
-            time.sleep(0.1 if waiting else 0)
-        if waiting:
-            raise RuntimeError(f"NVIDIA's DRA plugin published no ResourceSlice for {waiting}")
+        dranodes.start(runtime, self._create, self.store.list)
 
     def _make_networks(self) -> None:
         """A namespace per GPU node, with a relay to the API server on its loopback."""
@@ -555,23 +542,12 @@ class SimCluster:
         return pods, podresources.Allocatable(devices=healthy)
 
     def _prepared_claims(self, pod: Obj) -> dict[str, tuple[Any, ...]]:
-        """Container -> the DRA claims NVIDIA's kubelet plugin prepared for it, as PodResources
-        names them (driver, pool, device per prepared device)."""
+        """Container -> the DRA claims NVIDIA's kubelet plugin prepared for it (PodResources)."""
         if self.dra_kubelet is None:
             return {}
-        from tests.fakes import kubelet as podresources
-        from tests.fakes.node.draplugin import container_claims
+        from tests.fakes.node.draplugin import podresources_claims
 
-        prepared = self.dra_kubelet.claims_of(pod["metadata"]["uid"])
-        return {
-            container: tuple(
-                podresources.Claim(
-                    c.name, c.namespace, tuple((d.driver, d.pool, d.device) for d in c.devices)
-                )
-                for c in claims
-            )
-            for container, claims in container_claims(pod, prepared).items()
-        }
+        return podresources_claims(self.dra_kubelet, pod)
 
     def _alloc_resp(self, uid: str, container: str) -> Any:
         """What NVIDIA's plugin answered Allocate for a container (None: the stand-in's default

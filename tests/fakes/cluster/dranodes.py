@@ -3,15 +3,26 @@
 Owns `--dra-nodes NAME=MODEL:COUNT`: each becomes a GPU node (`NodeSpec(dra=True)`) whose GPUs
 are in its driver root's NVML state like any simulated GPU node's, which runs NVIDIA's DRA
 kubelet plugin (tests/fakes/node/draplugin.py) instead of a device plugin: the plugin publishes
-the node's ResourceSlices itself, and Kubernetes' own scheduler allocates claims from them. Must
-not publish slices or allocate.
+the node's ResourceSlices itself, and Kubernetes' own scheduler allocates claims from them. Also
+`start`: what NVIDIA's chart installs, then the plugins, until each node's slices are there.
+Must not publish slices or allocate.
 """
 
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
+from tests.fakes.cluster import drachart
 from tests.fakes.cluster.nodes import NodeSpec
+
+if TYPE_CHECKING:
+    from tests.fakes.node.draplugin import DraPluginRuntime
+
+Obj = dict[str, Any]
+PUBLISH_TIMEOUT = 60.0
 
 _SPEC = re.compile(r"^(?P<name>[a-z0-9.-]+)=(?P<model>[A-Za-z0-9-]+):(?P<count>[1-8])$")
 
@@ -25,3 +36,22 @@ def parse(text: str) -> list[NodeSpec]:
             raise ValueError(f"--dra-nodes wants NAME=MODEL:COUNT (1-8 GPUs), got {item!r}")
         nodes.append(NodeSpec(found["name"], found["model"], int(found["count"]), dra=True))
     return nodes
+
+
+def start(
+    runtime: DraPluginRuntime, create: Callable[[Obj], None], slices: Callable[[str], list[Obj]]
+) -> None:
+    """What NVIDIA's chart installs (its classes, the plugin's account and role), then a plugin
+    on each DRA node; return once each registered with its kubelet and then published its
+    ResourceSlices (`slices("resourceslices")` lists them)."""
+    for obj in [*drachart.kubelet_plugin_rbac(), *drachart.device_classes()]:
+        create(obj)
+    runtime.start()
+    runtime.wait_registered()
+    deadline = time.monotonic() + PUBLISH_TIMEOUT
+    waiting = set(runtime.sides)
+    while waiting and time.monotonic() < deadline:
+        waiting -= {s["spec"].get("nodeName") for s in slices("resourceslices")}
+        time.sleep(0.1 if waiting else 0)
+    if waiting:
+        raise RuntimeError(f"NVIDIA's DRA plugin published no ResourceSlice for {sorted(waiting)}")

@@ -36,7 +36,13 @@ from tests.fakes.cluster.agents import NodeSide, stop_program
 from tests.fakes.cluster.loop import Change
 from tests.fakes.libnvml.devnodes import make_device_nodes
 from tests.fakes.node.dramanager import ClaimRef, DraManager, PreparedDevice, PrepareError
-from tests.fakes.node.sandbox import Sandbox, write_mig_capabilities, write_proc_devices
+from tests.fakes.node.sandbox import (
+    Sandbox,
+    find_program,
+    with_parent_death,
+    write_mig_capabilities,
+    write_proc_devices,
+)
 from tests.kube import ApiError
 
 Obj = dict[str, Any]
@@ -146,7 +152,7 @@ class DraPluginRuntime:
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "NODE_NAME": node}
         sandbox = Sandbox(side.dir, side.network)
         write_proc_devices(sandbox.proc_devices)
-        command = _with_parent_death(sandbox.command(argv))  # writes the driver's MIG minors
+        command = with_parent_death(sandbox.command(argv))  # writes the driver's MIG minors
         minors = [g.minor_number for g in side.node.gpus]
         write_mig_capabilities(sandbox.proc_driver, minors)
         # the driver root's dev/: the plugin's device root, whose nodes its CDI specs list
@@ -194,7 +200,7 @@ class DraPluginRuntime:
             run = self._runs.get(node)
         if run is None or run.process.poll() is not None:
             return None
-        return _find_program(run.process.pid)
+        return find_program(run.process.pid, PROGRAM)
 
 
 class DraKubelet:
@@ -342,24 +348,18 @@ def _read(process: subprocess.Popen[str], log: list[str], path: Path) -> None:
     output.close()
 
 
-def _with_parent_death(command: list[str]) -> list[str]:
-    from tests.fakes.node.nvidiaplugin import _with_parent_death as wrap
+def podresources_claims(kubelet: DraKubelet, pod: Obj) -> dict[str, tuple[Any, ...]]:
+    """Container -> the claims the driver prepared for it, as PodResources names them (driver,
+    pool, device per prepared device; tests/fakes/kubelet.py `Claim`)."""
+    from tests.fakes import kubelet as podresources  # lazy: grpc and the product's stubs
 
-    return wrap(command)
-
-
-def _find_program(pid: int, depth: int = 4) -> int | None:
-    from tests.fakes.node.nvidiaplugin import _children
-
-    try:
-        if Path(f"/proc/{pid}/exe").readlink().name == PROGRAM:
-            return pid
-    except OSError:
-        return None
-    if depth == 0:
-        return None
-    for child in _children(pid):
-        found = _find_program(child, depth - 1)
-        if found is not None:
-            return found
-    return None
+    prepared = kubelet.claims_of(pod["metadata"]["uid"])
+    return {
+        container: tuple(
+            podresources.Claim(
+                c.name, c.namespace, tuple((d.driver, d.pool, d.device) for d in c.devices)
+            )
+            for c in claims
+        )
+        for container, claims in container_claims(pod, prepared).items()
+    }

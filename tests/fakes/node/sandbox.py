@@ -11,9 +11,11 @@ node's device-plugin directory bound at `/var/lib/kubelet/device-plugins`, and t
 (tests/fakes/cluster/netns.py) the process joins it first. Needs root and util-linux's `unshare`
 and `nsenter`.
 
-Owns `Sandbox` (one node's directories and the command line that runs a program inside) and
-`write_mig_minors` (the driver's list of MIG capability minors). Must not: mount
-anything in the host's namespace, or decide what runs inside.
+Owns `Sandbox` (one node's directories and the command line that runs a program inside),
+`with_parent_death` and `find_program` (ending a node program with the test, finding it below
+its `unshare`), and the driver's /proc files (`write_mig_minors`, `write_mig_capabilities`,
+`write_proc_devices`). Must not: mount anything in the host's namespace, or decide what runs
+inside.
 """
 
 from __future__ import annotations
@@ -92,6 +94,38 @@ class Sandbox:
             str(self.proc_devices) if self.proc_devices.is_file() else "", *argv,
         ]  # fmt: skip
         return self.network.command(inner) if self.network is not None else inner
+
+
+def with_parent_death(command: list[str]) -> list[str]:
+    """The program ends with the test that started it: `setpriv --pdeathsig` on `nsenter` and
+    `unshare` (which exec into each other), and `unshare --kill-child` for the program."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", "--", *command] if setpriv else command
+
+
+def find_program(pid: int, name: str, depth: int = 4) -> int | None:
+    """The process running executable `name` at or below `pid` (a program's own pid below the
+    `unshare` that started it), or None."""
+    try:
+        if Path(os.readlink(f"/proc/{pid}/exe")).name == name:
+            return pid
+    except OSError:
+        return None
+    if depth == 0:
+        return None
+    for child in _children(pid):
+        found = find_program(child, name, depth - 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text(encoding="ascii")
+    except OSError:
+        return []
+    return [int(p) for p in text.split()]
 
 
 def write_mig_minors(path: Path) -> None:
