@@ -24,6 +24,17 @@ json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 # until SECONDS COMMAND…: retry a check while the agents catch up (they report every 0.5 s here)
 until_ok() { local t=$1; shift; for _ in $(seq $((t * 5))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.2; done; "$@"; }
 
+# ours PID: whether PID runs below this demo's simulated cluster (other clusters on the machine,
+# tests beside the demo, may run NVIDIA's programs for nodes of the same names).
+ours() {
+  local p=$1
+  while [ -n "$p" ] && [ "$p" -gt 1 ]; do
+    [ "$p" = "$sim" ] && return 0
+    p=$(awk '{print $4}' "/proc/$p/stat" 2>/dev/null)
+  done
+  return 1
+}
+
 # nvidia_allocated NODE POD…: each pod's device IDs in the map against what the node's kubelet
 # checkpointed from NVIDIA's Allocate (the IDs, and NVIDIA's own answer, NVIDIA_VISIBLE_DEVICES).
 nvidia_allocated() {
@@ -65,7 +76,7 @@ echo "         dra-a (2x A100 80GB through NVIDIA's DRA kubelet plugin), cpu-1"
 # sandbox with the node's libnvidia-ml.so.1 loaded; the ResourceSlice is its own.
 dra_pid=""
 for pid in $(pgrep -f gpu-kubelet-plugin); do
-  [ "$(basename "$(readlink "/proc/$pid/exe" 2>/dev/null)")" = gpu-kubelet-plugin ] || continue
+  [ "$(basename "$(readlink "/proc/$pid/exe" 2>/dev/null)")" = gpu-kubelet-plugin ] && ours "$pid" || continue
   tr '\0' '\n' <"/proc/$pid/cmdline" | grep -qx -- '--node-name=dra-a' && dra_pid=$pid
 done
 [ -n "$dra_pid" ] || fail "no gpu-kubelet-plugin process for dra-a"
@@ -103,7 +114,9 @@ until_ok 30 "${gpu[@]}" status || fail "status is not all green"
 ok "every part ready, and an agent reporting from each GPU node"
 # The installed kubectl-gpu-agent entry point, unmodified, with the node's libnvidia-ml.so.1
 # (the project's NVML library at the C ABI, docs/simulated-nvml.md) loaded as on a real node.
-agent_pid=$(pgrep -n -f 'bin/kubectl-gpu-agent ') || fail "no kubectl-gpu-agent process"
+agent_pid=""
+for pid in $(pgrep -f 'bin/kubectl-gpu-agent '); do ours "$pid" && agent_pid=$pid; done
+[ -n "$agent_pid" ] || fail "no kubectl-gpu-agent process"
 ps -o pid=,args= -p "$agent_pid" | sed 's/ --kubeconfig .*//'
 grep -m1 -o '/[^ ]*libnvidia-ml[^ ]*' "/proc/$agent_pid/maps" || fail "the agent has no libnvidia-ml loaded"
 # The device plugin pod's process is NVIDIA's own nvidia-device-plugin v0.19.3, unmodified, in the
@@ -122,7 +135,7 @@ grep -e 'Starting NVIDIA Device Plugin' -e 'Registered device plugin for' "$work
 # NVIDIA's process for gpu-a: its executable is the built binary and its NODE_NAME is gpu-a.
 nvidia_pid=""
 for pid in $(pgrep -f nvidia-device-plugin); do
-  [ "$(basename "$(readlink "/proc/$pid/exe" 2>/dev/null)")" = nvidia-device-plugin ] || continue
+  [ "$(basename "$(readlink "/proc/$pid/exe" 2>/dev/null)")" = nvidia-device-plugin ] && ours "$pid" || continue
   tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx 'NODE_NAME=gpu-a' && nvidia_pid=$pid
 done
 [ -n "$nvidia_pid" ] || fail "no nvidia-device-plugin process for gpu-a"
