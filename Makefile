@@ -23,7 +23,7 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 	touch $@
 
 bins:
-	$(GOBINS) kubernetes-$(K8S) etcd kwok krew device-plugin-oracle mig-parted-oracle dra-driver-oracle cel-oracle libnvml nvidia-device-plugin gpu-feature-discovery nfd-master
+	$(GOBINS) kubernetes-$(K8S) etcd kwok krew device-plugin-oracle mig-parted-oracle dra-driver-oracle cel-oracle libnvml nvidia-device-plugin gpu-feature-discovery nfd-master gpu-kubelet-plugin
 
 demo: $(VENV)/.installed bins
 	PATH="$(BIN):$(KUBE_BIN):$$PATH" KUBECTL_GPU_CONTROL_PLANE=$(K8S) bash scripts/demo.sh

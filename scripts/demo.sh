@@ -2,9 +2,10 @@
 # The main job: the whole kubectl-gpu story against a local GPU cluster whose control plane is
 # Kubernetes' own (kube-apiserver, etcd, controller-manager, scheduler, built by
 # scripts/gobins.py) with KWOK nodes; the node side is simulated (NVML at the C ABI, the kubelet's
-# files and device-plugin gRPC, NVIDIA's DRA driver), and once installed each GPU node runs the
-# real kubectl-gpu-agent and NVIDIA's own nvidia-device-plugin v0.19.3, unmodified, as processes
-# of their own (see tests/controlplane, tests/fakes/, docs/simulated-node.md). Every step is checked:
+# files, device-plugin and DRA gRPC), the DRA node runs NVIDIA's own gpu-kubelet-plugin v0.4.1,
+# and once installed each GPU node runs the real kubectl-gpu-agent and NVIDIA's own
+# nvidia-device-plugin v0.19.3, unmodified, as processes of their own (see tests/controlplane,
+# tests/fakes/, docs/simulated-node.md, docs/simulated-dra.md). Every step is checked:
 # the demo exits non-zero if one does not do what it says. Against a real cluster, run the same
 # kubectl gpu commands with your own kubeconfig.
 set -uo pipefail
@@ -22,6 +23,17 @@ ok() { printf '\033[32mok:\033[0m %s\n' "$*"; }
 json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 # until SECONDS COMMAND…: retry a check while the agents catch up (they report every 0.5 s here)
 until_ok() { local t=$1; shift; for _ in $(seq $((t * 5))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.2; done; "$@"; }
+
+# ours PID: whether PID runs below this demo's simulated cluster (other clusters on the machine,
+# tests beside the demo, may run NVIDIA's programs for nodes of the same names).
+ours() {
+  local p=$1
+  while [ -n "$p" ] && [ "$p" -gt 1 ]; do
+    [ "$p" = "$sim" ] && return 0
+    p=$(awk '{print $4}' "/proc/$p/stat" 2>/dev/null)
+  done
+  return 1
+}
 
 # nvidia_allocated NODE POD…: each pod's device IDs in the map against what the node's kubelet
 # checkpointed from NVIDIA's Allocate (the IDs, and NVIDIA's own answer, NVIDIA_VISIBLE_DEVICES).
@@ -58,7 +70,25 @@ grep -q '^ready:' "$work/sim.log" || { cat "$work/sim.log"; fail "the cluster di
 export KUBECONFIG="$work/kubeconfig"
 echo "cluster: gpu-a (2x H100 80GB), gpu-b (2x A100 80GB) with no device plugin yet (install"
 echo "         brings NVIDIA's own, run in each node's sandbox behind a kubelet stand-in),"
-echo "         dra-a (2x A100 80GB through NVIDIA's DRA driver), cpu-1"
+echo "         dra-a (2x A100 80GB through NVIDIA's DRA kubelet plugin), cpu-1"
+
+# The DRA node's process is NVIDIA's own gpu-kubelet-plugin v0.4.1, unmodified, in the node's
+# sandbox with the node's libnvidia-ml.so.1 loaded; the ResourceSlice is its own.
+dra_pid=""
+for pid in $(pgrep -f gpu-kubelet-plugin); do
+  [ "$(basename "$(readlink "/proc/$pid/exe" 2>/dev/null)")" = gpu-kubelet-plugin ] && ours "$pid" || continue
+  tr '\0' '\n' <"/proc/$pid/cmdline" | grep -qx -- '--node-name=dra-a' && dra_pid=$pid
+done
+[ -n "$dra_pid" ] || fail "no gpu-kubelet-plugin process for dra-a"
+step "ps -o pid=,args= -p <NVIDIA's DRA kubelet plugin on dra-a>"
+ps -o pid=,args= -p "$dra_pid" | sed 's/ --kubeconfig=[^ ]*//'
+grep -m1 -o '/[^ ]*libnvidia-ml[^ ]*' "/proc/$dra_pid/maps" || fail "NVIDIA's DRA plugin has no libnvidia-ml loaded"
+"$(readlink "/proc/$dra_pid/exe")" --version | grep -q 'v0.4.1' || fail "the DRA plugin is not v0.4.1"
+step "kubectl get resourceslices -o custom-columns=…   # published by NVIDIA's plugin itself"
+kubectl get resourceslices -o custom-columns='NAME:.metadata.name,NODE:.spec.nodeName,DRIVER:.spec.driver,DEVICES:.spec.devices[*].name,UUIDS:.spec.devices[*].attributes.uuid.string'
+kubectl get resourceslices -o json | json "sorted(d['name'] for s in d['items'] for d in s['spec'].get('devices', []) if s['spec']['nodeName'] == 'dra-a' and d['attributes']['type']['string'] == 'gpu' and d['attributes'].get('driverVersion'))" | grep -q "'gpu-0', 'gpu-1'" \
+  || fail "dra-a's ResourceSlice does not list NVIDIA's gpu-0 and gpu-1"
+ok "NVIDIA's gpu-kubelet-plugin v0.4.1 runs on dra-a over the node's libnvidia-ml.so.1 and published its slice"
 
 step "kubectl version"
 kubectl version || fail "the API server does not answer"
@@ -84,7 +114,9 @@ until_ok 30 "${gpu[@]}" status || fail "status is not all green"
 ok "every part ready, and an agent reporting from each GPU node"
 # The installed kubectl-gpu-agent entry point, unmodified, with the node's libnvidia-ml.so.1
 # (the project's NVML library at the C ABI, docs/simulated-nvml.md) loaded as on a real node.
-agent_pid=$(pgrep -n -f 'bin/kubectl-gpu-agent ') || fail "no kubectl-gpu-agent process"
+agent_pid=""
+for pid in $(pgrep -f 'bin/kubectl-gpu-agent '); do ours "$pid" && agent_pid=$pid; done
+[ -n "$agent_pid" ] || fail "no kubectl-gpu-agent process"
 ps -o pid=,args= -p "$agent_pid" | sed 's/ --kubeconfig .*//'
 grep -m1 -o '/[^ ]*libnvidia-ml[^ ]*' "/proc/$agent_pid/maps" || fail "the agent has no libnvidia-ml loaded"
 # The device plugin pod's process is NVIDIA's own nvidia-device-plugin v0.19.3, unmodified, in the
@@ -103,7 +135,7 @@ grep -e 'Starting NVIDIA Device Plugin' -e 'Registered device plugin for' "$work
 # NVIDIA's process for gpu-a: its executable is the built binary and its NODE_NAME is gpu-a.
 nvidia_pid=""
 for pid in $(pgrep -f nvidia-device-plugin); do
-  [ "$(basename "$(readlink "/proc/$pid/exe" 2>/dev/null)")" = nvidia-device-plugin ] || continue
+  [ "$(basename "$(readlink "/proc/$pid/exe" 2>/dev/null)")" = nvidia-device-plugin ] && ours "$pid" || continue
   tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx 'NODE_NAME=gpu-a' && nvidia_pid=$pid
 done
 [ -n "$nvidia_pid" ] || fail "no nvidia-device-plugin process for gpu-a"
@@ -231,8 +263,8 @@ until_ok 30 mig_top_ok || fail "top does not show the notebook's use against its
 grep -q "on 1 node," "$work/top-pod.txt" || fail "top pod asked more than the pod's node"
 ok "6 GiB used of the 1g.10gb instance; no SM figure on MIG (NVML has none per process there)"
 
-# 5. DRA: a claim the real scheduler allocates on a node served by NVIDIA's DRA driver.
-step "kubectl apply -f <a ResourceClaimTemplate for one gpu.nvidia.com device, and a pod using it>"
+# 5. DRA: a claim the real scheduler allocates from NVIDIA's ResourceSlice, prepared by NVIDIA's plugin.
+step "kubectl apply -f <a ResourceClaimTemplate for one gpu.nvidia.com device, and a pod using it (9 GiB)>"
 kubectl apply -f - <<'DRA' || fail "claim template and pod"
 apiVersion: resource.k8s.io/v1
 kind: ResourceClaimTemplate
@@ -246,7 +278,7 @@ spec:
 ---
 apiVersion: v1
 kind: Pod
-metadata: {name: trainer-dra, namespace: default}
+metadata: {name: trainer-dra, namespace: default, annotations: {sim.kubectl-gpu.io/gpu-memory: "9Gi"}}
 spec:
   resourceClaims:
   - {name: gpu, resourceClaimTemplateName: one-gpu}
@@ -263,6 +295,30 @@ has_dra_row() { "${gpu[@]}" map -A -o json | json "any(r['plane'] == 'dra' and r
 until_ok 20 has_dra_row || fail "the map does not show the DRA pod on its GPU"
 "${gpu[@]}" map -A
 ok "the scheduler's allocation, shown on its physical GPU with plane dra"
+# The device is NVIDIA's: the claim's allocated device in NVIDIA's slice names the GPU the map shows,
+# and dra-a's kubelet prepared it through NVIDIA's plugin (its log says so).
+step "the map's GPU for trainer-dra = the uuid of the device NVIDIA's slice lists for the claim"
+dra_device() {
+  claim=$(kubectl get pod trainer-dra -o jsonpath='{.status.resourceClaimStatuses[0].resourceClaimName}')
+  device=$(kubectl get resourceclaim "$claim" -o jsonpath='{.status.allocation.devices.results[0].device}')
+  published=$(kubectl get resourceslices -o json | json "[d['attributes']['uuid']['string'] for s in d['items'] for d in s['spec'].get('devices', []) if s['spec']['nodeName'] == 'dra-a' and d['name'] == '$device'][0]")
+  shown=$("${gpu[@]}" map -A -o json | json "[r['gpu_uuid'] for r in d['items'] if r['pod'] == 'trainer-dra'][0]")
+  echo "claim $claim: device $device of NVIDIA's slice, uuid $published; map: $shown"
+  [ -n "$published" ] && [ "$published" = "$shown" ]
+}
+until_ok 20 dra_device || fail "the map's GPU is not the one NVIDIA's slice lists for the claim"
+dra_device
+grep -q "Returning newly prepared devices for claim 'default/$claim" "$node_dirs/dra-a/gpu-kubelet-plugin.log" \
+  || fail "NVIDIA's plugin on dra-a did not prepare the claim"
+grep -o "Returning newly prepared devices for claim 'default/$claim.*" "$node_dirs/dra-a/gpu-kubelet-plugin.log" | cut -c1-150
+ok "the DRA pod's device comes from NVIDIA's ResourceSlice, allocated by the scheduler, prepared by NVIDIA's plugin"
+step "${gpu[*]} top node/dra-a   # the DRA pod's own memory, from the agent on dra-a"
+dra_top_ok() { "${gpu[@]}" top node/dra-a -o json | json "
+any(r['kind'] == 'pod' and r['pod'] == 'trainer-dra' and r['memoryUsedBytes'] == 9 * 2**30 for r in d['items'])
+and d['source']['kind'] == 'agent'" | grep -q True; }
+until_ok 30 dra_top_ok || fail "top does not show the DRA pod's own 9 GiB on dra-a"
+"${gpu[@]}" top node/dra-a
+ok "9 GiB used by trainer-dra on the GPU its claim holds"
 
 # 6. Why does a GPU pod not run?
 step "kubectl apply -f <a pod asking for 3 x nvidia.com/mig-3g.40gb>; ${gpu[*]} doctor trainer"

@@ -176,6 +176,18 @@ TARGETS: dict[str, Target] = {
                 ),
             ),
         ),
+        # NVIDIA's DRA kubelet plugin at v0.4.1 (v0.5.0 is served but needs
+        # github.com/NVIDIA/go-nvfm, which the module proxy refuses: docs/simulated-dra.md).
+        # cgo for go-nvml, as the device plugin; it loads libnvidia-ml.so.1 from
+        # --nvidia-driver-root (a simulated node's).
+        Target(
+            name="gpu-kubelet-plugin",
+            packages=("sigs.k8s.io/dra-driver-nvidia-gpu/cmd/gpu-kubelet-plugin",),
+            binaries=("gpu-kubelet-plugin",),
+            ldflags="-s -w -X sigs.k8s.io/dra-driver-nvidia-gpu/internal/info.version=v0.4.1",
+            cold_minutes="4-6",
+            cgo=True,
+        ),
         Target(
             name="libnvml",
             packages=(),

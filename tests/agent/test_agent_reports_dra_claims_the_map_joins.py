@@ -1,33 +1,39 @@
-"""A DRA node end to end: the simulated NVIDIA DRA driver publishes the node's GPUs (the NVML
-stand-in's UUIDs), the real scheduler allocates a claim, kubelet's PodResources `List` names
-the claim's device in `dynamic_resources`, the agent's reporting pass publishes it with the
-node's NVML inventory, and `kubectl gpu map` shows one row: the container the node saw, the
-physical GPU the slice names, its NVML index and model, plane dra. On the real control plane."""
+"""A DRA node end to end: NVIDIA's own DRA kubelet plugin (v0.4.1) publishes the node's GPUs
+from the node's libnvidia-ml.so.1, the real scheduler allocates a claim, the node's kubelet
+stand-in has NVIDIA's plugin prepare it, PodResources `List` names the prepared device in
+`dynamic_resources`, the agent's reporting pass publishes it with the node's NVML inventory, and
+`kubectl gpu map` shows one row: the container the node saw, the physical GPU the slice names,
+its NVML index and model, plane dra. On the real control plane."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from kubectl_gpu import cluster
 from kubectl_gpu.agent import reporting
 from tests.agent.fixtures import node_nvml
 from tests.conftest import CliResult
-from tests.fakes.cluster import NodeSpec, dradriver
-from tests.fakes.cluster.dradriver import DraGpu
+from tests.fakes.cluster import NodeSpec
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.kubelet import Claim, Container, FakeKubelet, Pod
+from tests.fakes.kubelet import Claim, FakeKubelet
+from tests.fakes.node import sandbox
 from tests.gpumap import reportbuilders
 
 Run = Callable[..., CliResult]
+pytestmark = [
+    pytest.mark.timeout(240),
+    pytest.mark.skipif(sandbox.unavailable() is not None, reason=str(sandbox.unavailable())),
+]
 
 
 def test_the_agent_reports_a_claims_device_and_map_shows_its_physical_gpu(
     sim_cluster: MakeSimCluster, fake_kubelet: FakeKubelet, run_cli: Run
 ) -> None:
-    sim = sim_cluster([NodeSpec("dra-1", "A100-SXM4-80GB", 2)], controllers=())
+    sim = sim_cluster([NodeSpec("dra-1", "A100-SXM4-80GB", 2, dra=True)], controllers=())
     gpus = sim.node_gpus("dra-1")
     sim.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
-    dradriver.install(sim.store, {"dra-1": [DraGpu(g.index, g.uuid) for g in gpus]})
     sim.store.create({
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
         "metadata": {"name": "train-gpu", "namespace": "ml"},
@@ -41,11 +47,15 @@ def test_the_agent_reports_a_claims_device_and_map_shows_its_physical_gpu(
                  "containers": [{"name": "main", "image": "cuda:12",
                                  "resources": {"claims": [{"name": "gpu"}]}}]},
     })  # fmt: skip
-    sim.settle()  # the scheduler has allocated the claim and bound the pod
+    sim.settle()  # the scheduler allocated the claim, KWOK ran the pod, NVIDIA's plugin prepared
     result = sim.store.get("resourceclaims", "train-gpu", "ml")["status"]["allocation"]
     device = result["devices"]["results"][0]["device"]
-    claim = Claim("train-gpu", "ml", (("gpu.nvidia.com", "dra-1", device),))
-    fake_kubelet.set_pods([Pod("train", "ml", (Container("main", claims=(claim,)),))])
+    pods, _ = sim.podresources("dra-1")  # what the node's kubelet lists: NVIDIA's prepared device
+    [pod] = [p for p in pods if p.name == "train"]
+    assert pod.containers[0].claims == (
+        Claim("train-gpu", "ml", (("gpu.nvidia.com", "dra-1", device),)),
+    )
+    fake_kubelet.set_pods(pods)
     api = cluster.connect(str(sim.kubeconfig))
     reportbuilders.install(api)
 

@@ -2,12 +2,13 @@
 layer names the selector attribute no published device satisfies; a pod without claims never
 reads DRA objects.
 
-On the real control plane (resource.k8s.io/v1): the simulated NVIDIA DRA driver publishes its
-classes and slice, the real scheduler finds no device for the claim and leaves the pod pending,
-and which requests doctor sent is read from the real server's audit log. At v1beta1: a real
-server of the pinned release told to serve resource.k8s.io at v1beta1 only, as 1.32 did
-(tests/controlplane/drareleases.py; no scheduler runs there, and none is needed for a claim
-left pending)."""
+On the real control plane (resource.k8s.io/v1): NVIDIA's own DRA kubelet plugin v0.4.1 on dra-1
+publishes the node's slice (the chart's classes beside it), the real scheduler finds no device
+for the claim and leaves the pod pending, and which requests doctor sent is read from the real
+server's audit log. At v1beta1: a real server of the pinned release told to serve
+resource.k8s.io at v1beta1 only, as 1.32 did (tests/controlplane/drareleases.py; no scheduler
+runs there, and none is needed for a claim left pending), with the project's stand-in slices in
+that version's shape (NVIDIA's v0.4.1 writes v1 only)."""
 
 from __future__ import annotations
 
@@ -22,9 +23,10 @@ from tests.cli import clirequests
 from tests.cli.doctorpods import by_layer
 from tests.conftest import ROOT, CliResult
 from tests.controlplane.drareleases import serving
-from tests.fakes.cluster import SimCluster, dradriver, dranodes
+from tests.fakes.cluster import NodeSpec, SimCluster, dradriver
 from tests.fakes.cluster.dradriver import DraGpu
 from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.fakes.node import sandbox
 from tests.kube import objects
 
 Run = Callable[..., CliResult]
@@ -60,10 +62,11 @@ def pending_claim(store: Any, version: str) -> None:
 
 @pytest.fixture
 def dra(sim_cluster: MakeSimCluster) -> SimCluster:
-    """A real cluster with the DRA node dra-1 (nothing else)."""
-    cluster = sim_cluster([])
-    dranodes.publish(cluster.store, GPUS)
-    return cluster
+    """A real cluster with the DRA node dra-1 (two A100s; nothing else), served by NVIDIA's
+    DRA kubelet plugin."""
+    if sandbox.unavailable() is not None:
+        pytest.skip(str(sandbox.unavailable()))
+    return sim_cluster([NodeSpec("dra-1", "A100-SXM4-80GB", 2, dra=True)])
 
 
 def doctor(run_cli: Run, cluster: SimCluster, *args: str) -> tuple[CliResult, list[str]]:

@@ -1,9 +1,10 @@
 """Both planes on the simulated cluster: a device-plugin node whose pod the real scheduler
 places and the simulated kubelet and NVIDIA device plugin serve, reported by the real agent's
-reporting pass (NVML and PodResources stand-ins), next to a DRA node the simulated NVIDIA DRA
-driver serves (whole GPU and MIG partition, its ResourceSlice only): the real scheduler
-allocates the claims and KWOK runs the pods. One `kubectl gpu map -A` shows both, each on its
-physical GPU, and the real kubectl sees the same claims."""
+reporting pass (NVML and PodResources stand-ins), next to a DRA node served by NVIDIA's own DRA
+kubelet plugin v0.4.1 (a whole GPU and a MIG device of a MIG-enabled GPU, in the ResourceSlice
+the plugin publishes itself): the real scheduler allocates the claims, the node's kubelet
+stand-in has NVIDIA's plugin prepare them and KWOK runs the pods. One `kubectl gpu map -A` shows
+both, each on its physical GPU, and the real kubectl sees the same claims."""
 
 from __future__ import annotations
 
@@ -11,22 +12,23 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from kubectl_gpu import cluster
 from kubectl_gpu.agent import reporting
 from tests.conftest import CliResult
 from tests.fakes import libnvml
-from tests.fakes.cluster import NodeSpec, dranodes
-from tests.fakes.cluster.dradriver import DraGpu, MigSlot
+from tests.fakes.cluster import NodeSpec
 from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
 from tests.fakes.kubelet import FakeKubelet
+from tests.fakes.node import sandbox
 from tests.gpumap import reportbuilders
 
+pytestmark = [
+    pytest.mark.timeout(240),
+    pytest.mark.skipif(sandbox.unavailable() is not None, reason=str(sandbox.unavailable())),
+]
 Run = Callable[..., CliResult]
-WHOLE, PARENT, MIG = (
-    "GPU-d0d0d0d0-0000-4000-8000-000000000001",
-    "GPU-d0d0d0d0-0000-4000-8000-000000000002",
-    "MIG-d0d0d0d0-0000-4000-8000-000000000003",
-)  # noqa: E501
 
 
 def claim_pod(name: str, claim: str) -> dict[str, object]:
@@ -43,16 +45,18 @@ def claim_pod(name: str, claim: str) -> dict[str, object]:
 def test_map_shows_the_device_plugin_and_dra_nodes_side_by_side(
     sim_cluster: MakeSimCluster, fake_kubelet: FakeKubelet, run_cli: Run, tmp_path: Path
 ) -> None:
-    sim = sim_cluster([NodeSpec("gpu-a", "L4", 1)], layout="helm")
+    dra = NodeSpec("dra-1", "A100-SXM4-80GB", 2, dra=True, mig={1: ("3g.40gb",)})
+    sim = sim_cluster([NodeSpec("gpu-a", "L4", 1), dra], layout="helm")
     store = sim.store
+    whole, parent = (g.uuid for g in sim.node_gpus("dra-1"))
+    [mig] = [m.uuid for m in sim.nodes["dra-1"].gpu_views()[1].mig_devices]
     store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
     store.create({
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "legacy", "namespace": "ml"},
-        "spec": {"containers": [{"name": "cuda", "image": "cuda:12",
+        "spec": {"nodeSelector": {"kubernetes.io/hostname": "gpu-a"},
+                 "containers": [{"name": "cuda", "image": "cuda:12",
                                  "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
     })  # fmt: skip
-    dranodes.publish(store, {"dra-1": [
-        DraGpu(0, WHOLE), DraGpu(1, PARENT, migs=(MigSlot("3g.40gb", MIG, 40, 42),))]})  # fmt: skip
     for name, cls in (("whole", "gpu.nvidia.com"), ("slice", "mig.nvidia.com")):
         request = {"name": "gpu", "exactly": {"deviceClassName": cls}}
         store.create({
@@ -77,10 +81,18 @@ def test_map_shows_the_device_plugin_and_dra_nodes_side_by_side(
     [gpu] = sim.node_gpus("gpu-a")
     assert (rows["legacy"]["plane"], rows["legacy"]["node"], rows["legacy"]["gpu_uuid"]) == (
         "device-plugin", "gpu-a", gpu.uuid)  # fmt: skip
-    assert (rows["whole-pod"]["plane"], rows["whole-pod"]["gpu_uuid"]) == ("dra", WHOLE)
+    assert (rows["whole-pod"]["plane"], rows["whole-pod"]["gpu_uuid"]) == ("dra", whole)
     slice_row = rows["slice-pod"]
     assert (slice_row["gpu_uuid"], slice_row["mig_uuid"], slice_row["container"]) == (
-        PARENT, MIG, "main")  # fmt: skip
+        parent, mig, "main")  # fmt: skip
+    # what NVIDIA's plugin prepared for each pod's claim is the device the scheduler allocated
+    assert sim.dra_kubelet is not None
+    for pod in ("whole-pod", "slice-pod"):
+        uid = store.get("pods", pod, "ml")["metadata"]["uid"]
+        [claim] = sim.dra_kubelet.claims_of(uid)
+        allocated = store.get("resourceclaims", claim.name, "ml")["status"]["allocation"]
+        [result] = allocated["devices"]["results"]
+        assert [(d.pool, d.device) for d in claim.devices] == [("dra-1", result["device"])]
     assert store.get("pods", "whole-pod", "ml")["status"]["phase"] == "Running"
     kubectl = kubectl_for(sim, tmp_path)
     listed = kubectl("get", "resourceclaims", "-n", "ml", "-o", "json")

@@ -20,7 +20,7 @@ import pytest
 from kubectl_gpu import cluster
 from tests.conftest import ROOT, CliResult
 from tests.controlplane.plane import wait_for
-from tests.fakes.cluster import SimCluster, dradriver
+from tests.fakes.cluster import SimCluster, drachart
 from tests.gpumap import reportbuilders as b
 
 Run = Callable[..., CliResult]
@@ -167,7 +167,7 @@ def test_dra_claims_resolve_through_resource_slices_to_gpus_and_mig_devices(
     b.publish_node(api, "dra-a", [whole, gpu], [])  # the agent knows NVML indices
     store = real.store
     store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
-    for obj in dradriver.device_classes("v1"):
+    for obj in drachart.device_classes("v1"):
         store.create(obj)
     store.create(
         b.resource_slice(

@@ -1,11 +1,13 @@
 """`map` and `doctor` read DRA allocations that Kubernetes' own scheduler made.
 
-The DRA driver's side is what NVIDIA's kubelet plugin publishes (its DeviceClasses and one
-ResourceSlice per node, tests/fakes/cluster/dradriver.py); everything after that is real: the
-controller-manager creates claims from templates, the scheduler allocates devices by the
-classes' CEL selectors (whole GPUs, a MIG partition drawing on its GPU's counters, an
-`nvidia.com/gpu` limit served by DRA, KEP-5004), and KWOK runs the pods. What `map` prints is
-compared with the allocation the server holds, never with a result written by a test.
+The DRA driver's side is NVIDIA's own: its kubelet plugin v0.4.1 on each simulated DRA node
+publishes the node's ResourceSlice (the chart's DeviceClasses beside it,
+tests/fakes/node/draplugin.py); everything after that is real too: the controller-manager
+creates claims from templates, the scheduler allocates devices by the classes' CEL selectors
+(whole GPUs, an existing MIG device of a MIG-enabled GPU, an `nvidia.com/gpu` limit served by
+DRA, KEP-5004), and KWOK runs the pods. What `map` prints is compared with the allocation the
+server holds and the node's own GPUs, never with a result written by a test. (Partitionable
+counters come only with the driver's alpha DynamicMIG gate: docs/simulated-dra.md.)
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from typing import Any
 import pytest
 
 from tests.controlplane.plane import ControlPlane, wait_for
-from tests.fakes.cluster import dradriver
-from tests.fakes.cluster.dradriver import DraGpu, MigSlot
+from tests.fakes.cluster import NodeSpec, SimCluster
+from tests.fakes.node import sandbox
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -30,22 +32,11 @@ NS = "dra-map"
 Obj = dict[str, Any]
 
 
-def uuid(prefix: str, n: int) -> str:
-    return f"{prefix}-{n:08x}-aaaa-bbbb-cccc-dddddddddddd"
-
-
-WHOLE = [uuid("GPU", 700 + i) for i in range(2)]
-PARTITIONED = uuid("GPU", 750)
-MIGS = [uuid("MIG", 751), uuid("MIG", 752)]
 NODES = {
-    "dra-real-1": [DraGpu(0, WHOLE[0]), DraGpu(1, WHOLE[1])],
-    "dra-real-2": [
-        DraGpu(
-            0,
-            PARTITIONED,
-            migs=(MigSlot("3g.40gb", MIGS[0], 40, 42), MigSlot("1g.10gb", MIGS[1], 10, 14)),
-        )
-    ],
+    "dra-real-1": NodeSpec("dra-real-1", "A100-SXM4-80GB", 2, dra=True),
+    "dra-real-2": NodeSpec(
+        "dra-real-2", "A100-SXM4-80GB", 1, dra=True, mig={0: ("3g.40gb", "1g.10gb")}
+    ),
 }
 
 
@@ -56,16 +47,6 @@ def run(
         [str(binary), "--kubeconfig", str(kubeconfig), *args],
         input=stdin, capture_output=True, text=True, timeout=90, check=False,
     )  # fmt: skip
-
-
-def node(name: str) -> Obj:
-    capacity = {"cpu": "64", "memory": "512Gi", "pods": "110"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "status": {"capacity": capacity, "allocatable": capacity},
-    }
 
 
 def pod(name: str, *, node_name: str, claims: list[Obj] | None = None, gpus: int = 0) -> Obj:
@@ -89,8 +70,9 @@ def claim_spec(requests: list[Obj]) -> Obj:
 
 
 class Cluster:
-    def __init__(self, plane: ControlPlane) -> None:
+    def __init__(self, plane: ControlPlane, sim: SimCluster) -> None:
         self.plane = plane
+        self.sim = sim
 
     def kubectl(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         return run(self.plane.kubectl, self.plane.kubeconfig, *args, stdin=stdin)
@@ -121,17 +103,27 @@ def recent(plane: ControlPlane) -> bool:
 
 
 @pytest.fixture(scope="module")
-def dra(control_plane: ControlPlane) -> Iterator[Cluster]:
-    c = Cluster(control_plane)
+def dra(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    if sandbox.unavailable() is not None:
+        pytest.skip(str(sandbox.unavailable()))
+    from tests.fakes.cluster import sharedplane
+
+    sharedplane.reset()
     nodes = NODES if recent(control_plane) else {"dra-real-1": NODES["dra-real-1"]}
-    for name in nodes:
-        c.create(node(name))
+    kubeconfig = tmp_path_factory.mktemp("dra") / "kubeconfig"
+    sim = SimCluster(list(nodes.values()), controllers=(), plane=control_plane,
+                     kubeconfig=kubeconfig).start()  # fmt: skip
+    c = Cluster(control_plane, sim)
+    try:
+        yield from _with_pods(c)
+    finally:
+        sim.stop()
+        sharedplane.reset()
+
+
+def _with_pods(c: Cluster) -> Iterator[Cluster]:
+    control_plane = c.plane
     c.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-    for obj in dradriver.device_classes("v1"):
-        c.create(obj)
-    for name, gpus in nodes.items():
-        for obj in dradriver.resource_slices(name, gpus, "v1"):
-            c.create(obj)
     c.create({
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
         "metadata": {"name": "one-gpu", "namespace": NS},
@@ -143,7 +135,6 @@ def dra(control_plane: ControlPlane) -> Iterator[Cluster]:
     if not recent(control_plane):
         wait_for("train Running on the real scheduler's allocation", lambda: c.running("train"))
         yield c
-        _clean(c)
         return
     c.create({
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
@@ -159,18 +150,7 @@ def dra(control_plane: ControlPlane) -> Iterator[Cluster]:
     c.create(pod("legacy-style", node_name="dra-real-1", gpus=1))
     for name in ("train", "infer", "legacy-style"):
         wait_for(f"{name} Running on the real scheduler's allocation", lambda n=name: c.running(n))
-    try:
-        yield c
-    finally:
-        _clean(c)
-
-
-def _clean(c: Cluster) -> None:
-    c.kubectl("delete", "namespace", NS, "--wait=false")
-    for name in NODES:
-        c.kubectl("delete", "node", name, "--wait=false")
-    c.kubectl("delete", "resourceslices", "--all", "--wait=false")
-    c.kubectl("delete", "deviceclasses", "--all", "--wait=false")
+    yield c
 
 
 def allocated_devices(c: Cluster, pod_name: str) -> list[Obj]:
@@ -194,13 +174,15 @@ def allocated_devices(c: Cluster, pod_name: str) -> list[Obj]:
     return found
 
 
-def device_uuid(node_name: str, device: str) -> str:
-    for gpu in NODES[node_name]:
-        if not gpu.migs and device == f"gpu-{gpu.index}":
-            return gpu.uuid
-        for n, slot in enumerate(gpu.migs):
-            if device == f"gpu-{gpu.index}-mig-{slot.profile.replace('.', '')}-{n}":
-                return slot.uuid
+def device_uuid(c: Cluster, node_name: str, device: str) -> str:
+    """The UUID the node's own NVML gives the device NVIDIA's plugin named `device`:
+    `gpu-<minor>` or `gpu-<minor>-mig-<profile>-<profile ID>-<placement start>`."""
+    for view in c.sim.nodes[node_name].gpu_views():
+        if not view.mig_enabled and device == f"gpu-{view.index}":
+            return view.uuid
+        for mig in view.mig_devices:
+            if device.startswith(f"gpu-{view.index}-mig-{mig.profile.replace('.', '')}-"):
+                return mig.uuid
     raise AssertionError(f"no device {device} on {node_name}")
 
 
@@ -213,7 +195,7 @@ def map_rows(c: Cluster) -> dict[str, Obj]:
 def test_a_claim_from_a_template_is_shown_on_the_gpu_the_scheduler_chose(dra: Cluster) -> None:
     results = allocated_devices(dra, "train")
     assert len(results) == 1 and results[0]["driver"] == "gpu.nvidia.com"
-    chosen = device_uuid("dra-real-1", results[0]["device"])
+    chosen = device_uuid(dra, "dra-real-1", results[0]["device"])
 
     row = map_rows(dra)["train"]
 
@@ -224,15 +206,13 @@ def test_a_mig_partition_is_shown_under_its_parent_gpu(dra: Cluster) -> None:
     if not recent(dra.plane):
         pytest.skip(BETA_DRA)
     results = allocated_devices(dra, "infer")
-    assert device_uuid("dra-real-2", results[0]["device"]) == MIGS[1]  # the only 1g.10gb
+    [view] = dra.sim.nodes["dra-real-2"].gpu_views()
+    [small] = [m.uuid for m in view.mig_devices if m.profile == "1g.10gb"]
+    assert device_uuid(dra, "dra-real-2", results[0]["device"]) == small  # the only 1g.10gb
 
     row = map_rows(dra)["infer"]
 
-    assert (row["gpu_uuid"], row["mig_uuid"], row["mig_profile"]) == (
-        PARTITIONED,
-        MIGS[1],
-        "1g.10gb",
-    )
+    assert (row["gpu_uuid"], row["mig_uuid"], row["mig_profile"]) == (view.uuid, small, "1g.10gb")
 
 
 def test_an_nvidia_gpu_limit_served_by_dra_is_shown_with_its_claim(dra: Cluster) -> None:
@@ -242,7 +222,7 @@ def test_an_nvidia_gpu_limit_served_by_dra_is_shown_with_its_claim(dra: Cluster)
         pytest.skip(BETA_DRA)
     results = allocated_devices(dra, "legacy-style")
     assert len(results) == 1
-    other = device_uuid("dra-real-1", results[0]["device"])
+    other = device_uuid(dra, "dra-real-1", results[0]["device"])
 
     row = map_rows(dra)["legacy-style"]
 

@@ -23,10 +23,11 @@ import pynvml
 import pytest
 
 from tests.fakes import libnvml
-from tests.fakes.cluster import NodeSpec, SimCluster, dradriver
+from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
 from tests.fakes.libnvml.device import NOT_AVAILABLE
 from tests.fakes.libnvml.statefile import GpuStateFile, load_library
+from tests.fakes.node import sandbox
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(120)]
 GIB = 1 << 30
@@ -149,14 +150,14 @@ def test_gpu_pods_processes_appear_with_their_memory_instance_and_cgroup_and_go_
         assert processes(0) == {}
 
 
+@pytest.mark.skipif(sandbox.unavailable() is not None, reason=str(sandbox.unavailable()))
 def test_a_pod_with_a_dra_claim_runs_its_process_on_the_allocated_gpu(
     sim_cluster: MakeSimCluster, tmp_path: Path
 ) -> None:
-    cluster = sim_cluster([NodeSpec("gpu-d", "L4", 2)], agents=True, gpu_processes=True)
+    """The node runs NVIDIA's DRA kubelet plugin, whose ResourceSlice names each GPU's UUID."""
+    node = NodeSpec("gpu-d", "L4", 2, dra=True)
+    cluster = sim_cluster([node], agents=True, gpu_processes=True)
     gpus = cluster.node_gpus("gpu-d")
-    dradriver.install(cluster.store, {"gpu-d": [
-        dradriver.DraGpu(g.index, g.uuid, model=g.name, memory_gib=24) for g in gpus
-    ]})  # fmt: skip
     cluster.store.create({
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
         "metadata": {"name": "second-gpu", "namespace": "default"},

@@ -219,3 +219,57 @@ def test_status_before_any_install_says_everything_is_missing(
     assert result.exit_code == 1
     assert {p["state"] for p in result.json["parts"]} == {"missing"}
     assert result.json["nodesWithoutReport"] == list(GPU_NODES)
+
+
+def test_status_does_not_expect_the_device_plugin_on_a_node_labelled_off_it(
+    run_cli: Run, sim_cluster: MakeSimCluster
+) -> None:
+    """A DRA node carries `nvidia.com/gpu.deploy.device-plugin=false` (NVIDIA's DRA driver docs
+    ask for it): the bundle's device plugin stays off it, the agent runs there, and `status`
+    must not call the plugin "not Ready" there (it did, in the demo's DRA node)."""
+    off = {keys.DEPLOY_DEVICE_PLUGIN_LABEL: "false"}
+    cluster = sim_cluster(
+        [NodeSpec("gpu-a", "L4", 1), NodeSpec("dra-a", "A100-SXM4-80GB", 1, labels=off)]
+    )
+    assert gpu(run_cli, cluster, "install").exit_code == 0
+    cluster.settle(10)
+    for node in ("gpu-a", "dra-a"):
+        report_from_agent(cluster, node)
+
+    status = gpu(run_cli, cluster, "status", "-o", "json")
+
+    assert status.exit_code == 0, status.stdout + status.stderr
+    daemonsets = {p["name"]: p["detail"] for p in status.json["parts"] if p["kind"] == "DaemonSet"}
+    assert daemonsets == {
+        "kubectl-gpu-device-plugin": "Ready on 1/1 GPU nodes",
+        "kubectl-gpu-agent": "Ready on 2/2 GPU nodes",
+    }
+    plugin_nodes = {
+        p["spec"]["nodeName"]
+        for p in cluster.store.list("pods", "kubectl-gpu")
+        if p["metadata"]["name"].startswith(bundle.DEVICE_PLUGIN)
+    }
+    assert plugin_nodes == {"gpu-a"}
+
+
+def test_share_leaves_a_node_labelled_off_the_device_plugin_alone(
+    run_cli: Run, sim_cluster: MakeSimCluster
+) -> None:
+    """`share` changes the device plugin's config; a node the plugin is labelled off (a DRA
+    node) is not part of the rollout (it refused: "restarting the device plugin would leave node
+    dra-a without it", with a hint about an unfinished MIG change)."""
+    off = {keys.DEPLOY_DEVICE_PLUGIN_LABEL: "false"}
+    cluster = sim_cluster(
+        [NodeSpec("gpu-a", "L4", 1), NodeSpec("dra-a", "A100-SXM4-80GB", 1, labels=off)]
+    )
+    assert gpu(run_cli, cluster, "install").exit_code == 0
+    cluster.settle(10)
+
+    result = gpu(run_cli, cluster, "share", "--replicas", "2", "--wait", "--timeout", "60s",
+                 "-o", "json")  # fmt: skip
+
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert [(r["node"], r["after"], r["result"]) for r in result.json["nodes"]] == [
+        ("gpu-a", 2, "verified")
+    ]
+    assert cluster.capacity("dra-a") == 0

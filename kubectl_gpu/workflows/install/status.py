@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from kubectl_gpu import __version__, bundle, cluster
+from kubectl_gpu import __version__, bundle, cluster, keys
 from kubectl_gpu.errors import ClusterError
 from kubectl_gpu.gpumap import report
 from kubectl_gpu.workflows.install import facts, objects
@@ -79,7 +79,15 @@ def status(api: cluster.Api, namespace: str) -> Status:
     gpu_nodes = tuple(sorted(_name(n) for n in nodes if bundle.is_gpu_node(n)))
     unselected = tuple(sorted(_name(n) for n in nodes
                               if bundle.has_gpus(n) and not bundle.is_gpu_node(n)))  # fmt: skip
-    parts = tuple(_part(api, obj, version, gpu_nodes) for obj in bundle.render(options))
+    # the GPU Operator's convention, which NVIDIA's DRA docs ask for on DRA nodes: no device
+    # plugin there, and the bundle's DaemonSet honours it (bundle._PLUGIN_OFF)
+    plugin_off = frozenset(
+        _name(n) for n in nodes if _labels(n).get(keys.DEPLOY_DEVICE_PLUGIN_LABEL) == "false"
+    )
+    parts = tuple(
+        _part(api, obj, version, _expected(obj, gpu_nodes, plugin_off))
+        for obj in bundle.render(options)
+    )
     reported = _reports(api)
     return Status(
         options.mode,
@@ -104,6 +112,18 @@ def _would_install(api: cluster.Api, namespace: str) -> bundle.Options:
 
 def _name(node: Json) -> str:
     return str(node["metadata"]["name"])
+
+
+def _labels(node: Json) -> dict[str, str]:
+    return dict((node.get("metadata") or {}).get("labels") or {})
+
+
+def _expected(obj: Json, gpu_nodes: tuple[str, ...], plugin_off: frozenset[str]) -> tuple[str, ...]:
+    """The GPU nodes where `obj` (a DaemonSet) should run: the device plugin's are those not
+    labelled off it; everything else's, every GPU node."""
+    if bundle.identity(obj)[2] != bundle.DEVICE_PLUGIN:
+        return gpu_nodes
+    return tuple(n for n in gpu_nodes if n not in plugin_off)
 
 
 def _part(api: cluster.Api, obj: Json, version: str, gpu_nodes: tuple[str, ...]) -> Part:

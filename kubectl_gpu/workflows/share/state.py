@@ -53,7 +53,7 @@ def read(api: cluster.Api, overrides: Overrides, *, reading: bool = False) -> Sn
     nodes = {
         str(n["metadata"]["name"]): n
         for n in api.list(cluster.path("nodes"))
-        if rollout.is_gpu_node(n)
+        if rollout.is_gpu_node(n) and not _plugin_off(n)
     }
     counted = reported_gpus(api)
     state = rollout.ClusterState(
@@ -65,6 +65,13 @@ def read(api: cluster.Api, overrides: Overrides, *, reading: bool = False) -> Sn
     )
     policy = next((p for p in policies if _name(p) == deployment.cluster_policy), None)
     return Snapshot(state, raw_configmap, policy, nodes)
+
+
+def _plugin_off(node: Json) -> bool:
+    """Labelled to run no device plugin (the GPU Operator's convention, which NVIDIA's DRA docs
+    ask for on DRA nodes): a device-plugin config does not reach it, so sharing leaves it be."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    return labels.get(keys.DEPLOY_DEVICE_PLUGIN_LABEL) == "false"
 
 
 def reported_gpus(api: cluster.Api) -> dict[str, int]:

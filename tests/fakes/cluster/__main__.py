@@ -60,7 +60,9 @@ def _options(argv: list[str] | None) -> argparse.Namespace:
         "--dra-nodes",
         default="",
         metavar="NAME=MODEL:COUNT,…",
-        help="GPU nodes served by NVIDIA's DRA driver (its DeviceClasses and ResourceSlices)",
+        help="GPU nodes served by NVIDIA's DRA driver: its kubelet plugin v0.4.1 (built by "
+        "scripts/gobins.py) runs in each such node's sandbox and publishes its ResourceSlices "
+        "(needs root and util-linux's unshare)",
     )
     parser.add_argument(
         "--node-networks",
@@ -134,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("--dcgm-exporter serves on pod IPs: it needs --node-networks")
     if options.nvidia_device_plugin and sandbox.unavailable():
         raise SystemExit(f"--nvidia-device-plugin: {sandbox.unavailable()}")
+    if dra_nodes and sandbox.unavailable():
+        raise SystemExit(f"--dra-nodes: {sandbox.unavailable()}")
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -142,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     cluster = SimCluster(
-        nodes,
+        [*nodes, *dra_nodes],
         layout,
         _configs(options.config),
         options.default_config,
@@ -155,7 +159,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         cluster.start()
-        dranodes.publish(cluster.store, dra_nodes)
         line = f"ready: kubeconfig={cluster.kubeconfig} server={cluster.url}"
         sys.stdout.write(f"{line} kubectl={cluster.plane.kubectl}\n")
         sys.stdout.flush()

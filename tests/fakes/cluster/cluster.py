@@ -44,6 +44,7 @@ from tests.kube import ApiError
 if TYPE_CHECKING:
     from tests.controlplane import ControlPlane
     from tests.controlplane.store import ApiStore
+    from tests.fakes.node.draplugin import DraKubelet, DraPluginRuntime
     from tests.fakes.node.nfdmaster import NfdMaster
     from tests.fakes.node.nvidiagfd import NvidiaGfdRuntime
     from tests.fakes.node.nvidiaplugin import NvidiaPluginRuntime
@@ -83,6 +84,7 @@ class SimCluster:
         gpu_processes: bool = False,
         dcgm_exporter: str | None = None,
         nvidia_plugin: bool = False,
+        dra_feature_gates: Sequence[str] = (),
     ) -> None:
         """`node_starts_programs`: on a real control plane, the pods of the layout's device
         plugin and GFD DaemonSets are started by the node side instead of KWOK, which makes
@@ -101,7 +103,9 @@ class SimCluster:
         kubelet stand-in per node speaking the kubelet's gRPC publishes what it advertises
         (tests/fakes/node/nvidiaplugin.py; needs root, `unshare` and the built binary), and
         the GFD pods run NVIDIA's GFD, whose NodeFeature objects NFD's master (one process per
-        cluster) turns into node labels (nvidiagfd.py, nfdmaster.py there)."""
+        cluster) turns into node labels (nvidiagfd.py, nfdmaster.py there). Nodes
+        with `NodeSpec(dra=True)` run NVIDIA's DRA kubelet plugin instead, with
+        `dra_feature_gates` (tests/fakes/node/draplugin.py; the same needs)."""
         if dcgm_exporter not in (None, "copied", "per-process"):
             raise ValueError(f"dcgm_exporter is copied or per-process, not {dcgm_exporter!r}")
         if dcgm_exporter and not node_networks:
@@ -127,8 +131,9 @@ class SimCluster:
         self._own_dir = None if kubeconfig else Path(tempfile.mkdtemp(prefix="sim-cluster-"))
         self.kubeconfig = kubeconfig or (self._own_dir or Path(".")) / "kubeconfig"
         gpu_nodes = [name for name, node in self.nodes.items() if node.gpus]
+        dra_nodes = [name for name in gpu_nodes if self.nodes[name].spec.dra]
         self._node_root: Path | None = None
-        if agents or gpu_processes or dcgm_exporter or nvidia_plugin:
+        if agents or gpu_processes or dcgm_exporter or nvidia_plugin or dra_nodes:
             # a short directory under /tmp: a unix socket path must fit in 108 bytes
             self._node_root = Path(tempfile.mkdtemp(prefix="sim", dir="/tmp"))
         # each GPU node's disk (driver root, kubelet root), for the node's own processes
@@ -137,6 +142,10 @@ class SimCluster:
             if self._node_root is not None and (agents or nvidia_plugin)
             else {}
         )
+        # NVIDIA's DRA kubelet plugin on each DRA node (NodeSpec.dra), and their kubelets' DRA side
+        self.dra: DraPluginRuntime | None = None
+        self.dra_kubelet: DraKubelet | None = None
+        self._dra_nodes(dra_nodes, dra_feature_gates)
         self.nvidia_plugin = self._nvidia_plugin() if nvidia_plugin else None
         self.plugin: DevicePluginRuntime = self.nvidia_plugin or DevicePluginRuntime(
             self.store, self.loop, self.nodes
@@ -204,6 +213,8 @@ class SimCluster:
             self.loop.add(SidecarWatch(programs))
         if self.node_kubelets is not None:
             self.loop.add(self.node_kubelets)
+        if self.dra_kubelet is not None:
+            self.loop.add(self.dra_kubelet)
 
     def _nvidia_plugin(self) -> NvidiaPluginRuntime:
         """NVIDIA's own device plugin in each GPU node's sandbox, with its kubelet stand-in."""
@@ -264,6 +275,8 @@ class SimCluster:
             self.nvidia_plugin.start_managers()
         if self.nodes:
             self._start_nfd_master()
+        if self.dra is not None:
+            self._start_dra(self.dra)
         for obj in self.layout.objects if self.layout else ():
             self._create(self._started_by_node(obj))
         if self.agents is not None and self.node_kubelets is not None:
@@ -277,6 +290,11 @@ class SimCluster:
         if self.nfd_master is not None:  # as with the stand-in, GFD's labels are there
             cast("NvidiaGfdRuntime", self.gfd).wait_labelled(timeout)
         return self
+
+    def _start_dra(self, runtime: DraPluginRuntime) -> None:
+        from tests.fakes.cluster import dranodes
+
+        dranodes.start(runtime, self._create, self.store.list)
 
     def _make_networks(self) -> None:
         """A namespace per GPU node, with a relay to the API server on its loopback."""
@@ -354,6 +372,8 @@ class SimCluster:
             self.gfd.stop_all()
         if self.nfd_master is not None:
             self.nfd_master.stop()
+        if self.dra is not None:
+            self.dra.stop_all()
         if self.node_kubelets is not None:
             self.node_kubelets.stop()
         for network in self.networks.values():
@@ -525,17 +545,27 @@ class SimCluster:
             meta = pod["metadata"]
             if (pod.get("status") or {}).get("phase") != "Running":
                 continue
+            claims = self._prepared_claims(pod)
             containers = tuple(
                 podresources.Container(
                     c["name"],
                     tuple(devices.get((meta["uid"], c["name"]), ())),
                     alloc_resp=self._alloc_resp(meta["uid"], c["name"]),
+                    claims=claims.get(c["name"], ()),
                 )
                 for c in pod["spec"]["containers"]
             )
             pods.append(podresources.Pod(meta["name"], meta["namespace"], containers, meta["uid"]))
         healthy = tuple(podresources.Devices(r, ids) for r, ids in self.advertised(node).items())
         return pods, podresources.Allocatable(devices=healthy)
+
+    def _prepared_claims(self, pod: Obj) -> dict[str, tuple[Any, ...]]:
+        """Container -> the DRA claims NVIDIA's kubelet plugin prepared for it (PodResources)."""
+        if self.dra_kubelet is None:
+            return {}
+        from tests.fakes.node.draplugin import podresources_claims
+
+        return podresources_claims(self.dra_kubelet, pod)
 
     def _alloc_resp(self, uid: str, container: str) -> Any:
         """What NVIDIA's plugin answered Allocate for a container (None: the stand-in's default

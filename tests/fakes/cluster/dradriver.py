@@ -1,5 +1,11 @@
-"""A simulated NVIDIA DRA driver (gpu.nvidia.com): the DeviceClasses its Helm chart installs
-and the ResourceSlice its kubelet plugin publishes for each node it runs on.
+"""The project's own stand-in for NVIDIA's DRA driver (gpu.nvidia.com): the DeviceClasses its Helm
+chart installs and ResourceSlices in the shape of each served `resource.k8s.io` version.
+
+Only for tests of served-version shapes (v1beta1, v1beta2) that NVIDIA's kubelet plugin v0.4.1
+cannot give (it writes v1), for unit tests on plain objects and for the fleet benchmark's
+populated cluster: the simulated cluster's DRA nodes run NVIDIA's own plugin
+(tests/fakes/node/draplugin.py), and docs/simulated-dra.md lists where this stand-in's shape
+differs from what NVIDIA's publishes (MIG device names and capacities, attributes).
 
 Owns the published shapes, per served `resource.k8s.io` version: v1beta1 keeps device
 fields under `basic:`, v1beta2 and v1 do not; the chart's `gpu.nvidia.com` class carries

@@ -1,61 +1,57 @@
 """GPU nodes served by NVIDIA's DRA driver instead of its device plugin, for the simulated cluster.
 
-Owns `--dra-nodes NAME=MODEL:COUNT`: each such node is registered like a kubelet would (CPU and
-memory, no `nvidia.com/gpu` capacity, none of the labels our DaemonSets select), and the driver's
-DeviceClasses and each node's ResourceSlices (dradriver.py) are published. Claims are then
-allocated by whoever schedules: on the real control plane, Kubernetes' own scheduler. Must not
-allocate.
+Owns `--dra-nodes NAME=MODEL:COUNT`: each becomes a GPU node (`NodeSpec(dra=True)`) whose GPUs
+are in its driver root's NVML state like any simulated GPU node's, which runs NVIDIA's DRA
+kubelet plugin (tests/fakes/node/draplugin.py) instead of a device plugin: the plugin publishes
+the node's ResourceSlices itself, and Kubernetes' own scheduler allocates claims from them. Also
+`start`: what NVIDIA's chart installs, then the plugins, until each node's slices are there.
+Must not publish slices or allocate.
 """
 
 from __future__ import annotations
 
 import re
-import uuid
-from typing import Any, Protocol
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from tests.fakes.cluster import dradriver
-from tests.kube.objects import node as sample_node
+from tests.fakes.cluster import drachart
+from tests.fakes.cluster.nodes import NodeSpec
+
+if TYPE_CHECKING:
+    from tests.fakes.node.draplugin import DraPluginRuntime
 
 Obj = dict[str, Any]
-_UUIDS = uuid.UUID("5d0f3a4e-1c2b-4e6f-8a9d-7b3c2e1f0a94")
+PUBLISH_TIMEOUT = 60.0
+
 _SPEC = re.compile(r"^(?P<name>[a-z0-9.-]+)=(?P<model>[A-Za-z0-9-]+):(?P<count>[1-8])$")
 
 
-class Creates(Protocol):
-    def create(self, obj: Obj) -> Obj: ...
-
-
-def parse(text: str) -> dict[str, list[dradriver.DraGpu]]:
-    """`dra-a=A100-SXM4-80GB:2,…` → each node's GPUs (memory from the model's `…NNGB`)."""
-    nodes: dict[str, list[dradriver.DraGpu]] = {}
+def parse(text: str) -> list[NodeSpec]:
+    """`dra-a=A100-SXM4-80GB:2,…` → the DRA nodes to simulate (a libnvml model key each)."""
+    nodes = []
     for item in (part.strip() for part in text.split(",") if part.strip()):
         found = _SPEC.match(item)
         if not found:
             raise ValueError(f"--dra-nodes wants NAME=MODEL:COUNT (1-8 GPUs), got {item!r}")
-        name, model = found["name"], found["model"]
-        memory = re.search(r"(\d+)GB$", model)
-        nodes[name] = [
-            dradriver.DraGpu(
-                index,
-                f"GPU-{uuid.uuid5(_UUIDS, f'{name}/{index}')}",
-                model=f"NVIDIA {model}",
-                memory_gib=int(memory[1]) if memory else 80,
-            )
-            for index in range(int(found["count"]))
-        ]
+        nodes.append(NodeSpec(found["name"], found["model"], int(found["count"]), dra=True))
     return nodes
 
 
-def publish(store: Creates, nodes: dict[str, list[dradriver.DraGpu]], version: str = "v1") -> None:
-    """Register the nodes, then the driver's classes and each node's slices."""
-    if not nodes:
-        return
-    for name in nodes:
-        obj = sample_node(name, labels={"kubernetes.io/hostname": name})
-        obj["status"]["addresses"] = [{"type": "Hostname", "address": name}]
-        store.create(obj)
-    for obj in dradriver.device_classes(version):
-        store.create(obj)
-    for name, gpus in nodes.items():
-        for obj in dradriver.resource_slices(name, gpus, version):
-            store.create(obj)
+def start(
+    runtime: DraPluginRuntime, create: Callable[[Obj], None], slices: Callable[[str], list[Obj]]
+) -> None:
+    """What NVIDIA's chart installs (its classes, the plugin's account and role), then a plugin
+    on each DRA node; return once each registered with its kubelet and then published its
+    ResourceSlices (`slices("resourceslices")` lists them)."""
+    for obj in [*drachart.kubelet_plugin_rbac(), *drachart.device_classes()]:
+        create(obj)
+    runtime.start()
+    runtime.wait_registered()
+    deadline = time.monotonic() + PUBLISH_TIMEOUT
+    waiting = set(runtime.sides)
+    while waiting and time.monotonic() < deadline:
+        waiting -= {s["spec"].get("nodeName") for s in slices("resourceslices")}
+        time.sleep(0.1 if waiting else 0)
+    if waiting:
+        raise RuntimeError(f"NVIDIA's DRA plugin published no ResourceSlice for {sorted(waiting)}")

@@ -25,6 +25,7 @@ Obj = dict[str, Any]
 MIB = 1024 * 1024
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 NFD_NVIDIA_PCI = "feature.node.kubernetes.io/pci-10de.present"
+DEPLOY_DEVICE_PLUGIN = "nvidia.com/gpu.deploy.device-plugin"
 _UUIDS = uuid.UUID("3b1f6c2e-8d4a-4f0b-9c57-2e6a1d9f0c88")
 
 
@@ -39,6 +40,10 @@ class NodeSpec:
     taints: Sequence[Mapping[str, str]] = ()
     gpu_taint: bool = False  # add nvidia.com/gpu=present:NoSchedule, as many GPU pools do
     mig: Mapping[int, Sequence[str]] = field(default_factory=dict)  # GPU index -> profiles
+    # served by NVIDIA's DRA driver (its kubelet plugin, tests/fakes/node/draplugin.py) instead
+    # of a device plugin: labelled `nvidia.com/gpu.deploy.device-plugin=false`, as NVIDIA's DRA
+    # docs ask, so no device-plugin DaemonSet places a pod there
+    dra: bool = False
 
     @classmethod
     def parse(cls, text: str) -> NodeSpec:
@@ -130,6 +135,8 @@ class SimNode:
             # NFD's PCI label and the operator/NFD rule label every GPU node carries.
             labels.setdefault(NFD_NVIDIA_PCI, "true")
             labels.setdefault("nvidia.com/gpu.present", "true")
+        if self.spec.dra:
+            labels.setdefault(DEPLOY_DEVICE_PLUGIN, "false")
         obj = sample_node(self.name, labels=labels)
         taints = [dict(t) for t in self.spec.taints]
         if self.spec.gpu_taint:

@@ -26,7 +26,6 @@ import functools
 import importlib.util
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -44,6 +43,7 @@ from tests.fakes.cluster.gfd import GfdRuntime
 from tests.fakes.cluster.loop import ControlLoop
 from tests.fakes.cluster.nodes import SimNode
 from tests.fakes.cluster.programs import ConfigView, ProgramPod
+from tests.fakes.node import sandbox
 from tests.fakes.node.sandbox import Sandbox
 from tests.kube import ApiError
 
@@ -155,7 +155,7 @@ class NvidiaGfdRuntime(GfdRuntime):
         with self._plock:
             running = self._procs.get(state.uid)
         if running is not None and running[0].poll() is None:
-            pid = _find_program(running[0].pid)
+            pid = sandbox.find_program(running[0].pid, PROGRAM)
             if pid is not None:
                 os.kill(pid, signal.SIGHUP)
                 return
@@ -189,7 +189,7 @@ class NvidiaGfdRuntime(GfdRuntime):
         )
         command = Sandbox(side.dir, side.network).command(argv)
         process = subprocess.Popen(  # noqa: S603 (fixed argv, no shell)
-            _with_parent_death(command),
+            sandbox.with_parent_death(command),
             cwd=side.dir,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -267,7 +267,7 @@ class NvidiaGfdRuntime(GfdRuntime):
             procs = [p for uid, (p, _) in self._procs.items() if self._on(uid, node)]
         for process in procs:
             if process.poll() is None:
-                pid = _find_program(process.pid)
+                pid = sandbox.find_program(process.pid, PROGRAM)
                 if pid is not None:
                     return pid
         return None
@@ -293,24 +293,3 @@ class NvidiaGfdRuntime(GfdRuntime):
     def _on(self, uid: str, node: str) -> bool:
         state = self.pods.get(uid)
         return state is not None and state.node == node
-
-
-def _with_parent_death(command: list[str]) -> list[str]:
-    """The program ends with the test that started it (as nvidiaplugin.py's)."""
-    setpriv = shutil.which("setpriv")
-    return [setpriv, "--pdeathsig", "TERM", "--", *command] if setpriv else command
-
-
-def _find_program(pid: int, depth: int = 4) -> int | None:
-    """NVIDIA's process itself below `pid` (nsenter and setpriv exec; unshare forks)."""
-    try:
-        if Path(os.readlink(f"/proc/{pid}/exe")).name == PROGRAM:
-            return pid
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text(encoding="ascii")
-    except OSError:
-        return None
-    for child in children.split() if depth else ():
-        found = _find_program(int(child), depth - 1)
-        if found is not None:
-            return found
-    return None

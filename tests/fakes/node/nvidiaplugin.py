@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -46,7 +45,7 @@ from tests.fakes.cluster.loop import ControlLoop
 from tests.fakes.cluster.nodes import SimNode
 from tests.fakes.cluster.programs import ConfigView, ProgramPod, ProgramRuntime
 from tests.fakes.node.devicemanager import DeviceManager
-from tests.fakes.node.sandbox import Sandbox
+from tests.fakes.node.sandbox import Sandbox, find_program, with_parent_death
 from tests.kube import ApiError
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -80,7 +79,7 @@ class _Process:
 
     def program_pid(self) -> int | None:
         """NVIDIA's process itself: the child of `unshare` (nsenter and setpriv exec into it)."""
-        return _find_program(self.process.pid)
+        return find_program(self.process.pid, PROGRAM)
 
 
 class NvidiaPluginRuntime(DevicePluginRuntime):
@@ -228,7 +227,7 @@ class NvidiaPluginRuntime(DevicePluginRuntime):
             argv.append(f"--config-file={config}")
         env = {k: v for k, v in state.setup.env.items() if k not in _OWN_ENV}
         env.update({"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "NODE_NAME": state.node})
-        command = _with_parent_death(sandbox.command(argv))
+        command = with_parent_death(sandbox.command(argv))
         process = subprocess.Popen(  # noqa: S603 (fixed argv, no shell)
             command,
             cwd=side.dir,
@@ -341,36 +340,6 @@ def checkpoint_response(message: Any) -> Any:
         annotations=dict(message.annotations),
         cdi_devices=tuple(c.name for c in message.cdi_devices),
     )
-
-
-def _with_parent_death(command: list[str]) -> list[str]:
-    """The program ends with the test that started it: `setpriv --pdeathsig` on `nsenter` and
-    `unshare` (which exec into each other), and `unshare --kill-child` for the program."""
-    setpriv = shutil.which("setpriv")
-    return [setpriv, "--pdeathsig", "TERM", "--", *command] if setpriv else command
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text(encoding="ascii")
-    except OSError:
-        return []
-    return [int(p) for p in text.split()]
-
-
-def _find_program(pid: int, depth: int = 4) -> int | None:
-    try:
-        if Path(os.readlink(f"/proc/{pid}/exe")).name == PROGRAM:
-            return pid
-    except OSError:
-        return None
-    if depth == 0:
-        return None
-    for child in _children(pid):
-        found = _find_program(child, depth - 1)
-        if found is not None:
-            return found
-    return None
 
 
 def _terminate(proc: _Process) -> None:

@@ -14,8 +14,10 @@ process joins it first. Needs root and util-linux's `unshare`
 and `nsenter`.
 
 Owns `Sandbox` (one node's directories and the command line that runs a program inside),
-`write_mig_minors` (the driver's list of MIG capability minors) and `write_pci_devices`. Must
-not: mount anything in the host's namespace, or decide what runs inside.
+`with_parent_death` and `find_program` (ending a node program with the test, finding it below
+its `unshare`), the driver's /proc files (`write_mig_minors`, `write_mig_capabilities`,
+`write_proc_devices`) and the GPUs' sysfs PCI functions (`write_pci_devices`). Must not: mount
+anything in the host's namespace, or decide what runs inside.
 """
 
 from __future__ import annotations
@@ -39,16 +41,20 @@ MAX_GPUS, MAX_GPU_INSTANCES, MAX_COMPUTE_INSTANCES = 32, 15, 8
 PCI_DEVICES = "/sys/bus/pci/devices"
 _GPU_CLASS = "0x030200"
 # $1: the node's device-plugin directory, $2: its /proc/driver stand-in, $3: its PCI devices,
-# then the program.
+# $4: its /proc/devices stand-in or "" (the host's stays), then the program.
 _SETUP = """set -e
 mount -t tmpfs -o size=1m,mode=0755 simulated-node /var/lib
 mkdir -p /var/lib/kubelet/device-plugins
 mount --bind "$1" /var/lib/kubelet/device-plugins
 mount --bind "$2" /proc/driver
 mount --bind "$3" /sys/bus/pci/devices
-shift 3
+if [ -n "$4" ]; then mount --bind "$4" /proc/devices; fi
+shift 4
 exec "$@"
 """
+# The driver's character devices as /proc/devices lists them: nvidia's major is fixed, the
+# others are dynamic on a real host (the numbers of tests/fakes/libnvml/devnodes.py)
+DRIVER_DEVICES = ("195 nvidia", "508 nvidia-uvm", "509 nvidia-caps")
 
 
 def unavailable() -> str | None:
@@ -84,6 +90,12 @@ class Sandbox:
         """What the node's processes see as /sys/bus/pci/devices (its GPUs' PCI functions)."""
         return self.directory / "sys-pci-devices"
 
+    @property
+    def proc_devices(self) -> Path:
+        """What the node's processes see as /proc/devices, where the node has one
+        (`write_proc_devices`); otherwise they see the host's."""
+        return self.directory / "proc-devices"
+
     def command(self, argv: Sequence[str]) -> list[str]:
         """`argv` run inside the node: its network namespace, then a private mount namespace
         (`--kill-child`: the program ends with the `unshare` that a test's kill reaches)."""
@@ -93,9 +105,42 @@ class Sandbox:
         inner = [
             "unshare", "--mount", "--propagation", "private", "--fork", "--kill-child",
             "sh", "-c", _SETUP, "node-sandbox", str(self.device_plugins), str(self.proc_driver),
-            str(self.pci_devices), *argv,
+            str(self.pci_devices),
+            str(self.proc_devices) if self.proc_devices.is_file() else "", *argv,
         ]  # fmt: skip
         return self.network.command(inner) if self.network is not None else inner
+
+
+def with_parent_death(command: list[str]) -> list[str]:
+    """The program ends with the test that started it: `setpriv --pdeathsig` on `nsenter` and
+    `unshare` (which exec into each other), and `unshare --kill-child` for the program."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", "--", *command] if setpriv else command
+
+
+def find_program(pid: int, name: str, depth: int = 4) -> int | None:
+    """The process running executable `name` at or below `pid` (a program's own pid below the
+    `unshare` that started it), or None."""
+    try:
+        if Path(os.readlink(f"/proc/{pid}/exe")).name == name:
+            return pid
+    except OSError:
+        return None
+    if depth == 0:
+        return None
+    for child in _children(pid):
+        found = find_program(child, name, depth - 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text(encoding="ascii")
+    except OSError:
+        return []
+    return [int(p) for p in text.split()]
 
 
 def write_mig_minors(path: Path) -> None:
@@ -157,3 +202,31 @@ def _config_space(device: int, subsystem: int) -> bytes:
     header[9:12] = int(_GPU_CLASS, 16).to_bytes(3, "little")  # prog-if, subclass, base class
     header[0x2C:0x30] = subsystem.to_bytes(4, "little")  # subsystem vendor, subsystem ID
     return bytes(header)
+
+
+def write_mig_capabilities(proc_driver: Path, gpu_minors: list[int]) -> None:
+    """The driver's `nvidia/capabilities/gpu<G>/mig/gi<I>[/ci<C>]/access` files for the given GPU
+    minors, each naming its `/dev/nvidia-caps` minor as `mig-minors` numbers it (`DeviceFileMinor`,
+    `DeviceFileMode` 292 = 0444, `DeviceFileModify` 1): what NVIDIA's DRA plugin reads to give a
+    container a MIG device's capability nodes. Call after `command` wrote `mig-minors`."""
+    minors = proc_driver / "nvidia-caps" / "mig-minors"
+    wanted = tuple(f"gpu{m}/" for m in gpu_minors)
+    for line in minors.read_text(encoding="utf-8").splitlines():
+        name, _, number = line.partition(" ")
+        if not name.startswith(wanted):
+            continue
+        gpu, rest = name.split("/", 1)  # gpu0, gi2/access or gi2/ci0/access
+        path = proc_driver / "nvidia" / "capabilities" / gpu / "mig" / rest
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = f"DeviceFileMinor: {int(number)}\nDeviceFileMode: 292\nDeviceFileModify: 1\n"
+        path.write_text(text, encoding="ascii")
+
+
+def write_proc_devices(path: Path) -> None:
+    """The host's /proc/devices with the driver's character devices added (NVIDIA's DRA plugin
+    looks up the `nvidia-caps` major there); bound over /proc/devices inside the sandbox."""
+    lines = Path("/proc/devices").read_text(encoding="ascii").splitlines()
+    at = lines.index("Character devices:") + 1 if "Character devices:" in lines else 0
+    known = {line.split()[-1] for line in lines if line.strip()}
+    added = [f"{n:>3} {name}" for n, name in map(str.split, DRIVER_DEVICES) if name not in known]
+    path.write_text("\n".join([*lines[:at], *added, *lines[at:]]) + "\n", encoding="ascii")

@@ -587,6 +587,48 @@ nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, nvmlDeviceArchitectu
     return end(&node, NVML_SUCCESS);
 }
 
+/* The product brand: every data-centre board the simulation models (A100, A30, H100, H200, L4,
+ * B200) reports NVML_BRAND_NVIDIA ("Product Brand: NVIDIA" in nvidia-smi -q); a MIG device
+ * answers for its GPU, as nvml.h documents no difference. */
+nvmlReturn_t nvmlDeviceGetBrand(nvmlDevice_t device, nvmlBrandType_t *type) {
+    ENTER("nvmlDeviceGetBrand");
+    sim_node node;
+    target t;
+    nvmlReturn_t r = begin(&node, 0, device.handle, GPU | MIG, &t);
+    if (r) return r;
+    if (!type) return end(&node, NVML_ERROR_INVALID_ARGUMENT);
+    *type = NVML_BRAND_NVIDIA;
+    return end(&node, NVML_SUCCESS);
+}
+
+/* The addressing mode (versioned struct): NONE, "neither HMM nor ATS is active", as on an x86
+ * host whose kernel or driver modules do not enable HMM; a simulated node has no such kernel. */
+nvmlReturn_t nvmlDeviceGetAddressingMode(nvmlDevice_t device, nvmlDeviceAddressingMode_t *mode) {
+    ENTER("nvmlDeviceGetAddressingMode");
+    sim_node node;
+    target t;
+    nvmlReturn_t r = begin(&node, 0, device.handle, GPU | MIG, &t);
+    if (r) return r;
+    if (!mode) return end(&node, NVML_ERROR_INVALID_ARGUMENT);
+    if (mode->version != nvmlDeviceAddressingMode_v1)
+        return end(&node, NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    mode->value = NVML_DEVICE_ADDRESSING_MODE_NONE;
+    return end(&node, NVML_SUCCESS);
+}
+
+/* The virtualization mode: a simulated node's GPUs are bare metal (NVML_GPU_VIRTUALIZATION_MODE_NONE,
+ * "Represents Bare Metal GPU"); a MIG device answers for its GPU. */
+nvmlReturn_t nvmlDeviceGetVirtualizationMode(nvmlDevice_t device, nvmlGpuVirtualizationMode_t *mode) {
+    ENTER("nvmlDeviceGetVirtualizationMode");
+    sim_node node;
+    target t;
+    nvmlReturn_t r = begin(&node, 0, device.handle, GPU | MIG, &t);
+    if (r) return r;
+    if (!mode) return end(&node, NVML_ERROR_INVALID_ARGUMENT);
+    *mode = NVML_GPU_VIRTUALIZATION_MODE_NONE;
+    return end(&node, NVML_SUCCESS);
+}
+
 /* ---- processes ---------------------------------------------------------------------------- */
 
 /* NVML's two-call pattern: *count in is the room, out the number running; INSUFFICIENT_SIZE

@@ -1,8 +1,9 @@
 """Regenerate the test-only gRPC stubs in tests/fakes/node/_proto/ from the .proto beside this.
 
-Owns: the generation step for the kubelet's device-plugin services as the simulated nodes' kubelet
-stand-in speaks them (protoc through grpcio-tools, as proto/generate.py does for the product's
-stubs), and the import rewrites protoc cannot do for nested packages. Must not: edit generated
+Owns: the generation step for the kubelet's device-plugin, plugin-registration and DRA services as
+the simulated nodes' kubelet stand-in speaks them (protoc through grpcio-tools, as
+proto/generate.py does for the product's stubs), and the import rewrites protoc cannot do for
+nested packages. Must not: edit generated
 code in any other way, or write into the product (its messages are imported from there).
 
 Usage, from the repository root::
@@ -22,7 +23,11 @@ HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parents[3]
 PRODUCT_PROTOS = REPO_ROOT / "proto"
 DEFAULT_OUT = HERE.parent / "_proto"
-PROTO = "deviceplugin/v1beta1/service.proto"
+PROTOS = (
+    "deviceplugin/v1beta1/service.proto",
+    "pluginregistration/v1/registration.proto",
+    "dra/v1/dra.proto",
+)
 # protoc writes imports relative to its -I roots; the stubs live in packages
 REWRITES = {
     "from deviceplugin.v1beta1 import allocate_pb2 as ": (
@@ -31,6 +36,10 @@ REWRITES = {
     "from deviceplugin.v1beta1 import service_pb2 as ": (
         "from tests.fakes.node._proto.deviceplugin.v1beta1 import service_pb2 as "
     ),
+    "from pluginregistration.v1 import registration_pb2 as ": (
+        "from tests.fakes.node._proto.pluginregistration.v1 import registration_pb2 as "
+    ),
+    "from dra.v1 import dra_pb2 as ": "from tests.fakes.node._proto.dra.v1 import dra_pb2 as ",
 }
 INIT_TEXT = '"""Generated protobuf stubs ({what}); see tests/fakes/node/proto/generate.py."""\n'
 
@@ -38,12 +47,17 @@ INIT_TEXT = '"""Generated protobuf stubs ({what}); see tests/fakes/node/proto/ge
 def generate(out: Path) -> None:
     """Write the stubs and their packages' __init__ files under ``out``."""
     out.mkdir(parents=True, exist_ok=True)
+    for proto in PROTOS:
+        _generate(out, proto)
+
+
+def _generate(out: Path, proto: str) -> None:
     command = [
         sys.executable, "-m", "grpc_tools.protoc", f"-I{HERE}", f"-I{PRODUCT_PROTOS}",
-        f"--python_out={out}", f"--pyi_out={out}", f"--grpc_python_out={out}", str(HERE / PROTO),
+        f"--python_out={out}", f"--pyi_out={out}", f"--grpc_python_out={out}", str(HERE / proto),
     ]  # fmt: skip
     subprocess.run(command, check=True)  # noqa: S603 (fixed argv)
-    stem = out / Path(PROTO).parent / Path(PROTO).stem
+    stem = out / Path(proto).parent / Path(proto).stem
     for path in (Path(f"{stem}_pb2.py"), Path(f"{stem}_pb2_grpc.py"), Path(f"{stem}_pb2.pyi")):
         text = path.read_text(encoding="utf-8")
         for old, new in REWRITES.items():

@@ -1,0 +1,1 @@
+"""Generated protobuf stubs (dra); see tests/fakes/node/proto/generate.py."""

@@ -1,0 +1,1 @@
+"""Generated protobuf stubs (pluginregistration); see tests/fakes/node/proto/generate.py."""

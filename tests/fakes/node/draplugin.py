@@ -1,0 +1,365 @@
+"""NVIDIA's DRA kubelet plugin (`gpu-kubelet-plugin` v0.4.1, unmodified) as the process of each
+DRA node, and that node's kubelet preparing the claims of its pods through it.
+
+A simulated GPU node served by DRA (`NodeSpec(dra=True)`) runs NVIDIA's binary (built by
+`scripts/gobins.py gpu-kubelet-plugin`) inside the node's sandbox (sandbox.py: a private mount
+namespace, the node's network namespace where it has one), with its node paths as flags: the
+node's driver root (the project's libnvidia-ml.so.1 over the node's GPUs, and what else a
+driver root holds: docs/simulated-nvml.md) as `--nvidia-driver-root` and
+`--container-driver-root`, the CDI root, and the kubelet's plugin registry and plugins
+directories under the node's kubelet root; it reaches the test's API server with a kubeconfig
+of its own and publishes the node's ResourceSlices itself. The node's kubelet stand-in
+(dramanager.py) registers it over the kubelet's plugin-registration gRPC, and for each pod bound
+to the node whose ResourceClaims Kubernetes' scheduler allocated, asks it to
+NodePrepareResources them (NodeUnprepareResources once the pod is gone); what it prepared is
+what the node's PodResources reports as the containers' dynamic resources.
+
+Owns `DraPluginRuntime` (the processes, their logs, each node's `DraManager`) and
+`DraKubelet` (the control loop's controller that prepares and unprepares claims). Must not:
+publish ResourceSlices or allocate claims (NVIDIA's binary and Kubernetes' scheduler do), or
+write Node status.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, cast
+
+from tests.fakes.cluster.agents import NodeSide, stop_program
+from tests.fakes.cluster.loop import Change
+from tests.fakes.libnvml.devnodes import make_device_nodes
+from tests.fakes.node.dramanager import ClaimRef, DraManager, PreparedDevice, PrepareError
+from tests.fakes.node.sandbox import (
+    Sandbox,
+    find_program,
+    with_parent_death,
+    write_mig_capabilities,
+    write_proc_devices,
+)
+from tests.kube import ApiError
+
+Obj = dict[str, Any]
+REPO_ROOT = Path(__file__).resolve().parents[3]
+PROGRAM = "gpu-kubelet-plugin"
+# What the chart's pod sets as IMAGE_NAME (required; it names the image of MPS daemons it renders)
+IMAGE = "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.4.1"
+DRIVER = "gpu.nvidia.com"
+REGISTRY = "plugins_registry"  # under the node's kubelet root, as /var/lib/kubelet/…
+PLUGINS = "plugins"
+_REGISTER_TIMEOUT = 120.0
+
+
+def plugin_binary() -> Path:
+    """NVIDIA's binary, built once per machine by scripts/gobins.py (about 4-6 min) and cached."""
+    spec = importlib.util.spec_from_file_location("gobins", REPO_ROOT / "scripts" / "gobins.py")
+    assert spec is not None and spec.loader is not None
+    gobins = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("gobins", gobins)
+    spec.loader.exec_module(gobins)
+    directory: Path = gobins.ensure(PROGRAM, quiet=True)
+    return directory / PROGRAM
+
+
+@dataclass
+class _Run:
+    node: str
+    process: subprocess.Popen[str]
+    reader: threading.Thread
+    log: list[str]
+
+
+@dataclass(frozen=True)
+class PreparedClaim:
+    """A claim of a pod on the node, prepared by the driver."""
+
+    namespace: str
+    name: str
+    uid: str
+    devices: tuple[PreparedDevice, ...]
+
+
+class DraPluginRuntime:
+    """NVIDIA's DRA kubelet plugin on every DRA node, and each node's DRA manager."""
+
+    def __init__(
+        self,
+        sides: dict[str, NodeSide],
+        kubeconfig: Callable[[str, Path], None],
+        feature_gates: Sequence[str] = (),
+    ) -> None:
+        self.sides = sides  # the DRA nodes' own directories
+        self.feature_gates = tuple(feature_gates)  # e.g. "DynamicMIG=true", as the chart sets
+        self._kubeconfig = kubeconfig  # (node, path): writes the plugin's kubeconfig at path
+        self.binary = plugin_binary()
+        self.managers = {name: DraManager(name, registry_dir(side)) for name, side in sides.items()}
+        self._runs: dict[str, _Run] = {}
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        for name in self.sides:
+            self.managers[name].start()
+            self.start_plugin(name)
+
+    def wait_registered(self, timeout: float = _REGISTER_TIMEOUT) -> None:
+        """Until every node's plugin registered with its kubelet (it publishes its slices just
+        before): a plugin that exits first is reported with its last lines."""
+        for name, manager in self.managers.items():
+            if not manager.wait_registered(DRIVER, timeout, alive=partial(self._alive, name)):
+                raise RuntimeError(
+                    f"{PROGRAM} on {name} exited or did not register in {timeout:.0f} s; its last "
+                    "lines:\n" + "\n".join(self.log(name)[-20:])
+                )
+
+    def _alive(self, node: str) -> bool:
+        with self._lock:
+            run = self._runs.get(node)
+        return run is not None and run.process.poll() is None
+
+    def stop_all(self) -> None:
+        with self._lock:
+            runs = list(self._runs.values())
+            self._runs.clear()
+        for run in runs:
+            stop_program(run.process, run.reader)
+        for manager in self.managers.values():
+            manager.stop()
+
+    # ---- the program --------------------------------------------------------------------------
+
+    def start_plugin(self, node: str) -> None:
+        side = self.sides[node]
+        kubeconfig = side.dir / "dra-plugin.kubeconfig"
+        self._kubeconfig(node, kubeconfig)
+        root = str(side.driver.path)
+        cdi = side.dir / "cdi"
+        argv = [
+            str(self.binary), f"--node-name={node}", f"--cdi-root={cdi}",
+            f"--nvidia-driver-root={root}", f"--container-driver-root={root}",
+            f"--nvidia-cdi-hook-path={root}/usr/bin/nvidia-cdi-hook",
+            f"--kubelet-registrar-directory-path={registry_dir(side)}",
+            f"--kubelet-plugins-directory-path={side.kubelet_root / PLUGINS}",
+            f"--kubeconfig={kubeconfig}", f"--image-name={IMAGE}",
+        ]  # fmt: skip
+        if self.feature_gates:
+            argv.append(f"--feature-gates={','.join(self.feature_gates)}")
+        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "NODE_NAME": node}
+        sandbox = Sandbox(side.dir, side.network)
+        write_proc_devices(sandbox.proc_devices)
+        command = with_parent_death(sandbox.command(argv))  # writes the driver's MIG minors
+        minors = [g.minor_number for g in side.node.gpus]
+        write_mig_capabilities(sandbox.proc_driver, minors)
+        # the driver root's dev/: the plugin's device root, whose nodes its CDI specs list
+        make_device_nodes(
+            side.driver.path, minors, sandbox.proc_driver / "nvidia-caps" / "mig-minors"
+        )
+        process = subprocess.Popen(  # noqa: S603 (fixed argv, no shell)
+            command,
+            cwd=side.dir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        log: list[str] = []
+        reader = threading.Thread(
+            target=_read, args=(process, log, side.dir / f"{PROGRAM}.log"),
+            name=f"dra-{node}", daemon=True,
+        )  # fmt: skip
+        with self._lock:
+            old = self._runs.pop(node, None)
+            self._runs[node] = _Run(node, process, reader, log)
+        if old is not None:
+            stop_program(old.process, old.reader)
+        reader.start()
+
+    def stop_plugin(self, node: str) -> None:
+        with self._lock:
+            run = self._runs.pop(node, None)
+        if run is not None:
+            stop_program(run.process, run.reader)
+
+    # ---- test handles -------------------------------------------------------------------------
+
+    def log(self, node: str) -> list[str]:
+        with self._lock:
+            run = self._runs.get(node)
+        return list(run.log) if run is not None else []
+
+    def pid(self, node: str) -> int | None:
+        """NVIDIA's process itself on `node` (the child of `unshare`), if it runs."""
+        with self._lock:
+            run = self._runs.get(node)
+        if run is None or run.process.poll() is not None:
+            return None
+        return find_program(run.process.pid, PROGRAM)
+
+
+class DraKubelet:
+    """The DRA half of every DRA node's kubelet: prepare the claims of pods bound to the node
+    (once the scheduler allocated them all), unprepare them when the pod is gone."""
+
+    name = "dra-kubelet"
+
+    def __init__(
+        self, store: Any, runtime: DraPluginRuntime, changed: Callable[[str], None]
+    ) -> None:
+        self.store = store
+        self.runtime = runtime
+        self._changed = changed  # the node's PodResources must be written again
+        self.prepared: dict[str, tuple[str, list[PreparedClaim]]] = {}  # pod UID -> node, claims
+        self.errors: dict[str, str] = {}  # pod UID -> the driver's refusal
+        self._lock = threading.Lock()
+
+    def keys_for(self, change: Change) -> Iterable[Hashable]:
+        if change.resource != "pods":
+            return []
+        node = (change.obj.get("spec") or {}).get("nodeName")
+        uid = change.obj["metadata"]["uid"]
+        if node in self.runtime.managers or uid in self.prepared:
+            return [(change.namespace, change.name, uid)]
+        return []
+
+    def reconcile(self, key: Hashable) -> None:
+        namespace, name, uid = cast(tuple[str, str, str], key)
+        try:
+            pod: Obj | None = self.store.get("pods", name, namespace)
+        except ApiError as exc:
+            if exc.code != 404:
+                raise
+            pod = None
+        if pod is None or pod["metadata"]["uid"] != uid or _finished(pod):
+            self._unprepare(uid)
+            return
+        if uid in self.prepared:
+            return
+        node = str(pod["spec"].get("nodeName") or "")
+        manager = self.runtime.managers.get(node)
+        claims = self._allocated_claims(pod)
+        if manager is None or claims is None or not claims:
+            return
+        try:
+            done = manager.prepare(
+                DRIVER,
+                [ClaimRef(namespace, c["metadata"]["uid"], c["metadata"]["name"]) for c in claims],
+            )
+        except PrepareError as exc:
+            self.errors[uid] = str(exc)
+            return
+        self.errors.pop(uid, None)
+        with self._lock:
+            self.prepared[uid] = (node, [
+                PreparedClaim(namespace, c["metadata"]["name"], c["metadata"]["uid"],
+                              tuple(done[c["metadata"]["uid"]]))
+                for c in claims
+            ])  # fmt: skip
+        self._changed(node)
+
+    def _unprepare(self, uid: str) -> None:
+        with self._lock:
+            entry = self.prepared.pop(uid, None)
+        if entry is None:
+            return
+        node, claims = entry
+        manager = self.runtime.managers.get(node)
+        if manager is not None:
+            refs = [ClaimRef(c.namespace, c.uid, c.name) for c in claims]
+            try:
+                manager.unprepare(DRIVER, refs)
+            except PrepareError as exc:
+                self.errors[uid] = str(exc)
+        self._changed(node)
+
+    def _allocated_claims(self, pod: Obj) -> list[Obj] | None:
+        """The pod's claims, each allocated to this driver; None while one is not allocated."""
+        meta, spec, status = pod["metadata"], pod["spec"], pod.get("status") or {}
+        generated = {
+            s.get("name"): s.get("resourceClaimName")
+            for s in status.get("resourceClaimStatuses") or []
+        }
+        found = []
+        for claim in spec.get("resourceClaims") or []:
+            name = claim.get("resourceClaimName") or generated.get(claim.get("name"))
+            if not name:
+                return None
+            try:
+                obj = self.store.get("resourceclaims", str(name), meta["namespace"])
+            except ApiError:
+                return None
+            results = ((obj.get("status") or {}).get("allocation") or {}).get("devices") or {}
+            if not results:
+                return None
+            if any(r.get("driver") == DRIVER for r in results.get("results") or []):
+                found.append(obj)
+        return found
+
+    def claims_of(self, uid: str) -> list[PreparedClaim]:
+        with self._lock:
+            entry = self.prepared.get(uid)
+        return list(entry[1]) if entry is not None else []
+
+
+def registry_dir(side: NodeSide) -> Path:
+    return side.kubelet_root / REGISTRY
+
+
+def container_claims(pod: Obj, prepared: list[PreparedClaim]) -> dict[str, list[PreparedClaim]]:
+    """Container name -> the prepared claims it uses (`resources.claims` names the pod's
+    claim entries; the claim object's name is the entry's or the one generated for it)."""
+    status = pod.get("status") or {}
+    generated = {
+        s.get("name"): s.get("resourceClaimName") for s in status.get("resourceClaimStatuses") or []
+    }
+    by_entry = {
+        c.get("name"): c.get("resourceClaimName") or generated.get(c.get("name"))
+        for c in pod["spec"].get("resourceClaims") or []
+    }
+    by_name = {c.name: c for c in prepared}
+    found: dict[str, list[PreparedClaim]] = {}
+    for container in pod["spec"].get("containers") or []:
+        for used in (container.get("resources") or {}).get("claims") or []:
+            claim = by_name.get(str(by_entry.get(used.get("name"))))
+            if claim is not None:
+                found.setdefault(container["name"], []).append(claim)
+    return found
+
+
+def _finished(pod: Obj) -> bool:
+    phase = (pod.get("status") or {}).get("phase")
+    return bool(pod["metadata"].get("deletionTimestamp")) or phase in ("Succeeded", "Failed")
+
+
+def _read(process: subprocess.Popen[str], log: list[str], path: Path) -> None:
+    output = process.stdout
+    assert output is not None
+    with open(path, "a", encoding="utf-8") as keep:
+        for line in output:
+            log.append(line.rstrip("\n"))
+            keep.write(line)
+            keep.flush()
+    output.close()
+
+
+def podresources_claims(kubelet: DraKubelet, pod: Obj) -> dict[str, tuple[Any, ...]]:
+    """Container -> the claims the driver prepared for it, as PodResources names them (driver,
+    pool, device per prepared device; tests/fakes/kubelet.py `Claim`)."""
+    from tests.fakes import kubelet as podresources  # lazy: grpc and the product's stubs
+
+    prepared = kubelet.claims_of(pod["metadata"]["uid"])
+    return {
+        container: tuple(
+            podresources.Claim(
+                c.name, c.namespace, tuple((d.driver, d.pool, d.device) for d in c.devices)
+            )
+            for c in claims
+        )
+        for container, claims in container_claims(pod, prepared).items()
+    }
