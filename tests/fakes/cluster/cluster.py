@@ -243,6 +243,27 @@ class SimCluster:
         self.nfd_master.install_crds()
         self.nfd_master.start(next(iter(self.nodes)))
 
+    def _dra_nodes(self, names: list[str], gates: Sequence[str]) -> None:
+        """NVIDIA's DRA kubelet plugin in each DRA node's sandbox, with its kubelet's DRA side."""
+        if not names or self._node_root is None:
+            return
+        for name in names:
+            self.sides.setdefault(name, NodeSide(self._node_root, self.nodes[name]))
+        from tests.fakes.cluster import drachart  # lazy: grpc and stubs below
+        from tests.fakes.node.draplugin import DraKubelet, DraPluginRuntime
+
+        def kubeconfig(node: str, path: Path) -> None:
+            token = self.plane.token(drachart.SERVICE_ACCOUNT, drachart.NAMESPACE)
+            self.plane.kubeconfig_for(path, token, drachart.NAMESPACE)
+
+        runtime = DraPluginRuntime({n: self.sides[n] for n in names}, kubeconfig, gates)
+
+        def relook(node: str) -> None:  # the node's PodResources lists the prepared claims
+            if self.node_kubelets is not None:
+                self.loop.enqueue(self.node_kubelets.name, node)
+
+        self.dra, self.dra_kubelet = runtime, DraKubelet(self.store, runtime, relook)
+
     def _node_side(self, interval: float) -> AgentRuntime:
         """Each GPU node's disk (GPU state, kubelet root) and the agent processes on them."""
         sides = self.sides
