@@ -244,7 +244,7 @@ def _refuse_unasked_restarts(plan: rollout.Plan, options: Options) -> None:
         return  # --no-restart changes nothing here: the operator restarts them itself
     policy = plan.policy
     assert policy is not None  # only a ClusterPolicy change restarts unselected nodes
-    raise rollout.ShareRefused(
+    refusal = rollout.ShareRefused(
         f"this change restarts the device plugin on {len(beyond)} node(s) it does not select: "
         f"{', '.join(n.node for n in beyond)}: it changes ClusterPolicy {policy.name}'s "
         f"spec.devicePlugin.config ({_config_text(policy.before)} -> "
@@ -254,6 +254,10 @@ def _refuse_unasked_restarts(plan: rollout.Plan, options: Options) -> None:
         "the ClusterPolicy names the ConfigMap, later per-node changes restart only their nodes",
         details=tuple(f"node {n.node}: {n.reason}" for n in beyond),
     )
+    if not options.diff:
+        raise refusal
+    said = refusal.message.removesuffix("; nothing was written:")
+    log.warning("%s; the change itself needs --yes:\n  %s", said, "\n  ".join(refusal.details))
 
 
 def _config_text(config: tuple[str, str] | None) -> str:
