@@ -108,9 +108,9 @@ MAIN = '''"""kubectl-gpu zipapp entry: check the interpreter, run the CLI, name 
 A zip carries no bytecode that every supported Python can use (zipimport reads one `.pyc` per
 module, of one Python's magic number), so each command would compile the Kubernetes client's
 hundreds of modules from source again: 3-5 s. The archive is unpacked once into the user's
-cache instead, a directory per archive file (named by its path, inode and times), where
-Python keeps each module's bytecode (__pycache__) for whichever Python runs it. Where that
-cannot be done (no home, a read-only or foreign cache), the archive runs as it is, slower.
+cache instead, a directory per archive file (named by its path, inode and times), and compiled
+there once for each Python that runs it (__pycache__). Where that cannot be done (no home, a
+read-only or foreign cache), the archive runs as it is, slower.
 """
 import sys
 
@@ -146,7 +146,10 @@ def _unpacked(archive):
     digest = hashlib.sha256(repr(identity).encode()).hexdigest()[:32]
     target = os.path.join(base, "app-" + digest)
     if os.path.isdir(target):
-        return target if _ours(base) and _ours(target) else None
+        if not (_ours(base) and _ours(target)):
+            return None
+        _compiled(target)  # for this Python, if another one unpacked it
+        return target
     os.makedirs(base, mode=0o700, exist_ok=True)
     if not _ours(base):
         return None
@@ -155,6 +158,7 @@ def _unpacked(archive):
         with zipfile.ZipFile(archive) as z:
             z.extractall(staging)
         os.chmod(staging, 0o700)
+        _compiled(staging)
         os.rename(staging, target)  # atomic: a directory there is complete
     except OSError:
         shutil.rmtree(staging, ignore_errors=True)
@@ -164,6 +168,20 @@ def _unpacked(archive):
         if old.startswith("app-") and old != "app-" + digest:
             shutil.rmtree(os.path.join(base, old), ignore_errors=True)
     return target
+
+
+def _compiled(folder):
+    """Every module compiled once per Python, whatever PYTHONDONTWRITEBYTECODE says (common in
+    container images; the folder is the cache's own): a stamp per interpreter says it is done."""
+    import compileall
+    import os
+    tag = sys.implementation.cache_tag
+    stamp = os.path.join(folder, ".compiled-%s" % tag)
+    if tag is None or os.path.exists(stamp):
+        return
+    compileall.compile_dir(folder, quiet=2)
+    with open(stamp, "w"):
+        pass
 
 
 def _from_cache(archive):
