@@ -108,9 +108,9 @@ MAIN = '''"""kubectl-gpu zipapp entry: check the interpreter, run the CLI, name 
 A zip carries no bytecode that every supported Python can use (zipimport reads one `.pyc` per
 module, of one Python's magic number), so each command would compile the Kubernetes client's
 hundreds of modules from source again: 3-5 s. The archive is unpacked once into the user's
-cache instead, a directory per archive file (named by its path, inode and times), and compiled
-there once for each Python that runs it (__pycache__). Where that cannot be done (no home, a
-read-only or foreign cache), the archive runs as it is, slower.
+cache instead, a directory per archive file (named by its device, inode, size and times), and
+compiled there once for each Python that runs it (__pycache__). Where that cannot be done (no
+home, a read-only or foreign cache), the archive runs as it is, slower.
 """
 import sys
 
@@ -128,11 +128,7 @@ def _ours(path):
 
 def _unpacked(archive):
     """The archive's files in the user's cache (unpacked now if needed), or None."""
-    import hashlib
     import os
-    import shutil
-    import tempfile
-    import zipfile
 
     home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     if not os.path.isabs(home):
@@ -141,15 +137,18 @@ def _unpacked(archive):
     # the file's identity, not its bytes (hashing 4 MB would cost every command ~20 ms): a
     # new or rewritten archive has another inode or ctime, and gets a directory of its own
     found = os.stat(archive)
-    identity = (archive, found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns,
-                found.st_ctime_ns)
-    digest = hashlib.sha256(repr(identity).encode()).hexdigest()[:32]
+    identity = (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+    digest = "-".join("%x" % n for n in identity)
     target = os.path.join(base, "app-" + digest)
     if os.path.isdir(target):
         if not (_ours(base) and _ours(target)):
             return None
         _compiled(target)  # for this Python, if another one unpacked it
         return target
+    import shutil
+    import tempfile
+    import zipfile
+
     os.makedirs(base, mode=0o700, exist_ok=True)
     if not _ours(base):
         return None
@@ -171,14 +170,17 @@ def _unpacked(archive):
 
 
 def _compiled(folder):
-    """Every module compiled once per Python, whatever PYTHONDONTWRITEBYTECODE says (common in
-    container images; the folder is the cache's own): a stamp per interpreter says it is done."""
-    import compileall
+    """Python writes each module's bytecode as it first imports it, unless told not to
+    (PYTHONDONTWRITEBYTECODE, common in container images): then every module is compiled once
+    per Python here, the folder being the cache's own; a stamp per interpreter says it is done."""
     import os
     tag = sys.implementation.cache_tag
-    stamp = os.path.join(folder, ".compiled-%s" % tag)
-    if tag is None or os.path.exists(stamp):
+    if not sys.dont_write_bytecode or tag is None:
         return
+    stamp = os.path.join(folder, ".compiled-%s" % tag)
+    if os.path.exists(stamp):
+        return
+    import compileall
     compileall.compile_dir(folder, quiet=2)
     with open(stamp, "w"):
         pass
