@@ -1,9 +1,9 @@
 """A device-plugin DaemonSet in the middle of its own rollout (someone changed its template;
-a surge whose `minReadySeconds` holds the rollout at its first node): a plugin pod `share` deleted now would come
-back with whichever template the rollout has reached, on the rollout's schedule. It used to
-be a warning; now `share` and its dry runs refuse before anything is written, naming the
-DaemonSet and the command to wait with. Through the real kubectl; the real DaemonSet
-controller does the rollout."""
+a surge whose `minReadySeconds` holds the rollout at its first node): a plugin pod `share`
+deleted now would come back with whichever template the rollout has reached, on the rollout's
+schedule. It used to be a warning; now `share` and its dry runs refuse before anything is
+written, naming the DaemonSet and the command to wait with. Through the real kubectl; the
+real DaemonSet controller does the rollout."""
 
 from __future__ import annotations
 
