@@ -21,7 +21,10 @@ Dependencies (`--vendor`):
 `--check` builds from the lock without writing plugin.yaml and exits 1 unless the archive's
 sha256 is the one plugin.yaml records (CI runs it: a release cut from this commit must match
 its own manifest).
-A command whose library is missing stops with the package to install.
+A command whose library is missing stops with the package to install. The archive holds no
+bytecode (none that every supported Python could use); at its first run it unpacks itself into
+the user's cache, where Python keeps the compiled modules (see MAIN), so the archive's bytes
+stay reproducible and later commands start as fast as from a venv (docs/performance.md).
 Usage: python scripts/release.py [--vendor pypi|venv|none] [--dist DIR] [--manifest PATH] [--check]
 """
 
@@ -100,13 +103,104 @@ MODULE_DISTRIBUTIONS = {
 }
 _SKIP = re.compile(r"(^|/)(__pycache__|bin)(/|$)|\.(so|pyd|pyc|dylib)$|(^|/)RECORD$")
 
-MAIN = '''"""kubectl-gpu zipapp entry: check the interpreter, run the CLI, name missing packages."""
+MAIN = '''"""kubectl-gpu zipapp entry: check the interpreter, run the CLI, name missing packages.
+
+A zip carries no bytecode that every supported Python can use (zipimport reads one `.pyc` per
+module, of one Python's magic number), so each command would compile the Kubernetes client's
+hundreds of modules from source again: 3-5 s. The archive is unpacked once into the user's
+cache instead, a directory per archive file (named by its device, inode, size and times), and
+compiled there once for each Python that runs it (__pycache__). Where that cannot be done (no
+home, a read-only or foreign cache), the archive runs as it is, slower.
+"""
 import sys
 
 if sys.version_info < (3, 10):
     sys.exit("kubectl gpu needs Python 3.10 or newer; %s is %d.%d" % ((sys.executable,)
              + tuple(sys.version_info[:2])))
 REQUIREMENTS = {requirements!r}
+
+
+def _ours(path):
+    import os
+    found = os.stat(path)
+    return found.st_uid == os.getuid() and not found.st_mode & 0o022
+
+
+def _unpacked(archive):
+    """The archive's files in the user's cache (unpacked now if needed), or None."""
+    import os
+
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    if not os.path.isabs(home):
+        return None
+    base = os.path.join(home, "kubectl-gpu")
+    # the file's identity, not its bytes (hashing 4 MB would cost every command ~20 ms): a
+    # new or rewritten archive has another inode or ctime, and gets a directory of its own
+    found = os.stat(archive)
+    identity = (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+    digest = "-".join("%x" % n for n in identity)
+    target = os.path.join(base, "app-" + digest)
+    if os.path.isdir(target):
+        if not (_ours(base) and _ours(target)):
+            return None
+        _compiled(target)  # for this Python, if another one unpacked it
+        return target
+    import shutil
+    import tempfile
+    import zipfile
+
+    os.makedirs(base, mode=0o700, exist_ok=True)
+    if not _ours(base):
+        return None
+    staging = tempfile.mkdtemp(prefix=".unpacking-", dir=base)
+    try:
+        with zipfile.ZipFile(archive) as z:
+            z.extractall(staging)
+        os.chmod(staging, 0o700)
+        _compiled(staging)
+        os.rename(staging, target)  # atomic: a directory there is complete
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+        if not os.path.isdir(target):
+            raise
+    for old in os.listdir(base):  # earlier versions' copies
+        if old.startswith("app-") and old != "app-" + digest:
+            shutil.rmtree(os.path.join(base, old), ignore_errors=True)
+    return target
+
+
+def _compiled(folder):
+    """Python writes each module's bytecode as it first imports it, unless told not to
+    (PYTHONDONTWRITEBYTECODE, common in container images): then every module is compiled once
+    per Python here, the folder being the cache's own; a stamp per interpreter says it is done."""
+    import os
+    tag = sys.implementation.cache_tag
+    if not sys.dont_write_bytecode or tag is None:
+        return
+    stamp = os.path.join(folder, ".compiled-%s" % tag)
+    if os.path.exists(stamp):
+        return
+    import compileall
+    compileall.compile_dir(folder, quiet=2)
+    with open(stamp, "w"):
+        pass
+
+
+def _from_cache(archive):
+    import os
+    if not os.path.isfile(archive) or archive not in [os.path.abspath(p) for p in sys.path]:
+        return
+    try:
+        found = _unpacked(archive)
+    except (OSError, ValueError, RuntimeError):
+        found = None  # run from the archive itself
+    if found:
+        sys.path[:] = [found if os.path.abspath(p) == archive else p for p in sys.path]
+
+
+# kubectl_gpu reads it to word its hints for this install (e.g. cel-python alone, not the extra)
+KUBECTL_GPU_ARCHIVE = __import__("os").path.dirname(__import__("os").path.abspath(__file__))
+_from_cache(KUBECTL_GPU_ARCHIVE)
 try:
     from kubectl_gpu.cli import main
 

@@ -9,6 +9,7 @@ it is skipped, saying so, where PyPI cannot be reached.
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 import tarfile
@@ -40,9 +41,11 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run(app: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    # the archive unpacks itself into the user's cache: beside it here, not in this HOME
+    env = {**os.environ, "XDG_CACHE_HOME": str(app.parent / "cache")}
     return subprocess.run(
         [sys._base_executable, "-S", "-I", str(app), *args],  # type: ignore[attr-defined]
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True, text=True, timeout=120, check=False, env=env,
     )  # fmt: skip
 
 

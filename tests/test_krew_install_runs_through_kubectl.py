@@ -114,3 +114,42 @@ def test_validate_names_jsonschema_when_it_was_not_vendored(
     done = kubectl(installed, "gpu", "validate", "-f", str(invalid))
     assert done.returncode == 1, done.stderr
     assert "needs the Python package jsonschema" in done.stderr
+
+
+def cache_of(installed: dict[str, str]) -> Path:
+    [found] = (Path(installed["HOME"]) / ".cache" / "kubectl-gpu").glob("app-*")
+    return found
+
+
+def test_the_archive_runs_unpacked_from_the_user_cache_keeping_bytecode(
+    installed: dict[str, str],
+) -> None:
+    # A zip holds no bytecode every Python can use: unpacked once, the modules compile once.
+    assert kubectl(installed, "gpu", "mig", "profiles").returncode == 0
+    unpacked = cache_of(installed)
+    compiled = sorted((unpacked / "kubectl_gpu" / "mig" / "__pycache__").glob("*.pyc"))
+    assert compiled, "the modules imported were compiled into the cache"
+    assert oct(unpacked.stat().st_mode & 0o777) == "0o700"
+    stamps = {p: p.stat().st_mtime_ns for p in compiled}
+
+    again = kubectl(installed, "gpu", "mig", "profiles")
+
+    assert again.returncode == 0 and "1g.10gb" in again.stdout
+    assert {p: p.stat().st_mtime_ns for p in compiled} == stamps  # read, not compiled again
+    assert cache_of(installed) == unpacked
+
+
+def test_without_a_usable_cache_the_archive_runs_as_it_is(
+    installed: dict[str, str], tmp_path: Path
+) -> None:
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("")
+    shared = tmp_path / "shared"
+    (shared / "kubectl-gpu").mkdir(parents=True)
+    (shared / "kubectl-gpu").chmod(0o777)  # others could plant code there: not used
+
+    for cache in (blocked, shared):
+        done = kubectl({**installed, "XDG_CACHE_HOME": str(cache)}, "gpu", "mig", "profiles")
+        assert done.returncode == 0, done.stderr
+        assert "1g.10gb" in done.stdout and "Traceback" not in done.stderr
+    assert list((shared / "kubectl-gpu").iterdir()) == []

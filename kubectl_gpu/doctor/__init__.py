@@ -18,6 +18,7 @@ from kubectl_gpu.doctor import (
     admission,
     containerlogs,
     dra,
+    drafacts,
     health,
     neighbours,
     nodeside,
@@ -64,23 +65,38 @@ class PodCase:
 
 
 def diagnose_pod(case: PodCase) -> tuple[Diagnosis, ...]:
-    """The failing layer(s) of one pod, in the order of investigation."""
+    """The failing layer(s) of one pod, in the order of investigation; one finding per cause."""
     pod = case.pod
     found = [*admission.check(pod), *admission.full_quotas(case.quotas, pod.asked())]
+    claims = [] if case.dra is None else dra.check(pod, case.nodes, case.events, case.dra)
     if not pod.node:
-        found += scheduler.check(pod, case.nodes, case.events, case.survey, case.stuck)
+        placed = scheduler.check(pod, case.nodes, case.events, case.survey, case.stuck)
+        found += _folded(placed, claims) if case.dra and not case.dra.claims else placed + claims
+        found += scheduler.unexplained(pod, case.events, found)
     else:
         node = next((n for n in case.nodes if n.name == pod.node), None)
         stuck = case.stuck.get(pod.node, ())
         found += nodeside.kubelet(pod, node, case.plugin, case.events, stuck)
-    if case.dra is not None:
-        found += dra.check(pod, case.nodes, case.events, case.dra)
+        found += claims
     found += nodeside.runtime(pod, case.events)
     found += _unreported(found, containerlogs.check(pod, case.logs))
     found += neighbours.check(pod, case.oom)
     if not any(d.severity in ("error", "warning") for d in found):
-        found.append(_healthy(pod))
+        found.append(_healthy(pod, case.dra))
     return ordered(found)
+
+
+def _folded(placed: list[Diagnosis], served: list[Diagnosis]) -> list[Diagnosis]:
+    """A pod with no claim whose `nvidia.com/gpu` a DeviceClass also serves through DRA
+    (KEP-5004): where the scheduler layer already names why it does not fit, what DRA's
+    devices offer is evidence of that one cause, not a second finding."""
+    errors = [i for i, d in enumerate(placed) if d.severity == "error"]
+    if not errors or not served:
+        return placed + served
+    first = placed[errors[0]]
+    through = tuple(f"through DRA: {d.message}" for d in served)
+    folded = dataclasses.replace(first, evidence=(*first.evidence, *through))
+    return [folded if i == errors[0] else d for i, d in enumerate(placed)]
 
 
 def _unreported(found: Sequence[Diagnosis], from_logs: Sequence[Diagnosis]) -> list[Diagnosis]:
@@ -94,8 +110,10 @@ def _line(found: Diagnosis) -> str:
     return found.evidence[0].split(" log: ", 1)[-1]
 
 
-def _healthy(pod: Pod) -> Diagnosis:
-    asked = ", ".join(f"{n} {r}" for r, n in sorted(pod.asked().items())) or "no GPUs"
+def _healthy(pod: Pod, claims: DraCase | None) -> Diagnosis:
+    held = [f"{n} {r}" for r, n in sorted(pod.asked().items())]
+    held += drafacts.held(claims.claims, claims.devices) if claims is not None else []
+    asked = ", ".join(held) or "no GPUs"
     where = f" on node {pod.node}" if pod.node else ""
     return Diagnosis(
         "runtime",

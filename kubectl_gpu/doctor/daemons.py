@@ -67,10 +67,17 @@ class Blocker:
     node: str
     taints: tuple[Taint, ...]  # blocking taints it does not tolerate
     unmet: tuple[str, ...]  # node selector / required affinity the node does not meet
+    rolling: bool = False  # the DaemonSet is mid-rollout (daemonset.rolling says why)
 
     def reason(self) -> str:
         """One sentence: what keeps the pod away."""
         who = f"the {self.daemonset.role} DaemonSet {self.daemonset.ref}"
+        if self.rolling:
+            return (
+                f"{who} is mid-rollout ({self.daemonset.rolling}): a plugin pod deleted now "
+                "would come back with whichever template the rollout has reached, on its "
+                "schedule, not this change's"
+            )
         parts = []
         if self.taints:
             taints = ", ".join(str(t) for t in self.taints)
@@ -80,8 +87,9 @@ class Blocker:
         return f"{who} {' and '.join(parts)}"
 
     def fix(self) -> str:
-        """What to do: the toleration to add (where it sticks), or the taint to remove."""
-        return "; or ".join(p for p in (self.toleration(), self.removal()) if p)
+        """What to do: the toleration to add (where it sticks), or the taint to remove; or
+        wait for a rollout."""
+        return "; or ".join(p for p in (self.toleration(), self.removal(), self.wait()) if p)
 
     def toleration(self) -> str:
         """How to make the DaemonSet tolerate the taints, or match the node ("" for neither)."""
@@ -100,6 +108,13 @@ class Blocker:
                 f"{self.daemonset.name} -o yaml)"
             )
         return "; ".join(steps)
+
+    def wait(self) -> str:
+        """How to let a rollout finish first ("" when none is under way)."""
+        if not self.rolling:
+            return ""
+        ds = self.daemonset
+        return f"wait for its rollout: kubectl rollout status -n {ds.namespace} daemonset/{ds.name}"
 
     def removal(self) -> str:
         """The command that removes the taints instead ("" when no taint blocks)."""
@@ -128,7 +143,7 @@ def daemonset_from_dict(raw: Mapping[str, Any], role: str, manager: str = "") ->
         role=role,
         template=pod,
         manager=manager,
-        rolling=_rolling(meta, raw.get("status")),
+        rolling="" if _on_delete(spec) else _rolling(meta, raw.get("status")),
     )
 
 
@@ -196,6 +211,12 @@ def _flow(toleration: Mapping[str, str]) -> str:
     return "{" + ", ".join(f"{k}: {v}" for k, v in toleration.items()) + "}"
 
 
+def _on_delete(spec: Mapping[str, Any]) -> bool:
+    """`updateStrategy: OnDelete`: pods take a new template only when deleted, so a template
+    not yet everywhere is no rollout under way (deleting the pod is how it spreads)."""
+    return _map(spec.get("updateStrategy")).get("type") == "OnDelete"
+
+
 def _rolling(meta: Any, status: Any) -> str:
     """Why the DaemonSet is mid-rollout: its controller has not seen the latest template, or
     not every node runs it yet."""
@@ -204,7 +225,8 @@ def _rolling(meta: Any, status: Any) -> str:
     generation, observed = meta.get("generation"), status.get("observedGeneration")
     if isinstance(generation, int) and isinstance(observed, int) and observed < generation:
         return "its controller has not yet rolled out its latest pod template"
-    desired, updated = status.get("desiredNumberScheduled"), status.get("updatedNumberScheduled")
+    # the API omits a count of 0 (omitempty): no updatedNumberScheduled is none updated yet
+    desired, updated = status.get("desiredNumberScheduled"), status.get("updatedNumberScheduled", 0)
     if isinstance(desired, int) and isinstance(updated, int) and updated < desired:
         return f"only {updated} of its {desired} pods run its latest pod template"
     return ""

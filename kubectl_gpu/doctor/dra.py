@@ -28,6 +28,7 @@ GPU_RESOURCE = "nvidia.com/gpu"
 MAX_VALUES = 6
 PREPARE_REASONS = ("FailedPrepareDynamicResources",)
 Evaluate = Callable[[str, Mapping[str, Any]], bool]
+CEL_EXTRA = "pip install 'kubectl-gpu[dra]' (cel-python)"
 
 
 class SelectorError(Exception):
@@ -45,6 +46,7 @@ class DraCase:
     gates: Mapping[str, bool] | None
     evaluate: Evaluate | None  # None: no CEL evaluator installed, selectors not evaluated
     taken: Mapping[tuple[str, str, str], str] = dataclasses.field(default_factory=dict)
+    cel_install: str = CEL_EXTRA  # how to install cel-python where kubectl gpu runs
 
 
 def check(
@@ -76,7 +78,7 @@ def _pending(pod: Pod, claim: ClaimFacts, case: DraCase) -> list[Diagnosis]:
                 f"claim {claim.name} is waiting for an allocation; its selectors were not "
                 "evaluated: no CEL evaluator is installed",
                 (),
-                "pip install 'kubectl-gpu[dra]' (cel-python) and run doctor again",
+                f"{case.cel_install} and run doctor again",
             )
         ]
     devices = [d for d in case.devices if not pod.node or d.node == pod.node]

@@ -38,6 +38,7 @@ class ClaimFacts:
     requests: tuple[tuple[Wanted, ...], ...]  # per request: its alternatives (one if exact)
     configs: tuple[tuple[str, Any], ...]  # (driver, parameters)
     node: str | None = None  # where it was allocated
+    devices: tuple[tuple[str, str, str], ...] = ()  # allocated (driver, pool, device)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,7 +86,30 @@ def claim_from_dict(obj: Mapping[str, Any]) -> ClaimFacts:
         requests=tuple(requests),
         configs=configs,
         node=_allocated_node(allocation),
+        devices=_allocated_devices(allocation),
     )
+
+
+def _allocated_devices(allocation: Mapping[str, Any]) -> tuple[tuple[str, str, str], ...]:
+    results = items_at(mapping_at(allocation, "devices"), "results")
+    return tuple(
+        (str(r.get("driver", "")), str(r.get("pool", "")), str(r.get("device", "")))
+        for r in results
+    )
+
+
+def held(claims: Iterable[ClaimFacts], devices: Iterable[Device]) -> list[str]:
+    """What allocated claims hold, as `map` names it: each device, with its GPU's UUID where
+    its slice publishes one (`gpu.nvidia.com device gpu-0 (GPU-…) through claim c`)."""
+    published = {d.key: d for d in devices}
+    found = []
+    for claim in claims:
+        for key in claim.devices:
+            device = published.get(key)
+            uuid = device.view["attributes"].get(device.driver, {}).get("uuid") if device else None
+            shown = f"{key[2]} ({uuid})" if isinstance(uuid, str) and uuid else key[2]
+            found.append(f"{key[0]} device {shown} through claim {claim.name}")
+    return found
 
 
 def class_from_dict(obj: Mapping[str, Any]) -> ClassFacts:

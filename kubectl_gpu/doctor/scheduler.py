@@ -10,12 +10,11 @@ is kept as evidence. Pure: standard library only.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 
 from kubectl_gpu import keys
-from kubectl_gpu.doctor import placement
-from kubectl_gpu.doctor.facts import Event, Node, Pod, Taint
+from kubectl_gpu.doctor import placement, taints
+from kubectl_gpu.doctor.facts import Event, Node, Pod
 from kubectl_gpu.doctor.model import Diagnosis
 from kubectl_gpu.sharing.rollout.status import NodeStatus
 
@@ -34,36 +33,47 @@ def check(
     survey: Sequence[NodeStatus] = (),
     stuck: Mapping[str, Sequence[str]] | None = None,
 ) -> list[Diagnosis]:
-    """Every reason the scheduler cannot place `pod`, most specific first (`survey`: the
-    device plugin on each GPU node, when it is known; `stuck`: why a node's MIG change is
-    stuck, by node)."""
+    """Every reason the scheduler cannot place `pod` that doctor can name, most specific
+    first (`survey`: the device plugin on each GPU node, when it is known; `stuck`: why a
+    node's MIG change is stuck, by node); `unexplained` adds the event's word when no layer
+    named one."""
     asked = pod.asked()
     latest = next((e for e in reversed(events) if e.reason == "FailedScheduling"), None)
     evidence = (f"FailedScheduling: {latest.message}",) if latest else ()
     gpu_nodes = [n for n in nodes if n.is_gpu_node]
     roomy = [n for n in gpu_nodes if _has_room(n, asked)] if asked else []
-    found = [*_taints(pod, gpu_nodes, roomy, asked), *_selectors(pod, gpu_nodes, roomy, asked)]
+    found = [
+        *taints.blocking(pod, gpu_nodes, roomy, asked),
+        *_selectors(pod, gpu_nodes, roomy, asked),
+    ]
     if asked and not roomy:
         down = _plugins_down(gpu_nodes, survey, asked, stuck or {})
         found += down
         # A node whose plugin is down is neither full nor missing the resource: say only that.
         silent = {d.object.removeprefix("node/") for d in down}
         found += _capacity(pod, [n for n in nodes if n.name not in silent], asked, bool(down))
-    found += _taints_in_event(pod, gpu_nodes, latest, found)
+    found += taints.in_event(pod, gpu_nodes, latest, found)
     found = [_with(d, evidence) for d in found]
-    found += _preemption(pod, latest)
-    if latest is not None and not any(d.severity == "error" for d in found):
-        found.append(
-            Diagnosis(
-                "scheduler",
-                "error",
-                pod.ref,
-                "the scheduler finds no node for the pod (not because of its GPUs)",
-                evidence,
-                "read the reasons in the event; `kubectl describe pod` lists them per node",
-            )
+    return found + _preemption(pod, latest)
+
+
+def unexplained(pod: Pod, events: Sequence[Event], found: Sequence[Diagnosis]) -> list[Diagnosis]:
+    """The scheduler's own word where no layer (this one, or DRA's for the pod's claims) has
+    named an error: one finding per cause, so a pod whose claim no device satisfies is not
+    also told that the scheduler finds no node."""
+    latest = next((e for e in reversed(events) if e.reason == "FailedScheduling"), None)
+    if latest is None or any(d.severity == "error" for d in found):
+        return []
+    return [
+        Diagnosis(
+            "scheduler",
+            "error",
+            pod.ref,
+            "the scheduler finds no node for the pod (not because of its GPUs)",
+            (f"FailedScheduling: {latest.message}",),
+            "read the reasons in the event; `kubectl describe pod` lists them per node",
         )
-    return found
+    ]
 
 
 def _has_room(node: Node, asked: dict[str, int]) -> bool:
@@ -81,99 +91,6 @@ def _with(diagnosis: Diagnosis, evidence: tuple[str, ...]) -> Diagnosis:
     )
 
 
-def _taints(
-    pod: Pod, gpu_nodes: Sequence[Node], roomy: Sequence[Node], asked: dict[str, int]
-) -> list[Diagnosis]:
-    """Blocking taints not tolerated; errors where GPUs are free, warnings elsewhere. Only on
-    nodes the pod's selectors allow: a taint elsewhere changes nothing for it."""
-    selected = [n for n in gpu_nodes if not placement.unmet(pod, n)]
-    roomy = [n for n in roomy if n in selected]
-    pool = roomy or [n for n in selected if any(n.allocatable.get(r) for r in asked)]
-    found = []
-    for taint, blocked in _by_taint(pod, pool):
-        names = ", ".join(n.name for n in blocked)
-        free = "free GPUs" if roomy else "GPUs (none free now)"
-        found.append(
-            Diagnosis(
-                "scheduler",
-                "error" if roomy else "warning",
-                pod.ref,
-                f"untolerated taint {taint} on {len(blocked)} node(s) with {free}: {names}",
-                tuple(f"node {n.name}: taint {taint}; free {_free(n, asked)}" for n in blocked),
-                "add to the pod spec: tolerations: [{key: "
-                f"{taint.key}, operator: Exists, effect: {taint.effect}}}]",
-            )
-        )
-    return found
-
-
-_EVENT_TAINT = re.compile(
-    r"had untolerated taints?(?:\(s\))? \{(?P<key>[^:{}]+): ?(?P<value>[^{}]*)\}"
-)
-# kube-scheduler 1.34.4 and 1.37.2 count the nodes but name no taint: "1 node(s) had untolerated
-# taint(s)"; doctor names the taints itself from the nodes it reads
-_UNNAMED_TAINT = re.compile(r"had untolerated taints?(?:\(s\))?$")
-
-
-def _taints_in_event(
-    pod: Pod, gpu_nodes: Sequence[Node], latest: Event | None, found: Sequence[Diagnosis]
-) -> list[Diagnosis]:
-    """Untolerated taints the scheduler's event reports that no finding above explains (on
-    nodes doctor did not weigh for this pod, or cannot read): the scheduler's word stands."""
-    fit = placement.parse_fit_error(latest.message) if latest else None
-    named, unnamed = [], False
-    for count, reason in fit.reasons if fit else ():
-        taint = _EVENT_TAINT.search(reason)
-        if taint and not any(f"taint {taint['key']}" in d.message for d in found):
-            named.append((count, taint["key"].strip(), taint["value"].strip()))
-        unnamed = unnamed or bool(_UNNAMED_TAINT.search(reason.strip()))
-    if unnamed and not any("untolerated taint" in d.message for d in found):
-        return _taints_unnamed(pod, gpu_nodes)
-    return [  # the event names them (older releases' wording)
-        Diagnosis(
-            "scheduler",
-            "error",
-            pod.ref,
-            f"untolerated taint {key}={value} on {count} node(s), as the scheduler reports"
-            if value
-            else f"untolerated taint {key} on {count} node(s), as the scheduler reports",
-            (),
-            f"if the pod may run there, add to the pod spec: tolerations: [{{key: {key}, "
-            "operator: Exists}]; otherwise select other nodes",
-        )
-        for count, key, value in named
-    ]
-
-
-def _taints_unnamed(pod: Pod, gpu_nodes: Sequence[Node]) -> list[Diagnosis]:
-    """The event counts untolerated taints without naming them: name those on the GPU nodes
-    the pod selects (a pod that asks no device-plugin resource, a DRA pod, is weighed nowhere
-    else). Taints on other nodes (a control plane's) are the scheduler's business alone."""
-    selected = [n for n in gpu_nodes if not placement.unmet(pod, n)]
-    return [
-        Diagnosis(
-            "scheduler",
-            "error",
-            pod.ref,
-            f"untolerated taint {taint} on {len(blocked)} GPU node(s): "
-            + ", ".join(n.name for n in blocked),
-            tuple(f"node {n.name}: taint {taint}" for n in blocked),
-            f"add to the pod spec: tolerations: [{{key: {taint.key}, operator: Exists, "
-            f"effect: {taint.effect}}}]",
-        )
-        for taint, blocked in _by_taint(pod, selected)
-    ]
-
-
-def _by_taint(pod: Pod, nodes: Sequence[Node]) -> list[tuple[Taint, list[Node]]]:
-    """The pod's untolerated blocking taints on `nodes`, each with the nodes that carry it."""
-    by_taint: dict[Taint, list[Node]] = {}
-    for node in nodes:
-        for taint in placement.untolerated(pod, node):
-            by_taint.setdefault(taint, []).append(node)
-    return sorted(by_taint.items(), key=lambda item: str(item[0]))
-
-
 def _selectors(
     pod: Pod, gpu_nodes: Sequence[Node], roomy: Sequence[Node], asked: dict[str, int]
 ) -> list[Diagnosis]:
@@ -189,10 +106,10 @@ def _selectors(
     products = sorted({n.labels.get(PRODUCT, "<unlabelled>") for n in roomy})
     evidence = [
         f"free: node {n.name} ({n.labels.get(PRODUCT, 'no product label')}): "
-        f"{_free(n, asked)}; unmet {'; '.join(placement.unmet(pod, n))}"
+        f"{taints.free(n, asked)}; unmet {'; '.join(placement.unmet(pod, n))}"
         for n in roomy
     ]
-    evidence += [f"matching but full: node {n.name}: {_free(n, asked)}" for n in matching]
+    evidence += [f"matching but full: node {n.name}: {taints.free(n, asked)}" for n in matching]
     evidence += [
         f"matching but advertises no {', '.join(sorted(asked))}: node {n.name} offers "
         f"{', '.join(sorted(r for r, v in n.allocatable.items() if v)) or 'nothing'}"
@@ -299,7 +216,7 @@ def _capacity(
                 "error",
                 pod.ref,
                 message,
-                tuple(f"node {n.name}: {_free(n, {resource: amount})}" for n in advertised),
+                tuple(f"node {n.name}: {taints.free(n, {resource: amount})}" for n in advertised),
                 "wait for GPU pods to finish, free GPUs, add GPU nodes, or share GPUs "
                 "(kubectl gpu share --replicas N)",
             )
@@ -379,10 +296,6 @@ def _mig_single(resource: str, single: Sequence[Node]) -> tuple[str, str]:
 def _mig_names(nodes: Sequence[Node]) -> str:
     names = sorted({r for n in nodes for r in n.allocatable if r.startswith(MIG_PREFIX)})
     return ", ".join(names[:3])
-
-
-def _free(node: Node, asked: dict[str, int]) -> str:
-    return ", ".join(f"{node.free(r)}/{node.allocatable.get(r, 0)} {r} free" for r in sorted(asked))
 
 
 def _preemption(pod: Pod, latest: Event | None) -> list[Diagnosis]:

@@ -38,15 +38,19 @@ def stale(entry: Allocation, reason: str) -> Finding:
     return findings.warning((), "map.stale-checkpoint-entry", message, _STALE_HINT)
 
 
-def unhealthy(sources: NodeSources, held: Sequence[Allocation]) -> list[Finding]:
+def unhealthy(
+    sources: NodeSources, held: Sequence[Allocation], gpus: Inventory | None = None
+) -> list[Finding]:
     """Registered devices are the healthy ones (docs/upstream-facts.md N1.1, N3): a device
     registered in the checkpoint but not allocatable now, or held but not registered, has turned
-    unhealthy."""
+    unhealthy; unless NVML (`gpus`) says it no longer exists at all (a GPU re-partitioned or
+    replaced since: `unresolved` says so for a held one), which is not ill health."""
     problems = []
     healthy = healthy_devices(sources)
+    gone = _Gone(gpus)
     if sources.allocatable is not None and sources.registered is not None:
         lost = sources.registered.all_ids() - sources.allocatable.all_ids()
-        problems += [_lost(resource, i) for resource, i in sorted(lost)]
+        problems += [_lost(resource, i) for resource, i in sorted(lost) if not gone(i)]
     if healthy is None:
         return problems
     # one set per resource, built once: per allocation it made 100,000 entries take 36 min
@@ -62,10 +66,28 @@ def unhealthy(sources: NodeSources, held: Sequence[Allocation]) -> list[Finding]
         if end is None:
             end = said[a.resource] = _unhealthy_end(a, healthy)
         for i in a.device_ids:
-            if i not in ids:
+            if i not in ids and not gone(i):
                 message = f"{i} held by {who} {end}"
                 problems.append(Finding(Severity.WARNING, _UNHEALTHY, (), message, _UNHEALTHY_HINT))
     return problems
+
+
+class _Gone:
+    """Whether a device ID names a GPU or MIG device NVML no longer reports on the node."""
+
+    def __init__(self, gpus: Inventory | None) -> None:
+        self.gpus = gpus if gpus is not None and gpus.known else None
+        self.ids = ParsedIds()
+
+    def __call__(self, device_id: str) -> bool:
+        if self.gpus is None:
+            return False  # offline: nothing to tell a gone device from an unhealthy one by
+        device = self.ids[device_id]
+        if device.kind is Kind.UNKNOWN:
+            return False
+        gpu, mig = self.gpus.locate(device)
+        is_mig = device.kind in (Kind.MIG, Kind.LEGACY_MIG) or device.gi is not None
+        return mig is None if is_mig else gpu is None
 
 
 def healthy_devices(sources: NodeSources) -> RegisteredDevices | None:

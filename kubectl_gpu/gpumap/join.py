@@ -53,7 +53,7 @@ def make(
     ids = ParsedIds()
     rows = _sorted((make_row(node, a, ids[i], gpus) for a in held for i in a.device_ids), ids)
     free = _sorted(_free_rows(node, sources, rows, gpus), ids)
-    problems += unhealthy(sources, held)
+    problems += unhealthy(sources, held, gpus)
     problems += [f for a in held for f in disagreement(a)]
     problems += unresolved(rows, gpus, ids) + held_twice(rows)
     return NodeMap(tuple(rows), tuple(free), tuple(dict.fromkeys(problems)))

@@ -99,8 +99,26 @@ def check(
 ) -> ConfigVerdict:
     """Config `name` (its specs) against the GPUs of `target`."""
     gpus = tuple(_gpu_verdict(selection) for selection in nodes.select(specs, target.gpus))
-    problems = tuple(strategy_problems(gpus, strategy))
+    problems = tuple(_absent_gpus(specs, target) + strategy_problems(gpus, strategy))
     return ConfigVerdict(name, target, gpus, strategy, problems)
+
+
+def _absent_gpus(specs: Sequence[MigDeviceSpec], target: Target) -> list[str]:
+    """A spec listing a GPU index the target does not have: mig-parted walks the GPUs there
+    are, so that entry selects nothing, silently (docs/upstream-facts.md M1.3)."""
+    present = {gpu.index for gpu in target.gpus}
+    where = f"node {target.node}" if target.node else target.name
+    have = ", ".join(str(i) for i in sorted(present)) or "none"
+    found = []
+    for position, spec in enumerate(specs):
+        listed = () if spec.devices == ALL else spec.devices
+        for index in sorted(set(listed) - present):
+            found.append(
+                f"spec #{position + 1} lists GPU {index}, which does not exist on {where} "
+                f"(its GPUs: {have}): it selects nothing there; use devices: all or "
+                "existing indices"
+            )
+    return found
 
 
 def _gpu_verdict(selection: Selection) -> GpuVerdict:

@@ -6,8 +6,10 @@ device plugin on (or pause it, or un-pause it), the DaemonSets of the GPU node s
 plugin itself, always; GFD and MPS daemons reading its config, our agent, the GPU Operator's
 GFD and MIG manager, wherever their selector puts them on the node) must tolerate every
 `NoSchedule`/`NoExecute` taint the node has, and the plugin's must still select the node (with
-the labels it will have). Otherwise the DaemonSet controller never recreates the pod the change
-deletes and the node is left with no GPUs (kubectl_gpu.doctor.daemons says why). A dry run
+the labels it will have), and the plugin's must not be mid-rollout (a pod deleted then comes back
+at the rollout's pace, with whichever template it has reached). Otherwise the DaemonSet
+controller never recreates the pod the change deletes and the node is left with no GPUs
+(kubectl_gpu.doctor.daemons says why). A dry run
 makes the same check, so it gives the same verdict. `doctor` asks the same module why a plugin
 pod is missing. A DaemonSet list the user may not read is no reason to refuse. Must not write.
 """
@@ -61,10 +63,13 @@ def blockers(
     daemonsets: Sequence[daemons.DaemonSet],
     nodes: Iterable[Mapping[str, Any]],
     labels_after: Mapping[str, Mapping[str, str | None]] | None = None,
+    settled: bool = True,
 ) -> list[daemons.Blocker]:
     """Per raw node (with `labels_after` merged into its labels: None removes one), each
     DaemonSet that would not bring its pod back there. The plugin must select the node; the
-    others count only where their selector puts them on it."""
+    others count only where their selector puts them on it. With `settled` (a change about to
+    delete plugin pods), a plugin DaemonSet mid-rollout blocks too."""
+    nodes = list(nodes)
     found = []
     for raw in nodes:
         node = _after(facts.node_from_dict(raw), (labels_after or {}))
@@ -74,14 +79,14 @@ def blockers(
             blocked = daemons.blocker(daemonset, node)
             if blocked is not None:
                 found.append(blocked)
-    for daemonset in daemonsets:
-        if daemonset.role == PLUGIN and daemonset.rolling:
-            log.warning(
-                "the device plugin DaemonSet %s is mid-rollout (%s): nodes restarted now may "
-                "come back with its new pod template",
-                daemonset.ref,
-                daemonset.rolling,
-            )
+    if settled:  # a plugin pod deleted mid-rollout returns at the rollout's pace and template
+        names = [str((n.get("metadata") or {}).get("name") or "") for n in nodes]
+        found += [
+            daemons.Blocker(daemonset, name, (), (), rolling=True)
+            for daemonset in daemonsets
+            if daemonset.role == PLUGIN and daemonset.rolling
+            for name in names
+        ]
     return found
 
 
@@ -90,11 +95,18 @@ def refusal(found: Sequence[daemons.Blocker], what: str) -> WouldNotComeBack | N
     toleration to add (None when nothing is blocked). `what` is what the change would do."""
     if not found:
         return None
+    if all(b.rolling for b in found):
+        return WouldNotComeBack(
+            f"{what} now would race the device plugin DaemonSet's own rollout; nothing was "
+            "written:",
+            hint=f"{fixes(found)}; then run the same command again",
+            details=tuple(dict.fromkeys(b.reason() for b in found)),  # one line per DaemonSet
+        )
     return WouldNotComeBack(
         f"{what} would leave {_nodes(found)} without it: the DaemonSet controller would not "
         "recreate the pods the change deletes there; nothing was written:",
         hint=f"{fixes(found)}; then run the same command again",
-        details=tuple(b.reason() for b in found),
+        details=tuple(dict.fromkeys(b.reason() for b in found)),
     )
 
 
@@ -102,7 +114,8 @@ def fixes(found: Sequence[daemons.Blocker]) -> str:
     """Each DaemonSet's fix once, then each node's taint removal once."""
     tolerations = dict.fromkeys(b.toleration() for b in found if b.toleration())
     removals = dict.fromkeys(b.removal() for b in found if b.removal())
-    return "; ".join(tolerations) + "".join(f"; or {r}" for r in removals)
+    waits = dict.fromkeys(b.wait() for b in found if b.wait())
+    return "; ".join([*tolerations, *waits]) + "".join(f"; or {r}" for r in removals)
 
 
 def check(
@@ -128,7 +141,12 @@ def per_node(found: Sequence[daemons.Blocker]) -> dict[str, str]:
         by_node.setdefault(item.node, []).append(item)
     return {
         node: "; ".join(b.reason() for b in items)
-        + ", so the DaemonSet controller would not recreate the pods the change deletes: "
+        + (
+            ""
+            if all(b.rolling for b in items)
+            else ", so the DaemonSet controller would not recreate the pods the change deletes"
+        )
+        + ": "
         + fixes(items)
         for node, items in by_node.items()
     }

@@ -62,7 +62,8 @@ def test_client_dry_run_prints_exactly_what_the_real_run_writes(
     run_cli: Run, cluster: SimCluster
 ) -> None:
     before = world(cluster)
-    args = ("--replicas", "4", "--node", "gpu-b")
+    # the ClusterPolicy names no ConfigMap yet: the operator's roll restarts gpu-a too (--yes)
+    args = ("--replicas", "4", "--node", "gpu-b", "--yes")
     dry = share(run_cli, cluster, *args, "--dry-run=client", "-o", "yaml")
     assert dry.exit_code == 0, dry.stderr
     printed = yaml.safe_load(dry.stdout)
@@ -135,4 +136,5 @@ def test_diff_shows_the_changes_and_writes_nothing(run_cli: Run, cluster: SimClu
     assert f"--- a/node/gpu-a\n+++ b/node/gpu-a\n+  {LABEL}: kubectl-gpu-ts-4\n" in text
     assert "-  spec.devicePlugin.config: null\n" in text
     assert "+  spec.devicePlugin.config: {name: device-plugin-config, default: ''}\n" in text
+    assert "restarts the device plugin on 1 node(s) it does not select: gpu-b" in result.stderr
     assert world(cluster) == before

@@ -189,3 +189,17 @@ def test_reading_cluster_policies_is_required_where_the_operator_manages_a_node(
     assert result.exit_code == 1
     assert "the GPU Operator manages node gpu-a" in result.stderr
     assert "grant 'list' on 'clusterpolicies' (API group nvidia.com)" in result.stderr
+
+
+def test_a_client_dry_run_says_it_does_not_check_rights(run_cli: Run, cluster: SimCluster) -> None:
+    # planned by a user who may not write: only the API server can tell, so the client dry
+    # run says so and points at --dry-run=server, which refuses as the real run would
+    cluster.deny("update", "configmaps")
+
+    client = share(run_cli, cluster, "--replicas", "2", "--dry-run")
+    server = share(run_cli, cluster, "--replicas", "2", "--dry-run=server")
+
+    assert client.exit_code == 0, client.stderr
+    assert "a client dry run does not check your rights; `--dry-run=server`" in client.stderr
+    assert server.exit_code == 1
+    assert "grant 'update' on 'configmaps'" in server.stderr

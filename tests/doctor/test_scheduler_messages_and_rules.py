@@ -186,6 +186,7 @@ def test_a_pod_without_gpus_gets_the_event_as_its_reason() -> None:
     event = facts.Event(
         "FailedScheduling", "0/1 nodes are available: 1 Too many pods.", "Warning", "s", 1
     )
-    [generic] = scheduler.check(pod({}), [node("a", 1)], [event])
+    found = scheduler.check(pod({}), [node("a", 1)], [event])
+    [generic] = found + scheduler.unexplained(pod({}), [event], found)
     assert generic.severity == "error"
     assert generic.evidence == ("FailedScheduling: 0/1 nodes are available: 1 Too many pods.",)

@@ -366,3 +366,21 @@ def test_rows_render_as_dicts_with_every_key() -> None:
 
     assert list(document)[:3] == ["node", "gpu_index", "gpu_uuid"]
     assert document["pod"] is None and document["source"] == "checkpoint"
+
+
+def test_a_device_gone_after_a_repartition_is_not_called_unhealthy() -> None:
+    # A forced `mig apply` destroyed MIG_B under a running pod and made MIG_A: the pod's
+    # device no longer exists (NVML lists MIG_A only); it is not a sick device.
+    mig = "nvidia.com/mig-1g.5gb"
+    pod = held(None, (MIG_B,), mig, source=Source.PODRESOURCES, namespace="ml", pod="trainer-0")
+    sources = NodeSources(
+        registered=registered(MIG_B, resource=mig),
+        podresources=(pod,),
+        allocatable=registered(MIG_A, resource=mig, source=Source.PODRESOURCES),
+    )
+
+    node_map = join.make(sources, inventory=INVENTORY)
+
+    assert "map.device-unhealthy" not in codes(node_map)
+    assert codes(node_map) == ["map.device-not-on-node"]
+    assert "re-partitioned" in node_map.findings[0].hint

@@ -108,6 +108,7 @@ def _options(settings: Settings, flags: dict[str, Any], selector: str) -> Any:
         drain=flags["drain"],
         drain_timeout=flags["drain_timeout"],
         force=flags["force"],
+        yes=flags["yes"],
         namespace=settings.namespace,
         configmap=flags["configmap"],
         selector=selector,

@@ -98,6 +98,13 @@ def rollout_options(f: F) -> F:
             "(with --drain: evict pods no controller recreates); rollback: discard a hand "
             "edit made since the change it undoes.",
         ),
+        click.option(
+            "--yes",
+            is_flag=True,
+            help="Go on although the change restarts the device plugin on nodes it does not "
+            "select (a ClusterPolicy change: the GPU Operator rolls its DaemonSet over every "
+            "GPU node); without it such a change is refused, naming them.",
+        ),
     )
     for option in reversed(options):
         f = option(f)

@@ -60,9 +60,21 @@ def render_result(result: Any, settings: Settings) -> None:
         if row.failed:
             render.say(f"node {row.node}: {row.result}: {row.message}", err=True)
     click.echo(_summary(result), err=True)
+    _note_rights(result)
     if result.failed:
         click.echo("hint: restore the previous config with `kubectl gpu share rollback`", err=True)
         click.get_current_context().exit(int(ExitCode.ERROR))
+
+
+def _note_rights(result: Any) -> None:
+    """A client dry run plans writes it never sends: whether the user may make them only the
+    API server can say."""
+    if result.options.dry_run == "client" and result.plan.writes:
+        click.echo(
+            "note: a client dry run does not check your rights; `--dry-run=server` sends the "
+            "writes to the API server, which checks that you may make them",
+            err=True,
+        )
 
 
 def _isolation_lines(nodes: Any) -> list[str]:

@@ -32,12 +32,21 @@ SHOW_COLUMNS = (
 
 @click.command("show")
 @scope_options
-@click.option("--resource", default="nvidia.com/gpu", show_default=True)
+@click.option(
+    "--resource",
+    metavar="NAME",
+    help="The resource to report on every node (default: the one each node's config shares, "
+    "else nvidia.com/gpu).",
+)
 @click.option("--configmap", metavar="NAME")
 @global_options
 @pass_settings
 def show(
-    settings: Settings, nodes: tuple[str, ...], selector: str, resource: str, configmap: str | None
+    settings: Settings,
+    nodes: tuple[str, ...],
+    selector: str,
+    resource: str | None,
+    configmap: str | None,
 ) -> None:
     """Show how each GPU node shares its GPUs now: the device plugin config key it selects,
     the strategy (time-slicing, MPS, none) and replicas, its physical GPUs, the capacity the

@@ -17,8 +17,8 @@ from typing import Any
 
 from kubectl_gpu import errors, keys, numbers
 from kubectl_gpu.sharing import deployment as deployments
-from kubectl_gpu.sharing import model, names, strategies
-from kubectl_gpu.sharing.rollout import selection
+from kubectl_gpu.sharing import model, names
+from kubectl_gpu.sharing.rollout import mps, selection
 from kubectl_gpu.sharing.rollout.nodes import GpuNode
 from kubectl_gpu.sharing.rollout.record import Record
 from kubectl_gpu.sharing.rollout.selection import Selection
@@ -27,10 +27,13 @@ from kubectl_gpu.sharing.rollout.state import (
     Doc,
     ShareRefused,
     Unknown,
-    flag_strategy,
 )
 
-MPS_CAP_CAPABILITY = (7, 5)  # below it MPS allows 16 clients per GPU (docs/upstream-facts.md P1.7)
+ROLLED = (
+    "not selected, but the GPU Operator restarts its plugin here too: the ClusterPolicy's "
+    "spec.devicePlugin.config changes, and the operator rolls its device-plugin DaemonSet "
+    "over every GPU node"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +95,7 @@ class NodePlan:
     expected: int | None  # gpus × replicas
     restart: bool  # whether its plugin must restart to read its config
     reason: str
+    beyond: bool = False  # restarted though the user did not select it (the operator's roll)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,6 +121,11 @@ class Plan:
     @property
     def restarts(self) -> tuple[NodePlan, ...]:
         return tuple(n for n in self.nodes if n.restart)
+
+    @property
+    def beyond_scope(self) -> tuple[NodePlan, ...]:
+        """Nodes whose plugin restarts although the request did not select them."""
+        return tuple(n for n in self.nodes if n.restart and n.beyond)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,9 +169,12 @@ def finish(state: ClusterState, target: Target) -> Plan:
     """Check `target` against every GPU node and plan its writes, restarts and verification."""
     after = After(state, target)
     _refuse_broken_selections(state, after)
-    nodes = tuple(p for n in state.nodes if (p := _node_plan(state, after, n)) is not None)
+    rolled = _policy_change(state, target) is not None
+    nodes = tuple(p for n in state.nodes if (p := _node_plan(state, after, n, rolled)) is not None)
     for planned in nodes:
-        _check_mps(state, after, planned)
+        node = state.node(planned.node)
+        if planned.strategy == "mps" and node is not None:
+            mps.check(state, node, planned.key, after.doc(planned.key), planned.replicas)
     return Plan(
         deployment=state.deployment,
         namespace=state.configmap.namespace,
@@ -203,14 +215,18 @@ def _selection_hint(state: ClusterState, chosen: Selection) -> str:
     return "label the node with an existing key, or create the key first"
 
 
-def _node_plan(state: ClusterState, after: After, node: GpuNode) -> NodePlan | None:
+def _node_plan(state: ClusterState, after: After, node: GpuNode, rolled: bool) -> NodePlan | None:
+    """`rolled`: the ClusterPolicy's config changes, so the GPU Operator re-renders its plugin
+    DaemonSet (config-manager's DEFAULT_CONFIG and the config volume are in the pod template)
+    and the DaemonSet controller replaces the plugin pod on every node it runs on, whatever
+    the request selected (docs/first-try-safety.md)."""
     chosen_before, chosen = state.selection_before(node), after.selection(node)
     if not chosen.ok:
         return None  # broken before and out of scope: reported, not touched
     moved = _moves(chosen_before, chosen, isinstance(state.doc_before(node), Unknown))
     rewritten = chosen.key in after.target.keys
     in_scope = node.name in after.target.scope
-    if not (moved or rewritten or in_scope):
+    if not (moved or rewritten or in_scope or rolled):
         return None
     resource = after.target.resource
     replicas_then, name_then = sharing_of(state.doc_before(node), resource)
@@ -220,6 +236,9 @@ def _node_plan(state: ClusterState, after: After, node: GpuNode) -> NodePlan | N
     expected = None if gpus is None else gpus * replicas
     stale = expected is not None and node.allocatable.get(name, 0) != expected
     restart, reason = _why(chosen_before, chosen, (moved, rewritten, stale))
+    beyond = rolled and not in_scope
+    if beyond:
+        restart, reason = True, f"{ROLLED}; {reason}"
     return NodePlan(
         node=node.name,
         key=chosen.key,
@@ -231,6 +250,7 @@ def _node_plan(state: ClusterState, after: After, node: GpuNode) -> NodePlan | N
         expected=expected,
         restart=restart,
         reason=reason,
+        beyond=beyond,
     )
 
 
@@ -291,64 +311,6 @@ def gpus_from_allocatable(node: GpuNode, resource: str, replicas: int) -> int | 
         if advertised > 0 and advertised % each == 0:
             return advertised // each
     return None
-
-
-def _check_mps(state: ClusterState, after: After, planned: NodePlan) -> None:
-    if planned.strategy != "mps":
-        return
-    node = state.node(planned.node)
-    assert node is not None
-    if node.mig_enabled:
-        raise ShareRefused(
-            f"node {node.name} has MIG enabled: sharing using MPS is not supported for MIG devices",
-            hint="use time-slicing on MIG nodes (drop --mps), or turn MIG off there first: "
-            f"kubectl gpu mig apply -f FILE -c all-disabled --node {node.name}",
-        )
-    mig = _migstrategy_of(state, after.doc(planned.key))
-    if mig == "mixed":
-        raise ShareRefused(
-            f"node {node.name}: using --mig-strategy=mixed is not supported with MPS "
-            f"({_mixed_source(state, planned.key)})",
-            hint=_mixed_hint(state, node.name),
-        )
-    capability = node.compute_capability
-    cap = strategies.MPS_MAX_REPLICAS_OLD_GPU
-    if capability is not None and capability < MPS_CAP_CAPABILITY and planned.replicas > cap:
-        raise ShareRefused(
-            f"node {node.name} has GPUs of compute capability {capability[0]}.{capability[1]}: "
-            f"MPS allows at most {cap} replicas there, not {planned.replicas} (the MPS control "
-            "daemon would crash-loop)",
-            hint=f"use --replicas {cap} or fewer for this node (--node {node.name})",
-        )
-
-
-def _mixed_source(state: ClusterState, key: str) -> str:
-    deployment = state.deployment
-    forced = deployments.effective_flag(deployment, ("migStrategy",))
-    if forced is not None:
-        return f"env MIG_STRATEGY={forced} on container {deployment.container} wins over the key"
-    return f"flags.migStrategy: mixed in key {key or 'none'}"
-
-
-def _mixed_hint(state: ClusterState, node: str) -> str:
-    deployment = state.deployment
-    if deployments.effective_flag(deployment, ("migStrategy",)) is not None:
-        return (
-            f"remove env MIG_STRATEGY from container {deployment.container} of DaemonSet "
-            f"{deployment.namespace}/{deployment.daemonset} (the key then decides), or use "
-            "time-slicing (drop --mps)"
-        )
-    return (
-        f"share per node (--node {node}): each node without MIG-enabled GPUs then gets a key "
-        "with migStrategy none; or use time-slicing (drop --mps)"
-    )
-
-
-def _migstrategy_of(state: ClusterState, doc: Doc) -> str:
-    forced = deployments.effective_flag(state.deployment, ("migStrategy",))
-    if forced is not None:
-        return forced
-    return flag_strategy(doc) or "none"
 
 
 def _label_changes(state: ClusterState, target: Target) -> tuple[LabelChange, ...]:

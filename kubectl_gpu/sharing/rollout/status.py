@@ -17,9 +17,10 @@ from typing import Any
 
 from kubectl_gpu import keys
 from kubectl_gpu.sharing import deployment as deployments
+from kubectl_gpu.sharing import names
 from kubectl_gpu.sharing.rollout import plan
 from kubectl_gpu.sharing.rollout.nodes import GpuNode
-from kubectl_gpu.sharing.rollout.state import ClusterState, Unknown
+from kubectl_gpu.sharing.rollout.state import ClusterState, Doc, Unknown
 
 CRASH_LOOP = "CrashLoopBackOff"
 
@@ -128,9 +129,10 @@ def survey(
     state: ClusterState,
     pods: Mapping[str, PluginPod],
     in_use: Mapping[str, Mapping[str, int]],
-    resource: str,
+    resource: str | None = None,
 ) -> tuple[NodeStatus, ...]:
-    """A row per GPU node; `pods` and `in_use` (resource → requested) are keyed by node."""
+    """A row per GPU node; `pods` and `in_use` (resource → requested) are keyed by node;
+    `resource` None reports on each node the resource its config shares."""
     return tuple(
         _node_status(state, node, pods.get(node.name), in_use.get(node.name, {}), resource)
         for node in state.nodes
@@ -142,10 +144,11 @@ def _node_status(
     node: GpuNode,
     pod: PluginPod | None,
     in_use: Mapping[str, int],
-    resource: str,
+    wanted: str | None,
 ) -> NodeStatus:
     chosen = state.selection_before(node)
     doc = state.doc_before(node)
+    resource = wanted or _shared_resource(doc)
     replicas, name = plan.sharing_of(doc, resource)
     gpus = node.physical(resource) or plan.gpus_from_allocatable(node, resource, replicas)
     selection_problems = _selection_problems(state, chosen.key, chosen.error, doc)
@@ -153,7 +156,8 @@ def _node_status(
     # Without GFD's count, `gpus` comes from allocatable itself: comparing capacity with it
     # would only restate capacity ≠ allocatable (unhealthy GPUs), not another config.
     counted = gpus if node.physical(resource) else None
-    if not _partitioned(node):  # GPUs in MIG mode are advertised as nvidia.com/mig-*, not here
+    if resource != names.DEFAULT_RESOURCE or not _partitioned(node):
+        # GPUs in MIG mode are advertised as nvidia.com/mig-*, not as nvidia.com/gpu
         problems += _capacity_problems(node, resource, name, replicas, counted)
     problems += _plugin_problems(state.deployment, pod)
     problems += _overcommit_problems(node, name, in_use.get(name, 0))
@@ -175,6 +179,15 @@ def _node_status(
         problems=tuple(problems),
         config_error=selection_problems[0] if selection_problems else "",
     )
+
+
+def _shared_resource(doc: Doc | Unknown) -> str:
+    """The resource a config shares (nvidia.com/gpu where it shares that or nothing): a node
+    sharing only `nvidia.com/mig-1g.10gb` is reported on that."""
+    config = plan.model_of(doc)
+    shared = [] if config is None or config.sharing is None else config.sharing.resources
+    found = [r.name for r in shared]
+    return names.DEFAULT_RESOURCE if not found or names.DEFAULT_RESOURCE in found else found[0]
 
 
 def _partitioned(node: GpuNode) -> bool:

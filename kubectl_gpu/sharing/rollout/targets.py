@@ -190,7 +190,11 @@ def _per_node(state: ClusterState, request: ShareRequest) -> Target:
     notes: list[str] = []
     default_key = state.deployment.default_key
     for node in nodes:
-        doc = _edit(_node_base(state, node, notes), request, state.deployment)
+        base = _node_base(state, node, notes)
+        if request.replicas is None and edits.without_sharing(base) == base:
+            notes.append(f"node {node.name} shares nothing now; nothing to turn off there")
+            continue  # no key, no label: the plugin keeps its config and is not restarted
+        doc = _edit(base, request, state.deployment)
         if request.mps:
             doc = _mps_strategy(state, node, doc, notes)
         key = request.key or _key_for(state, changes, doc, node, request.resource_name)

@@ -264,7 +264,7 @@ def _blocked(
     raw = _optional(lambda: comeback.raw_nodes(api, names))
     plugin = [d for d in comeback.stack(api, deployment) if d.role == comeback.PLUGIN]
     found: dict[str, tuple[str, str]] = {}
-    for blocker in comeback.blockers(plugin, raw):
+    for blocker in comeback.blockers(plugin, raw, settled=False):
         found.setdefault(blocker.node, (blocker.reason(), blocker.fix()))
     return found
 

@@ -12,16 +12,19 @@ only for such a pod. Must not decide.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Mapping
 from typing import Any
 
 from kubectl_gpu import cluster, errors
+from kubectl_gpu.doctor import dra as dramodel
 from kubectl_gpu.doctor import drafacts
 from kubectl_gpu.doctor.dra import DraCase, Evaluate
 from kubectl_gpu.workflows import map as reading
 
 log = logging.getLogger(__name__)
 Json = dict[str, Any]
+CEL_REQUIREMENT = "cel-python>=0.5,<1"  # setup.cfg's `dra` extra
 
 
 def gather(api: cluster.Api, pod: Mapping[str, Any]) -> DraCase | None:
@@ -37,14 +40,26 @@ def gather(api: cluster.Api, pod: Mapping[str, Any]) -> DraCase | None:
     claims = [c for c in (_claim(api, namespace, n, version) for n in names) if c]
     classes = _list(api, "deviceclasses", version)
     slices = _list(api, "resourceslices", version)
+    evaluate = _evaluator()
     return DraCase(
         claims=tuple(drafacts.claim_from_dict(c) for c in claims),
         classes={c.name: c for c in map(drafacts.class_from_dict, classes)},
         devices=tuple(d for s in slices for d in drafacts.devices_from_slice(s)),
         gates=drafacts.feature_gates(_optional(lambda: api.list(cluster.path("daemonsets")))),
-        evaluate=_evaluator(),
+        evaluate=evaluate,
         taken=drafacts.holders(_list(api, "resourceclaims", version)),
+        cel_install=dramodel.CEL_EXTRA if evaluate else cel_install(),
     )
+
+
+def cel_install() -> str:
+    """How to install cel-python for the Python running kubectl gpu. The krew archive (its
+    entry names itself in `__main__.KUBECTL_GPU_ARCHIVE`, scripts/release.py) needs cel-python
+    alone, in the user's site-packages, which it reads: the `dra` extra would install a second
+    copy of the plugin beside it."""
+    if not getattr(sys.modules.get("__main__"), "KUBECTL_GPU_ARCHIVE", None):
+        return dramodel.CEL_EXTRA
+    return f"{sys.executable} -m pip install --user '{CEL_REQUIREMENT}'"
 
 
 def _evaluator() -> Evaluate | None:

@@ -56,7 +56,8 @@ def read(api: cluster.Api, labels: Mapping[str, Mapping[str, str]]) -> dict[str,
         if strategy is None:
             served[name] = _from_gfd(found)
         else:
-            served[name] = Served(strategy, source, _fix(state.deployment, source))
+            fix = "" if strategy == "mixed" else _fix(state.deployment, source)
+            served[name] = Served(strategy, source, fix)  # mixed: nothing better to advise
     return served
 
 

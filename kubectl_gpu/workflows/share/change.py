@@ -123,6 +123,7 @@ def _checked_write(
             seen = preview.make(preview.share_changes(plan), known)
             drain.refuse_hits(seen, options)
             _refuse_hopeless_wait(snapshot, plan, options)
+            _refuse_unasked_restarts(plan, options)
             _refuse_no_comeback(api, snapshot, plan, options)
             # drained before anything is written: config-manager and the operator may restart
             # the plugin on the write itself
@@ -232,6 +233,35 @@ def _refuse_hopeless_wait(snapshot: Snapshot, plan: rollout.Plan, options: Optio
             "or drop --wait",
             details=tuple(found),
         )
+
+
+def _refuse_unasked_restarts(plan: rollout.Plan, options: Options) -> None:
+    """Nodes the request did not select whose plugin restarts anyway (a ClusterPolicy change:
+    the GPU Operator rolls its DaemonSet over every GPU node) are said before anything is
+    written, and the change goes on only with --yes; a dry run gives the same verdict."""
+    beyond = plan.beyond_scope
+    if not beyond or options.yes:
+        return  # --no-restart changes nothing here: the operator restarts them itself
+    policy = plan.policy
+    assert policy is not None  # only a ClusterPolicy change restarts unselected nodes
+    refusal = rollout.ShareRefused(
+        f"this change restarts the device plugin on {len(beyond)} node(s) it does not select: "
+        f"{', '.join(n.node for n in beyond)}: it changes ClusterPolicy {policy.name}'s "
+        f"spec.devicePlugin.config ({_config_text(policy.before)} -> "
+        f"{_config_text(policy.after)}), and the GPU Operator rolls its device-plugin "
+        "DaemonSet over every GPU node; nothing was written:",
+        hint="pass --yes to go on and restart them too (their capacity stays as it is); once "
+        "the ClusterPolicy names the ConfigMap, later per-node changes restart only their nodes",
+        details=tuple(f"node {n.node}: {n.reason}" for n in beyond),
+    )
+    if not options.diff:
+        raise refusal
+    said = refusal.message.removesuffix("; nothing was written:")
+    log.warning("%s; the change itself needs --yes:\n  %s", said, "\n  ".join(refusal.details))
+
+
+def _config_text(config: tuple[str, str] | None) -> str:
+    return "(none)" if config is None else f"{{name: {config[0]}, default: {config[1]}}}"
 
 
 def _refuse_no_comeback(

@@ -23,6 +23,7 @@ class Options:
     drain: bool = False  # evict the pods the change hits, node by node (workflows.share.drain)
     drain_timeout: float = 300.0
     force: bool = False  # go on although pods use a resource that shrinks or goes
+    yes: bool = False  # go on although the change restarts nodes the request did not select
     namespace: str | None = None
     configmap: str | None = None
     selector: str = ""  # -l: per-node scope by label selector

@@ -29,10 +29,11 @@ class Status:
 def show(
     api: cluster.Api,
     options: Options,
-    resource: str = names.DEFAULT_RESOURCE,
+    resource: str | None = None,
     nodes: tuple[str, ...] = (),
 ) -> Status:
-    """Each GPU node's selected key, sharing, capacity, plugin pod and mismatches."""
+    """Each GPU node's selected key, sharing, capacity, plugin pod and mismatches, for
+    `resource` (None: the one each node's config shares)."""
     overrides = Overrides(options.namespace, options.configmap)
     snapshot = sharestate.read(api, overrides, reading=True)
     state = snapshot.state
@@ -41,9 +42,8 @@ def show(
         node: rollout.PluginPod.from_dict(pod, deployment.container)
         for node, pod in sharestate.plugin_pods(api, deployment).items()
     }
-    rows = rollout.survey(
-        state, pods, sharestate.replicas_in_use(api), names.normalise_resource_name(resource)
-    )
+    shown = names.normalise_resource_name(resource) if resource else None
+    rows = rollout.survey(state, pods, sharestate.replicas_in_use(api), shown)
     if options.selector or nodes:
         wanted = set(sharestate.node_names(api, nodes, options.selector))
         rows = tuple(r for r in rows if r.node in wanted)

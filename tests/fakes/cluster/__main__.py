@@ -6,9 +6,12 @@ deployment (`--layout gpu-operator|helm|static|none`) and its configs (`--config
 whether GPU nodes run the real agent once it is installed (`--agents`, the default), each GPU
 node's network namespace (`--node-networks`, on where the machine allows it), GPU pods' compute
 processes (`--gpu-processes`, on), a dcgm-exporter stand-in (`--dcgm-exporter
-copied|per-process`) and NVIDIA's own device plugin (and GFD, with NFD's master) in each GPU
-node's sandbox instead of the Python stand-ins (`--nvidia-device-plugin`, off), start a
-`SimCluster` on a control plane of its own (tests/controlplane),
+copied|per-process`), NVIDIA's own device plugin (and GFD, with NFD's master) in each GPU
+node's sandbox instead of the Python stand-ins (`--nvidia-device-plugin`, off) and the GPU
+Operator's MIG manager (a stand-in, `--mig-manager`, on for `--layout gpu-operator`, where the
+operator renders it unless the ClusterPolicy disables it, so `kubectl gpu mig apply` succeeds
+there as on a real operator install), start a `SimCluster` on a control plane of its own
+(tests/controlplane),
 write the kubeconfig, print one `ready: kubeconfig=PATH server=URL kubectl=PATH` line (kubectl of
 the server's own release), serve until SIGTERM or SIGINT, then stop cleanly and exit 0. Must not be
 used by tests in-process (they use the fixture).
@@ -24,7 +27,7 @@ from pathlib import Path
 from types import FrameType
 
 from tests.fakes.cluster import dranodes, netns
-from tests.fakes.cluster.cluster import SimCluster
+from tests.fakes.cluster.cluster import ALL_CONTROLLERS, SimCluster
 from tests.fakes.cluster.layouts import LAYOUTS
 from tests.fakes.cluster.nodes import NodeSpec
 from tests.fakes.node import sandbox
@@ -97,6 +100,14 @@ def _options(argv: list[str] | None) -> argparse.Namespace:
         "(needs root and util-linux's unshare)",
     )
     parser.add_argument(
+        "--mig-manager",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run the GPU Operator's MIG manager (a stand-in: NVIDIA's cannot be built here) "
+        "on GPU nodes, so `kubectl gpu mig apply` works through the operator "
+        "(default: on for --layout gpu-operator)",
+    )
+    parser.add_argument(
         "--real",
         action="store_true",
         help="accepted as before: the cluster always runs on a real control plane (etcd, "
@@ -138,6 +149,12 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"--nvidia-device-plugin: {sandbox.unavailable()}")
     if dra_nodes and sandbox.unavailable():
         raise SystemExit(f"--dra-nodes: {sandbox.unavailable()}")
+    mig_manager = options.mig_manager
+    if mig_manager is None:
+        mig_manager = layout == "gpu-operator"
+    elif mig_manager and layout != "gpu-operator":
+        raise SystemExit("--mig-manager: only the GPU Operator runs one (--layout gpu-operator)")
+    controllers = (*ALL_CONTROLLERS, "mig-manager") if mig_manager else ALL_CONTROLLERS
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -150,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         layout,
         _configs(options.config),
         options.default_config,
+        controllers,
         kubeconfig=options.kubeconfig.resolve(),
         agents=options.agents,
         node_networks=networks,
