@@ -26,7 +26,6 @@ ALLOWED: dict[str, str] = {
     "tests/fakes/node/": _KIT_MOVE,  # the whole folder
     "kubectl_gpu/documents/conversion.py": "engineer `yaml` owns documents/ and splits it",
     "kubectl_gpu/sharing/rollout/targets.py": "engineer `fleet` owns it and splits it",
-    "kubectl_gpu/doctor/scheduler.py": "engineer `paths` splits it",
 }
 
 
