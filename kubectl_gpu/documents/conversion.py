@@ -21,9 +21,11 @@ if TYPE_CHECKING:
 
 MAX_NODES = 200_000  # after alias expansion; a ConfigMap holds at most 1 MiB of text
 MAX_DEPTH = 64
-# Longer than any number a config field takes (int64 has 19 digits); Python refuses to read
-# ints over 4,300 digits and reading a long one costs time quadratic in its length.
-MAX_NUMBER_CHARS = 32
+# Longer than any number Go's reader spells in full (a 64-bit value in binary is 0b and 64
+# digits, with a sign; float64's longest exact decimal forms have about 40 significant
+# digits); Python refuses to read ints over 4,300 digits and reading a long one costs time
+# quadratic in its length.
+MAX_NUMBER_CHARS = 80
 _YAML11_BOOLEANS = {"yes", "no", "on", "off"}  # y and n: see scalars.py
 # yaml.v2's resolve.go: the tags it checks a scalar against (`!!int x` fails); a scalar with
 # any other tag (`!foo`, the non-specific `!`, `!!set`, a verbatim `!<...>`) is the string
@@ -179,6 +181,8 @@ class _Converter:
         tag = node.tag.rsplit(":", 1)[-1]
         if tag == "timestamp":
             return node.value  # keep JSON-compatible: the schemas never want dates
+        if tag in ("merge", "value"):
+            return node.value  # `<<` or `=` as a value: the text to Go, not a constructor
         if tag == "bool" and node.value.lower() in _YAML11_BOOLEANS:
             self._found.append(_ambiguous_boolean(node.value, path))
         elif tag in ("int", "float"):
@@ -235,6 +239,11 @@ class _Converter:
             read = _explicitly_tagged(node, written, (*path, node.value))
             if isinstance(read, Finding):
                 self._found.append(dataclasses.replace(read, at_key=True))
+                return None
+            if read is _CHECK and node.tag == _YAML_ORG + "null":  # `!!null : a`, as `~: a`
+                self._found.append(
+                    dataclasses.replace(_null_key(node.value, (*path, node.value)), at_key=True)
+                )
                 return None
             if isinstance(read, str):
                 return read

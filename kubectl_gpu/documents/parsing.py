@@ -25,10 +25,11 @@ if TYPE_CHECKING:
 
 MAX_DOCUMENTS = 10_000  # a file of configs or manifests holds tens; a million is an attack
 C_LOADER_MAX_INDICATORS = 10_000
-# Where PyYAML's grammar (YAML 1.1 with parts of 1.2) and Go's yaml.v2 (YAML 1.1) differ, in
+# Where libyaml's grammar (YAML 1.1 with parts of 1.2) and Go's yaml.v2 (YAML 1.1) differ, in
 # text a config may hold: a directive, a `\\/` escape (1.2 only: Go refuses it), a `\\'`
-# escape (Go reads it, PyYAML refuses it). Text that holds none is read by libyaml as before.
-_GO_GRAMMAR = re.compile("^\ufeff*%|\\\\[/']", re.MULTILINE)
+# escape (Go reads it, PyYAML refuses it), a tag with a comma in it (`!!str,`: Go's tags may
+# hold commas, libyaml's may not). Text that holds none is read by libyaml as before.
+_GO_GRAMMAR = re.compile("^\ufeff*%|\\\\[/']|![^\\s]*,", re.MULTILINE)
 # Byte-order marks at the start of a line (or right after the file's own BOM).
 _STRAY_BOMS = re.compile("(?:(?<=[\r\n])|(?<=^\ufeff))\ufeff+")
 
@@ -118,6 +119,41 @@ def _go_loader() -> Any:
                 self.anchors.pop(event.anchor, None)
             return super().compose_node(parent, index)
 
+        def scan_plain(self) -> Any:
+            token = super().scan_plain()  # type: ignore[misc]
+            if self.flow_level and self.peek() == ":" and self.peek(1) in ",[]{}":  # type: ignore[no-untyped-call]
+                # Go reads on past this colon (`{a:,}` is the key "a:"), PyYAML stops before
+                # it: refused rather than read as another key than NVIDIA's.
+                raise yaml.scanner.ScannerError(
+                    "while scanning a plain scalar",
+                    token.start_mark,
+                    "found ':' before a flow indicator: NVIDIA's Go YAML reader makes the "
+                    "colon part of the text",
+                    self.get_mark(),  # type: ignore[no-untyped-call]
+                )
+            return token
+
+        def scan_yaml_directive_value(self, start_mark: Any) -> Any:
+            # Go: blanks (tabs too) before the version, and nothing required after it
+            # (`%YAML 1.1#c` is read; the rest of the line is a comment or an error).
+            while self.peek() in " \t":  # type: ignore[no-untyped-call]
+                self.forward()  # type: ignore[no-untyped-call]
+            major = self.scan_yaml_directive_number(start_mark)  # type: ignore[no-untyped-call]
+            if self.peek() != ".":  # type: ignore[no-untyped-call]
+                raise yaml.scanner.ScannerError(
+                    "while scanning a directive",
+                    start_mark,
+                    "expected a digit or '.'",
+                    self.get_mark(),  # type: ignore[no-untyped-call]
+                )
+            self.forward()  # type: ignore[no-untyped-call]
+            return major, self.scan_yaml_directive_number(start_mark)  # type: ignore[no-untyped-call]
+
+        def scan_directive_ignored_line(self, start_mark: Any) -> None:
+            while self.peek() in " \t":  # type: ignore[no-untyped-call]
+                self.forward()  # type: ignore[no-untyped-call]
+            super().scan_directive_ignored_line(start_mark)  # type: ignore[misc]
+
         def process_directives(self) -> Any:
             version, handles = None, {}
             while self.check_token(yaml.DirectiveToken):
@@ -197,11 +233,17 @@ def _loader_for(text: str) -> Any:
     """
     import yaml
 
-    if _GO_GRAMMAR.search(text):
+    if _GO_GRAMMAR.search(text) or _question_in_flow(text):
         return _go_loader()
     if _nesting_bound(text) < C_LOADER_MAX_INDICATORS and hasattr(yaml, "CSafeLoader"):
         return yaml.CSafeLoader
     return yaml.SafeLoader
+
+
+def _question_in_flow(text: str) -> bool:
+    """Text where a `?` may stand inside `[...]` or `{...}`: Go's reader (as PyYAML's own
+    scanner, unlike libyaml 0.2.5) ends a plain scalar there, so `[a?b]` is a syntax error."""
+    return "?" in text and ("[" in text or "{" in text)
 
 
 def _nesting_bound(text: str) -> int:

@@ -280,8 +280,35 @@ func judge(file string, mpsRoot bool, v020 bool) verdict {
 	return v
 }
 
+// readYAML is the reading step of parseConfigFrom alone: sigs.k8s.io/yaml turning the file's
+// first YAML document into JSON through go.yaml.in/yaml/v2, before any config type is
+// involved (the conformance corpus runs through it: tests/differential/conformance.py).
+type reading struct {
+	File     string          `json:"file"`
+	Accepted bool            `json:"accepted"`
+	Error    string          `json:"error,omitempty"`
+	JSON     json.RawMessage `json:"json,omitempty"`
+}
+
+func readYAML(file string) reading {
+	r := reading{File: file}
+	text, err := os.ReadFile(file)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	out, err := yaml.YAMLToJSON(text)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	r.Accepted, r.JSON = true, out
+	return r
+}
+
 func main() {
 	noMpsRoot := flag.Bool("no-mps-root", false, "model a deployment without MPS_ROOT")
+	onlyRead := flag.Bool("read-yaml", false, "print only what NVIDIA's YAML reading makes of each file (JSON, or its error)")
 	release := flag.String("release", "v0.20.0", "v0.20.0 (the newest release), or v0.19.3 (the imported code alone)")
 	flag.Parse()
 	if *release != "v0.20.0" && *release != "v0.19.3" {
@@ -292,6 +319,15 @@ func main() {
 	klog.LogToStderr(false)
 	klog.SetOutput(io.Discard)
 	out := json.NewEncoder(os.Stdout)
+	if *onlyRead {
+		for _, file := range flag.Args() {
+			if err := out.Encode(readYAML(file)); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(70)
+			}
+		}
+		return
+	}
 	for _, file := range flag.Args() {
 		if err := out.Encode(judge(file, !*noMpsRoot, *release == "v0.20.0")); err != nil {
 			fmt.Fprintln(os.Stderr, err)
