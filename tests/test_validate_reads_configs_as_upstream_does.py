@@ -293,7 +293,7 @@ def test_two_boms_say_that_nvidias_reader_runs_another_config() -> None:
     report = validation.validate_text("\ufeff\ufeff" + TS4, "f.yaml")
     [finding] = [f for f in report.findings if f.severity is Severity.ERROR]
     assert finding.code == "yaml.stray-bom" and finding.line == 1
-    assert "reads only the first line" in finding.message
+    assert "without its first character (line 2 'sharing:' as 'haring:')" in finding.message
     # a BOM starting a later document: that document is never read, so it does not matter
     assert errors(TS4 + "---\n\ufeffversion: v2\n") == []
 
@@ -381,3 +381,13 @@ def test_a_yaml_1_2_escape_inside_a_configmap_value_is_refused() -> None:
     [finding] = report.findings
     assert finding.code == "yaml.syntax" and "unknown escape character '/'" in finding.message
     assert finding.line == 11
+
+
+def test_a_key_the_device_plugin_drops_is_said_to_be_dropped() -> None:
+    report = validation.validate_text(TS4.replace("sharing:", "bogus: 1\nsharing:"), "f.yaml")
+    [finding] = [f for f in report.findings if f.code == "schema.unknown-field"]
+    assert "the device plugin ignores it and starts as if it were not written" in finding.message
+    # mig-parted refuses unknown fields ("unexpected field"): no such words there
+    mig = "version: v1\nbogus: 1\nmig-configs:\n  off:\n  - devices: all\n    mig-enabled: false\n"
+    [other] = [f for f in validation.validate_text(mig, "m.yaml").findings if f.code == "schema.unknown-field"]
+    assert "ignores it" not in other.message

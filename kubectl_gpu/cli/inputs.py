@@ -106,15 +106,16 @@ _KINDS = {
 def load_mig_config(filename: str) -> tuple[str, dict[str, Any]]:
     """Read a mig-parted config strictly: every error is printed on stderr and the first
     one is in the raised `ConfigError`; returns (display name, parsed document). A ConfigMap
-    holding it (the GPU Operator's custom MIG config) gives its `config.yaml` key."""
-    from kubectl_gpu import keys, validation
+    holding it (the GPU Operator's custom MIG config), alone, beside other objects or in a
+    `kubectl get cm -o yaml` List, gives the mig-parted config it holds under `data` or
+    `binaryData` (`config.yaml` first, the key the operator's MIG manager reads): the file
+    is taken as `kubectl gpu validate -f` takes it."""
+    from kubectl_gpu import validation
 
     name, text = read_text(filename)
     docs, _ = documents.load_documents(text, name)
-    data = docs[0].data if docs else None
-    holder = data if isinstance(data, dict) and data.get("kind") == "ConfigMap" else None
-    kind = validation.AUTO if holder is not None else "mig-config"
-    report = validation.validate_text(text, name, kind)
+    held = any(validation.detect(d.data) in (validation.CONFIGMAP, validation.LIST) for d in docs)
+    report = validation.validate_text(text, name, validation.AUTO if held else "mig-config")
     errors = [f for f in report.findings if f.severity.value == "error"]
     if errors:
         for finding in errors:
@@ -126,20 +127,37 @@ def load_mig_config(filename: str) -> tuple[str, dict[str, Any]]:
             hint=f"kubectl gpu validate -f {name} lists every problem and how to fix it",
             findings=tuple(errors),
         )
-    if holder is not None:
-        values = holder.get("data") or {}
-        key = keys.MIG_PARTED_CONFIG_KEY if keys.MIG_PARTED_CONFIG_KEY in values else None
-        if key is None and len(values) == 1:
-            key = next(iter(values))
-        if key is None:
-            raise ConfigError(
-                f"{name}: the ConfigMap has no key {keys.MIG_PARTED_CONFIG_KEY} "
-                f"(keys: {', '.join(map(str, values)) or 'none'})",
-                hint=f"the GPU Operator's MIG manager reads {keys.MIG_PARTED_CONFIG_KEY}: "
-                "put the mig-parted config there",
-            )
-        inner, _ = documents.load_documents(str(values[key]), f"{name}:{key}")
-        data = inner[0].data if inner else None
+    data = _held_mig_config(name, validation.held_files(docs)) if held else docs[0].data
     if not isinstance(data, dict) or "mig-configs" not in data:
         raise ConfigError(f"{name} holds no mig-parted config (version: v1, mig-configs: …)")
     return name, data
+
+
+def _held_mig_config(name: str, held: list[Any]) -> Any:
+    """The one mig-parted config the input's ConfigMaps hold; an error naming the keys
+    where that is none, or more than one and none of them `config.yaml`."""
+    from kubectl_gpu import keys
+
+    configs = []
+    for file in held:
+        inner, _ = documents.load_documents(file.text, f"{name}:{file.key}")
+        data = inner[0].data if inner else None
+        if isinstance(data, dict) and "mig-configs" in data:
+            configs.append((file, data))
+    chosen = [c for c in configs if c[0].key == keys.MIG_PARTED_CONFIG_KEY] or configs
+    if len(chosen) == 1:
+        return chosen[0][1]
+    maps = {f.configmap for f in held}
+    if chosen and chosen[0][0].key == keys.MIG_PARTED_CONFIG_KEY:  # in several ConfigMaps
+        raise ConfigError(
+            f"{name}: {len(chosen)} ConfigMaps hold {keys.MIG_PARTED_CONFIG_KEY} "
+            f"({', '.join(f.configmap or '?' for f, _ in chosen)})",
+            hint="give a file holding only the ConfigMap to apply: kubectl get cm NAME -o yaml",
+        )
+    shown = [f.key if len(maps) == 1 else f"{f.configmap or '?'}/{f.key}" for f in held]
+    where = "the ConfigMap has" if len(maps) <= 1 else f"the {len(maps)} ConfigMaps have"
+    raise ConfigError(
+        f"{name}: {where} no key {keys.MIG_PARTED_CONFIG_KEY} (keys: {', '.join(shown) or 'none'})",
+        hint=f"the GPU Operator's MIG manager reads {keys.MIG_PARTED_CONFIG_KEY}: "
+        "put the mig-parted config there",
+    )

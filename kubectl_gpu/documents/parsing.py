@@ -120,8 +120,8 @@ def _go_loader() -> Any:
             return super().compose_node(parent, index)
 
         def scan_plain(self) -> Any:
-            token = super().scan_plain()  # type: ignore[misc]
-            if self.flow_level and self.peek() == ":" and self.peek(1) in ",[]{}":  # type: ignore[no-untyped-call]
+            token = super().scan_plain()
+            if self.flow_level and self.peek() == ":" and self.peek(1) in ",[]{}":
                 # Go reads on past this colon (`{a:,}` is the key "a:"), PyYAML stops before
                 # it: refused rather than read as another key than NVIDIA's.
                 raise yaml.scanner.ScannerError(
@@ -129,30 +129,30 @@ def _go_loader() -> Any:
                     token.start_mark,
                     "found ':' before a flow indicator: NVIDIA's Go YAML reader makes the "
                     "colon part of the text",
-                    self.get_mark(),  # type: ignore[no-untyped-call]
+                    self.get_mark(),
                 )
             return token
 
         def scan_yaml_directive_value(self, start_mark: Any) -> Any:
             # Go: blanks (tabs too) before the version, and nothing required after it
             # (`%YAML 1.1#c` is read; the rest of the line is a comment or an error).
-            while self.peek() in " \t":  # type: ignore[no-untyped-call]
-                self.forward()  # type: ignore[no-untyped-call]
-            major = self.scan_yaml_directive_number(start_mark)  # type: ignore[no-untyped-call]
-            if self.peek() != ".":  # type: ignore[no-untyped-call]
+            while self.peek() in " \t":
+                self.forward()
+            major = self.scan_yaml_directive_number(start_mark)
+            if self.peek() != ".":
                 raise yaml.scanner.ScannerError(
                     "while scanning a directive",
                     start_mark,
                     "expected a digit or '.'",
-                    self.get_mark(),  # type: ignore[no-untyped-call]
+                    self.get_mark(),
                 )
-            self.forward()  # type: ignore[no-untyped-call]
-            return major, self.scan_yaml_directive_number(start_mark)  # type: ignore[no-untyped-call]
+            self.forward()
+            return major, self.scan_yaml_directive_number(start_mark)
 
         def scan_directive_ignored_line(self, start_mark: Any) -> None:
-            while self.peek() in " \t":  # type: ignore[no-untyped-call]
-                self.forward()  # type: ignore[no-untyped-call]
-            super().scan_directive_ignored_line(start_mark)  # type: ignore[misc]
+            while self.peek() in " \t":
+                self.forward()
+            super().scan_directive_ignored_line(start_mark)
 
         def process_directives(self) -> Any:
             version, handles = None, {}
@@ -192,25 +192,58 @@ def _directive_error(problem: str, token: Any) -> None:
 def _stray_boms(text: str, file: str, line_base: int) -> list[Unplaced]:
     """A byte-order mark at the start of a line, other than the file's first character.
 
-    Go's yaml.v2 skips a BOM there and then misreads what follows: with two at the start of
-    the file it reads only the first line, and a BOM on a later line drops or misplaces the
-    key after it. The config NVIDIA runs is then not the one written, so it is an error.
+    Go's yaml.v2 then misreads the file, in one of two ways (the device-plugin oracle's
+    `-read-yaml` shows both): after two or more marks at the start of the file it reads
+    every later line without its first character (`sharing:` is `haring:`); a mark at the
+    start of a later line becomes the first character of that line's text, indentation
+    included (`\ufeff  timeSlicing` as a top-level key). The config NVIDIA runs is then not
+    the one written, so it is an error that says what NVIDIA reads instead.
     Placed by line; `configs.before` drops those after the first document (never read).
     """
     found: list[Unplaced] = []
+    lines = text.split("\n")
     for match in _STRAY_BOMS.finditer(text):  # never the file's first character
-        line = text.count("\n", 0, match.start()) + 1 + line_base
+        index = text.count("\n", 0, match.start())
+        line = index + 1 + line_base
+        if match.start() == 1:  # right after the file's own mark
+            what = _first_characters_dropped(lines, line_base)
+            problem_text = f"{len(match.group()) + 1} byte-order marks (U+FEFF) start the file"
+        else:
+            written = lines[index][match.end() - match.start() :] if index < len(lines) else ""
+            what = (
+                "it reads the mark as the first character of that line's text, indentation "
+                f"included ('{_short(written.strip())}' becomes the top-level key "
+                f"'\\ufeff{_short(written.split(':', 1)[0])}', which upstream ignores)"
+                if ":" in written
+                else "it reads the mark as part of that line's text"
+            )
+            problem_text = f"a byte-order mark (U+FEFF) starts line {line}"
         problem = findings.error(
             (),
             "yaml.stray-bom",
-            f"a byte-order mark (U+FEFF) starts line {line}: NVIDIA's Go YAML reader skips it "
-            "and misreads what follows (with two at the start of a file it reads only the "
-            "first line), so the device plugin or mig-parted runs a config other than the "
-            "one written",
+            f"{problem_text}: NVIDIA's Go YAML reader misreads the file: {what}; so the "
+            "device plugin or mig-parted runs a config other than the one written",
             "remove the byte-order mark: save the file as UTF-8 without BOM",
         )
         found.append((None, problem.located(file, line, 1)))
     return found
+
+
+def _first_characters_dropped(lines: list[str], line_base: int) -> str:
+    """What two marks at the start do: every later line is read without its first character."""
+    for index, line in enumerate(lines[1:], start=2):
+        if line.strip() and not line.lstrip().startswith("#"):
+            return (
+                "it reads every line after the first without its first character (line "
+                f"{index + line_base} '{_short(line)}' as '{_short(line[1:])}')"
+            )
+    return "it reads every line after the first without its first character"
+
+
+def _short(text: str) -> str:
+    from kubectl_gpu.errors import shortened
+
+    return shortened(text.rstrip("\r"), 40)
 
 
 def _too_many_documents(root: Any, file: str, line_base: int) -> Finding:

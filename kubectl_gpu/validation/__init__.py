@@ -27,6 +27,7 @@ from kubectl_gpu.validation.configs import (
     unrecognised,
     validate_as,
 )
+from kubectl_gpu.validation.holders import HeldFile, held_files
 from kubectl_gpu.validation.kinds import (
     AUTO,
     CONFIGMAP,
@@ -50,8 +51,10 @@ __all__ = [
     "LIST",
     "DocumentReport",
     "FileReport",
+    "HeldFile",
     "Kind",
     "detect",
+    "held_files",
     "unreadable",
     "validate_text",
 ]

@@ -96,6 +96,43 @@ def skipped(data: dict[str, Any]) -> Finding:
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class HeldFile:
+    """A file a ConfigMap of the input holds, as a node that mounts it sees it."""
+
+    configmap: str  # its metadata.name, or "" where it has none
+    key: str
+    text: str
+
+
+def held_files(docs: list[Document]) -> list[HeldFile]:
+    """Every file the ConfigMaps of a stream hold, in file order: each document that is a
+    ConfigMap and each ConfigMap item of a List (`kubectl get cm -o yaml`), `data` values
+    then `binaryData` values decoded (one that does not decode is left out: `validate`
+    reports it)."""
+    held: list[HeldFile] = []
+    for doc in docs:
+        kind = detect(doc.data)
+        if kind == CONFIGMAP:
+            holders = [doc.data]
+        elif kind == LIST:
+            holders = [item for item in doc.data["items"] if detect(item) == CONFIGMAP]
+        else:
+            continue
+        for cm in holders:
+            metadata = cm.get("metadata")
+            name = str(metadata.get("name") or "") if isinstance(metadata, dict) else ""
+            data, binary = cm.get("data"), cm.get("binaryData")
+            for key, value in data.items() if isinstance(data, dict) else ():
+                if isinstance(value, str):
+                    held.append(HeldFile(name, str(key), value))
+            for key, value in binary.items() if isinstance(binary, dict) else ():
+                text, problem = _binary_text((), value)
+                if problem is None:
+                    held.append(HeldFile(name, str(key), text))
+    return held
+
+
 def validate_configmap(doc: Document, index: int) -> tuple[DocumentReport, list[Unplaced]]:
     """A ConfigMap: its own structure, then each data value as the config it holds."""
     if not isinstance(doc.data, dict):

@@ -55,3 +55,25 @@ def test_each_case_reads_as_nvidia_reads_it_or_is_a_documented_difference(
         undocumented
     )
     assert not stale, f"documented differences that now agree (remove their rows): {stale}"
+
+
+def test_what_validate_says_nvidia_reads_after_a_stray_bom_is_what_it_reads(
+    device_plugin_oracle: Path,
+) -> None:
+    """The `yaml.stray-bom` message states Go's reading; the oracle's must match it."""
+    from kubectl_gpu import validation
+
+    two = "\ufeff\ufeffversion: v1\nsharing:\n  timeSlicing:\n    resources: []\n"
+    later = "version: v1\nsharing:\n\ufeff  timeSlicing:\n    resources: []\n"
+    go = conformance.nvidias(
+        device_plugin_oracle,
+        [conformance.Case("two", two.encode()), conformance.Case("later", later.encode())],
+    )
+    assert go[0].data == {"version": "v1", "haring": {"timeSlicing": {"resources": []}}}
+    assert go[1].data == {"version": "v1", "sharing": None, "\ufeff  timeSlicing": {"resources": []}}
+    said = [
+        next(f.message for f in validation.validate_text(t, "f.yaml").findings if f.code == "yaml.stray-bom")
+        for t in (two, later)
+    ]
+    assert "line 2 'sharing:' as 'haring:'" in said[0]
+    assert "top-level key '\\ufeff  timeSlicing'" in said[1]
