@@ -110,7 +110,7 @@ def _go_loader() -> Any:
 
     escapes = {k: v for k, v in yaml.SafeLoader.ESCAPE_REPLACEMENTS.items() if k != "/"}
 
-    class GoLoader(yaml.SafeLoader):
+    class GoLoader(_GoScanner, yaml.SafeLoader):
         ESCAPE_REPLACEMENTS = {**escapes, "'": "'"}  # type: ignore[misc]
 
         def compose_node(self, parent: Any, index: Any) -> Any:
@@ -118,41 +118,6 @@ def _go_loader() -> Any:
                 event = self.peek_event()  # type: ignore[no-untyped-call]
                 self.anchors.pop(event.anchor, None)
             return super().compose_node(parent, index)
-
-        def scan_plain(self) -> Any:
-            token = super().scan_plain()
-            if self.flow_level and self.peek() == ":" and self.peek(1) in ",[]{}":
-                # Go reads on past this colon (`{a:,}` is the key "a:"), PyYAML stops before
-                # it: refused rather than read as another key than NVIDIA's.
-                raise yaml.scanner.ScannerError(
-                    "while scanning a plain scalar",
-                    token.start_mark,
-                    "found ':' before a flow indicator: NVIDIA's Go YAML reader makes the "
-                    "colon part of the text",
-                    self.get_mark(),
-                )
-            return token
-
-        def scan_yaml_directive_value(self, start_mark: Any) -> Any:
-            # Go: blanks (tabs too) before the version, and nothing required after it
-            # (`%YAML 1.1#c` is read; the rest of the line is a comment or an error).
-            while self.peek() in " \t":
-                self.forward()
-            major = self.scan_yaml_directive_number(start_mark)
-            if self.peek() != ".":
-                raise yaml.scanner.ScannerError(
-                    "while scanning a directive",
-                    start_mark,
-                    "expected a digit or '.'",
-                    self.get_mark(),
-                )
-            self.forward()
-            return major, self.scan_yaml_directive_number(start_mark)
-
-        def scan_directive_ignored_line(self, start_mark: Any) -> None:
-            while self.peek() in " \t":
-                self.forward()
-            super().scan_directive_ignored_line(start_mark)
 
         def process_directives(self) -> Any:
             version, handles = None, {}
@@ -176,6 +141,51 @@ def _go_loader() -> Any:
             return version, (dict(handles) or None)
 
     return GoLoader
+
+
+class _GoScanner:
+    """The scanner rules of Go's yaml.v2 where PyYAML's pure-Python scanner differs."""
+
+    def scan_plain(self: Any) -> Any:
+        token = super().scan_plain()  # type: ignore[misc]
+        if self.flow_level and self.peek() == ":" and self.peek(1) in ",[]{}":
+            # Go reads on past this colon (`{a:,}` is the key "a:"), PyYAML stops before
+            # it: refused rather than read as another key than NVIDIA's.
+            raise _scanner_error(
+                "while scanning a plain scalar",
+                token.start_mark,
+                "found ':' before a flow indicator: NVIDIA's Go YAML reader makes the "
+                "colon part of the text",
+                self.get_mark(),
+            )
+        return token
+
+    def scan_yaml_directive_value(self: Any, start_mark: Any) -> Any:
+        # Go: blanks (tabs too) before the version, and nothing required after it
+        # (`%YAML 1.1#c` is read; the rest of the line is a comment or an error).
+        while self.peek() in " \t":
+            self.forward()
+        major = self.scan_yaml_directive_number(start_mark)
+        if self.peek() != ".":
+            raise _scanner_error(
+                "while scanning a directive",
+                start_mark,
+                "expected a digit or '.'",
+                self.get_mark(),
+            )
+        self.forward()
+        return major, self.scan_yaml_directive_number(start_mark)
+
+    def scan_directive_ignored_line(self: Any, start_mark: Any) -> None:
+        while self.peek() in " \t":
+            self.forward()
+        super().scan_directive_ignored_line(start_mark)  # type: ignore[misc]
+
+
+def _scanner_error(context: str, context_mark: Any, problem: str, problem_mark: Any) -> Exception:
+    import yaml
+
+    return yaml.scanner.ScannerError(context, context_mark, problem, problem_mark)
 
 
 def _directive_error(problem: str, token: Any) -> None:
