@@ -63,6 +63,15 @@ dist: $(VENV)/.installed
 release: $(VENV)/.installed
 	$(PY) scripts/release.py --vendor pypi --dist dist --manifest plugin.yaml
 
+# Mutation score of validate's reading and rules (cosmic-ray generates the mutants; a seeded
+# random sample of them, SAMPLE=0 for all; hours). Never part of `test`. Figures and survivors:
+# docs/validate-vs-upstream.md ("Mutation score").
+SAMPLE ?= 40
+SEED ?= 31
+mutation: $(VENV)/.installed bins corpora
+	PATH="$(KUBE_BIN):$$PATH" KUBECTL_GPU_CONTROL_PLANE=$(K8S) nice $(PY) scripts/mutation.py \
+		--sample $(SAMPLE) --seed $(SEED)
+
 # Benchmarks against docs/architecture.md's budgets (minutes; never part of `test`). QUICK=1: 500 nodes.
 bench: $(VENV)/.installed
 	$(PY) -m benchmarks.run_all $(if $(QUICK),--quick)
