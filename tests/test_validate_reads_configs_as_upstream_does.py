@@ -389,5 +389,6 @@ def test_a_key_the_device_plugin_drops_is_said_to_be_dropped() -> None:
     assert "the device plugin ignores it and starts as if it were not written" in finding.message
     # mig-parted refuses unknown fields ("unexpected field"): no such words there
     mig = "version: v1\nbogus: 1\nmig-configs:\n  off:\n  - devices: all\n    mig-enabled: false\n"
-    [other] = [f for f in validation.validate_text(mig, "m.yaml").findings if f.code == "schema.unknown-field"]
+    found = validation.validate_text(mig, "m.yaml").findings
+    [other] = [f for f in found if f.code == "schema.unknown-field"]
     assert "ignores it" not in other.message

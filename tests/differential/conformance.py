@@ -114,7 +114,15 @@ def go_yaml_cases() -> list[Case]:
     return cases
 
 
-_TOKEN = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:[^"\\\n]|\\.)*"|`[^`]*`|\'(?:[^\'\\]|\\.)+\'|[{}+]|\s+|.', re.S)  # fmt: skip
+# Go's tokens, as far as finding a composite literal's strings needs: comments, strings,
+# runes, braces, `+`, blanks and any other character.
+_TOKEN = re.compile(
+    "|".join(
+        (r"//[^\n]*", r"/\*.*?\*/", r'"(?:[^"\\\n]|\\.)*"', r"`[^`]*`", r"'(?:[^'\\]|\\.)+'")
+        + (r"[{}+]", r"\s+", r".")
+    ),
+    re.S,
+)
 
 
 def _first_strings(source: str, table: str) -> Iterator[bytes]:
@@ -153,7 +161,8 @@ def _go_string(literal: str) -> bytes:
         return literal[1:-1].replace("\r", "").encode("utf-8")
     out = bytearray()
     body, i = literal[1:-1], 0
-    simple = {"a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92, '"': 34, "'": 39}  # fmt: skip
+    simple = {"a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11}
+    simple.update({"\\": 92, '"': 34, "'": 39})
     while i < len(body):
         ch = body[i]
         if ch != "\\":

@@ -14,7 +14,10 @@ from pathlib import Path
 
 from tests.differential import oracle
 
-MPS_FOUR = "version: v1\nsharing:\n  mps:\n{extra}    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n"
+MPS_FOUR = (
+    "version: v1\nsharing:\n  mps:\n{extra}    resources:\n    - name: nvidia.com/gpu\n"
+    "      replicas: 4\n"
+)
 
 
 def _plugin(program: Path, text: str, release: str) -> dict[str, object]:

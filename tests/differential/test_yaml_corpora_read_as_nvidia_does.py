@@ -49,8 +49,10 @@ def test_each_case_reads_as_nvidia_reads_it_or_is_a_documented_difference(
     if report:
         with open(report, "a", encoding="utf-8") as out:
             agreeing = len(cases) - len(undocumented) - (len(documented) - len(stale))
-            out.write(f"{corpus}: {len(cases)} cases, {agreeing} agree, "
-                      f"{len(documented) - len(stale)} documented differences\n")
+            out.write(
+                f"{corpus}: {len(cases)} cases, {agreeing} agree, "
+                f"{len(documented) - len(stale)} documented differences\n"
+            )
     assert not undocumented, "differences from NVIDIA's reader not in the table:\n" + "\n".join(
         undocumented
     )
@@ -70,9 +72,17 @@ def test_what_validate_says_nvidia_reads_after_a_stray_bom_is_what_it_reads(
         [conformance.Case("two", two.encode()), conformance.Case("later", later.encode())],
     )
     assert go[0].data == {"version": "v1", "haring": {"timeSlicing": {"resources": []}}}
-    assert go[1].data == {"version": "v1", "sharing": None, "\ufeff  timeSlicing": {"resources": []}}
+    assert go[1].data == {
+        "version": "v1",
+        "sharing": None,
+        "\ufeff  timeSlicing": {"resources": []},
+    }
     said = [
-        next(f.message for f in validation.validate_text(t, "f.yaml").findings if f.code == "yaml.stray-bom")
+        next(
+            f.message
+            for f in validation.validate_text(t, "f.yaml").findings
+            if f.code == "yaml.stray-bom"
+        )
         for t in (two, later)
     ]
     assert "line 2 'sharing:' as 'haring:'" in said[0]
