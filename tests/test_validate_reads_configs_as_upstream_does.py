@@ -392,3 +392,13 @@ def test_a_key_the_device_plugin_drops_is_said_to_be_dropped() -> None:
     found = validation.validate_text(mig, "m.yaml").findings
     [other] = [f for f in found if f.code == "schema.unknown-field"]
     assert "ignores it" not in other.message
+
+
+def test_a_hex_count_keeps_its_base_warning_beside_the_count_error() -> None:
+    """Both are said: the count cannot fit, and 0x10 is 16 (not ten): a reader may misread it."""
+    mig = (
+        "version: v1\nmig-configs:\n  a:\n  - devices: all\n    mig-enabled: true\n"
+        "    mig-devices:\n      1g.10gb: 0x10\n"
+    )
+    said = [(f.severity.value, f.code) for f in validation.validate_text(mig, "m.yaml").findings]
+    assert said == [("warning", "yaml.non-decimal-number"), ("error", "mig.count-cannot-fit")]
