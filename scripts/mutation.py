@@ -37,10 +37,7 @@ TESTS = (
     "tests/test_yaml_edge_forms_read_as_nvidia_does.py",
     "tests/test_yaml_problems_are_located.py",
     "tests/test_schema_errors_read_like_advice.py",
-    "tests/sharing/test_sharing_rules.py",
-    "tests/sharing/test_sharing_model.py",
-    "tests/sharing/test_sharing_edits.py",
-    "tests/sharing/test_device_plugin_examples.py",
+    "tests/sharing",  # the config rules, and the rollout planner sharing/ also holds
     "tests/mig/test_mig_config_rules.py",
     "tests/mig/test_mig_config_model.py",
     "tests/mig/test_mig_files_validate.py",
