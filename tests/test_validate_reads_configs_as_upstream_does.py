@@ -402,3 +402,11 @@ def test_a_hex_count_keeps_its_base_warning_beside_the_count_error() -> None:
     )
     said = [(f.severity.value, f.code) for f in validation.validate_text(mig, "m.yaml").findings]
     assert said == [("warning", "yaml.non-decimal-number"), ("error", "mig.count-cannot-fit")]
+
+
+def test_devices_and_rename_warnings_say_what_the_plugin_does_instead() -> None:
+    extra = "      replicas: 4\n      devices: [0]\n      rename: x\n"
+    text = TS4.replace("      replicas: 4\n", extra)
+    said = {f.path[-1]: f.message for f in validation.validate_text(text, "f.yaml").findings}
+    assert "then shares all GPUs anyway" in said["devices"]
+    assert "drops it" in said["rename"]

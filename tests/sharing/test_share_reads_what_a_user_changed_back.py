@@ -25,3 +25,12 @@ def test_an_empty_fallback_before_named_gives_no_config() -> None:
     chosen = select({}, available, "", ["empty", "named"])
     assert (chosen.key, chosen.how) == (EMPTY, "empty")
     assert select({}, available, "", ["named", "empty"]).how == "named"
+
+
+def test_a_node_advertising_nothing_yet_shows_zero_capacity() -> None:
+    node = gpu_node("a", 8, replicas=4)
+    node["status"]["capacity"].pop("nvidia.com/gpu")
+    cluster = state(helm(), {"any": ts(4)}, [node])
+    [row] = rollout.survey(cluster, {"a": RUNNING}, {}, "nvidia.com/gpu")
+    assert row.capacity == 0
+    assert any(p.startswith("capacity 0 nvidia.com/gpu ≠ 8 physical × 4") for p in row.problems)
