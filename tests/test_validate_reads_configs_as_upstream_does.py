@@ -293,7 +293,7 @@ def test_two_boms_say_that_nvidias_reader_runs_another_config() -> None:
     report = validation.validate_text("\ufeff\ufeff" + TS4, "f.yaml")
     [finding] = [f for f in report.findings if f.severity is Severity.ERROR]
     assert finding.code == "yaml.stray-bom" and finding.line == 1
-    assert "reads only the first line" in finding.message
+    assert "without its first character (line 2 'sharing:' as 'haring:')" in finding.message
     # a BOM starting a later document: that document is never read, so it does not matter
     assert errors(TS4 + "---\n\ufeffversion: v2\n") == []
 
@@ -381,3 +381,32 @@ def test_a_yaml_1_2_escape_inside_a_configmap_value_is_refused() -> None:
     [finding] = report.findings
     assert finding.code == "yaml.syntax" and "unknown escape character '/'" in finding.message
     assert finding.line == 11
+
+
+def test_a_key_the_device_plugin_drops_is_said_to_be_dropped() -> None:
+    report = validation.validate_text(TS4.replace("sharing:", "bogus: 1\nsharing:"), "f.yaml")
+    [finding] = [f for f in report.findings if f.code == "schema.unknown-field"]
+    assert "the device plugin ignores it and starts as if it were not written" in finding.message
+    # mig-parted refuses unknown fields ("unexpected field"): no such words there
+    mig = "version: v1\nbogus: 1\nmig-configs:\n  off:\n  - devices: all\n    mig-enabled: false\n"
+    found = validation.validate_text(mig, "m.yaml").findings
+    [other] = [f for f in found if f.code == "schema.unknown-field"]
+    assert "ignores it" not in other.message
+
+
+def test_a_hex_count_keeps_its_base_warning_beside_the_count_error() -> None:
+    """Both are said: the count cannot fit, and 0x10 is 16 (not ten): a reader may misread it."""
+    mig = (
+        "version: v1\nmig-configs:\n  a:\n  - devices: all\n    mig-enabled: true\n"
+        "    mig-devices:\n      1g.10gb: 0x10\n"
+    )
+    said = [(f.severity.value, f.code) for f in validation.validate_text(mig, "m.yaml").findings]
+    assert said == [("warning", "yaml.non-decimal-number"), ("error", "mig.count-cannot-fit")]
+
+
+def test_devices_and_rename_warnings_say_what_the_plugin_does_instead() -> None:
+    extra = "      replicas: 4\n      devices: [0]\n      rename: x\n"
+    text = TS4.replace("      replicas: 4\n", extra)
+    said = {f.path[-1]: f.message for f in validation.validate_text(text, "f.yaml").findings}
+    assert "then shares all GPUs anyway" in said["devices"]
+    assert "drops it" in said["rename"]

@@ -110,5 +110,14 @@ def test_pathological_nesting_is_refused_without_crashing_the_parser(text: str) 
 
 def test_a_float_key_beyond_float32_is_named_as_go_names_it() -> None:
     docs, found = documents.load_documents("1E100: a\n1.5: b\n", "f.yaml")
-    assert docs[0].data == {"+Inf": "a", "1.5": "b"}
+    assert docs[0].data == {".inf": "a", "1.5": "b"}  # FormatFloat says +Inf; sigs.k8s.io/yaml .inf
     assert [f.code for f in found] == ["yaml.key-not-string"]
+
+
+def test_a_duplicate_key_in_a_configmap_value_names_the_first_ones_line_in_the_file() -> None:
+    text = "kind: ConfigMap\ndata:\n  any: |\n    version: v1\n    version: v1\n"
+    docs, _ = documents.load_documents(text, "cm.yaml")
+    _, found = documents.load_nested(docs[0], ("data", "any"), docs[0].data["data"]["any"])
+    [duplicate] = found
+    assert (duplicate.code, duplicate.line) == ("yaml.duplicate-key", 5)
+    assert "first defined on line 4" in duplicate.message  # the file's line, not the value's

@@ -111,7 +111,8 @@ def load_mig_config(filename: str) -> tuple[str, AcceptedMigConfig]:
     """Read a mig-parted config strictly, through validation's one gate: every error is
     printed on stderr and the rejection (the first, how many more, the `validate` hint) is
     raised; returns (display name, the accepted config: plain data and typed). A ConfigMap
-    holding it (the GPU Operator's custom MIG config) gives its `config.yaml` key."""
+    holding it (the GPU Operator's custom MIG config), alone, beside other objects or in a
+    `kubectl get cm -o yaml` List, gives the config it holds, as `validate -f` takes it."""
     from kubectl_gpu import validation
 
     name, text = read_text(filename)

@@ -8,20 +8,14 @@ imported inside functions so that `--help` stays fast.
 
 This module is the public face; the nouns live beside it: `encoding` (a file's bytes to text,
 as NVIDIA's reader decodes them), `parsing` (text to documents),
-`conversion` (nodes to plain data, with the YAML-level findings), `locating` (`Document`,
+`conversion` (nodes to plain data), `tags` (explicit tags as Go reads them), `values` (the
+YAML-level findings about plain values and keys), `locating` (`Document`,
 and placing findings in the file once every check has run).
 """
 
 from __future__ import annotations
 
-from kubectl_gpu.documents.conversion import (
-    MAX_DEPTH,
-    MAX_NODES,
-    MAX_NUMBER_CHARS,
-    NON_DECIMAL,
-    TAGGED_STRING,
-    VALUE_CODES,
-)
+from kubectl_gpu.documents.conversion import MAX_DEPTH, MAX_NODES
 from kubectl_gpu.documents.encoding import decode
 from kubectl_gpu.documents.locating import Document, Unplaced, place_all
 from kubectl_gpu.documents.parsing import (
@@ -30,6 +24,8 @@ from kubectl_gpu.documents.parsing import (
     read,
     read_nested,
 )
+from kubectl_gpu.documents.tags import TAGGED_STRING
+from kubectl_gpu.documents.values import MAX_NUMBER_CHARS, NON_DECIMAL, VALUE_CODES
 from kubectl_gpu.findings import Finding, Path
 
 __all__ = [

@@ -1,10 +1,10 @@
 """From YAML nodes to plain data as NVIDIA's Go tools read it, with what a plain load hides.
 
 Owns building plain data from a composed node tree (merge keys, key names and explicit tags
-as Go's yaml.v2 resolves them, timestamps kept as text) and the YAML-level findings no schema
-can see: duplicate keys, YAML 1.1 booleans, numbers the parsers read differently, null keys,
-alias bombs and pathological nesting. The findings carry paths only: `locating.place_all`
-places them. Must not parse text (`parsing.py`).
+as Go's yaml.v2 resolves them, timestamps kept as text) and the limits of that walk (alias
+bombs, pathological nesting); what a tag means is `tags.py`'s, the findings about values and
+keys `values.py`'s. The findings carry paths only: `locating.place_all` places them. Must not
+parse text (`parsing.py`).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from kubectl_gpu import findings, scalars
+from kubectl_gpu.documents import tags, values
 from kubectl_gpu.documents.locating import Document
 from kubectl_gpu.findings import Finding, Path
 
@@ -21,22 +22,6 @@ if TYPE_CHECKING:
 
 MAX_NODES = 200_000  # after alias expansion; a ConfigMap holds at most 1 MiB of text
 MAX_DEPTH = 64
-# Longer than any number a config field takes (int64 has 19 digits); Python refuses to read
-# ints over 4,300 digits and reading a long one costs time quadratic in its length.
-MAX_NUMBER_CHARS = 32
-_YAML11_BOOLEANS = {"yes", "no", "on", "off"}  # y and n: see scalars.py
-# yaml.v2's resolve.go: the tags it checks a scalar against (`!!int x` fails); a scalar with
-# any other tag (`!foo`, the non-specific `!`, `!!set`, a verbatim `!<...>`) is the string
-# as written. The tags of mappings and sequences are not looked at.
-_YAML_ORG = "tag:yaml.org,2002:"
-_CHECKED_TAGS = frozenset({"str", "bool", "int", "float", "timestamp", "null", "binary"})
-_GO_NULLS = frozenset({"", "~", "null", "Null", "NULL"})
-
-# Findings about a scalar the loader keeps as text: the schema's "expected an integer, found
-# the string …" at the same place says nothing more (validation drops it).
-VALUE_CODES = frozenset({"yaml.bad-scalar", "yaml.number-too-large", "yaml.sexagesimal-number"})
-NON_DECIMAL = "yaml.non-decimal-number"
-TAGGED_STRING = "yaml.tag-makes-string"  # an error where a field wants the value untagged
 
 
 class _TooComplex(Exception):
@@ -133,7 +118,7 @@ class _Converter:
             if key is None:
                 continue
             if key in first_line and id(pair) not in merged:
-                self._found.append(_duplicate_key(key, (*path, key), first_line[key]))
+                self._found.append(values.duplicate_key(key, (*path, key), first_line[key]))
             if id(pair) not in merged:  # a key merged in by << may be overridden: its purpose
                 first_line.setdefault(key, key_node.start_mark.line + 1 + self._line_base)
             result[key] = self.convert(value_node, (*path, key))
@@ -174,15 +159,17 @@ class _Converter:
 
     def _scalar(self, node: yaml.Node, path: Path) -> Any:
         written = self._written_tag(node)
-        if written is not None and (read := self._explicit(node, written, path)) is not _CHECK:
+        if written is not None and (read := self._explicit(node, written, path)) is not tags.CHECK:
             return read
         tag = node.tag.rsplit(":", 1)[-1]
-        if tag == "timestamp":
-            return node.value  # keep JSON-compatible: the schemas never want dates
-        if tag == "bool" and node.value.lower() in _YAML11_BOOLEANS:
-            self._found.append(_ambiguous_boolean(node.value, path))
+        if tag in ("timestamp", "merge", "value"):
+            # a date kept as text (the schemas never want dates); `<<` or `=` as a value is
+            # the text to Go, where PyYAML has no constructor for it
+            return node.value
+        if tag == "bool" and node.value.lower() in values.YAML11_BOOLEANS:
+            self._found.append(values.ambiguous_boolean(node.value, path))
         elif tag in ("int", "float"):
-            problem = _number_problem(node.value, tag, path)
+            problem = values.number_problem(node.value, tag, path)
             if problem is not None:
                 self._found.append(problem)
                 if problem.severity is findings.Severity.ERROR:
@@ -194,7 +181,7 @@ class _Converter:
         ):
             as_go = scalars.go_plain(node.value, tag)  # where PyYAML and upstream's yaml differ
             if isinstance(as_go, bool):
-                self._found.append(_ambiguous_boolean(node.value, path))
+                self._found.append(values.ambiguous_boolean(node.value, path))
             if as_go is not scalars.UNCHANGED:
                 return as_go
         return self._constructed(node, path)
@@ -204,27 +191,27 @@ class _Converter:
             return self._constructor.construct_object(node)
         except (ValueError, LookupError, TypeError, ArithmeticError, self._yaml.YAMLError):
             # LookupError: PyYAML indexes the text (`!!int ''` raises IndexError)
-            self._found.append(_bad_scalar(node, path))
+            self._found.append(tags.bad_scalar(node, path))
             return node.value
 
     def _explicit(self, node: yaml.Node, written: str, path: Path) -> Any:
-        """A scalar with the explicit tag `written`, as Go reads it (or `_CHECK`)."""
-        read = _explicitly_tagged(node, written, path)
-        if node.tag == _YAML_ORG + "timestamp" and self._plain_type(node.value) != "timestamp":
-            text = _shown(node.value)
-            read = _tag_refused(node, path, f"cannot decode !!str `{text}` as a !!timestamp")
-        elif node.tag == _YAML_ORG + "int" and isinstance(
+        """A scalar with the explicit tag `written`, as Go reads it (or `tags.CHECK`)."""
+        read = tags.explicitly_tagged(node, written, path)
+        if node.tag == tags.YAML_ORG + "timestamp" and self._plain_type(node.value) != "timestamp":
+            text = values.shown(node.value)
+            read = tags.tag_refused(node, path, f"cannot decode !!str `{text}` as a !!timestamp")
+        elif node.tag == tags.YAML_ORG + "int" and isinstance(
             scalars.go_plain(node.value, "str"), float
         ):
             # beyond int64 and uint64, Go resolves the digits as a float, then refuses the tag
-            text = _shown(node.value)
-            read = _tag_refused(node, path, f"cannot decode !!float `{text}` as a !!int")
+            text = values.shown(node.value)
+            read = tags.tag_refused(node, path, f"cannot decode !!float `{text}` as a !!int")
         if isinstance(read, Finding):
             self._found.append(read)
             return node.value
-        if read is not _CHECK and not getattr(node, "style", None):
+        if read is not tags.CHECK and not getattr(node, "style", None):
             if self._plain_type(node.value) != "str":
-                self._found.append(_made_string(written, node.value, path))
+                self._found.append(tags.made_string(written, node.value, path))
         return read
 
     def _key(self, node: yaml.ScalarNode, path: Path) -> str | None:
@@ -232,9 +219,13 @@ class _Converter:
         "true", "1" or nothing at all (the file is refused)."""
         written = self._written_tag(node)
         if written is not None:
-            read = _explicitly_tagged(node, written, (*path, node.value))
+            read = tags.explicitly_tagged(node, written, (*path, node.value))
             if isinstance(read, Finding):
                 self._found.append(dataclasses.replace(read, at_key=True))
+                return None
+            if read is tags.CHECK and node.tag == tags.YAML_ORG + "null":  # `!!null : a`
+                null = values.null_key(node.value, (*path, node.value))
+                self._found.append(dataclasses.replace(null, at_key=True))
                 return None
             if isinstance(read, str):
                 return read
@@ -244,10 +235,10 @@ class _Converter:
         key = scalars.go_key(node.value, tag)
         if key is None:
             self._found.append(
-                dataclasses.replace(_null_key(node.value, (*path, node.value)), at_key=True)
+                dataclasses.replace(values.null_key(node.value, (*path, node.value)), at_key=True)
             )
         elif key != node.value:
-            self._found.append(_key_renamed(node.value, key, (*path, key)))
+            self._found.append(values.key_renamed(node.value, key, (*path, key)))
         return key
 
     def _plain_type(self, text: str) -> str:
@@ -275,180 +266,3 @@ class _Converter:
         if not text.startswith("!"):
             return None
         return text.split(None, 1)[0] if text[1:2] != "<" else text[: text.find(">") + 1]
-
-
-class _Check:
-    """Marker: a tag Go checks the scalar against, as PyYAML does: read it as before."""
-
-
-_CHECK = _Check()
-
-
-def _explicitly_tagged(node: yaml.Node, written: str, path: Path) -> Any:
-    """A scalar with an explicit tag, as Go's yaml.v2 reads it: the value, a finding (Go
-    refuses the file), or `_CHECK` where PyYAML's reading already agrees.
-
-    A tag Go does not check (`!`, `!foo`, `!!set`, `!<tag:example.com:x>`) gives the string
-    as written; `!!null` takes only the null spellings; `!!binary` is decoded (base64, then
-    the bytes as UTF-8, each invalid byte read as U+FFFD, as Go's JSON encoding does).
-    """
-    short = node.tag[len(_YAML_ORG) :] if node.tag.startswith(_YAML_ORG) else None
-    if written == "!" or short not in _CHECKED_TAGS:
-        return str(node.value)
-    if short == "null" and node.value not in _GO_NULLS:
-        return _tag_refused(node, path, f"cannot decode !!str `{_shown(node.value)}` as a !!null")
-    if short == "binary":
-        import base64
-        import binascii
-
-        try:
-            raw = base64.b64decode(node.value.replace("\n", "").replace("\r", ""), validate=True)
-        except (binascii.Error, ValueError):
-            return _tag_refused(node, path, "!!binary value contains invalid base64 data")
-        return raw.decode("utf-8", "replace")
-    return _CHECK
-
-
-def _made_string(written: str, text: str, path: Path) -> Finding:
-    """A tag Go does not check turns what reads as a number (or a boolean, or null) into text.
-    A warning: `validation` makes it the error where a field then wants the number."""
-    value = _shown(text)
-    return findings.warning(
-        path,
-        TAGGED_STRING,
-        f"the tag '{written}' makes {value} the string '{value}' to NVIDIA's Go YAML reader "
-        "(it reads a scalar whose tag it does not check as the text written)",
-        f"remove the tag: write {value}",
-    )
-
-
-def _tag_refused(node: yaml.Node, path: Path, upstream: str) -> Finding:
-    value = _shown(node.value)
-    tag = node.tag.replace(_YAML_ORG, "!!")
-    return findings.error(
-        path,
-        "yaml.bad-scalar",
-        f"'{value}' is not a valid {tag} value: NVIDIA's Go YAML reader refuses the file "
-        f'("{upstream}")',
-        "remove the tag, or write a value of that type",
-    )
-
-
-def _null_key(text: str, path: Path) -> Finding:
-    shown = text or "an empty key"
-    return findings.error(
-        path,
-        "yaml.null-key",
-        f"'{shown}' is a null key: the device plugin, mig-parted and Kubernetes convert YAML to "
-        'JSON and refuse the whole file ("unsupported map key")',
-        "quote the key if it is a name",
-    )
-
-
-def _key_renamed(text: str, key: str, path: Path) -> Finding:
-    problem = findings.warning(
-        path,
-        "yaml.key-not-string",
-        f"the key '{text}' is not a string to YAML 1.1: NVIDIA's tools read it as {key} and "
-        f"name it '{key}', so looking it up as '{text}' (nvidia-mig-parted apply -c {text}, a "
-        f"nvidia.com/mig.config={text} label) finds nothing",
-        f"quote the key: '{text}'",
-    )
-    return dataclasses.replace(problem, at_key=True)
-
-
-def _not_json(text: str, path: Path) -> Finding:
-    return findings.error(
-        path,
-        "yaml.not-json",
-        f"'{text}' is infinity or not-a-number, which JSON cannot hold: the device plugin, "
-        "mig-parted and Kubernetes convert YAML to JSON and refuse the whole file "
-        '("json: unsupported value")',
-        "write a number, or quote the text",
-    )
-
-
-def _bad_scalar(node: yaml.Node, path: Path) -> Finding:
-    """A tagged scalar whose text is not of its type (`!!int x`, `!!bool maybe`, `!foo 1`)."""
-    value = _shown(node.value)
-    tag = node.tag.replace("tag:yaml.org,2002:", "!!")
-    return findings.error(
-        path,
-        "yaml.bad-scalar",
-        f"'{value}' is not a valid {tag} value",
-        "remove the tag, or write a value of that type (e.g. !!int 4, !!bool true)",
-    )
-
-
-def _number_problem(text: str, tag: str, path: Path) -> Finding | None:
-    """A number the YAML parsers read differently, or one too long to be any field's value."""
-    if tag == "float" and text.lstrip("+-").lower() in (".inf", ".nan"):
-        return _not_json(text, path)
-    if len(text) > MAX_NUMBER_CHARS:
-        return findings.error(
-            path,
-            "yaml.number-too-large",
-            f"the number '{_shown(text)}' has {len(text)} characters: larger than any field takes "
-            "(counts, replicas and indices are at most 19 digits)",
-            "write a smaller number",
-        )
-    if ":" in text:
-        return findings.error(
-            path,
-            "yaml.sexagesimal-number",
-            f"'{text}' is a base-60 number to YAML 1.1 parsers in Python, but a string to "
-            "the Go parsers NVIDIA's tools use: they disagree on what it means",
-            "write the number in decimal, or quote it if it is text",
-        )
-    digits = text.lstrip("+-").lower()
-    base = {"0x": 16, "0o": 8, "0b": 2}.get(digits[:2], 8 if digits[:1] == "0" else 10)
-    if tag == "int" and base != 10 and digits != "0":
-        value = _int(text)
-        return findings.warning(
-            path,
-            NON_DECIMAL,
-            f"'{text}' is read as {value} (base {base}); a reader can easily take it for "
-            "something else",
-            f"write {value}",
-        )
-    return None
-
-
-def _int(text: str) -> int | str:
-    import yaml
-
-    try:
-        value: int = yaml.constructor.SafeConstructor().construct_yaml_int(
-            yaml.ScalarNode("tag:yaml.org,2002:int", text)
-        )
-    except ValueError:
-        return text
-    return value
-
-
-def _shown(text: str) -> str:
-    from kubectl_gpu.errors import shortened
-
-    return shortened(text, 40)
-
-
-def _duplicate_key(key: str, path: Path, first: int) -> Finding:
-    problem = findings.error(
-        path,
-        "yaml.duplicate-key",
-        f"duplicate key '{key}' (first defined on line {first}): the device plugin and "
-        "mig-parted use the last one, other YAML tools may not",
-        "keep one of them",
-    )
-    return dataclasses.replace(problem, at_key=True)
-
-
-def _ambiguous_boolean(word: str, path: Path) -> Finding:
-    meaning = "true" if word.lower() in ("y", "yes", "on") else "false"
-    return findings.warning(
-        path,
-        "yaml.ambiguous-boolean",
-        f"'{word}' is read as {meaning} by YAML 1.1 parsers (the device plugin, mig-parted) "
-        "but as a string by YAML 1.2 parsers",
-        f"write {meaning}",
-    )

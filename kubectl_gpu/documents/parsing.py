@@ -1,7 +1,7 @@
 """Parsing YAML text into documents, safely: the file's own, and those a ConfigMap value holds.
 
 Owns choosing the parser (libyaml when the nesting is safe for its C stack; a Python parser
-with the grammar of NVIDIA's Go reader, go.yaml.in/yaml/v2, where the text uses a part of
+with the grammar of NVIDIA's Go reader, go.yaml.in/yaml/v2 (`goloader`), where the text uses a part of
 YAML on which the two disagree: directives, the `\\/` and `\\'` escapes, a redefined
 anchor), byte-order marks Go's reader misreads, the limits on documents, syntax errors in the
 user's words, and the offsets of a nested text in its file. Findings come back unplaced
@@ -11,11 +11,11 @@ user's words, and the offsets of a nested text in its file. Findings come back u
 from __future__ import annotations
 
 import dataclasses
-import functools
 import re
 from typing import TYPE_CHECKING, Any
 
 from kubectl_gpu import findings
+from kubectl_gpu.documents import goloader
 from kubectl_gpu.documents.conversion import MAX_DEPTH, MAX_NODES, document_from_node
 from kubectl_gpu.documents.locating import Document, Unplaced, nested_offsets, walk
 from kubectl_gpu.findings import Finding, Path
@@ -25,10 +25,11 @@ if TYPE_CHECKING:
 
 MAX_DOCUMENTS = 10_000  # a file of configs or manifests holds tens; a million is an attack
 C_LOADER_MAX_INDICATORS = 10_000
-# Where PyYAML's grammar (YAML 1.1 with parts of 1.2) and Go's yaml.v2 (YAML 1.1) differ, in
+# Where libyaml's grammar (YAML 1.1 with parts of 1.2) and Go's yaml.v2 (YAML 1.1) differ, in
 # text a config may hold: a directive, a `\\/` escape (1.2 only: Go refuses it), a `\\'`
-# escape (Go reads it, PyYAML refuses it). Text that holds none is read by libyaml as before.
-_GO_GRAMMAR = re.compile("^\ufeff*%|\\\\[/']", re.MULTILINE)
+# escape (Go reads it, PyYAML refuses it), a tag with a comma in it (`!!str,`: Go's tags may
+# hold commas, libyaml's may not). Text that holds none is read by libyaml as before.
+_GO_GRAMMAR = re.compile("^\ufeff*%|\\\\[/']|![^\\s]*,", re.MULTILINE)
 # Byte-order marks at the start of a line (or right after the file's own BOM).
 _STRAY_BOMS = re.compile("(?:(?<=[\r\n])|(?<=^\ufeff))\ufeff+")
 
@@ -50,7 +51,7 @@ def read(text: str, file: str, line_base: int = 0) -> tuple[list[Document], list
         docs, found = _read(text, file, line_base, _loader_for(text))
     except _AnchorRedefined:
         # Legal YAML that PyYAML refuses; Go's yaml.v2 lets each alias use the latest anchor.
-        docs, found = _read(text, file, line_base, _go_loader())
+        docs, found = _read(text, file, line_base, goloader.loader())
     return docs, strays + found
 
 
@@ -79,7 +80,7 @@ def _read(
             docs.append(doc)
             problems.extend((doc, f) for f in found)
     except yaml.MarkedYAMLError as e:
-        if "duplicate anchor" in str(e) and loader is not _go_loader():
+        if "duplicate anchor" in str(e) and loader is not goloader.loader():
             raise _AnchorRedefined from e
         problems.append((None, _syntax_finding(e, file)))
     except RecursionError:
@@ -133,87 +134,61 @@ def _oversized_document(text: str, loader: Any) -> tuple[Finding, int] | None:
     return None
 
 
-@functools.lru_cache(maxsize=1)
-def _go_loader() -> Any:
-    """PyYAML's pure-Python safe loader with the grammar of Go's yaml.v2 where they differ.
-
-    - a second `&name` replaces the first (PyYAML refuses the file);
-    - only `%YAML 1.1` is read: 1.0 or 1.2 is "found incompatible YAML document", and a
-      directive other than %YAML and %TAG is "found unknown directive name" (PyYAML reads
-      any 1.x and ignores unknown directives);
-    - the escapes of a double-quoted scalar are YAML 1.1's: `\\/` is "found unknown escape
-      character", `\\'` is an apostrophe (PyYAML the other way round).
-    """
-    import yaml
-
-    escapes = {k: v for k, v in yaml.SafeLoader.ESCAPE_REPLACEMENTS.items() if k != "/"}
-
-    class GoLoader(yaml.SafeLoader):
-        ESCAPE_REPLACEMENTS = {**escapes, "'": "'"}  # type: ignore[misc]
-
-        def compose_node(self, parent: Any, index: Any) -> Any:
-            if not self.check_event(yaml.AliasEvent):
-                event = self.peek_event()  # type: ignore[no-untyped-call]
-                self.anchors.pop(event.anchor, None)
-            return super().compose_node(parent, index)
-
-        def process_directives(self) -> Any:
-            version, handles = None, {}
-            while self.check_token(yaml.DirectiveToken):
-                token = self.get_token()  # type: ignore[no-untyped-call]
-                if token.name == "YAML":
-                    if version is not None:
-                        _directive_error("found duplicate %YAML directive", token)
-                    version = tuple(token.value)
-                    if version != (1, 1):
-                        _directive_error("found incompatible YAML document", token)
-                elif token.name == "TAG":
-                    handle, prefix = token.value
-                    if handle in handles:
-                        _directive_error("found duplicate %TAG directive", token)
-                    handles[handle] = prefix
-                else:
-                    _directive_error("found unknown directive name", token)
-            self.yaml_version = version
-            self.tag_handles = {**self.DEFAULT_TAGS, **handles}
-            return version, (dict(handles) or None)
-
-    return GoLoader
-
-
-def _directive_error(problem: str, token: Any) -> None:
-    import yaml
-
-    raise yaml.parser.ParserError(
-        "while reading a directive (NVIDIA's Go YAML reader knows only %YAML 1.1 and %TAG)",
-        None,
-        problem,
-        token.start_mark,
-    )
-
-
 def _stray_boms(text: str, file: str, line_base: int) -> list[Unplaced]:
     """A byte-order mark at the start of a line, other than the file's first character.
 
-    Go's yaml.v2 skips a BOM there and then misreads what follows: with two at the start of
-    the file it reads only the first line, and a BOM on a later line drops or misplaces the
-    key after it. The config NVIDIA runs is then not the one written, so it is an error.
+    Go's yaml.v2 then misreads the file, in one of two ways (the device-plugin oracle's
+    `-read-yaml` shows both): after two or more marks at the start of the file it reads
+    every later line without its first character (`sharing:` is `haring:`); a mark at the
+    start of a later line becomes the first character of that line's text, indentation
+    included (`\ufeff  timeSlicing` as a top-level key). The config NVIDIA runs is then not
+    the one written, so it is an error that says what NVIDIA reads instead.
     Placed by line; `configs.before` drops those after the first document (never read).
     """
     found: list[Unplaced] = []
+    lines = text.split("\n")
     for match in _STRAY_BOMS.finditer(text):  # never the file's first character
-        line = text.count("\n", 0, match.start()) + 1 + line_base
+        index = text.count("\n", 0, match.start())
+        line = index + 1 + line_base
+        if match.start() == 1:  # right after the file's own mark
+            what = _first_characters_dropped(lines, line_base)
+            problem_text = f"{len(match.group()) + 1} byte-order marks (U+FEFF) start the file"
+        else:
+            written = lines[index][match.end() - match.start() :] if index < len(lines) else ""
+            what = (
+                "it reads the mark as the first character of that line's text, indentation "
+                f"included ('{_short(written.strip())}' becomes the top-level key "
+                f"'\\ufeff{_short(written.split(':', 1)[0])}', which upstream ignores)"
+                if ":" in written
+                else "it reads the mark as part of that line's text"
+            )
+            problem_text = f"a byte-order mark (U+FEFF) starts line {line}"
         problem = findings.error(
             (),
             "yaml.stray-bom",
-            f"a byte-order mark (U+FEFF) starts line {line}: NVIDIA's Go YAML reader skips it "
-            "and misreads what follows (with two at the start of a file it reads only the "
-            "first line), so the device plugin or mig-parted runs a config other than the "
-            "one written",
+            f"{problem_text}: NVIDIA's Go YAML reader misreads the file: {what}; so the "
+            "device plugin or mig-parted runs a config other than the one written",
             "remove the byte-order mark: save the file as UTF-8 without BOM",
         )
         found.append((None, problem.located(file, line, 1)))
     return found
+
+
+def _first_characters_dropped(lines: list[str], line_base: int) -> str:
+    """What two marks at the start do: every later line is read without its first character."""
+    for index, line in enumerate(lines[1:], start=2):
+        if line.strip() and not line.lstrip().startswith("#"):
+            return (
+                "it reads every line after the first without its first character (line "
+                f"{index + line_base} '{_short(line)}' as '{_short(line[1:])}')"
+            )
+    return "it reads every line after the first without its first character"
+
+
+def _short(text: str) -> str:
+    from kubectl_gpu.errors import shortened
+
+    return shortened(text.rstrip("\r"), 40)
 
 
 def _too_many_documents(root: Any, file: str, line_base: int) -> Finding:
@@ -236,11 +211,17 @@ def _loader_for(text: str) -> Any:
     """
     import yaml
 
-    if _GO_GRAMMAR.search(text):
-        return _go_loader()
+    if _GO_GRAMMAR.search(text) or _question_in_flow(text):
+        return goloader.loader()
     if _nesting_bound(text) < C_LOADER_MAX_INDICATORS and hasattr(yaml, "CSafeLoader"):
         return yaml.CSafeLoader
     return yaml.SafeLoader
+
+
+def _question_in_flow(text: str) -> bool:
+    """Text where a `?` may stand inside `[...]` or `{...}`: Go's reader (as PyYAML's own
+    scanner, unlike libyaml 0.2.5) ends a plain scalar there, so `[a?b]` is a syntax error."""
+    return "?" in text and ("[" in text or "{" in text)
 
 
 def _nesting_bound(text: str) -> int:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from kubectl_gpu import documents, findings, keys
+from kubectl_gpu import documents, findings
 from kubectl_gpu.documents import Document, Unplaced
 from kubectl_gpu.findings import Finding
 from kubectl_gpu.mig.spec import MigConfigFile
@@ -31,6 +31,7 @@ from kubectl_gpu.validation.configs import (
     unrecognised,
     validate_as,
 )
+from kubectl_gpu.validation.holders import HeldFile, held_files
 from kubectl_gpu.validation.kinds import (
     AUTO,
     CONFIGMAP,
@@ -66,10 +67,12 @@ __all__ = [
     "LIST",
     "DocumentReport",
     "FileReport",
+    "HeldFile",
     "Kind",
     "detect",
     "accept_mig_config",
     "check",
+    "held_files",
     "unreadable",
     "validate_text",
 ]
@@ -125,13 +128,21 @@ def check(text: str, file: str, kind: str = AUTO) -> Checked:
 def accept_mig_config(text: str, file: str, *, in_configmap: bool = False) -> AcceptedMigConfig:
     """A mig-parted config as the agent and `mig apply` act on it: checked as `kubectl gpu
     validate --kind mig-config` checks it, then built once; `ConfigRejected` otherwise. With
-    `in_configmap`, a ConfigMap holding one (the GPU Operator's custom MIG config) is checked
-    as a ConfigMap and opened first (`holders.configmap_text`)."""
-    checked = check(text, file, MIG_CONFIG)
-    if in_configmap and checked.readable and holders.is_configmap(checked.data):
-        held = check(text, file, CONFIGMAP).accepted()  # the ConfigMap as validate checks it
-        inner, file = holders.configmap_text(held, file, keys.MIG_PARTED_CONFIG_KEY)
-        checked = check(inner, file, MIG_CONFIG)
+    `in_configmap`, a stream holding ConfigMaps (the GPU Operator's custom MIG config, alone,
+    beside other objects or in a `kubectl get cm -o yaml` List) is checked as `validate -f`
+    checks it, and the config it holds is taken (`holders.held_mig_config`)."""
+    if in_configmap:
+        docs, _ = documents.load_documents(text, file)
+        if any(detect(d.data) in (CONFIGMAP, LIST) for d in docs):
+            whole = check(text, file, AUTO)  # the stream as `validate -f` checks it
+            if whole.rejection is not None:
+                raise whole.rejection
+            inner, file = holders.held_mig_config(file, held_files(docs))
+            return _accepted_mig_config(check(inner, file, MIG_CONFIG), file)
+    return _accepted_mig_config(check(text, file, MIG_CONFIG), file)
+
+
+def _accepted_mig_config(checked: Checked, file: str) -> AcceptedMigConfig:
     data = checked.accepted()
     return AcceptedMigConfig(file, data, MigConfigFile.from_dict(data))
 

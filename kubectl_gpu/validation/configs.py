@@ -7,6 +7,7 @@ the first. Every finding comes back unplaced, with the document whose nodes plac
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,13 +30,27 @@ def validate_as(doc: Document, kind: Kind) -> list[Unplaced]:
     nulls = _null_device_indices(data, kind)
     if kind.schema:
         structure = schema.check_structure(data, kind.schema)
-        found = found + [f for f in structure if not (f.code == _WRONG_TYPE and f.path in nulls)]
+        found = found + [
+            _said_dropped(f, kind)
+            for f in structure
+            if not (f.code == _WRONG_TYPE and f.path in nulls)
+        ]
     if isinstance(data, Mapping):
         found = found + kind.check(data)
     return about(doc, found + list(nulls.values()))
 
 
 _WRONG_TYPE = "schema.wrong-type"
+_DROPPED = frozenset({"schema.unknown-field", "schema.misplaced-field"})
+
+
+def _said_dropped(f: Finding, kind: Kind) -> Finding:
+    """An unknown or misplaced key in a device-plugin config: say that the plugin drops it
+    (its JSON decoding ignores fields it has none for) rather than refusing the file."""
+    if kind.name != "device-plugin-config" or f.code not in _DROPPED:
+        return f
+    message = f"{f.message}: the device plugin ignores it and starts as if it were not written"
+    return dataclasses.replace(f, message=message)
 
 
 def _null_device_indices(data: Any, kind: Kind) -> dict[tuple[Any, ...], Finding]:

@@ -14,7 +14,7 @@ import dataclasses
 import re
 from typing import Any
 
-from kubectl_gpu import documents, findings, schema
+from kubectl_gpu import documents, findings, keys, schema
 from kubectl_gpu.documents import Document, Unplaced
 from kubectl_gpu.errors import ConfigError
 from kubectl_gpu.findings import Finding, Path
@@ -95,6 +95,43 @@ def skipped(data: dict[str, Any]) -> Finding:
         "checked)",
         "nothing to do; validate only the ConfigMaps with -f on a file holding them alone",
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class HeldFile:
+    """A file a ConfigMap of the input holds, as a node that mounts it sees it."""
+
+    configmap: str  # its metadata.name, or "" where it has none
+    key: str
+    text: str
+
+
+def held_files(docs: list[Document]) -> list[HeldFile]:
+    """Every file the ConfigMaps of a stream hold, in file order: each document that is a
+    ConfigMap and each ConfigMap item of a List (`kubectl get cm -o yaml`), `data` values
+    then `binaryData` values decoded (one that does not decode is left out: `validate`
+    reports it)."""
+    held: list[HeldFile] = []
+    for doc in docs:
+        kind = detect(doc.data)
+        if kind == CONFIGMAP:
+            holders = [doc.data]
+        elif kind == LIST:
+            holders = [item for item in doc.data["items"] if detect(item) == CONFIGMAP]
+        else:
+            continue
+        for cm in holders:
+            metadata = cm.get("metadata")
+            name = str(metadata.get("name") or "") if isinstance(metadata, dict) else ""
+            data, binary = cm.get("data"), cm.get("binaryData")
+            for key, value in data.items() if isinstance(data, dict) else ():
+                if isinstance(value, str):
+                    held.append(HeldFile(name, str(key), value))
+            for key, value in binary.items() if isinstance(binary, dict) else ():
+                text, problem = _binary_text((), value)
+                if problem is None:
+                    held.append(HeldFile(name, str(key), text))
+    return held
 
 
 def validate_configmap(doc: Document, index: int) -> tuple[DocumentReport, list[Unplaced]]:
@@ -278,9 +315,35 @@ def _check_selectable_key(path: Path) -> list[Finding]:
     return [dataclasses.replace(problem, at_key=True)]
 
 
-def is_configmap(data: Any) -> bool:
-    """Whether a document is a ConfigMap (one that may hold a config under a key)."""
-    return isinstance(data, dict) and detect(data) == CONFIGMAP
+def held_mig_config(name: str, held: list[HeldFile]) -> tuple[str, str]:
+    """(text, where) of the one mig-parted config the input's ConfigMaps hold (`held_files`):
+    the key `config.yaml` (what the GPU Operator's MIG manager reads), else the only held file
+    that is a mig-parted config. ConfigError naming the keys where that is none, or more than
+    one and none of them `config.yaml`, or `config.yaml` in several ConfigMaps."""
+    wanted = keys.MIG_PARTED_CONFIG_KEY
+    configs = [f for f in held if _looks_like_mig_config(f, name)]
+    chosen = [f for f in configs if f.key == wanted] or configs
+    if len(chosen) == 1:
+        return chosen[0].text, f"{name}:{chosen[0].key}"
+    maps = {f.configmap for f in held}
+    if chosen and chosen[0].key == wanted:  # the key in several ConfigMaps
+        raise ConfigError(
+            f"{name}: {len(chosen)} ConfigMaps hold {wanted} "
+            f"({', '.join(f.configmap or '?' for f in chosen)})",
+            hint="give a file holding only the ConfigMap to apply: kubectl get cm NAME -o yaml",
+        )
+    shown = [f.key if len(maps) == 1 else f"{f.configmap or '?'}/{f.key}" for f in held]
+    where = "the ConfigMap has" if len(maps) <= 1 else f"the {len(maps)} ConfigMaps have"
+    raise ConfigError(
+        f"{name}: {where} no key {wanted} (keys: {', '.join(shown) or 'none'})",
+        hint=f"the GPU Operator's MIG manager reads {wanted}: put the mig-parted config there",
+    )
+
+
+def _looks_like_mig_config(file: HeldFile, name: str) -> bool:
+    inner, _ = documents.load_documents(file.text, f"{name}:{file.key}")
+    data = inner[0].data if inner else None
+    return isinstance(data, dict) and "mig-configs" in data
 
 
 def configmap_text(configmap: dict[str, Any], file: str, preferred: str) -> tuple[str, str]:

@@ -20,7 +20,6 @@ from tests.cli.test_doctor_names_the_dra_layer import GPUS, doctor, pending_clai
 from tests.conftest import CliResult
 from tests.fakes.cluster import NodeSpec, SimCluster, dranodes
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 from tests.kube import objects
 
 Run = Callable[..., CliResult]

@@ -12,7 +12,6 @@ from kubectl_gpu import keys
 from tests.conftest import EXAMPLES, CliResult
 from tests.fakes.cluster import NodeSpec
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
 
 MIXED = "version: v1\nflags:\n  migStrategy: mixed\n"
 NONE = "version: v1\nflags:\n  migStrategy: none\n"

@@ -59,7 +59,7 @@ def verdicts(program: Path, texts: list[str] | list[bytes], *options: str) -> li
             check=False,
         )
     by_file = {}
-    for line in run.stdout.splitlines():
+    for line in filter(None, run.stdout.split("\n")):  # not splitlines: U+0085 is text
         verdict = json.loads(line)
         by_file[verdict["file"]] = verdict
     assert len(by_file) == len(names), run.stderr

@@ -16,8 +16,7 @@ import pytest
 
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.fixture import real_cluster as sim_cluster  # noqa: F401 (fixture)
-from tests.journey.conftest import Kubectl
+from tests.journey.fixtures import Kubectl
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(180)]
 NODES = ("gpu-a", "gpu-b", "gpu-c")

@@ -85,5 +85,8 @@ def test_upstream_wording_reaches_the_user() -> None:
     )
     _, report = produced(EXAMPLES / "invalid" / "misplaced-sharing-keys-under-flags.yaml")
     moved = [f for f in report.findings if f.code == "schema.misplaced-field"]
-    assert moved[0].message == "'renameByDefault' does not belong under 'flags'"
+    assert moved[0].message == (
+        "'renameByDefault' does not belong under 'flags': the device plugin ignores it and "
+        "starts as if it were not written"
+    )
     assert "sharing.timeSlicing.renameByDefault" in moved[0].hint

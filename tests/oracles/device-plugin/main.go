@@ -1,393 +1,198 @@
 // Command device-plugin-oracle reads device-plugin config files the way NVIDIA's
-// k8s-device-plugin v0.20.0 does at start and prints one JSON verdict per file.
+// k8s-device-plugin reads them at start and prints one JSON verdict per file.
 //
-// NVIDIA's module is not served by the Go module proxy this project can reach, so the
-// plugin's own packages cannot be imported. What decides almost every verdict is not the
-// plugin's code but the libraries it reads with, and those are imported here at the
-// plugin's pinned versions: sigs.k8s.io/yaml (YAML 1.1 through go.yaml.in/yaml/v2, then
-// encoding/json with its case-insensitive field match and Unicode simple folding) and
-// apimachinery's DNS-subdomain check. The plugin's own part (its types, their
-// UnmarshalJSON rules, the Helm chart's flag defaults, validateFlags and the MPS replica
-// cap) is restated below from v0.20.0 (commit 1b826acc6af3); each rule names where it lives.
+// The config code is NVIDIA's own: github.com/NVIDIA/k8s-device-plugin v0.19.3's
+// api/config/v1 is imported, and the file is read by its NewConfig, given a urfave/cli
+// context holding the plugin's flags, exactly as cmd/nvidia-device-plugin's loadConfig does;
+// its DisableResourceNamingInConfig, NewDeviceListStrategies, AssertChannelIDsValid and
+// SharingStrategy are called as the plugin calls them. The package pulls in no NVML.
+//
+// Restated here, each naming its upstream file, is only what cannot be imported or what
+// the newest release (v0.20.0, commit 1b826acc6af3, refused by the module proxy) changed:
+//   - the plugin's flag list and validateFlags (cmd/nvidia-device-plugin/main.go: package
+//     main, not importable) and the MPS control daemon's replica cap
+//     (cmd/mps-control-daemon/mps/device.go: imports go-nvml);
+//   - v0.20.0's `flags.plugin.sharedDevicesAllocationPolicy` (api/config/v1/flags.go,
+//     validated in cmd/nvidia-device-plugin/main.go), absent from v0.19.3's types;
+//   - v0.20.0's `failRequestsGreaterThanOne` as an optional bool (api/config/v1/replicas.go,
+//     config.go): MPS keeps an explicit `false`, where v0.19.3 forces true.
+//
+// -release v0.19.3 leaves the v0.20.0 part out (the version the simulated nodes run);
+// the default is v0.20.0, the release `validate` is measured against.
 package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"math"
+	"io"
 	"os"
-	"strconv"
-	"strings"
-	"time"
 
-	"github.com/google/uuid"
-	"k8s.io/apimachinery/pkg/util/validation"
+	spec "github.com/NVIDIA/k8s-device-plugin/api/config/v1"
+	cli "github.com/urfave/cli/v2"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 )
 
-// --- api/config/v1/config.go, flags.go, sharing.go, imex.go, resources.go: the types ---
-
-type Config struct {
-	Version   string    `json:"version"`
-	Flags     Flags     `json:"flags,omitempty"`
-	Resources Resources `json:"resources,omitempty"`
-	Sharing   Sharing   `json:"sharing,omitempty"`
-	Imex      Imex      `json:"imex,omitempty"`
-}
-
-// Flags embeds CommandLineFlags as upstream's does: sigs.k8s.io/yaml's type hints (a YAML
-// number read into a string field becomes that string) do not reach into an embedded
-// struct, so `nvidiaDriverRoot: 5` fails to decode instead of reading "5".
-type Flags struct {
-	CommandLineFlags
-}
-
-type CommandLineFlags struct {
-	MigStrategy             *string      `json:"migStrategy"`
-	FailOnInitError         *bool        `json:"failOnInitError"`
-	MpsRoot                 *string      `json:"mpsRoot,omitempty"`
-	NvidiaDriverRoot        *string      `json:"nvidiaDriverRoot,omitempty"`
-	NvidiaDevRoot           *string      `json:"nvidiaDevRoot,omitempty"`
-	GDRCopyEnabled          *bool        `json:"gdrcopyEnabled"`
-	GDSEnabled              *bool        `json:"gdsEnabled"`
-	MOFEDEnabled            *bool        `json:"mofedEnabled"`
-	UseNodeFeatureAPI       *bool        `json:"useNodeFeatureAPI"`
-	DeviceDiscoveryStrategy *string      `json:"deviceDiscoveryStrategy"`
-	Plugin                  *PluginFlags `json:"plugin,omitempty"`
-	GFD                     *GFDFlags    `json:"gfd,omitempty"`
-}
-
-type PluginFlags struct {
-	PassDeviceSpecs               *bool               `json:"passDeviceSpecs"`
-	DeviceListStrategy            *deviceListStrategy `json:"deviceListStrategy"`
-	DeviceIDStrategy              *string             `json:"deviceIDStrategy"`
-	CDIAnnotationPrefix           *string             `json:"cdiAnnotationPrefix"`
-	NvidiaCTKPath                 *string             `json:"nvidiaCTKPath"`
-	ContainerDriverRoot           *string             `json:"containerDriverRoot"`
-	SharedDevicesAllocationPolicy *string             `json:"sharedDevicesAllocationPolicy"`
-}
-
-type GFDFlags struct {
-	Oneshot         *bool     `json:"oneshot"`
-	NoTimestamp     *bool     `json:"noTimestamp"`
-	SleepInterval   *Duration `json:"sleepInterval"`
-	OutputFile      *string   `json:"outputFile"`
-	MachineTypeFile *string   `json:"machineTypeFile"`
-}
-
-// deviceListStrategy: one string or a list of strings (flags.go).
-type deviceListStrategy []string
-
-func (f *deviceListStrategy) UnmarshalJSON(b []byte) error {
-	var one string
-	if json.Unmarshal(b, &one) == nil {
-		*f = []string{one}
-		return nil
+// pluginFlags: the flags of cmd/nvidia-device-plugin/main.go that UpdateFromCLIFlags reads,
+// with their defaults and aliases (v0.19.3; environment variables are left out, the chart's
+// MPS_ROOT is given as --mps-root). v0.20.0 adds shared-devices-allocation-policy.
+func pluginFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "mig-strategy", Value: spec.MigStrategyNone},
+		&cli.BoolFlag{Name: "fail-on-init-error", Value: true},
+		&cli.StringFlag{Name: "driver-root", Aliases: []string{"nvidia-driver-root"}, Value: "/"},
+		&cli.StringFlag{Name: "dev-root", Aliases: []string{"nvidia-dev-root"}},
+		&cli.BoolFlag{Name: "pass-device-specs", Value: false},
+		&cli.StringSliceFlag{Name: "device-list-strategy", Value: cli.NewStringSlice(string(spec.DeviceListStrategyEnvVar))},
+		&cli.StringFlag{Name: "device-id-strategy", Value: spec.DeviceIDStrategyUUID},
+		&cli.BoolFlag{Name: "gdrcopy-enabled"},
+		&cli.BoolFlag{Name: "gds-enabled"},
+		&cli.BoolFlag{Name: "mofed-enabled"},
+		&cli.StringFlag{Name: "cdi-annotation-prefix", Value: spec.DefaultCDIAnnotationPrefix},
+		&cli.StringFlag{Name: "nvidia-cdi-hook-path", Aliases: []string{"nvidia-ctk-path"}, Value: spec.DefaultNvidiaCTKPath},
+		&cli.StringFlag{Name: "driver-root-ctr-path", Aliases: []string{"container-driver-root"}, Value: spec.DefaultContainerDriverRoot},
+		&cli.StringFlag{Name: "mps-root"},
+		&cli.StringFlag{Name: "device-discovery-strategy", Value: "auto"},
+		&cli.IntSliceFlag{Name: "imex-channel-ids"},
+		&cli.BoolFlag{Name: "imex-required"},
+		&cli.StringFlag{Name: "config-file"},
 	}
-	var many []string
-	if json.Unmarshal(b, &many) == nil {
-		*f = many
-		return nil
-	}
-	return fmt.Errorf("invalid deviceListStrategy: %v", string(b))
 }
 
-// Duration: a number of nanoseconds, a Go duration string, or "infinite" (duration.go).
-type Duration time.Duration
-
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var v interface{}
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	switch value := v.(type) {
-	case float64:
-		*d = Duration(time.Duration(value))
-		return nil
-	case string:
-		if value == "infinite" {
-			*d = Duration(math.MaxInt64)
+// load is loadConfig (cmd/nvidia-device-plugin/main.go): NewConfig, then the GFD section
+// dropped; then DisableResourceNamingInConfig, which the plugin applies before it serves.
+func load(file string, mpsRoot bool) (*spec.Config, error) {
+	flags := pluginFlags()
+	var config *spec.Config
+	var loadErr error
+	app := &cli.App{
+		Name:   "nvidia-device-plugin",
+		Flags:  flags,
+		Writer: io.Discard, ErrWriter: io.Discard,
+		Action: func(c *cli.Context) error {
+			config, loadErr = spec.NewConfig(c, flags)
 			return nil
-		}
-		parsed, err := time.ParseDuration(value)
-		if err != nil {
-			return err
-		}
-		*d = Duration(parsed)
-		return nil
+		},
 	}
-	return fmt.Errorf("invalid duration")
-}
-
-func (d Duration) MarshalJSON() ([]byte, error) {
-	if time.Duration(d) == math.MaxInt64 {
-		return json.Marshal("infinite")
+	args := []string{"nvidia-device-plugin", "--config-file", file}
+	if mpsRoot {
+		args = append(args, "--mps-root", "/run/nvidia/mps")
 	}
-	return json.Marshal(time.Duration(d).String())
+	if err := app.Run(args); err != nil {
+		return nil, err
+	}
+	if loadErr != nil {
+		return nil, fmt.Errorf("unable to load config: unable to finalize config: %v", loadErr)
+	}
+	config.Flags.GFD = nil
+	spec.DisableResourceNamingInConfig(config)
+	return config, nil
 }
 
-type Imex struct {
-	ChannelIDs []int `json:"channelIDs,omitempty"`
-	Required   bool  `json:"required,omitempty"`
+// --- v0.20.0's additions, restated (api/config/v1/flags.go, replicas.go, config.go) ---
+
+// newer holds the fields v0.20.0 reads that v0.19.3's types lack or read otherwise. Its
+// shape is upstream's (Flags embeds its struct, so sigs.k8s.io/yaml's string hints do not
+// reach `plugin`; the sharing blocks' keys are looked up exactly), so the same spellings
+// match and the same values fail.
+type newer struct {
+	Flags   newerFlags   `json:"flags,omitempty"`
+	Sharing newerSharing `json:"sharing,omitempty"`
 }
 
-type Resources struct {
-	GPUs []Resource `json:"gpus"`
-	MIGs []Resource `json:"mig,omitempty"`
+type newerFlags struct {
+	newerCommandLineFlags
 }
 
-type Resource struct {
-	Pattern string       `json:"pattern"`
-	Name    ResourceName `json:"name"`
+type newerCommandLineFlags struct {
+	Plugin *newerPluginFlags `json:"plugin,omitempty"`
 }
 
-// A resource entry needs both fields (resources.go).
-func (r *Resource) UnmarshalJSON(b []byte) error {
+type newerPluginFlags struct {
+	SharedDevicesAllocationPolicy *string `json:"sharedDevicesAllocationPolicy"`
+}
+
+type newerSharing struct {
+	TimeSlicing newerReplicated  `json:"timeSlicing,omitempty"`
+	MPS         *newerReplicated `json:"mps,omitempty"`
+}
+
+type newerReplicated struct {
+	FailRequestsGreaterThanOne *bool
+}
+
+func (s *newerReplicated) UnmarshalJSON(b []byte) error {
 	raw := map[string]json.RawMessage{}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return err
 	}
-	pattern, hasPattern := raw["pattern"]
-	name, hasName := raw["name"]
-	if !hasPattern {
-		return fmt.Errorf("resources must have a 'pattern' field set")
-	}
-	if !hasName {
-		return fmt.Errorf("resources must have a 'name' field set")
-	}
-	if err := json.Unmarshal(pattern, &r.Pattern); err != nil {
-		return err
-	}
-	return json.Unmarshal(name, &r.Name)
-}
-
-// ResourceName: prefixed with nvidia.com/, at most 63 characters, a DNS subdomain after
-// the prefix (resources.go NewResourceName).
-type ResourceName string
-
-func (r *ResourceName) UnmarshalJSON(b []byte) error {
-	var raw string
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
-	}
-	if !strings.HasPrefix(raw, "nvidia.com/") {
-		raw = "nvidia.com/" + raw
-	}
-	if len(raw) > 63 {
-		return fmt.Errorf("fully-qualified resource name must be %v characters or less: %v", 63, raw)
-	}
-	name := raw
-	if split := strings.SplitN(raw, "/", 2); len(split) == 2 {
-		name = split[1]
-	}
-	if invalid := validation.IsDNS1123Subdomain(name); len(invalid) != 0 {
-		return fmt.Errorf("incorrect format for resource name '%v': %v", raw, invalid)
-	}
-	*r = ResourceName(raw)
-	return nil
-}
-
-func (r ResourceName) sharedRename() ResourceName { return r + ".shared" }
-
-type Sharing struct {
-	TimeSlicing ReplicatedResources  `json:"timeSlicing,omitempty"`
-	MPS         *ReplicatedResources `json:"mps,omitempty"`
-}
-
-// --- api/config/v1/replicas.go ---
-
-type ReplicatedResources struct {
-	RenameByDefault            bool                 `json:"renameByDefault,omitempty"`
-	FailRequestsGreaterThanOne *bool                `json:"failRequestsGreaterThanOne,omitempty"`
-	Resources                  []ReplicatedResource `json:"resources,omitempty"`
-}
-
-// The keys of a sharing block are looked up exactly (a map, not a struct): `Resources`
-// is not `resources`.
-func (s *ReplicatedResources) UnmarshalJSON(b []byte) error {
-	raw := map[string]json.RawMessage{}
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
-	}
-	renameByDefault, ok := raw["renameByDefault"]
-	if !ok {
-		renameByDefault = []byte(`false`)
-	}
-	if err := json.Unmarshal(renameByDefault, &s.RenameByDefault); err != nil {
-		return err
-	}
-	if fail, ok := raw["failRequestsGreaterThanOne"]; ok {
-		if err := json.Unmarshal(fail, &s.FailRequestsGreaterThanOne); err != nil {
-			return err
-		}
-	}
-	resources, ok := raw["resources"]
-	if !ok {
-		return fmt.Errorf("no resources specified")
-	}
-	if err := json.Unmarshal(resources, &s.Resources); err != nil {
-		return err
-	}
-	if len(s.Resources) == 0 {
-		return fmt.Errorf("no resources specified")
-	}
-	for i, r := range s.Resources {
-		if s.RenameByDefault && r.Rename == "" {
-			s.Resources[i].Rename = r.Name.sharedRename()
-		}
+	if value, ok := raw["failRequestsGreaterThanOne"]; ok {
+		return json.Unmarshal(value, &s.FailRequestsGreaterThanOne)
 	}
 	return nil
 }
 
-func (s *ReplicatedResources) replicated() bool {
-	if s == nil {
-		return false
+// applyNewer reads the v0.20.0 fields and returns the policy (the flag's default
+// "distributed" where unset) or v0.20.0's decode error.
+func applyNewer(text []byte) (*newer, string, error) {
+	var n newer
+	if err := yaml.Unmarshal(text, &n); err != nil {
+		return nil, "", fmt.Errorf("unable to load config: unable to finalize config: unable to parse config file: error parsing config file: unmarshal error: %v", err)
 	}
-	for _, r := range s.Resources {
-		if r.Replicas > 1 {
-			return true
+	policy := "distributed"
+	if n.Flags.Plugin != nil && n.Flags.Plugin.SharedDevicesAllocationPolicy != nil {
+		policy = *n.Flags.Plugin.SharedDevicesAllocationPolicy
+	}
+	return &n, policy, nil
+}
+
+// --- cmd/nvidia-device-plugin/main.go validateFlags, on a node with NVML ---
+
+func validateFlags(config *spec.Config, policy string, v020 bool) error {
+	if _, err := spec.NewDeviceListStrategies(*config.Flags.Plugin.DeviceListStrategy); err != nil {
+		return fmt.Errorf("invalid --device-list-strategy option: %v", err)
+	}
+	if id := *config.Flags.Plugin.DeviceIDStrategy; id != spec.DeviceIDStrategyUUID && id != spec.DeviceIDStrategyIndex {
+		return fmt.Errorf("invalid --device-id-strategy option: %v", id)
+	}
+	if v020 && policy != "distributed" && policy != "packed" {
+		return fmt.Errorf("invalid --shared-devices-allocation-policy option: %s", policy)
+	}
+	if config.Sharing.SharingStrategy() == spec.SharingStrategyMPS {
+		if *config.Flags.MigStrategy == spec.MigStrategyMixed {
+			return fmt.Errorf("using --mig-strategy=mixed is not supported with MPS")
+		}
+		if config.Flags.MpsRoot == nil || *config.Flags.MpsRoot == "" {
+			return fmt.Errorf("using MPS requires --mps-root to be specified")
 		}
 	}
-	return false
-}
-
-type ReplicatedResource struct {
-	Name     ResourceName      `json:"name"`
-	Rename   ResourceName      `json:"rename,omitempty"`
-	Devices  ReplicatedDevices `json:"devices"`
-	Replicas int               `json:"replicas"`
-}
-
-func (s *ReplicatedResource) UnmarshalJSON(b []byte) error {
-	raw := map[string]json.RawMessage{}
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
+	switch *config.Flags.DeviceDiscoveryStrategy {
+	case "auto", "nvml", "tegra":
+	default:
+		return fmt.Errorf("invalid --device-discovery-strategy option %v", *config.Flags.DeviceDiscoveryStrategy)
 	}
-	name, ok := raw["name"]
-	if !ok {
-		return fmt.Errorf("no resource name specified")
+	switch *config.Flags.MigStrategy {
+	case spec.MigStrategyNone, spec.MigStrategySingle, spec.MigStrategyMixed:
+	default:
+		return fmt.Errorf("unknown MIG strategy: %v", *config.Flags.MigStrategy)
 	}
-	if err := json.Unmarshal(name, &s.Name); err != nil {
-		return err
-	}
-	devices, ok := raw["devices"]
-	if !ok {
-		devices = []byte(`"all"`)
-	}
-	if err := json.Unmarshal(devices, &s.Devices); err != nil {
-		return err
-	}
-	replicas, ok := raw["replicas"]
-	if !ok {
-		return fmt.Errorf("no replicas specified")
-	}
-	if err := json.Unmarshal(replicas, &s.Replicas); err != nil {
-		return err
-	}
-	if s.Replicas < 2 {
-		return fmt.Errorf("number of replicas must be >= 2")
-	}
-	if rename, ok := raw["rename"]; ok {
-		return json.Unmarshal(rename, &s.Rename)
+	if err := spec.AssertChannelIDsValid(config.Imex.ChannelIDs); err != nil {
+		return fmt.Errorf("invalid IMEX channel IDs: %w", err)
 	}
 	return nil
 }
 
-// ReplicatedDevices: "all", a positive count, or a list of GPU indices, MIG indices and
-// UUIDs.
-type ReplicatedDevices struct {
-	All   bool
-	Count int
-	List  []string
-}
-
-func (s *ReplicatedDevices) UnmarshalJSON(b []byte) error {
-	var str string
-	if json.Unmarshal(b, &str) == nil {
-		if str != "all" {
-			return fmt.Errorf("devices set as '%v' but the only valid string input is 'all'", str)
+// mpsCap: the MPS control daemon refuses more replicas than one MPS server has clients:
+// 48 from compute capability 7.5 on, 16 below (cmd/mps-control-daemon/mps/device.go).
+func mpsCap(config *spec.Config, limit int) string {
+	for _, r := range config.Sharing.MPS.Resources {
+		if r.Replicas > limit {
+			return fmt.Sprintf("invalid MPS configuration: invalid device maximum allowed replicas exceeded: %d > %d", r.Replicas, limit)
 		}
-		s.All = true
-		return nil
 	}
-	var count int
-	if json.Unmarshal(b, &count) == nil {
-		if count <= 0 {
-			return fmt.Errorf("devices set as '%v' but a count of devices must be > 0", count)
-		}
-		s.Count = count
-		return nil
-	}
-	var items []json.RawMessage
-	if json.Unmarshal(b, &items) == nil {
-		list := make([]string, len(items))
-		for i, raw := range items {
-			var index uint64
-			if json.Unmarshal(raw, &index) == nil {
-				list[i] = strconv.FormatUint(index, 10)
-				continue
-			}
-			var item string
-			if json.Unmarshal(raw, &item) == nil && deviceRef(item) {
-				list[i] = item
-				continue
-			}
-			return fmt.Errorf("unsupported type for device in devices list: %v, %T", item, item)
-		}
-		s.List = list
-		return nil
-	}
-	return fmt.Errorf("unrecognized type for devices spec: %v", string(b))
+	return ""
 }
-
-func (s ReplicatedDevices) MarshalJSON() ([]byte, error) {
-	switch {
-	case s.All:
-		return json.Marshal("all")
-	case s.Count > 0:
-		return json.Marshal(s.Count)
-	case s.List != nil:
-		return json.Marshal(s.List)
-	}
-	return nil, fmt.Errorf("unmarshallable ReplicatedDevices struct: %v", s)
-}
-
-func isUint(s string) bool {
-	_, err := strconv.ParseUint(s, 10, 0)
-	return err == nil
-}
-
-func gpuUUID(s string) bool {
-	if !strings.HasPrefix(s, "GPU-") {
-		return false
-	}
-	_, err := uuid.Parse(strings.TrimPrefix(s, "GPU-"))
-	return err == nil
-}
-
-func migUUID(s string) bool {
-	if !strings.HasPrefix(s, "MIG-") {
-		return false
-	}
-	suffix := strings.TrimPrefix(s, "MIG-")
-	if _, err := uuid.Parse(suffix); err == nil {
-		return true
-	}
-	split := strings.SplitN(suffix, "/", 3)
-	return len(split) == 3 && gpuUUID(split[0]) && isUint(split[1]) && isUint(split[2])
-}
-
-func deviceRef(s string) bool {
-	if isUint(s) || gpuUUID(s) || migUUID(s) {
-		return true
-	}
-	split := strings.SplitN(s, ":", 2)
-	return len(split) == 2 && isUint(split[0]) && isUint(split[1])
-}
-
-// --- the plugin's start: cmd/nvidia-device-plugin/main.go ---
 
 type verdict struct {
 	File            string      `json:"file"`
@@ -399,172 +204,72 @@ type verdict struct {
 	Effective       interface{} `json:"effective,omitempty"`
 }
 
-func ptr[T any](v T) *T { return &v }
-
-// withDefault mirrors updateFromCLIFlag: an unset config field takes the flag's default;
-// a flag set in the environment (the Helm chart sets MPS_ROOT) overrides the file.
-func withDefault[T any](field **T, value T, fromEnv bool) {
-	if fromEnv || *field == nil {
-		*field = ptr(value)
+// effective is the config the plugin logs at start (json.Marshal of it); for v0.20.0 with
+// its policy and its optional failRequestsGreaterThanOne (printed where set, MPS's
+// defaulting to true).
+func effective(config *spec.Config, n *newer, policy string) (map[string]interface{}, error) {
+	text, err := json.Marshal(config)
+	if err != nil {
+		return nil, err
 	}
-}
-
-// load is loadConfig: parseConfigFrom, NewConfig's flag defaults (no environment but the
-// chart's MPS_ROOT), then the GFD section dropped and resource naming disabled.
-func load(text []byte, mpsRoot bool) (*Config, error) {
-	var config Config
-	if err := yaml.Unmarshal(text, &config); err != nil {
-		return nil, fmt.Errorf("unable to load config: unable to finalize config: unable to parse config file: error parsing config file: unmarshal error: %v", err)
+	var out map[string]interface{}
+	if err := json.Unmarshal(text, &out); err != nil {
+		return nil, err
 	}
-	if config.Version == "" {
-		config.Version = "v1"
+	if n == nil {
+		return out, nil
 	}
-	if config.Version != "v1" {
-		return nil, fmt.Errorf("unable to load config: unable to finalize config: unable to parse config file: error parsing config file: unknown version: %v", config.Version)
+	if plugin, ok := out["flags"].(map[string]interface{})["plugin"].(map[string]interface{}); ok {
+		plugin["sharedDevicesAllocationPolicy"] = policy
 	}
-	f := &config.Flags
-	withDefault(&f.MigStrategy, "none", false)
-	withDefault(&f.FailOnInitError, true, false)
-	if mpsRoot {
-		withDefault(&f.MpsRoot, "/run/nvidia/mps", true)
-	} else {
-		withDefault(&f.MpsRoot, "", false)
-	}
-	withDefault(&f.NvidiaDriverRoot, "/", false)
-	withDefault(&f.NvidiaDevRoot, "", false)
-	withDefault(&f.GDRCopyEnabled, false, false)
-	withDefault(&f.GDSEnabled, false, false)
-	withDefault(&f.MOFEDEnabled, false, false)
-	withDefault(&f.DeviceDiscoveryStrategy, "auto", false)
-	if f.Plugin == nil {
-		f.Plugin = &PluginFlags{}
-	}
-	p := f.Plugin
-	withDefault(&p.PassDeviceSpecs, false, false)
-	withDefault(&p.DeviceListStrategy, deviceListStrategy{"envvar"}, false)
-	withDefault(&p.DeviceIDStrategy, "uuid", false)
-	withDefault(&p.CDIAnnotationPrefix, "cdi.k8s.io/", false)
-	withDefault(&p.NvidiaCTKPath, "/usr/bin/nvidia-ctk", false)
-	withDefault(&p.ContainerDriverRoot, "/driver-root", false)
-	withDefault(&p.SharedDevicesAllocationPolicy, "distributed", false)
-	if *f.NvidiaDevRoot == "" {
-		f.NvidiaDevRoot = f.NvidiaDriverRoot
-	}
-	if config.Sharing.MPS != nil && config.Sharing.MPS.FailRequestsGreaterThanOne == nil {
-		config.Sharing.MPS.FailRequestsGreaterThanOne = ptr(true)
-	}
-	f.GFD = nil
-	config.Resources.GPUs, config.Resources.MIGs = nil, nil
-	config.Sharing.TimeSlicing.disableRenaming()
-	config.Sharing.MPS.disableRenaming()
-	return &config, nil
-}
-
-// disableRenaming: `rename` and `devices` are validated, then reset (DisableResourceNamingInConfig).
-func (s *ReplicatedResources) disableRenaming() {
-	if s == nil {
-		return
-	}
-	for i, r := range s.Resources {
-		if s.RenameByDefault {
-			s.Resources[i].Rename = r.Name.sharedRename()
-		} else {
-			s.Resources[i].Rename = ""
-		}
-		s.Resources[i].Devices = ReplicatedDevices{All: true}
-	}
-}
-
-func (s *Sharing) strategy() string {
-	if s.MPS != nil && s.MPS.replicated() {
-		return "mps"
-	}
-	if s.TimeSlicing.replicated() {
-		return "time-slicing"
-	}
-	return "none"
-}
-
-var errInvalidImex = errors.New("invalid IMEX config")
-
-// validateFlags, on a node with NVML (CDI strategies allowed).
-func validateFlags(config *Config) error {
-	known := map[string]bool{"envvar": true, "volume-mounts": true, "cdi-annotations": true, "cdi-cri": true}
-	for _, s := range *config.Flags.Plugin.DeviceListStrategy {
-		if !known[s] {
-			return fmt.Errorf("invalid --device-list-strategy option: invalid strategy: %v", s)
+	sharing, _ := out["sharing"].(map[string]interface{})
+	if block, ok := sharing["timeSlicing"].(map[string]interface{}); ok {
+		delete(block, "failRequestsGreaterThanOne")
+		if set := n.Sharing.TimeSlicing.FailRequestsGreaterThanOne; set != nil {
+			block["failRequestsGreaterThanOne"] = *set
 		}
 	}
-	if id := *config.Flags.Plugin.DeviceIDStrategy; id != "uuid" && id != "index" {
-		return fmt.Errorf("invalid --device-id-strategy option: %v", id)
-	}
-	if policy := *config.Flags.Plugin.SharedDevicesAllocationPolicy; policy != "distributed" && policy != "packed" {
-		return fmt.Errorf("invalid --shared-devices-allocation-policy option: %s", policy)
-	}
-	if config.Sharing.strategy() == "mps" {
-		if *config.Flags.MigStrategy == "mixed" {
-			return fmt.Errorf("using --mig-strategy=mixed is not supported with MPS")
-		}
-		if *config.Flags.MpsRoot == "" {
-			return fmt.Errorf("using MPS requires --mps-root to be specified")
+	if block, ok := sharing["mps"].(map[string]interface{}); ok && n.Sharing.MPS != nil {
+		if set := n.Sharing.MPS.FailRequestsGreaterThanOne; set != nil {
+			block["failRequestsGreaterThanOne"] = *set
 		}
 	}
-	switch *config.Flags.DeviceDiscoveryStrategy {
-	case "auto", "nvml", "tegra":
-	default:
-		return fmt.Errorf("invalid --device-discovery-strategy option %v", *config.Flags.DeviceDiscoveryStrategy)
-	}
-	switch *config.Flags.MigStrategy {
-	case "none", "single", "mixed":
-	default:
-		return fmt.Errorf("unknown MIG strategy: %v", *config.Flags.MigStrategy)
-	}
-	ids := config.Imex.ChannelIDs
-	if !(len(ids) == 0 || (len(ids) == 1 && ids[0] == 0)) {
-		return fmt.Errorf("invalid IMEX channel IDs: %w: channelIDs must be [] or [0]; found %v", errInvalidImex, ids)
-	}
-	return nil
+	return out, nil
 }
 
-// mpsCap: the MPS control daemon refuses more replicas than one MPS server has clients:
-// 48 from compute capability 7.5 on, 16 below (cmd/mps-control-daemon/mps/device.go).
-func mpsCap(config *Config, limit int) string {
-	for _, r := range config.Sharing.MPS.Resources {
-		if r.Replicas > limit {
-			return fmt.Sprintf("invalid MPS configuration: invalid device maximum allowed replicas exceeded: %d > %d", r.Replicas, limit)
-		}
-	}
-	return ""
-}
-
-func judge(file string, mpsRoot bool) verdict {
+func judge(file string, mpsRoot bool, v020 bool) verdict {
 	v := verdict{File: file}
 	text, err := os.ReadFile(file)
 	if err != nil {
 		v.Stage, v.Error = "load", err.Error()
 		return v
 	}
-	config, err := load(text, mpsRoot)
+	config, err := load(file, mpsRoot)
 	if err != nil {
 		v.Stage, v.Error = "load", err.Error()
 		return v
 	}
-	v.SharingStrategy = config.Sharing.strategy()
-	if err := validateFlags(config); err != nil {
+	var n *newer
+	policy := "distributed"
+	if v020 {
+		if n, policy, err = applyNewer(text); err != nil {
+			v.Stage, v.Error = "load", err.Error()
+			return v
+		}
+	}
+	v.SharingStrategy = string(config.Sharing.SharingStrategy())
+	if err := validateFlags(config, policy, v020); err != nil {
 		v.Stage, v.Error = "validateFlags", "unable to validate flags: "+err.Error()
 		return v
 	}
 	// The plugin prints the config it runs with; a value JSON cannot hold stops it here.
-	effective, err := json.Marshal(config)
+	out, err := effective(config, n, policy)
 	if err != nil {
 		v.Stage, v.Error = "marshal", "failed to marshal config to JSON: "+err.Error()
 		return v
 	}
-	if err := json.Unmarshal(effective, &v.Effective); err != nil {
-		v.Stage, v.Error = "marshal", err.Error()
-		return v
-	}
-	if v.SharingStrategy == "mps" {
+	v.Effective = out
+	if v.SharingStrategy == string(spec.SharingStrategyMPS) {
 		v.MpsCap16Error = mpsCap(config, 16)
 		if msg := mpsCap(config, 48); msg != "" {
 			v.Stage, v.Error = "mps-control-daemon", msg
@@ -575,12 +280,56 @@ func judge(file string, mpsRoot bool) verdict {
 	return v
 }
 
+// readYAML is the reading step of parseConfigFrom alone: sigs.k8s.io/yaml turning the file's
+// first YAML document into JSON through go.yaml.in/yaml/v2, before any config type is
+// involved (the conformance corpus runs through it: tests/differential/conformance.py).
+type reading struct {
+	File     string          `json:"file"`
+	Accepted bool            `json:"accepted"`
+	Error    string          `json:"error,omitempty"`
+	JSON     json.RawMessage `json:"json,omitempty"`
+}
+
+func readYAML(file string) reading {
+	r := reading{File: file}
+	text, err := os.ReadFile(file)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	out, err := yaml.YAMLToJSON(text)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	r.Accepted, r.JSON = true, out
+	return r
+}
+
 func main() {
 	noMpsRoot := flag.Bool("no-mps-root", false, "model a deployment without MPS_ROOT")
+	onlyRead := flag.Bool("read-yaml", false, "print only what NVIDIA's YAML reading makes of each file (JSON, or its error)")
+	release := flag.String("release", "v0.20.0", "v0.20.0 (the newest release), or v0.19.3 (the imported code alone)")
 	flag.Parse()
+	if *release != "v0.20.0" && *release != "v0.19.3" {
+		fmt.Fprintf(os.Stderr, "unknown -release %q: v0.20.0 or v0.19.3\n", *release)
+		os.Exit(2)
+	}
+	// NVIDIA's config code logs its "not yet supported ... Ignoring" warnings through klog.
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
 	out := json.NewEncoder(os.Stdout)
+	if *onlyRead {
+		for _, file := range flag.Args() {
+			if err := out.Encode(readYAML(file)); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(70)
+			}
+		}
+		return
+	}
 	for _, file := range flag.Args() {
-		if err := out.Encode(judge(file, !*noMpsRoot)); err != nil {
+		if err := out.Encode(judge(file, !*noMpsRoot, *release == "v0.20.0")); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(70)
 		}

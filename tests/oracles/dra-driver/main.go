@@ -2,14 +2,18 @@
 // the way NVIDIA's DRA driver (sigs.k8s.io/dra-driver-nvidia-gpu) does when it prepares a
 // claim's devices on the node, and prints one JSON verdict per file.
 //
-// The driver's module is not served by the Go module proxy this project can reach, so its
-// packages cannot be imported. Its decoding is apimachinery's strict JSON serializer over a
-// scheme of its types, and that serializer is imported here at the driver's pinned
-// apimachinery: unknown and duplicate fields, wrong types, apiVersion/kind resolution and
-// quantities are decided by Kubernetes' own code. The driver's types (api/nvidia.com/resource/
-// v1beta1), Normalize, Validate, and the per-strategy config getters its kubelet plugin calls
-// are restated below; -gates names the alpha feature gates to turn on (both are off by
-// default: then any sharing strategy fails).
+// The API is the driver's own: sigs.k8s.io/dra-driver-nvidia-gpu v0.4.1's
+// api/nvidia.com/resource/v1beta1 is imported, with its StrictDecoder (apimachinery's strict
+// JSON serializer over the driver's scheme), its types' Normalize and Validate, the strategy
+// getters, MpsPerDevicePinnedMemoryLimit.Normalize, and pkg/featuregates for -gates.
+//
+// Restated here, naming the upstream file, is only what cannot be imported or what the
+// newest release changed:
+//   - the order in which the GPU kubelet plugin calls those (cmd/gpu-kubelet-plugin/
+//     device_state.go prepareDevices and applyConfig, sharing.go's MPS daemon start: package
+//     main, which loads NVML);
+//   - with -release v0.5.0, v0.5.0's `mpsConfig.multiUser` (api/nvidia.com/resource/v1beta1/
+//     sharing.go: an optional bool there, an unknown field to v0.4.1's strict decoder).
 package main
 
 import (
@@ -19,204 +23,90 @@ import (
 	"os"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	configapi "sigs.k8s.io/dra-driver-nvidia-gpu/api/nvidia.com/resource/v1beta1"
+	"sigs.k8s.io/dra-driver-nvidia-gpu/pkg/featuregates"
 	"sigs.k8s.io/yaml"
 )
 
-const (
-	group       = "resource.nvidia.com"
-	version     = "v1beta1"
-	timeSlicing = "TimeSlicing"
-	mps         = "MPS"
-)
+// allocated: the UUID of the one GPU the claim's config applies to, as on a simulated node.
+var allocated = []string{"GPU-8f4c2bbe-1111-2222-3333-444455556666"}
 
-var gates = map[string]bool{}
-
-type GpuConfig struct {
-	metav1.TypeMeta `json:",inline"`
-	Sharing         *GpuSharing `json:"sharing,omitempty"`
-}
-
-type MigDeviceConfig struct {
-	metav1.TypeMeta `json:",inline"`
-	Sharing         *MigDeviceSharing `json:"sharing,omitempty"`
-}
-
-// The other kinds the scheme registers: decoded, never checked here.
-type VfioDeviceConfig struct {
-	metav1.TypeMeta `json:",inline"`
-}
-type ComputeDomainChannelConfig struct {
-	metav1.TypeMeta `json:",inline"`
-	DomainID        string `json:"domainID"`
-	AllocationMode  string `json:"allocationMode,omitempty"`
-}
-type ComputeDomainDaemonConfig struct {
-	metav1.TypeMeta `json:",inline"`
-	DomainID        string `json:"domainID"`
-}
-
-type GpuSharing struct {
-	Strategy          string             `json:"strategy"`
-	TimeSlicingConfig *TimeSlicingConfig `json:"timeSlicingConfig,omitempty"`
-	MpsConfig         *MpsConfig         `json:"mpsConfig,omitempty"`
-}
-
-type MigDeviceSharing struct {
-	Strategy  string     `json:"strategy"`
-	MpsConfig *MpsConfig `json:"mpsConfig,omitempty"`
-}
-
-type TimeSlicingConfig struct {
-	Interval *string `json:"interval,omitempty"`
-}
-
-type MpsConfig struct {
-	DefaultActiveThreadPercentage     *int                         `json:"defaultActiveThreadPercentage,omitempty"`
-	DefaultPinnedDeviceMemoryLimit    *resource.Quantity           `json:"defaultPinnedDeviceMemoryLimit,omitempty"`
-	DefaultPerDevicePinnedMemoryLimit map[string]resource.Quantity `json:"defaultPerDevicePinnedMemoryLimit,omitempty"`
-}
-
-// DeepCopyObject makes each type a runtime.Object (the scheme only needs the method set).
-func (c *GpuConfig) DeepCopyObject() runtime.Object                  { d := *c; return &d }
-func (c *MigDeviceConfig) DeepCopyObject() runtime.Object            { d := *c; return &d }
-func (c *VfioDeviceConfig) DeepCopyObject() runtime.Object           { d := *c; return &d }
-func (c *ComputeDomainChannelConfig) DeepCopyObject() runtime.Object { d := *c; return &d }
-func (c *ComputeDomainDaemonConfig) DeepCopyObject() runtime.Object  { d := *c; return &d }
-
-func strictDecoder() runtime.Decoder {
-	scheme := runtime.NewScheme()
-	gv := schema.GroupVersion{Group: group, Version: version}
-	scheme.AddKnownTypes(gv, &GpuConfig{}, &MigDeviceConfig{}, &VfioDeviceConfig{},
-		&ComputeDomainChannelConfig{}, &ComputeDomainDaemonConfig{})
-	metav1.AddToGroupVersion(scheme, gv)
-	return kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme, scheme,
-		kjson.SerializerOptions{Strict: true})
-}
-
-// validateStrategy: validate.go validateSharingStrategy.
-func validateStrategy(s string) error {
-	gate := map[string]string{timeSlicing: "TimeSlicingSettings", mps: "MPSSupport"}[s]
-	if gate == "" {
-		return fmt.Errorf("unknown GPU sharing strategy: %v, supported GPU sharing strategies: %s, %s", s, timeSlicing, mps)
-	}
-	if !gates[gate] {
-		return fmt.Errorf("%q is selected as the GPU sharing strategy, but the %q feature gate is not enabled", s, gate)
-	}
-	return nil
-}
-
-func (c *MpsConfig) validate() error {
-	if c == nil || c.DefaultActiveThreadPercentage == nil {
-		return nil
-	}
-	if *c.DefaultActiveThreadPercentage < 0 {
-		return fmt.Errorf("active thread percentage must not be negative")
-	}
-	if *c.DefaultActiveThreadPercentage > 100 {
-		return fmt.Errorf("active thread percentage must not be greater than 100")
-	}
-	return nil
-}
-
-// limits: MpsPerDevicePinnedMemoryLimit.Normalize for a node whose allocated device is GPU 0:
-// each limit at least 1 MiB, each key a UUID of it or an index into the allocated devices.
-func (c *MpsConfig) limits(uuids []string) error {
-	if c == nil {
-		return nil
-	}
-	if c.DefaultPinnedDeviceMemoryLimit != nil && c.DefaultPinnedDeviceMemoryLimit.Value()/1024/1024 <= 0 {
-		return fmt.Errorf("invalid limit: default value set too low: %v", c.DefaultPinnedDeviceMemoryLimit)
-	}
-	for key, value := range c.DefaultPerDevicePinnedMemoryLimit {
-		known := false
-		for i, uuid := range uuids {
-			known = known || key == uuid || key == fmt.Sprint(i)
-		}
-		if !known {
-			var index int
-			if _, err := fmt.Sscanf(key, "%d", &index); err != nil || fmt.Sprint(index) != key {
-				return fmt.Errorf("invalid device: unable to parse key as an integer: %v", key)
-			}
-			return fmt.Errorf("invalid device: invalid device index: %v", index)
-		}
-		if value.Value()/1024/1024 <= 0 {
-			return fmt.Errorf("invalid limit: value set too low: %v: %v", key, value.String())
-		}
-	}
-	return nil
-}
-
-// prepare: Normalize, Validate, then the config getter the plugin calls for the strategy.
-func prepare(obj runtime.Object, uuids []string) error {
+// prepare is prepareDevices' Normalize and Validate, then applyConfig's getter for the
+// strategy whose gate is on, then (MPS) the per-device limits the control daemon's start
+// normalizes.
+func prepare(obj runtime.Object) error {
+	var config configapi.Interface
 	switch c := obj.(type) {
-	case *GpuConfig:
+	case *configapi.GpuConfig:
+		config = c
+	case *configapi.MigDeviceConfig:
+		config = c
+	default:
+		return nil // other kinds are not the GPU plugin's to apply
+	}
+	if err := config.Normalize(); err != nil {
+		return fmt.Errorf("error normalizing GPU config: %w", err)
+	}
+	if err := config.Validate(); err != nil {
+		return fmt.Errorf("error validating GPU config: %w", err)
+	}
+	type sharing interface {
+		IsTimeSlicing() bool
+		IsMps() bool
+		GetTimeSlicingConfig() (*configapi.TimeSlicingConfig, error)
+		GetMpsConfig() (*configapi.MpsConfig, error)
+	}
+	var s sharing
+	switch c := obj.(type) {
+	case *configapi.GpuConfig:
 		if c.Sharing == nil {
-			if !gates["TimeSlicingSettings"] {
-				return nil
-			}
-			c.Sharing = &GpuSharing{Strategy: timeSlicing}
+			return nil
 		}
-		s := c.Sharing
-		if gates["TimeSlicingSettings"] && s.Strategy == timeSlicing && s.TimeSlicingConfig == nil {
-			interval := "Default"
-			s.TimeSlicingConfig = &TimeSlicingConfig{Interval: &interval}
-		}
-		if gates["MPSSupport"] && s.Strategy == mps && s.MpsConfig == nil {
-			s.MpsConfig = &MpsConfig{}
-		}
-		if err := validateStrategy(s.Strategy); err != nil {
-			return err
-		}
-		switch {
-		case s.Strategy == timeSlicing:
-			interval := ""
-			if s.TimeSlicingConfig.Interval != nil {
-				interval = *s.TimeSlicingConfig.Interval
-			}
-			switch interval {
-			case "Default", "Short", "Medium", "Long":
-			default:
-				return fmt.Errorf("unknown time-slice interval: %v, supported time-slice intervals: Default, Short, Medium, Long", interval)
-			}
-			if s.MpsConfig != nil {
-				return fmt.Errorf("cannot use MpsConfig with the '%v' strategy", timeSlicing)
-			}
-		case s.Strategy == mps:
-			if err := s.MpsConfig.validate(); err != nil {
-				return err
-			}
-			if s.TimeSlicingConfig != nil {
-				return fmt.Errorf("cannot use TimeSlicingConfig with the '%v' strategy", mps)
-			}
-			return s.MpsConfig.limits(uuids)
-		}
-	case *MigDeviceConfig:
+		s = c.Sharing
+	case *configapi.MigDeviceConfig:
 		if c.Sharing == nil {
-			if !gates["TimeSlicingSettings"] {
-				return nil
+			return nil
+		}
+		s = c.Sharing
+	}
+	if featuregates.Enabled(featuregates.TimeSlicingSettings) && s.IsTimeSlicing() {
+		if _, err := s.GetTimeSlicingConfig(); err != nil {
+			return fmt.Errorf("error getting timeslice config: %w", err)
+		}
+	}
+	if featuregates.Enabled(featuregates.MPSSupport) && s.IsMps() {
+		mps, err := s.GetMpsConfig()
+		if err != nil {
+			return fmt.Errorf("error getting MPS configuration: %w", err)
+		}
+		if mps != nil {
+			if _, err := mps.DefaultPerDevicePinnedMemoryLimit.Normalize(allocated, mps.DefaultPinnedDeviceMemoryLimit); err != nil {
+				return fmt.Errorf("error starting MPS control daemon: error transforming DefaultPerDevicePinnedMemoryLimit into string: %w", err)
 			}
-			c.Sharing = &MigDeviceSharing{Strategy: timeSlicing}
-		}
-		s := c.Sharing
-		if gates["MPSSupport"] && s.Strategy == mps && s.MpsConfig == nil {
-			s.MpsConfig = &MpsConfig{}
-		}
-		if err := validateStrategy(s.Strategy); err != nil {
-			return err
-		}
-		if s.Strategy == mps {
-			if err := s.MpsConfig.validate(); err != nil {
-				return err
-			}
-			return s.MpsConfig.limits(uuids)
 		}
 	}
 	return nil
+}
+
+// withoutMultiUser: v0.5.0 reads `sharing.mpsConfig.multiUser` as an optional bool; the
+// field is taken out (after checking its type) so that v0.4.1's strict decoder judges the rest.
+func withoutMultiUser(raw []byte) ([]byte, error) {
+	var doc map[string]interface{}
+	if json.Unmarshal(raw, &doc) != nil {
+		return raw, nil
+	}
+	sharing, _ := doc["sharing"].(map[string]interface{})
+	mps, _ := sharing["mpsConfig"].(map[string]interface{})
+	value, ok := mps["multiUser"]
+	if !ok {
+		return raw, nil
+	}
+	if _, isBool := value.(bool); !isBool && value != nil {
+		return nil, fmt.Errorf("json: cannot unmarshal %T into Go struct field MpsConfig.sharing.mpsConfig.multiUser of type bool", value)
+	}
+	delete(mps, "multiUser")
+	return json.Marshal(doc)
 }
 
 type verdict struct {
@@ -227,8 +117,15 @@ type verdict struct {
 	Error    string `json:"error,omitempty"`
 }
 
-func judge(decoder runtime.Decoder, file string) verdict {
-	v := verdict{File: file}
+func judge(file string, v050 bool) (v verdict) {
+	v = verdict{File: file}
+	defer func() {
+		// A nil the driver dereferences (`timeSlicingConfig: {}` has no interval to
+		// validate) crashes its prepare: that config is refused.
+		if r := recover(); r != nil {
+			v.Accepted, v.Stage, v.Error = false, "prepare", fmt.Sprintf("panic: %v", r)
+		}
+	}()
 	text, err := os.ReadFile(file)
 	if err != nil {
 		v.Stage, v.Error = "read", err.Error()
@@ -240,13 +137,19 @@ func judge(decoder runtime.Decoder, file string) verdict {
 		v.Stage, v.Error = "yaml", err.Error()
 		return v
 	}
-	obj, gvk, err := decoder.Decode(raw, nil, nil)
+	if v050 {
+		if raw, err = withoutMultiUser(raw); err != nil {
+			v.Stage, v.Error = "decode", fmt.Sprintf("error decoding config parameters: %v", err)
+			return v
+		}
+	}
+	obj, gvk, err := configapi.StrictDecoder.Decode(raw, nil, nil)
 	if err != nil {
 		v.Stage, v.Error = "decode", fmt.Sprintf("error decoding config parameters: %v", err)
 		return v
 	}
 	v.Kind = gvk.Kind
-	if err := prepare(obj, []string{"GPU-8f4c2bbe-1111-2222-3333-444455556666"}); err != nil {
+	if err := prepare(obj); err != nil {
 		v.Stage, v.Error = "prepare", err.Error()
 		return v
 	}
@@ -256,16 +159,25 @@ func judge(decoder runtime.Decoder, file string) verdict {
 
 func main() {
 	enabled := flag.String("gates", "", "comma-separated feature gates to enable (TimeSlicingSettings, MPSSupport)")
+	release := flag.String("release", "v0.4.1", "v0.4.1 (the imported code, the nodes' driver) or v0.5.0 (the newest release)")
 	flag.Parse()
+	if *release != "v0.4.1" && *release != "v0.5.0" {
+		fmt.Fprintf(os.Stderr, "unknown -release %q: v0.4.1 or v0.5.0\n", *release)
+		os.Exit(2)
+	}
+	gates := map[string]bool{}
 	for _, gate := range strings.Split(*enabled, ",") {
 		if gate != "" {
 			gates[gate] = true
 		}
 	}
-	decoder := strictDecoder()
+	if err := featuregates.FeatureGates().SetFromMap(gates); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	out := json.NewEncoder(os.Stdout)
 	for _, file := range flag.Args() {
-		if err := out.Encode(judge(decoder, file)); err != nil {
+		if err := out.Encode(judge(file, *release == "v0.5.0")); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(70)
 		}
