@@ -1,8 +1,8 @@
 """Parsing YAML text into documents, safely: the file's own, and those a ConfigMap value holds.
 
 Owns choosing the parser (libyaml when the nesting is safe for its C stack; a Python parser
-with the grammar of NVIDIA's Go reader, go.yaml.in/yaml/v2 (`goloader`), where the text uses a part of
-YAML on which the two disagree: directives, the `\\/` and `\\'` escapes, a redefined
+with the grammar of NVIDIA's Go reader, go.yaml.in/yaml/v2 (`goloader`), where the text uses
+a part of YAML on which the two disagree: directives, the `\\/` and `\\'` escapes, a redefined
 anchor), byte-order marks Go's reader misreads, the limits on documents, syntax errors in the
 user's words, and the offsets of a nested text in its file. Findings come back unplaced
 (`locating.place_all` places them), except those the parser's own marks place.
