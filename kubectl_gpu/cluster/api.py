@@ -42,6 +42,7 @@ from kubectl_gpu.errors import ClusterError
 log = logging.getLogger("kubectl_gpu.cluster")  # the name -v's log lines have always had
 Json = dict[str, Any]
 PAGE_SIZE = 500
+MAX_THROTTLED = 5  # 429 answers to one request before its failure is the caller's
 _PATCH_TYPES = {
     "merge": "application/merge-patch+json",
     "json": "application/json-patch+json",
@@ -119,6 +120,7 @@ class Api:
         body: Any,
     ) -> bytes:
         retry = method == "GET" and self.retry_reads
+        throttled = 0
         while True:
             started = time.monotonic()
             try:
@@ -143,6 +145,12 @@ class Api:
                 raise self._unreachable(e) from None  # its text may quote the URL
             if retry and response.status in RETRY_STATUSES:
                 retry = False
+                time.sleep(retry_after(response))
+                continue
+            if response.status == 429 and throttled < MAX_THROTTLED:
+                # Too Many Requests is the API server's flow control turning the request away
+                # before it ran, so a write is safe to send again, after its Retry-After
+                throttled += 1
                 time.sleep(retry_after(response))
                 continue
             break
@@ -244,6 +252,7 @@ class Api:
         url: str,
         *,
         field_selector: str = "",
+        label_selector: str = "",
         resource_version: str = "",
         seconds: int = 300,
         idle: float = WATCH_IDLE,
@@ -256,6 +265,8 @@ class Api:
         query = {"watch": "true", "allowWatchBookmarks": "true", "timeoutSeconds": str(seconds)}
         if field_selector:
             query["fieldSelector"] = field_selector
+        if label_selector:
+            query["labelSelector"] = label_selector
         if resource_version:
             query["resourceVersion"] = resource_version
         headers = {"Accept": "application/json"}
