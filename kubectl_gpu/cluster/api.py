@@ -143,14 +143,12 @@ class Api:
                     time.sleep(RETRY_PAUSE)
                     continue
                 raise self._unreachable(e) from None  # its text may quote the URL
-            if retry and response.status in RETRY_STATUSES:
+            # Too Many Requests is the API server's flow control turning the request away
+            # before it ran, so even a write is safe to send again, after its Retry-After
+            throttled += response.status == 429
+            again = response.status == 429 and throttled <= MAX_THROTTLED
+            if response.status in RETRY_STATUSES and (retry or again):
                 retry = False
-                time.sleep(retry_after(response))
-                continue
-            if response.status == 429 and throttled < MAX_THROTTLED:
-                # Too Many Requests is the API server's flow control turning the request away
-                # before it ran, so a write is safe to send again, after its Retry-After
-                throttled += 1
                 time.sleep(retry_after(response))
                 continue
             break
@@ -252,7 +250,6 @@ class Api:
         url: str,
         *,
         field_selector: str = "",
-        label_selector: str = "",
         resource_version: str = "",
         seconds: int = 300,
         idle: float = WATCH_IDLE,
@@ -265,8 +262,6 @@ class Api:
         query = {"watch": "true", "allowWatchBookmarks": "true", "timeoutSeconds": str(seconds)}
         if field_selector:
             query["fieldSelector"] = field_selector
-        if label_selector:
-            query["labelSelector"] = label_selector
         if resource_version:
             query["resourceVersion"] = resource_version
         headers = {"Accept": "application/json"}

@@ -81,16 +81,6 @@ class Batches:
             self.number, self.count, what, named(nodes), elapsed,
         )  # fmt: skip
 
-    def ready(self, number: int, checking: int) -> None:
-        """Every new pod of batch `number` is Ready; `checking` of them are still watched
-        for staying so while the next batch starts."""
-        if checking:
-            log.info(
-                "batch %d of %d: Ready; the next batch starts while %d node%s checked for "
-                "staying Ready (%.0fs)",
-                number, self.count, checking, " is" if checking == 1 else "s are", self._elapsed(),
-            )  # fmt: skip
-
     def end(self, through: int, number: int | None = None) -> None:
         """Batch `number` (the current one by default) ended with `through` of its nodes
         done (the others failed); a later batch may have begun meanwhile."""

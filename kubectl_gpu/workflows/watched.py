@@ -24,7 +24,8 @@ from kubectl_gpu.workflows.waiting import Timing
 
 log = logging.getLogger(__name__)
 Json = dict[str, Any]
-WATCH_SECONDS = 60  # the server ends each watch after this; the next starts where it ended
+WATCH_SECONDS = 15  # the server ends each watch after this; the next starts where it ended
+# (short: a command that ends leaves its watch thread behind at most this long)
 RELIST_PAUSE = 0.5  # after a dropped watch, before listing again (the server may be busy)
 
 
@@ -37,11 +38,8 @@ class Watched:
         url: str,
         keep: Callable[[Json], Json | None],
         timing: Timing,
-        *,
-        label_selector: str = "",
     ) -> None:
         self.api, self.url, self.keep, self.timing = api, url, keep, timing
-        self.label_selector = label_selector
         self.lists = 0  # LISTs made, for the rollout's own log line
         self._objects: dict[str, Json] = {}
         self._changed = threading.Condition()
@@ -91,8 +89,6 @@ class Watched:
 
     def _list(self) -> None:
         query = {"limit": str(cluster.PAGE_SIZE)}
-        if self.label_selector:
-            query["labelSelector"] = self.label_selector
         found: dict[str, Json] = {}
         version = ""
         while True:  # the pages by hand: the last page's resourceVersion is where a watch starts
@@ -139,10 +135,7 @@ class Watched:
 
     def _follow(self) -> None:
         """One watch, until the server ends it; a 410 lists again."""
-        stream = self.api.watch(
-            self.url, label_selector=self.label_selector, resource_version=self._version,
-            seconds=WATCH_SECONDS,
-        )  # fmt: skip
+        stream = self.api.watch(self.url, resource_version=self._version, seconds=WATCH_SECONDS)
         for event in stream:
             if self._stop.is_set():
                 return

@@ -9,26 +9,25 @@ with no container restart (a DaemonSet's minReadySeconds); each batch says on st
 is of how many, how many nodes are done and what it waits for. A new pod that crash-loops, or
 one not Ready by the timeout, ends the rollout: no later batch starts.
 
-Batches overlap as Kubernetes' own DaemonSet rollout does: the next batch starts once every
-new pod of the one before is Ready (so at most `max_unavailable` nodes are without a Ready
-plugin, as with the DaemonSet's maxUnavailable), while the steady check of the one before goes
-on beside it. The first batch to restart nodes onto a config key waits for its steady check
-before any other batch starts: a config the plugin rejects is caught on that batch alone, as
-before; a later failure (one node's own) stops the rollout with at most the batch after it
-restarted too. Deletes run side by side (at most `PARALLEL` at a time; the cluster port sends a
-request turned away with 429 again after its Retry-After). The pods are looked at through one
-LIST and one watch of the plugin's namespace (`pluginpods`): no request per look, none per
-node, and no pause longer than the next thing due. Must not decide which nodes to restart (the
-plan does).
+Batches overlap as Kubernetes' own DaemonSet rollout does: at most `max_unavailable` nodes
+are without a Ready plugin at any time (the DaemonSet's maxUnavailable), and a node starts the
+moment another's new pod is Ready, while the steady check of those before goes on beside it;
+a batch's line is said when its first node starts. The first nodes onto a config key (up to a
+batch of them, in order) start alone and must pass the steady check before any other node
+starts: a config the plugin rejects is caught there, as before; a later failure (one node's
+own) stops the rollout with at most `max_unavailable` more nodes restarted beside it. Deletes
+run side by side (at most `PARALLEL` at a time; the cluster port sends a request turned away
+with 429 again after its Retry-After). The pods are looked at through one LIST and one watch
+of the plugin's namespace (`pluginpods`): no request per look, none per node, and no pause
+longer than the next thing due. Must not decide which nodes to restart (the plan does).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from typing import Any
 
 from kubectl_gpu import cluster, errors
@@ -94,45 +93,54 @@ def roll(
     """
     size = max(1, batch[0])
     order = list(nodes)
-    groups = [order[i : i + size] for i in range(0, len(order), size)]
     pods = PluginPods(api, deployment, timing).start()
-    run = _Rollout(api, pods, timing, Batches(len(nodes), size, timing), timing.deadline(batch[1]))
+    run = _Rollout(api, pods, timing, order, (size, batch[1]))
     proven: set[str] = set()
+    at = 0  # the next node to start
     try:
-        for number, group in enumerate(groups, 1):
-            if number > 1 and any(nodes[n] not in proven for n in group):
-                run.until(run.all_final, STAYING)  # the first batch onto a key proves it
+        while at < len(order) and not run.failed:
+            key = nodes[order[at]]
+            if key not in proven:  # the first nodes onto a key start alone and prove it
+                run.until(run.all_final, STAYING)
+                yield from run.take()
+                if run.failed:
+                    break
+                proven |= {nodes[n] for n, r in run.nodes.items() if _ok(r)}
+            if key not in proven:
+                canary = _prefix(order[at : at + size], nodes, {key})
+                run.start(canary, at)
+                at += len(canary)
+                run.until(run.all_ready, WAITED_FOR)
+                run.until(run.all_final, STAYING)
+            elif run.unavailable() < size:  # a free place: start as many as fit
+                free = size - run.unavailable()
+                ready = _prefix(order[at : at + free], nodes, proven)
+                run.start(ready, at)
+                at += len(ready)
+            else:  # woken as soon as one of those restarting is Ready again
+                run.until(run.has_room, WAITED_FOR)
             yield from run.take()
-            if run.failed:
-                break
-            proven |= {nodes[n] for n, r in run.nodes.items() if _ok(r)}
-            run.begin(number, group)
-            run.until(partial(run.ready_or_failed, group), WAITED_FOR)
-            yield from run.take()
-            if run.failed:
-                break
-            if number < len(groups) and all(nodes[n] in proven for n in groups[number]):
-                run.progress.ready(number, sum(run.nodes[n].result is None for n in group))
         run.until(run.all_final, STAYING)
         yield from run.take()
     finally:
         pods.close()
     if run.failed:
         failed = ", ".join(n.name for n in run.nodes.values() if n.result and not _ok(n))
-        for name in order:
-            if name not in run.nodes:
-                message = f"not restarted: stopped after {failed} failed"
-                yield Restart(name, "", "skipped", message=message)
+        for name in order[at:]:
+            message = f"not restarted: stopped after {failed} failed"
+            yield Restart(name, "", "skipped", message=message)
 
 
 class _Rollout:
     """The nodes restarted so far and what each new pod did."""
 
     def __init__(
-        self, api: cluster.Api, pods: PluginPods, timing: Timing, progress: Batches,
-        overall: Deadline,
+        self, api: cluster.Api, pods: PluginPods, timing: Timing, order: Sequence[str],
+        batch: tuple[int, float],
     ) -> None:  # fmt: skip
-        self.api, self.pods, self.timing = api, pods, timing
+        self.api, self.pods, self.timing, self.order = api, pods, timing, order
+        progress = Batches(len(order), batch[0], timing)
+        overall = timing.deadline(batch[1])
         self.progress, self.overall = progress, overall
         self.container = pods.deployment.container
         self.nodes: dict[str, _Node] = {}
@@ -146,23 +154,38 @@ class _Rollout:
     def all_final(self) -> bool:
         return all(n.result is not None for n in self.nodes.values())
 
-    def ready_or_failed(self, group: Sequence[str]) -> bool:
-        """Every node of `group` Ready (or ended), or some node failed."""
-        return self.failed or all(self.nodes[n].result or self.nodes[n].ready for n in group)
+    def unavailable(self) -> int:
+        """Nodes restarting whose new plugin pod is not Ready (yet)."""
+        return sum(n.result is None and n.ready is None for n in self.nodes.values())
+
+    def all_ready(self) -> bool:
+        """Every restarting node's new pod is Ready (or one failed)."""
+        return self.failed or self.unavailable() == 0
+
+    def has_room(self) -> bool:
+        """Another node may start (or none will: one failed)."""
+        return self.failed or self.unavailable() < self.progress.size
 
     def take(self) -> list[Restart]:
         """The restarts that ended since the last call."""
         told, self._told = self._told, []
         return told
 
-    def begin(self, number: int, group: Sequence[str]) -> None:
-        """Delete the plugin (and its companions) on `group`."""
-        self.progress.begin("restarting the device plugin", group)
+    def start(self, group: Sequence[str], at: int) -> None:
+        """Delete the plugin (and its companions) on `group`, the nodes from place `at` of the
+        order on; a batch's line is said when its first node starts."""
+        size = self.progress.size
+        for place in range(at, at + len(group)):
+            if place % size == 0:
+                self.progress.begin(
+                    "restarting the device plugin", self.order[place : place + size]
+                )
         left = max(0.0, self.overall.end - self.timing.clock())
         deadline = self.timing.deadline(left)  # --timeout bounds the whole rollout
         current = self.pods.plugins(group)
         doomed = list(self.pods.companions(group))
-        for node in group:
+        for place, node in enumerate(group, at):
+            number = place // size + 1
             pod = current.get(node)
             if pod is None:
                 # The DaemonSet may be replacing it (the GPU Operator re-renders it after a
@@ -179,7 +202,6 @@ class _Rollout:
     def until(self, done: Callable[[], bool], what: str) -> None:
         """Look (and wait between looks) until `done()` or the rollout's deadline."""
         interval = min(self.timing.first_poll, self.timing.poll)
-        last = self.progress.number  # a Ready wait is the latest batch's
         while True:
             self._look()
             if done():
@@ -190,7 +212,7 @@ class _Rollout:
             waiting = [
                 n.name
                 for n in self.nodes.values()
-                if n.result is None and (what == STAYING or (n.ready is None and n.batch == last))
+                if n.result is None and (what == STAYING or n.ready is None)
             ]
             self.progress.waiting(what, waiting)
             left = max(0.0, self.overall.end - self.timing.clock())
@@ -246,13 +268,24 @@ class _Rollout:
 
     def _end_batches(self) -> None:
         """Say each batch whose nodes all ended, in order."""
+        size = self.progress.size
         while self._ended < self.progress.number:
             number = self._ended + 1
-            mine = [n for n in self.nodes.values() if n.batch == number]
-            if any(n.result is None for n in mine):
+            mine = [self.nodes.get(n) for n in self.order[(number - 1) * size : number * size]]
+            if any(n is None or n.result is None for n in mine):
                 return
-            self.progress.end(sum(bool(n.result and n.result.ok) for n in mine), number)
+            self.progress.end(sum(_ok(n) for n in mine if n is not None), number)
             self._ended = number
+
+
+def _prefix(names: Sequence[str], keys: Mapping[str, str], wanted: Collection[str]) -> list[str]:
+    """The leading `names` whose key is one of `wanted`."""
+    found = []
+    for name in names:
+        if keys[name] not in wanted:
+            break
+        found.append(name)
+    return found
 
 
 def _ok(node: _Node) -> bool:
