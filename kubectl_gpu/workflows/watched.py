@@ -3,7 +3,9 @@
 Owns how a rollout looks at the plugin's pods and the nodes' capacity: one LIST, then (in real
 time) one watch from that list's resourceVersion in a thread of its own, whose events keep
 the picture current, so a look costs no request and a change wakes the waiter the moment the
-server sends it (client-go's informers work the same way, https://kubernetes.io/docs/reference/using-api/api-concepts/#efficient-detection-of-changes).
+server sends it (client-go's informers work the same way: a LIST, then a watch from its
+resourceVersion, as the Kubernetes API concepts page describes "efficient detection of
+changes").
 A watch the server ends is started again from the last resourceVersion seen; one that expires
 (410 Gone, an ERROR event) or drops is replaced by a new LIST; one the user may not open (403)
 leaves the waiter polling: one LIST per look, as before. With an injected clock (`Timing.live`
