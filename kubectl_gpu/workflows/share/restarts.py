@@ -100,7 +100,7 @@ def roll(
     proven: set[str] = set()
     at = 0  # the next node to start
     try:
-        while at < len(order) and not run.failed:
+        while at < len(order) and not run.failed and not run.overall.passed:
             key = nodes[order[at]]
             if key not in proven:  # the first nodes onto a key start alone and prove it
                 run.until(run.all_final, STAYING)
@@ -126,11 +126,10 @@ def roll(
         yield from run.take()
     finally:
         pods.close()
-    if run.failed:
-        failed = ", ".join(n.name for n in run.nodes.values() if n.result and not _ok(n))
-        for name in order[at:]:
-            message = f"not restarted: stopped after {failed} failed"
-            yield Restart(name, "", "skipped", message=message)
+    failed = ", ".join(n.name for n in run.nodes.values() if n.result and not _ok(n))
+    why = f"stopped after {failed} failed" if failed else f"--timeout ({batch[1]:g}s) passed"
+    for name in order[at:]:  # never started: the rollout stopped first
+        yield Restart(name, "", "skipped", message=f"not restarted: {why}")
 
 
 class _Rollout:
