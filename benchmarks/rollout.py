@@ -204,6 +204,11 @@ def main() -> None:
     for t, line in lines[:6] + [(0.0, "...")] + lines[-6:]:
         print(f"    {t:6.1f}  {line}")
     batches = [(t, line) for t, line in lines if line.startswith("batch ")]
+    if batches:
+        first, last = batches[0][0], max(t for t, line in batches if " ended: " in line)
+        print(f"  phases: start-up, reads, checks and writes {first:.1f} s; restarts "
+              f"{last - first:.1f} s (native: {r['native_s']:.1f} s); report "
+              f"{r['wall_s'] - last:.1f} s")  # fmt: skip
     print(f"  where the rollout stands: {len(batches)} lines of batches; the first and last:")
     for t, line in batches[:4] + [(0.0, "...")] + batches[-3:]:
         print(f"    {t:6.1f}  {line}")

@@ -14,12 +14,14 @@ kubelet handed out), serialised once. So the whole path of `top` is real — its
 server's authentication, authorisation and pod proxy, the proxy's TCP connection to each pod
 IP — except the agent process behind the pod IP, whose answer is precomputed.
 
-Each command runs as a fresh process, three runs taking turns; reported: median wall seconds,
-peak RSS, the ratio to the baseline, the requests the server counted (its /metrics), the proxy
-requests the stand-ins answered, and the load average. Needs root and iproute2 (the network
-namespaces) and the control plane's binaries (scripts/gobins.py).
+`kubectl gpu doctor POD` (one Running GPU pod) and `kubectl gpu doctor` (the cluster view) run
+on the same fleet. Each command runs as a fresh process, three runs taking turns; reported:
+median wall seconds, peak RSS, the ratio to the baseline, the requests the server counted
+(its /metrics), the proxy requests the stand-ins answered, and the load average. Needs root
+and iproute2 (the network namespaces) and the control plane's binaries (scripts/gobins.py).
 
-Run: `.venv/bin/python -m benchmarks.top_fleet [--nodes 500] [--pods 4000] [--runs 3]`.
+Run: `.venv/bin/python -m benchmarks.top_fleet [--nodes 500] [--pods 4000] [--runs 3]` (at most
+PER_NAMESPACE × 240 = 60,000 nodes).
 """
 
 from __future__ import annotations
@@ -222,10 +224,16 @@ def measure(nodes: int, pods: int, runs: int) -> dict[str, Any]:
         print(f"populated: {made}", file=sys.stderr, flush=True)
         k = [str(plane.kubectl), "--kubeconfig", str(plane.kubeconfig)]
         g = [str(fleet.BIN / "kubectl-gpu"), "--kubeconfig", str(plane.kubeconfig)]
+        # one Running GPU pod to diagnose: `doctor POD` reads its node's pods, not the fleet's
+        some = populate.Writer(plane).get(
+            cluster.path("pods", namespace=synthetic.NAMESPACES[0]) + "?limit=1"
+        )["items"][0]["metadata"]
         commands = {
             fleet.BASELINE: [*k, "get", "pods", "-A", "-o", "json"],
             "kubectl gpu top -A": [*g, "top", "-A"],
             "kubectl gpu top -A -o json": [*g, "top", "-A", "-o", "json"],
+            "kubectl gpu doctor POD": [*g, "doctor", "-n", some["namespace"], some["name"]],
+            "kubectl gpu doctor (cluster)": [*g, "doctor"],
         }
         walls: dict[str, list[float]] = collections.defaultdict(list)
         peaks: dict[str, float] = collections.defaultdict(float)

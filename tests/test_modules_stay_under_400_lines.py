@@ -24,7 +24,6 @@ ALLOWED: dict[str, str] = {
     "tests/fakes/cluster/netns.py": _KIT_MOVE,
     "tests/controlplane/plane.py": _KIT_MOVE,
     "tests/fakes/node/": _KIT_MOVE,  # the whole folder
-    "kubectl_gpu/sharing/rollout/targets.py": "engineer `fleet` owns it and splits it",
 }
 
 

@@ -14,7 +14,8 @@ deadlines), `failures` (errors in the user's words), `resources` (REST paths).
 
 from __future__ import annotations
 
-from kubectl_gpu.cluster.api import PAGE_SIZE, Api, Json, LogTail, served_versions
+from kubectl_gpu.cluster.api import PAGE_SIZE, Api, Json, LogTail
+from kubectl_gpu.cluster.discovery import served_versions
 from kubectl_gpu.cluster.failures import redacted
 from kubectl_gpu.cluster.kubeconfig import connect
 from kubectl_gpu.cluster.resources import path, proxy_path

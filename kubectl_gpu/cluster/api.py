@@ -14,7 +14,6 @@ import logging
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
-from urllib.parse import quote
 
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
@@ -57,6 +56,7 @@ PAGE_SIZE = 500
 # means the server ignores `limit`, and the list is refused naming its size.
 MAX_PAGE_BYTES = 16 * 1024 * 1024
 SMALL_PAGE = 50
+MAX_THROTTLED = 5  # 429 answers to one request before its failure is the caller's
 _PATCH_TYPES = {
     "merge": "application/merge-patch+json",
     "json": "application/json-patch+json",
@@ -136,6 +136,7 @@ class Api:
         body: Any,
     ) -> bytes:
         retry = method == "GET" and self.retry_reads
+        throttled = 0
         while True:
             started = time.monotonic()
             try:
@@ -158,7 +159,11 @@ class Api:
                     time.sleep(RETRY_PAUSE)
                     continue
                 raise self._unreachable(e) from None  # its text may quote the URL
-            if retry and response.status in RETRY_STATUSES:
+            # Too Many Requests is the API server's flow control turning the request away
+            # before it ran, so even a write is safe to send again, after its Retry-After
+            throttled += response.status == 429
+            again = response.status == 429 and throttled <= MAX_THROTTLED
+            if response.status in RETRY_STATUSES and (retry or again):
                 retry = False
                 time.sleep(retry_after(response))
                 continue
@@ -374,20 +379,6 @@ def _events(response: Any, what: str) -> Iterator[Json]:
                 raise ClusterError(f"{what}: a watch event cannot be read: {e}") from e
             if isinstance(event, dict):
                 yield event
-
-
-def served_versions(api: Api, group: str) -> list[str]:
-    """The versions the server serves of an API group, its preferred one first; [] when it
-    serves none (an older server, or the group's feature is off)."""
-    try:
-        found = api.get(f"/apis/{quote(group, safe='')}")
-    except ClusterError as e:
-        if e.status == 404:
-            return []
-        raise
-    versions = [str(v.get("version")) for v in found.get("versions") or [] if v.get("version")]
-    preferred = str((found.get("preferredVersion") or {}).get("version") or "")
-    return sorted(versions, key=lambda v: v != preferred)
 
 
 def _dry(dry_run: bool) -> dict[str, str] | None:

@@ -23,7 +23,9 @@ from typing import Any
 # size) is refused, not held in memory. Reads (GET) are tried once more after a refused or
 # reset connection, a connect timeout or a 429/502/503/504 answer, RETRY_PAUSE later (or the
 # server's Retry-After, at most MAX_RETRY_PAUSE); a read timeout or a passed deadline is not
-# retried (a hung server stays hung) and neither is a write (it may have been applied).
+# retried (a hung server stays hung) and neither is a write (it may have been applied),
+# except after a 429: flow control turned it away before it ran, so any request is sent again
+# after the server's Retry-After, up to api.MAX_THROTTLED times.
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 20.0
 ANSWER_DEADLINE = 60.0

@@ -35,3 +35,19 @@ def read_all(api: cluster.Api) -> dict[str, NodeReport]:
             continue
         found[node_report.node] = node_report
     return found
+
+
+def read_one(api: cluster.Api, node: str) -> dict[str, NodeReport]:
+    """`node`'s report alone (a report is named after its node), as `read_all` gives it."""
+    try:
+        obj = api.get(cluster.path("gpunodereports", node))
+    except errors.ClusterError as e:
+        if e.status not in (403, 404):
+            raise
+        log.info("agent report of %s not read: %s", node, e.message)
+        return {}
+    try:
+        node_report = report.from_dict(obj)
+    except report.ReportError:
+        return {}
+    return {node_report.node: node_report} if node_report.node == node else {}

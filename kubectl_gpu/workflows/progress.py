@@ -81,12 +81,13 @@ class Batches:
             self.number, self.count, what, named(nodes), elapsed,
         )  # fmt: skip
 
-    def end(self, through: int) -> None:
-        """The batch ended with `through` of its nodes done (the others failed)."""
+    def end(self, through: int, number: int | None = None) -> None:
+        """Batch `number` (the current one by default) ended with `through` of its nodes
+        done (the others failed); a later batch may have begun meanwhile."""
         self.done += through
         log.info(
             "batch %d of %d ended: %d of %d nodes done (%.0fs)",
-            self.number, self.count, self.done, self.nodes, self._elapsed(),
+            number or self.number, self.count, self.done, self.nodes, self._elapsed(),
         )  # fmt: skip
 
     def _elapsed(self) -> float:

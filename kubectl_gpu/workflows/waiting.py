@@ -23,6 +23,12 @@ class Timing:
     first_poll: float = 0.05
     heartbeat: float | None = None  # repeat unchanged progress this often (on a terminal)
 
+    @property
+    def live(self) -> bool:
+        """Real time: a wait may block on a watch. With an injected clock (tests) waits
+        poll, so that time passes only when the test's sleep says so."""
+        return self.clock is time.monotonic and self.sleep is time.sleep
+
     def deadline(self, seconds: float) -> Deadline:
         now = self.clock()
         return Deadline(self, now, now + seconds, min(self.first_poll, self.poll))

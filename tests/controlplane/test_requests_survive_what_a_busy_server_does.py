@@ -1,6 +1,7 @@
 """The one request policy of `kubectl_gpu.cluster`, against the real kube-apiserver with one
 fault injected at a time by a proxy in front of it: a read refused with 429 and Retry-After is
-tried once more and then gets the real answer, a write refused with 503 is never repeated, a
+tried once more and then gets the real answer, a write refused with 503 is never repeated but
+one turned away with 429 (flow control: it never ran) is sent again after Retry-After, a
 server that hangs is given up on, and an absurd number in a real answer is counted as none,
 as the scheduler counts it (never a traceback, never echoed)."""
 
@@ -96,6 +97,21 @@ def test_a_write_refused_with_503_is_not_repeated(kubeconfig: Path, proxy: Fault
     assert [s.method for s in proxy.seen if s.path.startswith(f"/api/v1/nodes/{NODE}")] == ["PATCH"]
     labels = cluster.connect(str(kubeconfig)).get(node_path())["metadata"].get("labels", {})
     assert "kubectl-gpu.io/test" not in labels  # nothing reached the real server
+
+
+def test_a_write_turned_away_with_429_is_sent_again_and_lands(
+    kubeconfig: Path, proxy: FaultProxy
+) -> None:
+    proxy.add(Fault("PATCH", f"/api/v1/nodes/{NODE}", status=429, retry_after=1, times=2))
+    api = cluster.connect(str(kubeconfig))
+
+    api.patch(node_path(), {"metadata": {"labels": {"kubectl-gpu.io/test": "throttled"}}})
+
+    tries = [s for s in proxy.seen if s.path.startswith(f"/api/v1/nodes/{NODE}")]
+    assert [(s.method, s.faulted) for s in tries] == [("PATCH", True)] * 2 + [("PATCH", False)]
+    labels = api.get(node_path())["metadata"].get("labels", {})
+    assert labels.get("kubectl-gpu.io/test") == "throttled"  # the third try reached the server
+    api.patch(node_path(), {"metadata": {"labels": {"kubectl-gpu.io/test": None}}})
 
 
 def test_a_server_that_hangs_is_given_up_on(kubeconfig: Path, proxy: FaultProxy) -> None:

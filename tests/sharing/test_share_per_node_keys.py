@@ -8,7 +8,7 @@ import yaml
 from kubectl_gpu import errors
 from kubectl_gpu.sharing import rollout
 from kubectl_gpu.sharing.rollout import ShareRefused, ShareRequest
-from kubectl_gpu.sharing.rollout.targets import key_name
+from kubectl_gpu.sharing.rollout.keynames import key_name
 from tests.workflows.sharebuilders import gpu_node, helm, operator, state, ts
 
 MIXED = "version: v1\nflags:\n  migStrategy: mixed\n"

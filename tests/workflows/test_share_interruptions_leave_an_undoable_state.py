@@ -126,6 +126,31 @@ def test_timeout_bounds_the_whole_rollout_not_each_batch(
     assert sum(clock.slept) <= 10.5
 
 
+def test_no_plugin_is_deleted_once_the_timeout_has_passed(
+    api: cluster.Api, static_store: ApiStore
+) -> None:
+    # gpu-a's new plugin is Ready after 1 s and still Ready when the 2.5 s run out (back, not
+    # yet steady for 3 s): gpu-b must keep its plugin, not lose it with no time left to wait
+    clock = Recreating(static_store, delay=1)
+    before = {
+        p["metadata"]["name"] for p in live_pods(static_store) if "gpu-b" in p["metadata"]["name"]
+    }
+    options = Options(timeout=2.5, max_unavailable=1)
+
+    result = change.share(
+        api, rollout.ShareRequest(replicas=2), options, Timing(clock, clock.sleep)
+    )
+
+    rows = {r.node: r for r in result.nodes}
+    assert rows["gpu-a"].result == "restarted"
+    assert rows["gpu-b"].result == "not-restarted"
+    assert rows["gpu-b"].message == "not restarted: --timeout (2.5s) passed"
+    after = {
+        p["metadata"]["name"] for p in live_pods(static_store) if "gpu-b" in p["metadata"]["name"]
+    }
+    assert after == before  # untouched
+
+
 def test_a_change_whose_record_cannot_be_kept_is_refused_up_front(
     static_store: ApiStore, static_plane: ControlPlane
 ) -> None:

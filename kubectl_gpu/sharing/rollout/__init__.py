@@ -1,8 +1,9 @@
 """Planning a sharing rollout: `kubectl gpu share`, `share off`, `share rollback`, `share show`.
 
 Owns the decisions behind the share command, as data: which key each GPU node reads
-(`selection`), the planner's inputs (`state`, `nodes`), what a request wants written
-(`targets`), the checked plan with its expected capacities and refusals (`plan`), the rollback
+(`selection`), the planner's inputs (`state`, `nodes`), the request and its checks (`request`),
+what it wants written (`targets`, with key names from `keynames`; a rollback's: `rollback`),
+the checked plan with its expected capacities and refusals (`plan`), the rollback
 record (`record`) and the per-node survey (`status`). Must not do I/O: the workflow
 (kubectl_gpu.workflows.share.change) reads the cluster, calls these, validates and writes. Pure.
 """
@@ -27,10 +28,12 @@ from kubectl_gpu.sharing.rollout.record import (
     pop,
     push,
 )
+from kubectl_gpu.sharing.rollout.request import ShareRequest, check_request
+from kubectl_gpu.sharing.rollout.rollback import rollback
 from kubectl_gpu.sharing.rollout.selection import EMPTY, Selection, select
 from kubectl_gpu.sharing.rollout.state import ClusterState, ConfigMapState, Doc, ShareRefused
 from kubectl_gpu.sharing.rollout.status import NodeStatus, PluginPod, survey
-from kubectl_gpu.sharing.rollout.targets import ShareRequest, check_request, make, rollback
+from kubectl_gpu.sharing.rollout.targets import make
 
 __all__ = [
     "EMPTY",

@@ -6,12 +6,14 @@ changes or whose advertised capacity does not match their config (the plugin rea
 at start, docs/upstream-facts.md P3.3), each such node's expected allocatable (physical devices ×
 replicas under the advertised name), the rollback record, and the refusals that depend on the nodes
 (config-manager failing after the change, MPS limits, docs/upstream-facts.md P1.7, P8). Must not
-choose contents or keys (targets.py does) nor do I/O. Pure.
+choose contents or keys (targets.py does) nor do I/O. Pure (a config's parse is cached).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -291,8 +293,13 @@ def strategy_of(doc: Doc | Unknown) -> model.Strategy:
 def model_of(doc: Doc | Unknown) -> model.DevicePluginConfig | None:
     if isinstance(doc, Unknown):
         return None
+    return _model_of_text(json.dumps(doc, sort_keys=True, default=str))
+
+
+@functools.lru_cache(maxsize=64)  # a fleet reads a few configs: each parsed once, not per node
+def _model_of_text(text: str) -> model.DevicePluginConfig | None:
     try:
-        return model.DevicePluginConfig.from_dict(doc)
+        return model.DevicePluginConfig.from_dict(json.loads(text))
     except errors.ConfigError:
         return None  # an invalid config: the plugin crash-loops on it and advertises nothing
 

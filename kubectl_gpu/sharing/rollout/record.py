@@ -9,7 +9,7 @@ at most `MAX_HISTORY` of them and `MAX_RECORD_CHARS` in all (older ones are drop
 counted), so that `share rollback` can always read it. `share rollback` restores the newest and
 removes it: run again, it goes one change further back. A version 1 annotation (one record)
 is still read. Written with the ConfigMap in the same request, so a record never describes a
-change that did not happen. Must not decide what to restore (targets.py does). Pure: standard
+change that did not happen. Must not decide what to restore (rollback.py does). Pure: standard
 library and kubectl_gpu.errors only.
 """
 

@@ -1,13 +1,16 @@
 """`kubectl gpu doctor`: gather the facts for one pod, or for the cluster, and diagnose them.
 
 Owns the reads: the pod (or, when it does not exist, the namespace's FailedCreate events),
-its events (the latest MAX_EVENTS), every node with the GPUs bound pods hold, the namespace's
-ResourceQuotas, the device plugin's pod on the pod's node (through deployment detection; where
-there is none, why its DaemonSet runs none there, through `workflows.comeback`), the
-tails of the container logs doctor.containerlogs asks for (LOG_LINES lines, LOG_BYTES bytes
-each), and for the cluster view the sharing survey of `share show`. A read the user may not do
-(403) or a resource the cluster lacks (404) leaves that fact out rather than failing the
-diagnosis; so does any refused log read. Must not decide anything: kubectl_gpu.doctor does.
+its events (the latest MAX_EVENTS), its node with the GPUs the pods there hold (field
+selectors `spec.nodeName` and `status.phase`: no list of every pod for a pod on a node; every
+node and the pods that hold resources for one waiting for a node, and for the cluster), the
+namespace's ResourceQuotas, the device plugin's pod on the pod's node (through deployment
+detection; where there is none, why its DaemonSet runs none there, through
+`workflows.comeback`), the tails of the container logs doctor.containerlogs asks for
+(LOG_LINES lines, LOG_BYTES bytes each), and for the cluster view the sharing survey of
+`share show`. A read the user may not do (403) or a resource the cluster lacks (404) leaves
+that fact out rather than failing the diagnosis; so does any refused log read. Must not
+decide anything: kubectl_gpu.doctor does.
 """
 
 from __future__ import annotations
@@ -77,7 +80,7 @@ def pod(api: cluster.Api, namespace: str, name: str) -> Result:
         return Result("Pod", namespace, name, tuple(found))
     uid = str((raw.get("metadata") or {}).get("uid") or "")
     subject = facts.pod_from_dict(raw)
-    case_nodes = _nodes(api)
+    case_nodes = _own_node(api, subject.node) if subject.node else _nodes(api)
     logs = _logs(api, subject)
     case = doctor.PodCase(
         pod=subject,
@@ -87,7 +90,7 @@ def pod(api: cluster.Api, namespace: str, name: str) -> Result:
         plugin=_plugin(api, str((raw.get("spec") or {}).get("nodeName") or "")),
         logs=logs,
         survey=() if subject.node else _survey(api),
-        stuck=_stuck(api, [n for n in case_nodes if n.name == subject.node] or case_nodes),
+        stuck=_stuck(api, case_nodes, subject.node),
         dra=dra.gather(api, raw),
         oom=neighbours.gather(api, subject, logs),
     )
@@ -147,11 +150,14 @@ def _survey(api: cluster.Api) -> tuple[PluginNodeStatus, ...]:
     return ()
 
 
-def _stuck(api: cluster.Api, nodes: Iterable[facts.Node]) -> dict[str, tuple[str, ...]]:
-    """Why each GPU node's MIG change is stuck (nodes that are not left out)."""
+def _stuck(
+    api: cluster.Api, nodes: Iterable[facts.Node], only: str = ""
+) -> dict[str, tuple[str, ...]]:
+    """Why each GPU node's MIG change is stuck (nodes that are not left out); `only`: only
+    that node's agent report is read."""
     from kubectl_gpu.workflows.mig import nodemig
 
-    reported = nodemig.reported_gpus(api)
+    reported = nodemig.reported_gpus(api, only)
     policies = _optional(lambda: api.list(cluster.path("clusterpolicies")))
     now = dt.datetime.now(dt.timezone.utc)
     found = {}
@@ -192,16 +198,31 @@ def _events(
     return tuple(facts.event_from_dict(e) for e in mine[-MAX_EVENTS:])
 
 
-def _pods(api: cluster.Api) -> list[facts.Pod]:
-    """Every pod, each kept as the facts doctor reads as its page arrives: 40,000 pods held
-    whole as JSON took 961 MiB (docs/performance.md)."""
-    return _optional(lambda: map(facts.pod_from_dict, api.list(cluster.path("pods"))))
+def _pods(api: cluster.Api, node: str = "", *, bound: bool = False) -> list[facts.Pod]:
+    """The pods that have not ended (what doctor counts), the server leaving out the others
+    (field selectors); `node`: only that node's; `bound`: only those on some node. Each is
+    kept as the facts doctor reads as its page arrives: 40,000 pods held whole as JSON took
+    961 MiB (docs/performance.md)."""
+    field = f"spec.nodeName={node}," if node else ("spec.nodeName!=," if bound else "")
+    field += "status.phase!=Succeeded,status.phase!=Failed"
+    return _optional(
+        lambda: map(facts.pod_from_dict, api.list(cluster.path("pods"), field_selector=field))
+    )
 
 
 def _nodes(api: cluster.Api, pods: list[facts.Pod] | None = None) -> tuple[facts.Node, ...]:
-    used = facts.gpu_usage(_pods(api) if pods is None else pods)
+    """Every node, with the GPUs its pods hold (for a pod no node was chosen for yet)."""
+    used = facts.gpu_usage(_pods(api, bound=True) if pods is None else pods)
     raw = _optional(lambda: api.list(cluster.path("nodes")))
     return tuple(facts.node_from_dict(n, used.get(str(n["metadata"]["name"]))) for n in _named(raw))
+
+
+def _own_node(api: cluster.Api, name: str) -> tuple[facts.Node, ...]:
+    """The pod's own node (none when it is gone or may not be read), with the GPUs its pods
+    hold: a GET and a LIST by `spec.nodeName`, the same few requests on any cluster size."""
+    raw = _optional(lambda: [api.get(cluster.path("nodes", name))])
+    used = facts.gpu_usage(_pods(api, name))
+    return tuple(facts.node_from_dict(n, used.get(name)) for n in _named(raw))
 
 
 def _quotas(api: cluster.Api, namespace: str) -> tuple[facts.Quota, ...]:

@@ -24,15 +24,17 @@ from kubectl_gpu.workflows.mig.targets import NodeFacts
 log = logging.getLogger(__name__)
 
 
-def reported_gpus(api: cluster.Api) -> dict[str, tuple[stuck.ReportedGpu, ...]]:
-    """Per node, the GPUs its agent's report shows (nodes without a report left out)."""
+def reported_gpus(api: cluster.Api, node: str = "") -> dict[str, tuple[stuck.ReportedGpu, ...]]:
+    """Per node, the GPUs its agent's report shows (nodes without a report left out);
+    `node`: that node's report alone (one GET, not a LIST of every node's)."""
+    reports = agentreports.read_one(api, node) if node else agentreports.read_all(api)
     return {
         node: tuple(
             stuck.ReportedGpu(g.index, g.mig_mode == report.MIG_ENABLED, len(g.mig_devices))
             for g in node_report.gpus
             if g.index is not None
         )
-        for node, node_report in agentreports.read_all(api).items()
+        for node, node_report in reports.items()
     }
 
 

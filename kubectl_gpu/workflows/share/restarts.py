@@ -7,37 +7,48 @@ github.com/NVIDIA/k8s-device-plugin; they are restarted beside it, unwaited),
 then wait for the DaemonSet's new pod to be Running and Ready, and to stay so for `STEADY_S`
 with no container restart (a DaemonSet's minReadySeconds); each batch says on stderr which it
 is of how many, how many nodes are done and what it waits for. A new pod that crash-loops, or
-one not Ready by the timeout, ends the rollout: later nodes are not touched.
+one not Ready by the timeout, ends the rollout: no later batch starts.
 
-Within a batch the deletes run side by side (at most `PARALLEL` at a time; the cluster port
-honours 429 Retry-After), and each look at the batch is one request: a LIST by `spec.nodeName`
-for a batch of one node, else one LIST of the DaemonSet's pods by its selector, however many
-nodes wait. Before, each node took its own LISTs and delete one after another, and each look
-listed once per waiting node: a 500-node batch spent most of its time in those requests.
-Must not decide which nodes to restart (the plan does).
+Batches overlap as Kubernetes' own DaemonSet rollout does: at most `max_unavailable` nodes
+are without a Ready plugin at any time (the DaemonSet's maxUnavailable), and a node starts the
+moment another's new pod is Ready, while the steady check of those before goes on beside it;
+a batch's line is said when its first node starts. The first nodes onto a config key (up to a
+batch of them, in order) start alone and must pass the steady check before any other node
+starts: a config the plugin rejects is caught there, as before; a later failure (one node's
+own) stops the rollout with at most `max_unavailable` more nodes restarted beside it. Deletes
+run side by side (at most `PARALLEL` at a time; the cluster port sends a request turned away
+with 429 again after its Retry-After). The pods are looked at through one LIST and one watch
+of the plugin's namespace (`pluginpods`): no request per look, none per node, and no pause
+longer than the next thing due. Must not decide which nodes to restart (the plan does).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from kubectl_gpu import cluster, errors
 from kubectl_gpu.sharing import rollout
 from kubectl_gpu.sharing.deployment import Deployment
 from kubectl_gpu.workflows.progress import Batches
-from kubectl_gpu.workflows.share import state as sharestate
+from kubectl_gpu.workflows.share.pluginpods import PluginPods
 from kubectl_gpu.workflows.waiting import Deadline, Timing
 
 log = logging.getLogger(__name__)
+Json = dict[str, Any]
 WAITED_FOR = "a new device plugin pod to be Running and Ready"
+STAYING = "the new device plugin pods to stay Ready"
 # The plugin has no readiness probe, so kubelet calls it Ready the moment it starts, and one
 # that rejects its new config exits a second or so later: a single Ready look proves nothing.
 STEADY_S = 3.0
 PARALLEL = 16  # deletes in flight at once within a batch: bounded, so a large batch
 # does not open hundreds of connections to the API server at the same moment
+HEARTBEAT_S = 1.0  # the longest a watching rollout waits without looking at its progress
+GATHER_S = 0.1  # a look after a watch event waits this long for the events that come with it:
+# a look costs time in proportion to the pods known (5,000 nodes: 10,000), not one per event
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,85 +66,259 @@ class Restart:
         return self.outcome == "restarted"
 
 
+@dataclasses.dataclass
+class _Node:
+    """One restarting node: the pod it had, its batch, and what was seen of its new pod."""
+
+    name: str
+    old: str  # uid of the plugin pod deleted ("" when it had none)
+    batch: int
+    deadline: Deadline  # from its batch's start to the rollout's end
+    seen: rollout.PluginPod | None = None
+    ready: tuple[float, int] | None = None  # when first seen Ready, and its restarts then
+    result: Restart | None = None
+
+
 def roll(
     api: cluster.Api,
     deployment: Deployment,
-    nodes: Sequence[str],
+    nodes: Mapping[str, str],
     batch: tuple[int, float],
     timing: Timing,
 ) -> Iterator[Restart]:
-    """Restart the plugin on `nodes`; `batch` is (max unavailable, seconds for all batches).
+    """Restart the plugin on `nodes` (in order; each with the config key it reads afterwards:
+    the first batch onto a key proves it); `batch` is (max unavailable, seconds for all
+    batches).
 
-    Yields each batch's restarts as the batch ends, so that a caller interrupted mid-way
-    (Ctrl-C, an API failure) can say which nodes were restarted.
+    Yields each node's restart as it ends, so that a caller interrupted mid-way (Ctrl-C, an
+    API failure) can say which nodes were restarted.
     """
-    size, overall = max(1, batch[0]), timing.deadline(batch[1])
-    progress = Batches(len(nodes), size, timing)
-    for start in range(0, len(nodes), size):
-        group = nodes[start : start + size]
-        left = max(0.0, overall.end - timing.clock())  # --timeout bounds the whole rollout
-        progress.begin("restarting the device plugin", group)
-        ended = _restart_group(api, deployment, group, timing.deadline(left), progress)
-        progress.end(sum(r.ok for r in ended))
-        yield from ended
-        if not all(r.ok for r in ended):
-            failed = ", ".join(r.node for r in ended if not r.ok)
-            for n in nodes[start + size :]:
-                yield Restart(
-                    n, "", "skipped", message=f"not restarted: stopped after {failed} failed"
+    size = max(1, batch[0])
+    order = list(nodes)
+    pods = PluginPods(api, deployment, timing).start()
+    run = _Rollout(api, pods, timing, order, (size, batch[1]))
+    proven: set[str] = set()
+    at = 0  # the next node to start
+    try:
+        while at < len(order) and not run.failed and not run.overall.passed:
+            key = nodes[order[at]]
+            if key not in proven:  # the first nodes onto a key start alone and prove it
+                run.until(run.all_final, STAYING)
+                yield from run.take()
+                if run.failed:
+                    break
+                proven |= {nodes[n] for n, r in run.nodes.items() if _ok(r)}
+            if key not in proven:
+                canary = _prefix(order[at : at + size], nodes, {key})
+                run.start(canary, at)
+                at += len(canary)
+                run.until(run.all_ready, WAITED_FOR)
+                run.until(run.all_final, STAYING)
+            elif run.unavailable() < size:  # a free place: start as many as fit
+                free = size - run.unavailable()
+                ready = _prefix(order[at : at + free], nodes, proven)
+                run.start(ready, at)
+                at += len(ready)
+            else:  # woken as soon as one of those restarting is Ready again
+                run.until(run.has_room, WAITED_FOR)
+            yield from run.take()
+        run.until(run.all_final, STAYING)
+        yield from run.take()
+    finally:
+        pods.close()
+    failed = ", ".join(n.name for n in run.nodes.values() if n.result and not _ok(n))
+    why = f"stopped after {failed} failed" if failed else f"--timeout ({batch[1]:g}s) passed"
+    for name in order[at:]:  # never started: the rollout stopped first
+        yield Restart(name, "", "skipped", message=f"not restarted: {why}")
+
+
+class _Rollout:
+    """The nodes restarted so far and what each new pod did."""
+
+    def __init__(
+        self, api: cluster.Api, pods: PluginPods, timing: Timing, order: Sequence[str],
+        batch: tuple[int, float],
+    ) -> None:  # fmt: skip
+        self.api, self.pods, self.timing, self.order = api, pods, timing, order
+        progress = Batches(len(order), batch[0], timing)
+        overall = timing.deadline(batch[1])
+        self.progress, self.overall = progress, overall
+        self.container = pods.deployment.container
+        self.nodes: dict[str, _Node] = {}
+        self._told: list[Restart] = []
+        self._ended = 0  # batches said to have ended, in order
+
+    @property
+    def failed(self) -> bool:
+        return any(n.result is not None and not n.result.ok for n in self.nodes.values())
+
+    def all_final(self) -> bool:
+        return all(n.result is not None for n in self.nodes.values())
+
+    def unavailable(self) -> int:
+        """Nodes restarting whose new plugin pod is not Ready (yet)."""
+        return sum(n.result is None and n.ready is None for n in self.nodes.values())
+
+    def all_ready(self) -> bool:
+        """Every restarting node's new pod is Ready (or one failed)."""
+        return self.failed or self.unavailable() == 0
+
+    def has_room(self) -> bool:
+        """Another node may start (or none will: one failed)."""
+        return self.failed or self.unavailable() < self.progress.size
+
+    def take(self) -> list[Restart]:
+        """The restarts that ended since the last call."""
+        told, self._told = self._told, []
+        return told
+
+    def start(self, group: Sequence[str], at: int) -> None:
+        """Delete the plugin (and its companions) on `group`, the nodes from place `at` of the
+        order on; a batch's line is said when its first node starts."""
+        size = self.progress.size
+        for place in range(at, at + len(group)):
+            if place % size == 0:
+                self.progress.begin(
+                    "restarting the device plugin", self.order[place : place + size]
                 )
+        left = max(0.0, self.overall.end - self.timing.clock())
+        deadline = self.timing.deadline(left)  # --timeout bounds the whole rollout
+        current = self.pods.plugins(group)
+        doomed = list(self.pods.companions(group))
+        for place, node in enumerate(group, at):
+            number = place // size + 1
+            pod = current.get(node)
+            if pod is None:
+                # The DaemonSet may be replacing it (the GPU Operator re-renders it after a
+                # ClusterPolicy change): any plugin pod that comes up now has the new config.
+                log.info("no device plugin pod on %s right now; waiting for one", node)
+                self.nodes[node] = _Node(node, "", number, deadline)
+                continue
+            meta = pod.get("metadata") or {}
+            self.nodes[node] = _Node(node, str(meta.get("uid", "")), number, deadline)
+            log.info("restarting the device plugin on %s (pod %s)", node, meta.get("name"))
+            doomed.append(pod)
+        _delete_all(self.api, doomed)
+
+    def until(self, done: Callable[[], bool], what: str) -> None:
+        """Look (and wait between looks) until `done()` or the rollout's deadline."""
+        interval = min(self.timing.first_poll, self.timing.poll)
+        while True:
+            self._look()
+            if done():
+                return
+            if self.overall.passed:
+                self._expire()
+                return
+            waiting = [
+                n.name
+                for n in self.nodes.values()
+                if n.result is None and (what == STAYING or n.ready is None)
+            ]
+            self.progress.waiting(what, waiting)
+            left = max(0.0, self.overall.end - self.timing.clock())
+            if self.timing.live:  # woken by the watch; else the next steady check due
+                self.pods.pause(min(self._due(), HEARTBEAT_S, left))
+                self.timing.sleep(min(GATHER_S, max(0.0, self.overall.end - self.timing.clock())))
+            else:
+                self.pods.pause(min(interval, left))
+                interval = min(interval * 2, self.timing.poll)
+
+    def _due(self) -> float:
+        now = self.timing.clock()
+        due = [
+            max(0.0, n.ready[0] + STEADY_S - now)
+            for n in self.nodes.values()
+            if n.result is None and n.ready
+        ]
+        return min(due, default=HEARTBEAT_S)
+
+    def _look(self) -> None:
+        open_ = {n.name: n for n in self.nodes.values() if n.result is None}
+        if not open_:
             return
+        found = self.pods.plugins(open_)
+        for name, node in open_.items():
+            pod = found.get(name)
+            if pod is None or str((pod.get("metadata") or {}).get("uid", "")) == node.old:
+                continue
+            node.seen = rollout.PluginPod.from_dict(pod, self.container)
+            self._settle(node, _verdict(node, self.timing.clock()))
+        self._end_batches()
+
+    def _settle(self, node: _Node, result: Restart | None) -> None:
+        if result is not None:
+            node.result = result
+            self._told.append(result)
+
+    def _expire(self) -> None:
+        for node in self.nodes.values():
+            if node.result is not None:
+                continue
+            seen = node.seen
+            if seen is not None and node.ready is not None:  # Ready until the end: back
+                self._settle(node, Restart(node.name, seen.name, "restarted",
+                                           node.deadline.elapsed()))  # fmt: skip
+                continue
+            status = f" (last seen {seen.name}: {seen.status})" if seen else ""
+            status = status or " (no new pod appeared)"
+            span = node.deadline.end - node.deadline.start
+            message = f"the plugin did not become Ready within {span:g}s{status}"
+            name = seen.name if seen else ""
+            self._settle(node, Restart(node.name, name, "failed", node.deadline.elapsed(), message))
+        self._end_batches()
+
+    def _end_batches(self) -> None:
+        """Say each batch whose nodes all ended, in order."""
+        size = self.progress.size
+        while self._ended < self.progress.number:
+            number = self._ended + 1
+            mine = [self.nodes.get(n) for n in self.order[(number - 1) * size : number * size]]
+            if any(n is None or n.result is None for n in mine):
+                return
+            self.progress.end(sum(_ok(n) for n in mine if n is not None), number)
+            self._ended = number
 
 
-def _restart_group(
-    api: cluster.Api,
-    deployment: Deployment,
-    nodes: Sequence[str],
-    deadline: Deadline,
-    progress: Batches,
-) -> list[Restart]:
-    current = _plugin_pods(api, deployment, nodes)
-    doomed = list(_companions(api, deployment, nodes))
-    old: dict[str, str] = {}
-    for node in nodes:
-        pod = current.get(node)
-        if pod is None:
-            # The DaemonSet may be replacing it (the GPU Operator re-renders it after a
-            # ClusterPolicy change): any plugin pod that comes up now has the new config.
-            log.info("no device plugin pod on %s right now; waiting for one", node)
-            old[node] = ""
-            continue
-        old[node] = str(pod["metadata"].get("uid", ""))
-        log.info("restarting the device plugin on %s (pod %s)", node, pod["metadata"]["name"])
-        doomed.append(pod)
-    _delete_all(api, doomed)
-    results = _await_new_pods(api, deployment, old, deadline, progress)
-    return [results[n] for n in nodes]
+def _prefix(names: Sequence[str], keys: Mapping[str, str], wanted: Collection[str]) -> list[str]:
+    """The leading `names` whose key is one of `wanted`."""
+    found = []
+    for name in names:
+        if keys[name] not in wanted:
+            break
+        found.append(name)
+    return found
 
 
-def _plugin_pods(
-    api: cluster.Api, deployment: Deployment, nodes: Sequence[str]
-) -> dict[str, sharestate.Json]:
-    """The plugin pod on each of `nodes`, in one request."""
-    if len(nodes) == 1:
-        return sharestate.plugin_pods(api, deployment, nodes[0])
-    wanted = set(nodes)
-    return {n: p for n, p in sharestate.plugin_pods(api, deployment).items() if n in wanted}
+def _ok(node: _Node) -> bool:
+    return node.result is not None and node.result.ok
 
 
-def _companions(
-    api: cluster.Api, deployment: Deployment, nodes: Sequence[str]
-) -> Iterator[sharestate.Json]:
-    if len(nodes) == 1:
-        yield from sharestate.companion_pods(api, deployment, nodes[0])
-        return
-    wanted = set(nodes)
-    for pod in sharestate.companion_pods(api, deployment):
-        if str((pod.get("spec") or {}).get("nodeName") or "") in wanted:
-            yield pod
+def _verdict(node: _Node, now: float) -> Restart | None:
+    """restarted once Ready for `STEADY_S` (or until the deadline) with no restart between;
+    failed when crash-looping; None while it is too early to say."""
+    state, deadline = node.seen, node.deadline
+    assert state is not None
+    if state.running:
+        if node.ready is None:
+            node.ready = (now, state.restarts)
+        since, restarts = node.ready
+        if state.restarts != restarts:  # it crashed and came back between two looks
+            node.ready = (now, state.restarts)
+            return None
+        if now - since < STEADY_S and not deadline.passed:
+            return None
+        log.info("the device plugin on %s is back (%s)", node.name, state.name)
+        return Restart(node.name, state.name, "restarted", deadline.elapsed())
+    node.ready = None
+    if state.crash_looping:
+        detail = f": {state.message}" if state.message else ""
+        message = f"plugin pod {state.name} is {state.status} ({state.restarts} restarts){detail}"
+        return Restart(node.name, state.name, "failed", deadline.elapsed(), message)
+    return None
 
 
-def _delete_all(api: cluster.Api, pods: Sequence[sharestate.Json]) -> None:
+def _delete_all(api: cluster.Api, pods: Sequence[Json]) -> None:
     """Delete `pods` side by side; the first failure is raised once all have been tried."""
     if len(pods) <= 1:
         for pod in pods:
@@ -146,7 +331,7 @@ def _delete_all(api: cluster.Api, pods: Sequence[sharestate.Json]) -> None:
         raise failure
 
 
-def _attempt(api: cluster.Api, pod: sharestate.Json) -> errors.ClusterError | None:
+def _attempt(api: cluster.Api, pod: Json) -> errors.ClusterError | None:
     try:
         _delete(api, pod)
     except errors.ClusterError as e:
@@ -154,71 +339,11 @@ def _attempt(api: cluster.Api, pod: sharestate.Json) -> errors.ClusterError | No
     return None
 
 
-def _await_new_pods(
-    api: cluster.Api,
-    deployment: Deployment,
-    old: dict[str, str],
-    deadline: Deadline,
-    progress: Batches,
-) -> dict[str, Restart]:
-    results: dict[str, Restart] = {}
-    last: dict[str, rollout.PluginPod] = {}
-    ready: dict[str, tuple[float, int]] = {}  # node: when first seen Ready, its restarts then
-    while True:
-        waiting = sorted(set(old) - set(results))
-        progress.waiting(WAITED_FOR, waiting)
-        found = _plugin_pods(api, deployment, waiting)
-        for node in waiting:
-            pod = found.get(node)
-            if pod is None or str(pod["metadata"].get("uid", "")) == old[node]:
-                continue
-            state = rollout.PluginPod.from_dict(pod, deployment.container)
-            last[node] = state
-            verdict = _verdict(node, state, deadline, ready)
-            if verdict is not None:
-                results[node] = verdict
-        if len(results) == len(old) or deadline.passed:
-            break
-        deadline.pause()
-    for node in set(old) - set(results):
-        seen = last.get(node)
-        status = f" (last seen {seen.name}: {seen.status})" if seen else " (no new pod appeared)"
-        message = (
-            f"the plugin did not become Ready within {deadline.end - deadline.start:g}s{status}"
-        )
-        results[node] = Restart(
-            node, seen.name if seen else "", "failed", deadline.elapsed(), message
-        )
-    return results
-
-
-def _verdict(
-    node: str, state: rollout.PluginPod, deadline: Deadline, ready: dict[str, tuple[float, int]]
-) -> Restart | None:
-    """restarted once Ready for `STEADY_S` (or until the deadline) with no restart between;
-    failed when crash-looping; None while it is too early to say."""
-    now = deadline.timing.clock()
-    if state.running:
-        since, restarts = ready.setdefault(node, (now, state.restarts))
-        if state.restarts != restarts:  # it crashed and came back between two looks
-            ready[node] = (now, state.restarts)
-            return None
-        if now - since < STEADY_S and not deadline.passed:
-            return None
-        log.info("the device plugin on %s is back (%s)", node, state.name)
-        return Restart(node, state.name, "restarted", deadline.elapsed())
-    ready.pop(node, None)
-    if state.crash_looping:
-        detail = f": {state.message}" if state.message else ""
-        message = f"plugin pod {state.name} is {state.status} ({state.restarts} restarts){detail}"
-        return Restart(node, state.name, "failed", deadline.elapsed(), message)
-    return None
-
-
-def _delete(api: cluster.Api, pod: sharestate.Json) -> None:
+def _delete(api: cluster.Api, pod: Json) -> None:
     meta = pod["metadata"]
+    assert isinstance(meta, dict)
     try:
-        api.delete(cluster.path("pods", meta["name"], meta["namespace"]))
+        api.delete(cluster.path("pods", str(meta["name"]), str(meta["namespace"])))
     except errors.ClusterError as e:
         if e.status != 404:  # already gone: the DaemonSet replaces it all the same
             raise

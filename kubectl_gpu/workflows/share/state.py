@@ -174,9 +174,13 @@ def companion_pods(api: cluster.Api, deployment: Deployment, node: str | None = 
 
 
 def replicas_in_use(api: cluster.Api) -> dict[str, dict[str, int]]:
-    """Per node, the nvidia.com/* amounts requested by pods that have not ended."""
+    """Per node, the nvidia.com/* amounts requested by pods that have not ended (the server
+    leaves out the others, and the pods no node was chosen for)."""
+    field = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
     try:
-        pods = [facts.pod_from_dict(p) for p in api.list(cluster.path("pods"))]  # page by page
+        pods = [  # page by page
+            facts.pod_from_dict(p) for p in api.list(cluster.path("pods"), field_selector=field)
+        ]
     except errors.ClusterError as e:
         if e.status != 403:
             raise
