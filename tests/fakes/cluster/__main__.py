@@ -6,9 +6,9 @@ deployment (`--layout gpu-operator|helm|static|none`) and its configs (`--config
 whether GPU nodes run the real agent once it is installed (`--agents`, the default), each GPU
 node's network namespace (`--node-networks`, on where the machine allows it), GPU pods' compute
 processes (`--gpu-processes`, on), a dcgm-exporter stand-in (`--dcgm-exporter
-copied|per-process`) and NVIDIA's own device plugin in each GPU node's sandbox instead of the
-Python stand-in (`--nvidia-device-plugin`, off), start a `SimCluster` on a control plane of its
-own (tests/controlplane),
+copied|per-process`) and NVIDIA's own device plugin in each GPU node's sandbox
+(`--nvidia-device-plugin`, on; `--no-nvidia-device-plugin`: no device plugin program at all),
+start a `SimCluster` on a control plane of its own (tests/controlplane),
 write the kubeconfig, print one `ready: kubeconfig=PATH server=URL kubectl=PATH` line (kubectl of
 the server's own release), serve until SIGTERM or SIGINT, then stop cleanly and exit 0. Must not be
 used by tests in-process (they use the fixture).
@@ -88,10 +88,10 @@ def _options(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--nvidia-device-plugin",
         action=argparse.BooleanOptionalAction,
-        default=False,
+        default=True,
         help="run NVIDIA's own device plugin v0.19.3 (built by scripts/gobins.py) in each GPU "
-        "node's sandbox, registered with a kubelet stand-in over the kubelet's gRPC, instead of "
-        "the Python stand-in (needs root and util-linux's unshare)",
+        "node's sandbox, registered with a kubelet stand-in over the kubelet's gRPC (the "
+        "default; needs root and util-linux's unshare); off, no node advertises a device",
     )
     parser.add_argument(
         "--real",

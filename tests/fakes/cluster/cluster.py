@@ -27,7 +27,6 @@ from tests.controlplane.plane import LIFECYCLE_BY_TEST
 from tests.fakes.cluster.agents import AgentRuntime, NodeKubelets, NodeSide
 from tests.fakes.cluster.allocation import Allocation
 from tests.fakes.cluster.dcgmexporter import DcgmExporterRuntime, daemonset
-from tests.fakes.cluster.deviceplugin import DevicePluginRuntime
 from tests.fakes.cluster.gfd import GfdRuntime
 from tests.fakes.cluster.layouts import LAYOUTS, Layout
 from tests.fakes.cluster.loop import Controller, ControlLoop
@@ -35,8 +34,8 @@ from tests.fakes.cluster.migmanager import MigManager
 from tests.fakes.cluster.netns import NodeNetwork, Slot, certified_addresses
 from tests.fakes.cluster.nodes import NodeSpec, SimNode
 from tests.fakes.cluster.operator import GpuOperator
-from tests.fakes.cluster.podlifecycle import Kubelet, PodRuntime
-from tests.fakes.cluster.programs import ProgramPod, SidecarWatch
+from tests.fakes.cluster.podlifecycle import DevicePlugins, Kubelet, NoDevicePlugin, PodRuntime
+from tests.fakes.cluster.programs import ProgramPod, ProgramRuntime, SidecarWatch
 from tests.fakes.cluster.workloads import GpuProcess, GpuWorkloads
 from tests.fakes.libnvml import FakeLibNvml, Gpu
 from tests.kube import ApiError
@@ -80,7 +79,7 @@ class SimCluster:
         node_networks: bool = False,
         gpu_processes: bool = False,
         dcgm_exporter: str | None = None,
-        nvidia_plugin: bool = False,
+        nvidia_plugin: bool = True,
     ) -> None:
         """`node_starts_programs`: on a real control plane, the pods of the layout's device
         plugin and GFD DaemonSets are started by the node side instead of KWOK, which makes
@@ -94,10 +93,11 @@ class SimCluster:
         API server through a relay on the namespace's 127.0.0.1. `gpu_processes`: running pods
         that hold GPU devices get compute processes in their node's NVML state and /proc
         (workloads.py). `dcgm_exporter`: "copied" or "per-process" runs the GPU Operator's
-        dcgm-exporter DaemonSet (dcgmexporter.py; needs `node_networks`). `nvidia_plugin`: the
-        device plugin pods of GPU nodes run NVIDIA's own binary in the node's sandbox, and a
+        dcgm-exporter DaemonSet (dcgmexporter.py; needs `node_networks`). `nvidia_plugin` (on):
+        the device plugin pods of GPU nodes run NVIDIA's own binary in the node's sandbox, and a
         kubelet stand-in per node speaking the kubelet's gRPC publishes what it advertises
-        (tests/fakes/node/nvidiaplugin.py; needs root, `unshare` and the built binary)."""
+        (tests/fakes/node/nvidiaplugin.py; needs root, `unshare` and the built binary); off,
+        the plugin pods run no program and no node advertises a device."""
         if dcgm_exporter not in (None, "copied", "per-process"):
             raise ValueError(f"dcgm_exporter is copied or per-process, not {dcgm_exporter!r}")
         if dcgm_exporter and not node_networks:
@@ -134,13 +134,11 @@ class SimCluster:
             else {}
         )
         self.nvidia_plugin = self._nvidia_plugin() if nvidia_plugin else None
-        self.plugin: DevicePluginRuntime = self.nvidia_plugin or DevicePluginRuntime(
-            self.store, self.loop, self.nodes
-        )
+        self.plugin: DevicePlugins = self.nvidia_plugin or NoDevicePlugin()
         self.gfd = GfdRuntime(self.store, self.loop, self.nodes, time_scale)
         runtimes: list[PodRuntime] = []
-        if "device-plugin" in controllers:
-            runtimes.append(self.plugin)
+        if "device-plugin" in controllers and self.nvidia_plugin is not None:
+            runtimes.append(self.nvidia_plugin)
         if "gfd" in controllers:
             runtimes.append(self.gfd)
         self.agents: AgentRuntime | None = None
@@ -189,7 +187,7 @@ class SimCluster:
                 self.loop.add(make())
         if "gfd" in self.controllers:
             self.loop.add(self.gfd)
-        programs = [r for r in runtimes if isinstance(r, (DevicePluginRuntime, GfdRuntime))]
+        programs = [r for r in runtimes if isinstance(r, ProgramRuntime)]
         if programs:
             self.loop.add(SidecarWatch(programs))
         if self.node_kubelets is not None:
@@ -359,6 +357,8 @@ class SimCluster:
         while time.monotonic() < deadline:
             left = deadline - time.monotonic()
             self.busy = "the node side" if not self.loop.settle(left) else _unconverged(self.store)
+            if self.busy is None and self.nvidia_plugin is not None:
+                self.busy = self.nvidia_plugin.busy()
             if self.busy is None and not self.store.synced():
                 self.busy = "watch events still on their way"
             calm = calm + 1 if self.busy is None and self.loop.settle(0) else 0
@@ -499,11 +499,11 @@ class SimCluster:
         return pods, podresources.Allocatable(devices=healthy)
 
     def _alloc_resp(self, uid: str, container: str) -> Any:
-        """What NVIDIA's plugin answered Allocate for a container (None: the stand-in's default
-        envvar answer). The kubelet stand-in keeps one answer per container."""
+        """What NVIDIA's plugin answered Allocate for a container (None: it answered none).
+        The kubelet stand-in keeps one answer per container."""
         if self.nvidia_plugin is None:
             return None
-        from tests.fakes.node.nvidiaplugin import checkpoint_response
+        from tests.fakes.node.deviceallocation import checkpoint_response
 
         found = [
             r for (u, c, _), r in self.nvidia_plugin.responses.items() if (u, c) == (uid, container)
@@ -524,8 +524,9 @@ class SimCluster:
         return found[0] if found else None
 
     def plugin_state(self, node: str) -> ProgramPod | None:
-        """The plugin's processes on `node`: selected key, errors, log (`Running with config:`)."""
-        return self.plugin.state(node)
+        """The plugin pod's processes on `node`: selected key, errors (NVIDIA's own words are
+        in the container's log, `cluster.logs`)."""
+        return self.nvidia_plugin.state(node) if self.nvidia_plugin is not None else None
 
     def restart_plugin(self, node: str) -> None:
         """Delete the plugin pod on `node` (the DaemonSet makes a new one), then settle."""

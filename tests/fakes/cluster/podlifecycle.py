@@ -28,8 +28,8 @@ from tests.controlplane.containerlogs import LogStore
 from tests.controlplane.plane import LIFECYCLE_BY_TEST
 from tests.controlplane.store import ApiStore
 from tests.fakes.cluster import events, podstatus
-from tests.fakes.cluster.allocation import AllocationTable, Rejected, admit
-from tests.fakes.cluster.deviceplugin import DevicePluginRuntime
+from tests.fakes.cluster.allocation import Allocation, AllocationTable, Rejected, admit
+from tests.fakes.cluster.devices import Resource
 from tests.fakes.cluster.loop import Change, ControlLoop
 from tests.fakes.cluster.matching import is_terminal
 from tests.fakes.cluster.netns import NodeNetwork
@@ -52,6 +52,40 @@ class PodRuntime(Protocol):
     def restart(self, uid: str, container: str) -> None: ...
 
 
+class DevicePlugins(Protocol):
+    """The device plugins of every node, as the kubelet's device manager knows them
+    (tests/fakes/node/nvidiaplugin.py: NVIDIA's own, over the kubelet's gRPC)."""
+
+    def owns(self, pod: Obj) -> bool: ...
+    def devices(self, node: str) -> dict[str, Resource]: ...
+    def known(self, node: str) -> set[str]: ...
+    def allocate(
+        self, node: str, allocations: list[Allocation], table: AllocationTable
+    ) -> list[Allocation]: ...
+    def forget(self, node: str) -> None: ...
+
+
+class NoDevicePlugin:
+    """No device plugin runs anywhere: nothing is advertised, nothing allocated."""
+
+    def owns(self, pod: Obj) -> bool:
+        return False
+
+    def devices(self, node: str) -> dict[str, Resource]:
+        return {}
+
+    def known(self, node: str) -> set[str]:
+        return set()
+
+    def allocate(
+        self, node: str, allocations: list[Allocation], table: AllocationTable
+    ) -> list[Allocation]:
+        return allocations
+
+    def forget(self, node: str) -> None:
+        pass
+
+
 @dataclass
 class StartedPod:
     node: str
@@ -71,7 +105,7 @@ class Kubelet:
         store: ApiStore,
         loop: ControlLoop,
         nodes: dict[str, SimNode],
-        plugin: DevicePluginRuntime,
+        plugin: DevicePlugins,
         runtimes: Sequence[PodRuntime],
         *,
         time_scale: float,
