@@ -528,6 +528,16 @@ class SimCluster:
         in the container's log, `cluster.logs`)."""
         return self.nvidia_plugin.state(node) if self.nvidia_plugin is not None else None
 
+    def plugin_log(self, node: str, previous: bool = False) -> str:
+        """What `kubectl logs` shows of the plugin container on `node` (NVIDIA's own output,
+        and the reason the kubelet stand-in wrote where it exited)."""
+        pod, state = self.plugin_pod(node), self.plugin_state(node)
+        if pod is None or state is None:
+            return ""
+        meta = pod["metadata"]
+        text = self.logs.get(meta["namespace"], meta["name"], state.setup.main, previous)
+        return text or ""
+
     def restart_plugin(self, node: str) -> None:
         """Delete the plugin pod on `node` (the DaemonSet makes a new one), then settle."""
         pod = self.plugin_pod(node)

@@ -286,8 +286,8 @@ class Kubelet:
         self._sync(started.node)
 
     def _log_exit(self, started: StartedPod, name: str, why: str) -> None:
-        """A failing program's last words end its run's log."""
-        if self.logs is not None:
+        """A simulated program's last words end its run's log (a real one wrote its own)."""
+        if self.logs is not None and not getattr(started.runtime, "writes_own_log", False):
             self.logs.append(*started.ref, name, why)
 
     def _rotate_log(self, started: StartedPod, name: str) -> None:

@@ -72,6 +72,7 @@ class DeviceManager(api_grpc.RegistrationServicer):
         self._capacity: dict[str, int] = {}  # resource -> devices last advertised, ever
         self._server: grpc.Server | None = None
         self._unreported = 0  # device lists received but not yet written to the Node
+        self._closed = False  # stopped: nothing more is written (the Node may be another's)
         self.registrations: list[tuple[str, str, str]] = []  # (version, endpoint, resource)
         # every (capacity, allocatable) written to the Node, in order (a test's record of moments
         # a later write may have replaced already)
@@ -91,6 +92,8 @@ class DeviceManager(api_grpc.RegistrationServicer):
         return self
 
     def stop(self) -> None:
+        with self._lock:
+            self._closed = True
         if self._server is not None:
             self._server.stop(grace=None).wait(5)
             self._server = None
@@ -163,6 +166,8 @@ class DeviceManager(api_grpc.RegistrationServicer):
     def _report(self) -> None:
         """The Node's capacity and allocatable for every resource a plugin ever registered."""
         with self._lock:
+            if self._closed:
+                return
             for name, endpoint in self._endpoints.items():
                 if not endpoint.stopped:
                     self._capacity[name] = len(endpoint.devices)

@@ -116,6 +116,7 @@ class NvidiaPluginRuntime(ProgramRuntime):
     name = "device-plugin"
     container_names = PLUGIN_CONTAINERS
     program = PROGRAM
+    writes_own_log = True  # the kubelet adds nothing to a real program's log
 
     def __init__(
         self,
@@ -212,18 +213,23 @@ class NvidiaPluginRuntime(ProgramRuntime):
         self._spawn(state, side, config)
 
     def _write_config(self, state: ProgramPod, view: ConfigView, side: NodeSide) -> Path | None:
-        """The file `--config-file` names: the config the pod would see mounted, or a path that
-        does not exist where the pod's config file is missing (NVIDIA's binary then fails to
-        read it, in its own words); None for no config file at all."""
+        """The file `--config-file` names: the config the pod would see mounted; a link to
+        /dev/null where config-manager linked no key (`ln -sf /dev/null`: NVIDIA's defaults,
+        and a later SIGHUP re-reads the same path); a path that does not exist where the pod's
+        config file is missing (NVIDIA's binary then fails to read it, in its own words); None
+        for no config file at all (a static manifest)."""
         text, error = self.config_text(state, view)
         directory = side.dir / "plugin-config" / state.uid
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / "config.yaml"
+        path.unlink(missing_ok=True)
         if error is not None:
-            path.unlink(missing_ok=True)
             return path
         if text is None:
-            return None
+            if state.setup.manager is None:
+                return None
+            path.symlink_to(os.devnull)
+            return path
         path.write_text(text, encoding="utf-8")
         return path
 
@@ -297,7 +303,7 @@ class NvidiaPluginRuntime(ProgramRuntime):
             proc = self._procs.get(uid)
         if state is not None and state.started and state.main_error is None and proc is not None:
             code = proc.exited()
-            if code is not None:
+            if code is not None and not proc.reader.is_alive():  # its last words are logged
                 fates[state.setup.main] = f"{PROGRAM} exited with code {code}"
         return fates
 
