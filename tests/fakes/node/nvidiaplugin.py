@@ -44,7 +44,7 @@ from tests.fakes.cluster.devices import Device, Resource
 from tests.fakes.cluster.loop import ControlLoop
 from tests.fakes.cluster.nodes import SimNode
 from tests.fakes.cluster.programs import ConfigView, ProgramPod, ProgramRuntime
-from tests.fakes.node import deviceallocation
+from tests.fakes.node import deviceallocation, mps
 from tests.fakes.node.devicemanager import DeviceManager
 from tests.fakes.node.sandbox import Sandbox
 from tests.kube import ApiError
@@ -242,7 +242,11 @@ class NvidiaPluginRuntime(ProgramRuntime):
         if config is not None:
             argv.append(f"--config-file={config}")
         env = {k: v for k, v in state.setup.env.items() if k not in _OWN_ENV}
-        env.update({"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "NODE_NAME": state.node})
+        # the driver's utilities (nvidia-smi, the MPS control client) come with the driver root,
+        # as the container toolkit injects them into a real plugin container
+        mps.lay_out(side.dir, side.driver.bin_dir)
+        path = f"{side.driver.bin_dir}:/usr/sbin:/usr/bin:/sbin:/bin"
+        env.update({"PATH": path, "NODE_NAME": state.node})
         command = _with_parent_death(sandbox.command(argv))
         process = subprocess.Popen(  # noqa: S603 (fixed argv, no shell)
             command,
