@@ -162,7 +162,7 @@ class _Watch:
         self.ready = threading.Event()
         self._conn: http.client.HTTPConnection | None = None
         self.thread = threading.Thread(
-            target=self._run, name=f"apistore-watch-{api.plural}", daemon=True
+            target=self._run, name=f"{store.thread_prefix}-watch-{api.plural}", daemon=True
         )
 
     def start(self) -> None:
@@ -277,7 +277,12 @@ def _error(code: int, body: bytes) -> ApiError:
 class ApiStore:
     """Objects by name on a real kube-apiserver: create, get, list, patch, delete, watch."""
 
-    def __init__(self, url: str, token: str, ca: Path | None) -> None:
+    def __init__(
+        self, url: str, token: str, ca: Path | None, thread_prefix: str = "apistore"
+    ) -> None:
+        """`thread_prefix` names its watch threads (a plane's own store lives as long as the
+        plane, not a test)."""
+        self.thread_prefix = thread_prefix
         parsed = urllib.parse.urlsplit(url)
         self.url = url
         self._host, self._port = parsed.hostname or "127.0.0.1", parsed.port or 443
@@ -471,7 +476,7 @@ class ApiStore:
     def _ensure_dispatcher(self) -> None:
         if self._dispatcher is None:
             self._dispatcher = threading.Thread(
-                target=self._dispatch, name="apistore-dispatch", daemon=True
+                target=self._dispatch, name=f"{self.thread_prefix}-dispatch", daemon=True
             )
             self._dispatcher.start()
 

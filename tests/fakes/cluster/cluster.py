@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tests.controlplane.containerlogs import LogStore
-from tests.controlplane.plane import LIFECYCLE_BY_TEST
+from tests.controlplane.plane import LIFECYCLE_BY_TEST, NODE_SIDE_KUBELET
 from tests.fakes.cluster.agents import AgentRuntime, NodeKubelets, NodeSide
 from tests.fakes.cluster.allocation import Allocation
 from tests.fakes.cluster.dcgmexporter import DcgmExporterRuntime, daemonset
@@ -42,6 +42,7 @@ from tests.kube import ApiError
 
 if TYPE_CHECKING:
     from tests.controlplane import ControlPlane
+    from tests.controlplane.admitter import Admitter
     from tests.controlplane.store import ApiStore
     from tests.fakes.node.nvidiaplugin import NvidiaPluginRuntime
 
@@ -111,6 +112,7 @@ class SimCluster:
         self.controllers = tuple(controllers)
         self._denied: set[tuple[str, str, str]] = set()  # (verb, resource, group): `deny`
         self.plane, self._own_plane = _plane(plane)
+        self._admitter = _admitter(self.plane) if self._own_plane else None
         self.store: ApiStore = _api_store(self.plane)
         # files KWOK serves: `kubectl logs` reaches them through the real API server
         self._log_root = Path(tempfile.mkdtemp(prefix="sim-logs-"))
@@ -295,6 +297,8 @@ class SimCluster:
             self._started = False
         if not self._stopped:
             self.store.close()
+            if self._admitter is not None:
+                self._admitter.stop()
             if self._own_plane:
                 self.plane.stop()
             self._stopped = True
@@ -405,6 +409,8 @@ class SimCluster:
         """The node's kubelet endpoint is KWOK's server (container logs); a node with a network
         namespace whose address KWOK's certificate names has that InternalIP, relayed there."""
         obj = self.plane.with_kubelet(node.node_object())
+        if "kubelet" in self.controllers:  # its pods start once this node's kubelet admitted them
+            obj["metadata"].setdefault("annotations", {})[NODE_SIDE_KUBELET] = "simulated"
         network = self.networks.get(node.name)
         if network is not None and network.address in self.plane.kubelet_addresses:
             for address in obj["status"]["addresses"]:
@@ -559,7 +565,16 @@ def _plane(plane: ControlPlane | None) -> tuple[ControlPlane, bool]:
 
     if plane is not None:
         return plane, False
-    return ControlPlane(kubelet_addresses=certified_addresses()).start(), True
+    return ControlPlane(kubelet_addresses=certified_addresses(), node_side_gate=True).start(), True
+
+
+def _admitter(plane: ControlPlane) -> Admitter:
+    """Admits at once the pods of nodes without a kubelet stand-in (DRA nodes) on a plane of
+    the cluster's own."""
+    from tests.controlplane.admitter import Admitter
+
+    assert plane.creds is not None
+    return Admitter(plane.url, plane.creds.admin_token, plane.creds.ca_cert).start()
 
 
 def _log_files(plane: ControlPlane, directory: Path) -> LogStore:

@@ -28,6 +28,7 @@ from tests.controlplane.containerlogs import LogStore
 from tests.controlplane.plane import LIFECYCLE_BY_TEST
 from tests.controlplane.store import ApiStore
 from tests.fakes.cluster import events, podstatus
+from tests.fakes.cluster.admission import admitted, awaits_admission
 from tests.fakes.cluster.allocation import Allocation, AllocationTable, Rejected, admit
 from tests.fakes.cluster.devices import Resource
 from tests.fakes.cluster.loop import Change, ControlLoop
@@ -166,8 +167,9 @@ class Kubelet:
         active = [
             p for p in pods if not is_terminal(p) and not p["metadata"].get("deletionTimestamp")
         ]
-        # KWOK starts the other pods' containers: a pod it has not made Running waits
-        active = [p for p in active if self._plays(p) or _phase(p) == "Running"]
+        # KWOK starts the other pods' containers: a pod it has not made Running waits, but for
+        # one KWOK holds until this kubelet has admitted it (its devices allocated)
+        active = [p for p in active if self._plays(p) or self._admits(p)]
         live = {str(p["metadata"]["uid"]) for p in active}
         # Devices of pods that ended are free before anything new is admitted, as the
         # device manager's UpdateAllocatedDevices does at admission.
@@ -210,6 +212,8 @@ class Kubelet:
             return False
         uid = str(pod["metadata"]["uid"])
         self.table.record(node_name, uid, allocations)
+        if awaits_admission(pod):
+            admitted(self.store, pod)
         place = PodPlace(host_ip, self._pod_ip(node_name), podstatus.now())
         runtime = self._runtime(pod)
         ref = (str(pod["metadata"].get("namespace") or ""), str(pod["metadata"]["name"]))
@@ -306,6 +310,11 @@ class Kubelet:
         test asked for it, LIFECYCLE_BY_TEST)."""
         notes = pod["metadata"].get("annotations") or {}
         return LIFECYCLE_BY_TEST in notes
+
+    def _admits(self, pod: Obj) -> bool:
+        """A pod KWOK started, or one waiting for (or past) this kubelet's admission."""
+        started = str(pod["metadata"]["uid"]) in self._pods
+        return started or _phase(pod) == "Running" or awaits_admission(pod)
 
     def _runtime(self, pod: Obj) -> PodRuntime | None:
         return next((r for r in self.runtimes if r.owns(pod)), None)
