@@ -1,9 +1,9 @@
 """`python -m tests.fakes.cluster --real`, as `make demo` runs it: a cluster on a real control
 plane that the server's own kubectl can use (GPU nodes advertising shared GPUs, a DRA node's
 ResourceSlice, each GPU node in a network namespace of its own), and a clean stop on SIGTERM that
-leaves no control-plane process and no namespace behind; with `--nvidia-device-plugin` (as the
-demo starts it), the shared GPUs are what NVIDIA's own plugin advertised, and its process ends
-with the cluster too."""
+leaves no control-plane process and no namespace behind; the shared GPUs are what NVIDIA's own
+device plugin advertised (the default, as the demo starts it), and its process ends with the
+cluster too."""
 
 from __future__ import annotations
 
@@ -84,20 +84,9 @@ def descendants(root: int) -> dict[int, str]:
     return found
 
 
-NVIDIA_PLUGIN = pytest.param(
-    True,
-    id="nvidia-device-plugin",
-    marks=[
-        pytest.mark.skipif(sandbox.unavailable() is not None, reason=str(sandbox.unavailable())),
-        pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable())),
-    ],
-)
-
-
-@pytest.mark.parametrize("nvidia_plugin", [pytest.param(False, id="stand-in"), NVIDIA_PLUGIN])
-def test_the_demo_cluster_answers_kubectl_and_exits_cleanly_on_sigterm(
-    tmp_path: Path, nvidia_plugin: bool
-) -> None:
+@pytest.mark.skipif(sandbox.unavailable() is not None, reason=str(sandbox.unavailable()))
+@pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable()))
+def test_the_demo_cluster_answers_kubectl_and_exits_cleanly_on_sigterm(tmp_path: Path) -> None:
     config = tmp_path / "ts.yaml"
     config.write_text(
         "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
@@ -123,7 +112,6 @@ def test_the_demo_cluster_answers_kubectl_and_exits_cleanly_on_sigterm(
             "--dra-nodes",
             "dra-a=A100-SXM4-80GB:1",
             "--real",
-            *(["--nvidia-device-plugin"] if nvidia_plugin else []),
         ],
         cwd=ROOT,
         env=env,
@@ -142,18 +130,17 @@ def test_the_demo_cluster_answers_kubectl_and_exits_cleanly_on_sigterm(
         assert nodes.returncode == 0, nodes.stderr
         items = {n["metadata"]["name"]: n for n in json.loads(nodes.stdout)["items"]}
         assert sorted(items) == ["cpu-1", "dra-a", "gpu-a"]
-        if nvidia_plugin:  # NVIDIA's process registers once its pod starts: give it a moment
-            for _ in range(100):
-                items = {n["metadata"]["name"]: n for n in json.loads(nodes.stdout)["items"]}
-                if items["gpu-a"]["status"].get("allocatable", {}).get("nvidia.com/gpu") == "4":
-                    break
-                time.sleep(0.2)
-                nodes = kubectl("get", "nodes", "-o", "json")
+        for _ in range(100):  # NVIDIA's process registers once its pod starts: give it a moment
+            items = {n["metadata"]["name"]: n for n in json.loads(nodes.stdout)["items"]}
+            if items["gpu-a"]["status"].get("allocatable", {}).get("nvidia.com/gpu") == "4":
+                break
+            time.sleep(0.2)
+            nodes = kubectl("get", "nodes", "-o", "json")
         assert items["gpu-a"]["status"]["allocatable"]["nvidia.com/gpu"] == "4"
         plugins = [
             p for p, name in descendants(process.pid).items() if name == "nvidia-device-plugin"
         ]
-        assert len(plugins) == (1 if nvidia_plugin else 0), descendants(process.pid)
+        assert len(plugins) == 1, descendants(process.pid)
         slices = json.loads(kubectl("get", "resourceslices", "-o", "json").stdout)["items"]
         assert [s["spec"]["nodeName"] for s in slices] == ["dra-a"]
         apiserver = server_processes(fields["server"])

@@ -1,7 +1,7 @@
 """NVIDIA's own device plugin (v0.19.3, unmodified) as the process of each plugin pod.
 
-Where a cluster asks for it (`SimCluster(nvidia_plugin=True)`), the pod of the layout's device
-plugin DaemonSet on a GPU node runs NVIDIA's `nvidia-device-plugin` binary (built by
+In every simulated cluster (`SimCluster`, unless `nvidia_plugin=False`), the pod of the
+layout's device plugin DaemonSet on a GPU node runs NVIDIA's `nvidia-device-plugin` binary (built by
 `scripts/gobins.py nvidia-device-plugin`) inside the node's sandbox (sandbox.py: the node's
 device-plugin directory at the hard-coded /var/lib/kubelet/device-plugins, the driver's MIG
 minors, the node's network namespace), with `--driver-root`/`--driver-root-ctr-path` at the
