@@ -99,13 +99,15 @@ class _Process:
         """Follow the start-up in the process's own words (cmd/nvidia-device-plugin/main.go
         `startPlugins`, internal/plugin/server.go `Start`): it starts its plugins one by one
         and then logs nothing more until a signal, a kubelet restart or its 30 s retry."""
-        self.last_output = time.monotonic()
-        if "Starting Plugins." in line:
-            self.starting = True
+        if "Starting Plugins." in line or "Starting GRPC server for" in line:
+            self.starting = True  # the start-up, or the next plugin's
         elif any(end in line for end in _START_UP_ENDS):
             self.starting = False
+            self.last_output = time.monotonic()
 
     def busy(self) -> bool:
+        """Starting, or a moment after a plugin registered (the next may start then); what it
+        logs afterwards (health checks) does not count."""
         quiet = time.monotonic() - self.last_output >= _QUIET
         return self.exited() is None and (self.starting or not quiet)
 
