@@ -78,12 +78,16 @@ class MigProfile:
 
     @property
     def resource_name(self) -> str:
-        """The extended resource the device plugin advertises under `migStrategy: mixed`.
+        """The extended resource the device plugin advertises a device of this profile under,
+        with `migStrategy: mixed`.
 
-        The plugin advertises GPU-instance profiles only (C == G); the name of a
-        compute-instance profile is derived the same way but no node will carry it.
+        v0.19.3 makes one resource per GPU-instance profile (C == G) in NVML's profile order
+        and gives a MIG device the first whose name occurs anywhere in the device's profile
+        (`ResourcePattern.Matches` is an unanchored regexp): `1c.3g.40gb` is counted as
+        `nvidia.com/mig-3g.40gb` and `1g.10gb+me` as `nvidia.com/mig-1g.10gb`, the plain
+        profile of its size coming first (docs/upstream-facts.md P4).
         """
-        return RESOURCE_PREFIX + self.name.replace("+", ".")
+        return f"{RESOURCE_PREFIX}{self.gpu_slices}g.{self.memory_gb}gb"
 
     @property
     def is_compute_instance(self) -> bool:

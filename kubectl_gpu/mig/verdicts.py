@@ -239,14 +239,9 @@ def _single_problems(gpus: Sequence[GpuVerdict]) -> list[str]:
 
 
 def _mixed_problems(gpus: Sequence[GpuVerdict]) -> list[str]:
-    partial = sorted({d.name for v in gpus for d in v.devices if d.is_compute_instance})
-    if not partial:
-        return []
-    return [
-        "the device plugin (migStrategy mixed) advertises only GPU-instance profiles and fails "
-        f"on compute-instance profiles ({', '.join(partial)}): MIG profile does not match any "
-        "resource patterns"
-    ]
+    # Under `mixed` every MIG device is advertised (a compute instance smaller than its GPU
+    # instance under its GPU instance's resource, MigProfile.resource_name): nothing to refuse.
+    return []
 
 
 def gpu_resources(verdict: GpuVerdict, strategy: str | None) -> dict[str, int]:
@@ -259,7 +254,7 @@ def gpu_resources(verdict: GpuVerdict, strategy: str | None) -> dict[str, int]:
         return {FULL_GPU_RESOURCE: 1}
     if strategy == SINGLE:
         return {FULL_GPU_RESOURCE: len(verdict.devices)} if verdict.devices else {}
-    counts = Counter(d.resource_name for d in verdict.devices if not d.is_compute_instance)
+    counts = Counter(d.resource_name for d in verdict.devices)
     return dict(sorted(counts.items()))
 
 

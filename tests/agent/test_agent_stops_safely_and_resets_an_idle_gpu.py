@@ -20,6 +20,7 @@ from tests.agent.fixtures import Agent, ask, labels, node_nvml, notes, store_con
 from tests.conftest import CliResult
 from tests.fakes import libnvml
 from tests.fakes.cluster import SimCluster, layouts
+from tests.fakes.cluster.cluster import ALL_CONTROLLERS
 from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.kubelet import FakeKubelet
 from tests.gpumap import reportbuilders
@@ -40,8 +41,19 @@ def health(heartbeat: Path) -> int:
     return agent.main(["--check-health", "--heartbeat", str(heartbeat), "--max-age", "120"])
 
 
-def mixed_helm(sim_cluster: MakeSimCluster, *, reports: bool = True) -> SimCluster:
-    cluster = sim_cluster(["gpu-1=H100-SXM5-80GB:1"], layouts.helm(env={"MIG_STRATEGY": "mixed"}))
+def mixed_helm(
+    sim_cluster: MakeSimCluster, *, reports: bool = True, plugin: bool = True
+) -> SimCluster:
+    """`plugin=False`: the plugin pod runs no program (NVIDIA's plugin would crash-loop on a
+    node whose NVML lost the driver, and the cluster would never settle)."""
+    controllers = (
+        ALL_CONTROLLERS if plugin else tuple(c for c in ALL_CONTROLLERS if c != "device-plugin")
+    )
+    cluster = sim_cluster(
+        ["gpu-1=H100-SXM5-80GB:1"],
+        layouts.helm(env={"MIG_STRATEGY": "mixed"}),
+        controllers=controllers,
+    )
     if reports:
         reportbuilders.install(api_client.connect(str(cluster.kubeconfig)))
     return cluster
@@ -111,7 +123,7 @@ def test_sigterm_at_rest_ends_the_loop_cleanly(
 def test_nvml_that_lost_the_driver_makes_the_agent_unhealthy(
     sim_cluster: MakeSimCluster, fake_kubelet: FakeKubelet, tmp_path: Path, code: int
 ) -> None:
-    cluster = mixed_helm(sim_cluster)
+    cluster = mixed_helm(sim_cluster, plugin=False)
     beat = tmp_path / "run" / "heartbeat"
     assert run_once(cluster, fake_kubelet.root, beat) == 0
     assert health(beat) == 0

@@ -25,9 +25,12 @@ def doctor(run_cli: Run, cluster: SimCluster, *args: str) -> CliResult:
 def crashing_plugin(sim_cluster: MakeSimCluster) -> SimCluster:
     """The plugin on gpu-a exits 1 on a flag it rejects: CrashLoopBackOff, nothing advertised."""
     controllers = ("kubelet", "device-plugin")
+    # NVIDIA's process takes a moment to start and fail: with the kubelet's back-off at full
+    # length (10 s), the container is in CrashLoopBackOff while the test looks, as on a node
     cluster = sim_cluster(
-        [NodeSpec("gpu-a", "L4", 1)], "helm", {"any": BAD_FLAG}, "any", controllers=controllers
-    )
+        [NodeSpec("gpu-a", "L4", 1)], "helm", {"any": BAD_FLAG}, "any", controllers=controllers,
+        time_scale=1.0,
+    )  # fmt: skip
     assert cluster.allocatable("gpu-a") == 0
     return cluster
 

@@ -1,5 +1,5 @@
 """`kubectl gpu share --replicas 4 --wait` verifies the capacity NVIDIA's own device plugin
-advertised (v0.19.3, unmodified, `SimCluster(nvidia_plugin=True)`), not the stand-in's.
+advertised (v0.19.3, unmodified, the simulated cluster's device plugin).
 
 On a Helm install with one H100×2 node, share writes the time-slicing key, labels the node and
 restarts the plugin pod; the pod's new NVIDIA process reads the key the config-manager linked,
@@ -37,7 +37,6 @@ def test_share_replicas_4_verifies_eight_from_nvidias_plugin(
         "helm",
         {"any": PLAIN},
         "any",
-        nvidia_plugin=True,
         node_networks=True,
     )
     runtime = cluster.nvidia_plugin

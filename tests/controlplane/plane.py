@@ -75,6 +75,22 @@ LOGS_CRD: dict[str, Any] = {
 # container that crashes at start would look Ready for a while, an init container that keeps
 # failing could not hold its pod Pending).
 LIFECYCLE_BY_TEST = "test.kubectl-gpu.io/lifecycle-by-node-side"
+# With `node_side_gate`, a pod that asks for an extended resource (a device plugin's) becomes
+# Running only once a kubelet has admitted it and annotated it ADMITTED, as a kubelet starts a
+# pod's containers only after its device allocation succeeded: on a node annotated
+# NODE_SIDE_KUBELET the test's kubelet stand-in does (tests/fakes), on any other node
+# admitter.py admits it at once (no kubelet of its own to ask).
+NODE_SIDE_KUBELET = "test.kubectl-gpu.io/kubelet"
+ADMITTED = "test.kubectl-gpu.io/admitted"
+# The gate (a gojq expression over the pod, KWOK's selector keys): "waiting" for a pod whose
+# containers ask for an extended resource (a domain-prefixed name outside kubernetes.io) and
+# that the kubelet stand-in has not admitted yet; nothing otherwise.
+_WAITING_FOR_ADMISSION = (
+    "if ([(.spec.containers // [])[], (.spec.initContainers // [])[] | .resources // {} "
+    "| (.limits // {}), (.requests // {}) | keys[] "
+    '| select(contains("/") and (startswith("kubernetes.io/") | not))] | length > 0) '
+    f'and (.metadata.annotations["{ADMITTED}"] == null) then "waiting" else empty end'
+)
 DEFAULT_VERSION = "1.37"
 PLACEHOLDER_TOKEN = "placeholder-token"  # `plain_kubeconfig`'s: must never be printed
 VERSIONS = {"1.37": "kubernetes-1.37", "1.34": "kubernetes-1.34"}
@@ -160,6 +176,7 @@ class ControlPlane:
         controller_manager_args: Sequence[str] = (),
         node_authorizer: bool = True,
         kubelet_addresses: Sequence[str] = (),
+        node_side_gate: bool = False,
     ) -> None:
         """`runtime_config` and `feature_gates` go to the API server as they are. Without
         `node_authorizer` only RBAC authorizes: a plane told not to serve resource.k8s.io/v1
@@ -172,7 +189,10 @@ class ControlPlane:
         need the node-lifecycle-controller off (it would find the nodes unreachable), and the
         DaemonSet controller a higher client rate than its 20 requests/s. `kubelet_addresses`:
         node InternalIPs, besides 127.0.0.1, at which a test serves KWOK's kubelet endpoint
-        (a node in a network namespace of its own): its certificate names them."""
+        (a node in a network namespace of its own): its certificate names them.
+        `node_side_gate`: KWOK starts a pod asking for an extended resource only once it is
+        ADMITTED (see NODE_SIDE_KUBELET; the plane's owner runs admitter.py for the nodes
+        without a kubelet stand-in)."""
         version = version or chosen_version()
         if version not in VERSIONS:
             raise ValueError(
@@ -192,6 +212,7 @@ class ControlPlane:
         self.controller_manager_args = tuple(controller_manager_args)
         self.node_authorizer = node_authorizer
         self.kubelet_addresses = tuple(kubelet_addresses)
+        self.node_side_gate = node_side_gate
         self.components: list[Component] = []
         self.bins: dict[str, Path] = {}
         self.port = 0
@@ -459,11 +480,15 @@ class ControlPlane:
         )  # fmt: skip
 
     def _leaving_test_pods(self, stage: Path) -> Path:
-        """KWOK's pod-ready stage, but for pods annotated LIFECYCLE_BY_TEST."""
+        """KWOK's pod-ready stage, but for pods annotated LIFECYCLE_BY_TEST (and, with
+        `node_side_gate`, for pods waiting for a kubelet's admission)."""
         ready = yaml.safe_load(stage.read_text())
-        ready["spec"]["selector"]["matchExpressions"].append(
+        expressions = ready["spec"]["selector"]["matchExpressions"]
+        expressions.append(
             {"key": f'.metadata.annotations["{LIFECYCLE_BY_TEST}"]', "operator": "DoesNotExist"}
         )
+        if self.node_side_gate:
+            expressions.append({"key": _WAITING_FOR_ADMISSION, "operator": "DoesNotExist"})
         derived = self.dir / stage.name
         derived.write_text(yaml.safe_dump(ready, sort_keys=False))
         return derived

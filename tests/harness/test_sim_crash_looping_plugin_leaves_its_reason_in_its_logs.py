@@ -1,5 +1,5 @@
-"""A simulated device plugin that rejects its config crash-loops, and `kubectl logs` (current
-and `--previous`) shows upstream's own reason as its last line: on the real control plane the
+"""NVIDIA's device plugin rejecting its config crash-loops, and `kubectl logs` (current and
+`--previous`) shows its own reason as its last line: on the real control plane the
 API server proxies the request to KWOK's kubelet endpoint, which serves what the simulated
 container wrote (tests/controlplane/containerlogs.py)."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
@@ -36,10 +37,24 @@ def test_a_crash_looping_program_leaves_its_reason_in_its_logs(
     namespace, name = plugin["metadata"]["namespace"], plugin["metadata"]["name"]
     kubectl = kubectl_for(cluster, tmp_path)
     container = cluster.layout.plugin_container
-    current = kubectl("logs", "-n", namespace, name, "-c", container, "--tail", "5")
-    previous = kubectl("logs", "-n", namespace, name, "-c", container, "--previous")
+    # NVIDIA's own words (cmd/nvidia-device-plugin validateFlags), from its process
+    reason = "invalid --device-id-strategy option: serial"
+
+    def logs() -> tuple[Any, Any]:
+        current = kubectl("logs", "-n", namespace, name, "-c", container, "--tail", "5")
+        previous = kubectl("logs", "-n", namespace, name, "-c", container, "--previous")
+        return current, previous
+
+    def shown(current: Any, previous: Any) -> bool:
+        lines = current.stdout.splitlines()
+        return bool(lines) and reason in lines[-1] and reason in previous.stdout
+
+    # a restarted process writes its log as it runs, and each restart rotates the files
+    deadline = time.monotonic() + 30
+    current, previous = logs()
+    while not shown(current, previous) and time.monotonic() < deadline:
+        time.sleep(0.2)
+        current, previous = logs()
 
     assert current.returncode == 0 and previous.returncode == 0, current.stderr + previous.stderr
-    # upstream's own words, from the simulated plugin (tests/fakes/cluster/pluginfields.py)
-    reason = "invalid --device-id-strategy option: serial"
     assert reason in current.stdout.splitlines()[-1] and reason in previous.stdout

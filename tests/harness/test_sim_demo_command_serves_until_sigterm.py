@@ -2,8 +2,8 @@
 plane that the server's own kubectl can use (GPU nodes advertising shared GPUs, a DRA node whose
 ResourceSlice NVIDIA's own DRA kubelet plugin published, each GPU node in a network namespace of
 its own), and a clean stop on SIGTERM that leaves no control-plane process, no NVIDIA process and
-no namespace behind; with `--nvidia-device-plugin` (as the demo starts it), the shared GPUs are
-what NVIDIA's own device plugin advertised."""
+no namespace behind; the shared GPUs are what NVIDIA's own device plugin advertised (the
+default, as the demo starts it)."""
 
 from __future__ import annotations
 
@@ -93,21 +93,9 @@ def node_env(pid: int) -> str:
     return next((e.decode() for e in entries if e.startswith(b"NODE_NAME=")), "")
 
 
-NVIDIA_PLUGIN = pytest.param(
-    True,
-    id="nvidia-device-plugin",
-    marks=[
-        pytest.mark.skipif(sandbox.unavailable() is not None, reason=str(sandbox.unavailable())),
-        pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable())),
-    ],
-)
-
-
 @pytest.mark.skipif(sandbox.unavailable() is not None, reason=str(sandbox.unavailable()))
-@pytest.mark.parametrize("nvidia_plugin", [pytest.param(False, id="stand-in"), NVIDIA_PLUGIN])
-def test_the_demo_cluster_answers_kubectl_and_exits_cleanly_on_sigterm(
-    tmp_path: Path, nvidia_plugin: bool
-) -> None:
+@pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable()))
+def test_the_demo_cluster_answers_kubectl_and_exits_cleanly_on_sigterm(tmp_path: Path) -> None:
     config = tmp_path / "ts.yaml"
     config.write_text(
         "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
@@ -133,7 +121,6 @@ def test_the_demo_cluster_answers_kubectl_and_exits_cleanly_on_sigterm(
             "--dra-nodes",
             "dra-a=A100-SXM4-80GB:1",
             "--real",
-            *(["--nvidia-device-plugin"] if nvidia_plugin else []),
         ],
         cwd=ROOT,
         env=env,
@@ -152,19 +139,18 @@ def test_the_demo_cluster_answers_kubectl_and_exits_cleanly_on_sigterm(
         assert nodes.returncode == 0, nodes.stderr
         items = {n["metadata"]["name"]: n for n in json.loads(nodes.stdout)["items"]}
         assert sorted(items) == ["cpu-1", "dra-a", "gpu-a"]
-        if nvidia_plugin:  # NVIDIA's process registers once its pod starts: give it a moment
-            for _ in range(100):
-                items = {n["metadata"]["name"]: n for n in json.loads(nodes.stdout)["items"]}
-                if items["gpu-a"]["status"].get("allocatable", {}).get("nvidia.com/gpu") == "4":
-                    break
-                time.sleep(0.2)
-                nodes = kubectl("get", "nodes", "-o", "json")
+        for _ in range(100):  # NVIDIA's process registers once its pod starts: give it a moment
+            items = {n["metadata"]["name"]: n for n in json.loads(nodes.stdout)["items"]}
+            if items["gpu-a"]["status"].get("allocatable", {}).get("nvidia.com/gpu") == "4":
+                break
+            time.sleep(0.2)
+            nodes = kubectl("get", "nodes", "-o", "json")
         assert items["gpu-a"]["status"]["allocatable"]["nvidia.com/gpu"] == "4"
         running = descendants(process.pid)
         # gpu-a's device plugin (the Helm chart's default affinity would place one on dra-a too:
         # a user of both planes narrows it; the DRA node is NVIDIA's DRA plugin's)
         plugins = [p for p, name in running.items() if name == "nvidia-device-plugin"]
-        assert ("NODE_NAME=gpu-a" in map(node_env, plugins)) == nvidia_plugin, running
+        assert "NODE_NAME=gpu-a" in map(node_env, plugins), running
         dra = [p for p, name in running.items() if name == "gpu-kubelet-plugin"]
         assert [node_env(p) for p in dra] == ["NODE_NAME=dra-a"], running
         slices = json.loads(kubectl("get", "resourceslices", "-o", "json").stdout)["items"]

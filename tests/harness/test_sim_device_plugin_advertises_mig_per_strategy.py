@@ -1,5 +1,6 @@
-"""MIG strategies none, single and mixed over MIG devices made on the NVML stand-in
-(docs/upstream-facts.md P4)."""
+"""MIG strategies none, single and mixed over MIG devices made on the node's NVML library, as
+NVIDIA's device plugin v0.19.3 advertises them (docs/upstream-facts.md P4); its refusals are in
+its own words in the plugin container's log."""
 
 from __future__ import annotations
 
@@ -37,6 +38,11 @@ def mig_cluster(make: MakeSimCluster, mig: dict[int, list[str]], key: str) -> Si
         "gpu-a", "A100-SXM4-80GB", 4, labels={"nvidia.com/device-plugin.config": key}, mig=mig
     )
     return make([node], layout="helm", configs=CONFIGS, default_config="none")
+
+
+def said(cluster: SimCluster) -> str:
+    """The plugin container's log, the run before the last restart included."""
+    return cluster.plugin_log("gpu-a", previous=True) + cluster.plugin_log("gpu-a")
 
 
 def nvidia(cluster: SimCluster) -> dict[str, str]:
@@ -101,7 +107,10 @@ def test_single_advertises_every_mig_device_as_gpu(sim_cluster: MakeSimCluster) 
             {i: ["3g.40gb", "3g.40gb"] for i in range(3)} | {3: ["7g.80gb"]},
             "more than one MIG device type present on node",
         ),
-        (MIXED_LAYOUT, "all devices on the node must be configured with the same migEnabled"),
+        # GPUs 2 and 3 have MIG off, but v0.19.3 checks the MIG device types first (the
+        # Python stand-in said "all devices on the node must be configured with the same
+        # migEnabled value")
+        (MIXED_LAYOUT, "more than one MIG device type present on node"),
         ({0: ["1g.10gb"]}, "all devices on the node must be configured with the same migEnabled"),
         ({0: [], 1: ["1g.10gb"], 2: ["1g.10gb"], 3: ["1g.10gb"]}, "device 0 has no MIG devices"),
     ],
@@ -111,19 +120,22 @@ def test_single_refuses_layouts_it_cannot_name(
 ) -> None:
     cluster = mig_cluster(sim_cluster, mig, "single")
     assert nvidia(cluster) == {}
-    state = cluster.plugin_state("gpu-a")
-    assert state is not None and error in str(state.main_error)
+    assert error in said(cluster)
     labels = cluster.store.get("nodes", "gpu-a")["metadata"]["labels"]
     assert labels["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-80GB-MIG-INVALID"
     assert labels["nvidia.com/gpu.count"] == "0"
 
 
-def test_mixed_breaks_on_a_compute_instance_sub_profile(sim_cluster: MakeSimCluster) -> None:
+def test_mixed_advertises_a_compute_instance_sub_profile_as_its_gpu_instance_profile(
+    sim_cluster: MakeSimCluster,
+) -> None:
+    # v0.19.3 makes a resource per C == G profile and matches a MIG device's profile against
+    # those patterns unanchored (api/config/v1 ResourcePattern.Matches): "1c.3g.40gb" contains
+    # "3g.40gb". The Python stand-in had the plugin fail ("does not match any resource
+    # patterns").
     cluster = mig_cluster(sim_cluster, {0: ["1c.3g.40gb"]}, "mixed")
-    state = cluster.plugin_state("gpu-a")
-    assert state is not None
-    assert "MIG profile '1c.3g.40gb' does not match any resource patterns" in str(state.main_error)
-    assert nvidia(cluster) == {}
+    assert nvidia(cluster) == {"nvidia.com/gpu": "3", "nvidia.com/mig-3g.40gb": "1"}
+    assert "does not match any resource patterns" not in said(cluster)
 
 
 def test_none_still_advertises_a_mig_enabled_gpu_whole(sim_cluster: MakeSimCluster) -> None:

@@ -1,7 +1,7 @@
 """NVIDIA's own device plugin (v0.19.3, unmodified) on simulated GPU nodes, registered with a
 kubelet stand-in that speaks the kubelet's gRPC, publishes what the Node advertises.
 
-`SimCluster(nvidia_plugin=True)`: each GPU node's plugin pod runs NVIDIA's binary in the node's
+`SimCluster` (its default): each GPU node's plugin pod runs NVIDIA's binary in the node's
 sandbox (its own /var/lib/kubelet/device-plugins, its network namespace) over the node's
 libnvidia-ml.so.1; it registers on the node's `kubelet.sock`, and its ListAndWatch lists become
 the Node's `status.capacity`/`allocatable` through the real API server. What a user sees:
@@ -83,7 +83,6 @@ def h100_cluster(make: MakeSimCluster, **kwargs: object) -> SimCluster:
     return make(
         [NodeSpec("gpu-1", "H100-SXM5-80GB", 2)],
         "helm",
-        nvidia_plugin=True,
         node_networks=True,
         **kwargs,
     )
@@ -207,9 +206,7 @@ def test_nvidia_plugin_starts_on_a_simulated_h200_as_it_did_on_a_real_one(
     """The static manifest (NVIDIA's defaults, as the reading was taken): the same lines, the
     same config, NVML detected as the platform, the same socket; only then does the simulated
     node differ, by having a kubelet to register with."""
-    cluster = sim_cluster(
-        [NodeSpec("h200-node", "H200-SXM-141GB", 1)], "static", nvidia_plugin=True
-    )
+    cluster = sim_cluster([NodeSpec("h200-node", "H200-SXM-141GB", 1)], "static")
     wait_for("nvidia.com/gpu: 1", lambda: advertised(cluster, "h200-node", "nvidia.com/gpu", "1"))
     pod = cluster.plugin_pod("h200-node")
     assert pod is not None

@@ -74,7 +74,6 @@ def test_a_pods_replica_comes_from_nvidias_allocate_into_checkpoint_and_podresou
         "helm",
         {"ts": TIME_SLICED},
         "ts",
-        nvidia_plugin=True,
         node_networks=True,
         agents=True,
     )

@@ -190,19 +190,21 @@ def test_single_advertises_every_mig_device_as_a_gpu() -> None:
     assert result.resources == {"nvidia.com/gpu": 14}
 
 
-def test_mixed_refuses_compute_instance_profiles() -> None:
+def test_mixed_counts_compute_instance_profiles_under_their_gpu_instance() -> None:
+    # as NVIDIA's device plugin v0.19.3 advertised them on a simulated node
+    # (tests/harness/test_sim_device_plugin_advertises_mig_per_strategy.py)
     result = check(specs(enabled("all", {"1c.3g.20gb": 3})), gpu(0), strategy="mixed")
-    assert result.problems and "1c.3g.20gb" in result.problems[0]
-    assert result.resources == {}
+    assert result.fits and not result.problems
+    assert result.resources == {"nvidia.com/mig-3g.20gb": 3}
 
 
 def test_mixed_advertises_one_resource_per_profile() -> None:
     layout = {"1g.10gb+me": 1, "1g.10gb": 1, "2g.20gb": 1, "3g.40gb": 1}
     result = check(specs(enabled("all", layout)), gpu(0, A100_80), strategy="mixed")
     assert result.fits
+    # v0.19.3 matches "1g.10gb+me" with the resource pattern "1g.10gb", which comes first
     assert result.resources == {
-        "nvidia.com/mig-1g.10gb": 1,
-        "nvidia.com/mig-1g.10gb.me": 1,
+        "nvidia.com/mig-1g.10gb": 2,
         "nvidia.com/mig-2g.20gb": 1,
         "nvidia.com/mig-3g.40gb": 1,
     }

@@ -7,11 +7,11 @@ whether GPU nodes run the real agent once it is installed (`--agents`, the defau
 node's network namespace (`--node-networks`, on where the machine allows it), GPU pods' compute
 processes (`--gpu-processes`, on), a dcgm-exporter stand-in (`--dcgm-exporter
 copied|per-process`), NVIDIA's own device plugin (and GFD, with NFD's master) in each GPU
-node's sandbox instead of the Python stand-ins (`--nvidia-device-plugin`, off) and the GPU
-Operator's MIG manager (a stand-in, `--mig-manager`, on for `--layout gpu-operator`, where the
-operator renders it unless the ClusterPolicy disables it, so `kubectl gpu mig apply` succeeds
-there as on a real operator install), start a `SimCluster` on a control plane of its own
-(tests/controlplane),
+node's sandbox (`--nvidia-device-plugin`, on; `--no-nvidia-device-plugin`: no device plugin
+program at all) and the GPU Operator's MIG manager (a stand-in, `--mig-manager`, on for
+`--layout gpu-operator`, where the operator renders it unless the ClusterPolicy disables it, so
+`kubectl gpu mig apply` succeeds there as on a real operator install), start a `SimCluster` on a
+control plane of its own (tests/controlplane),
 write the kubeconfig, print one `ready: kubeconfig=PATH server=URL kubectl=PATH` line (kubectl of
 the server's own release), serve until SIGTERM or SIGINT, then stop cleanly and exit 0. Must not be
 used by tests in-process (they use the fixture).
@@ -93,11 +93,11 @@ def _options(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--nvidia-device-plugin",
         action=argparse.BooleanOptionalAction,
-        default=False,
+        default=True,
         help="run NVIDIA's own device plugin v0.19.3 (built by scripts/gobins.py) in each GPU "
-        "node's sandbox, registered with a kubelet stand-in over the kubelet's gRPC, instead of "
-        "the Python stand-in, and NVIDIA's own GFD with NFD's master where the layout runs GFD "
-        "(needs root and util-linux's unshare)",
+        "node's sandbox, registered with a kubelet stand-in over the kubelet's gRPC, and NVIDIA's "
+        "own GFD with NFD's master where the layout runs GFD (the default; needs root and "
+        "util-linux's unshare); off, no node advertises a device",
     )
     parser.add_argument(
         "--mig-manager",

@@ -23,11 +23,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from tests.controlplane.containerlogs import LogStore
-from tests.controlplane.plane import LIFECYCLE_BY_TEST
+from tests.controlplane.plane import LIFECYCLE_BY_TEST, NODE_SIDE_KUBELET
 from tests.fakes.cluster.agents import AgentRuntime, NodeKubelets, NodeSide
 from tests.fakes.cluster.allocation import Allocation
 from tests.fakes.cluster.dcgmexporter import DcgmExporterRuntime, daemonset
-from tests.fakes.cluster.deviceplugin import DevicePluginRuntime
 from tests.fakes.cluster.gfd import GfdRuntime
 from tests.fakes.cluster.layouts import LAYOUTS, Layout
 from tests.fakes.cluster.loop import Controller, ControlLoop
@@ -35,14 +34,15 @@ from tests.fakes.cluster.migmanager import MigManager
 from tests.fakes.cluster.netns import NodeNetwork, Slot, certified_addresses
 from tests.fakes.cluster.nodes import NodeSpec, SimNode
 from tests.fakes.cluster.operator import GpuOperator
-from tests.fakes.cluster.podlifecycle import Kubelet, PodRuntime
-from tests.fakes.cluster.programs import ProgramPod, SidecarWatch
+from tests.fakes.cluster.podlifecycle import DevicePlugins, Kubelet, NoDevicePlugin, PodRuntime
+from tests.fakes.cluster.programs import ProgramPod, ProgramRuntime, SidecarWatch
 from tests.fakes.cluster.workloads import GpuProcess, GpuWorkloads
 from tests.fakes.libnvml import FakeLibNvml, Gpu
 from tests.kube import ApiError
 
 if TYPE_CHECKING:
     from tests.controlplane import ControlPlane
+    from tests.controlplane.admitter import Admitter
     from tests.controlplane.store import ApiStore
     from tests.fakes.node.draplugin import DraKubelet, DraPluginRuntime
     from tests.fakes.node.nfdmaster import NfdMaster
@@ -83,7 +83,7 @@ class SimCluster:
         node_networks: bool = False,
         gpu_processes: bool = False,
         dcgm_exporter: str | None = None,
-        nvidia_plugin: bool = False,
+        nvidia_plugin: bool = True,
         dra_feature_gates: Sequence[str] = (),
     ) -> None:
         """`node_starts_programs`: on a real control plane, the pods of the layout's device
@@ -98,14 +98,15 @@ class SimCluster:
         API server through a relay on the namespace's 127.0.0.1. `gpu_processes`: running pods
         that hold GPU devices get compute processes in their node's NVML state and /proc
         (workloads.py). `dcgm_exporter`: "copied" or "per-process" runs the GPU Operator's
-        dcgm-exporter DaemonSet (dcgmexporter.py; needs `node_networks`). `nvidia_plugin`: the
-        device plugin pods of GPU nodes run NVIDIA's own binary in the node's sandbox, and a
+        dcgm-exporter DaemonSet (dcgmexporter.py; needs `node_networks`). `nvidia_plugin` (on):
+        the device plugin pods of GPU nodes run NVIDIA's own binary in the node's sandbox, and a
         kubelet stand-in per node speaking the kubelet's gRPC publishes what it advertises
         (tests/fakes/node/nvidiaplugin.py; needs root, `unshare` and the built binary), and
         the GFD pods run NVIDIA's GFD, whose NodeFeature objects NFD's master (one process per
-        cluster) turns into node labels (nvidiagfd.py, nfdmaster.py there). Nodes
-        with `NodeSpec(dra=True)` run NVIDIA's DRA kubelet plugin instead, with
-        `dra_feature_gates` (tests/fakes/node/draplugin.py; the same needs)."""
+        cluster) turns into node labels (nvidiagfd.py, nfdmaster.py there); off, the plugin
+        pods run no program and no node advertises a device. Nodes with `NodeSpec(dra=True)`
+        run NVIDIA's DRA kubelet plugin instead, with `dra_feature_gates`
+        (tests/fakes/node/draplugin.py; the same needs)."""
         if dcgm_exporter not in (None, "copied", "per-process"):
             raise ValueError(f"dcgm_exporter is copied or per-process, not {dcgm_exporter!r}")
         if dcgm_exporter and not node_networks:
@@ -119,6 +120,7 @@ class SimCluster:
         self.controllers = tuple(controllers)
         self._denied: set[tuple[str, str, str]] = set()  # (verb, resource, group): `deny`
         self.plane, self._own_plane = _plane(plane)
+        self._admitter = _admitter(self.plane) if self._own_plane else None
         self.store: ApiStore = _api_store(self.plane)
         # files KWOK serves: `kubectl logs` reaches them through the real API server
         self._log_root = Path(tempfile.mkdtemp(prefix="sim-logs-"))
@@ -147,9 +149,7 @@ class SimCluster:
         self.dra_kubelet: DraKubelet | None = None
         self._dra_nodes(dra_nodes, dra_feature_gates)
         self.nvidia_plugin = self._nvidia_plugin() if nvidia_plugin else None
-        self.plugin: DevicePluginRuntime = self.nvidia_plugin or DevicePluginRuntime(
-            self.store, self.loop, self.nodes
-        )
+        self.plugin: DevicePlugins = self.nvidia_plugin or NoDevicePlugin()
         # with NVIDIA's plugin, NVIDIA's GFD too, its labels applied by NFD's master
         self.gfd: GfdRuntime = (
             self._nvidia_gfd(time_scale)
@@ -158,8 +158,8 @@ class SimCluster:
         )
         self.nfd_master: NfdMaster | None = None
         runtimes: list[PodRuntime] = []
-        if "device-plugin" in controllers:
-            runtimes.append(self.plugin)
+        if "device-plugin" in controllers and self.nvidia_plugin is not None:
+            runtimes.append(self.nvidia_plugin)
         if "gfd" in controllers:
             runtimes.append(self.gfd)
         self.agents: AgentRuntime | None = None
@@ -208,7 +208,7 @@ class SimCluster:
                 self.loop.add(make())
         if "gfd" in self.controllers:
             self.loop.add(self.gfd)
-        programs = [r for r in runtimes if isinstance(r, (DevicePluginRuntime, GfdRuntime))]
+        programs = [r for r in runtimes if isinstance(r, ProgramRuntime)]
         if programs:
             self.loop.add(SidecarWatch(programs))
         if self.node_kubelets is not None:
@@ -371,6 +371,8 @@ class SimCluster:
             self._started = False
         if not self._stopped:
             self.store.close()
+            if self._admitter is not None:
+                self._admitter.stop()
             if self._own_plane:
                 self.plane.stop()
             self._stopped = True
@@ -439,6 +441,8 @@ class SimCluster:
         while time.monotonic() < deadline:
             left = deadline - time.monotonic()
             self.busy = "the node side" if not self.loop.settle(left) else _unconverged(self.store)
+            if self.busy is None and self.nvidia_plugin is not None:
+                self.busy = self.nvidia_plugin.busy()
             if self.busy is None and not self.store.synced():
                 self.busy = "watch events still on their way"
             calm = calm + 1 if self.busy is None and self.loop.settle(0) else 0
@@ -485,6 +489,8 @@ class SimCluster:
         """The node's kubelet endpoint is KWOK's server (container logs); a node with a network
         namespace whose address KWOK's certificate names has that InternalIP, relayed there."""
         obj = self.plane.with_kubelet(node.node_object())
+        if "kubelet" in self.controllers:  # its pods start once this node's kubelet admitted them
+            obj["metadata"].setdefault("annotations", {})[NODE_SIDE_KUBELET] = "simulated"
         network = self.networks.get(node.name)
         if network is not None and network.address in self.plane.kubelet_addresses:
             for address in obj["status"]["addresses"]:
@@ -589,11 +595,11 @@ class SimCluster:
         return podresources_claims(self.dra_kubelet, pod)
 
     def _alloc_resp(self, uid: str, container: str) -> Any:
-        """What NVIDIA's plugin answered Allocate for a container (None: the stand-in's default
-        envvar answer). The kubelet stand-in keeps one answer per container."""
+        """What NVIDIA's plugin answered Allocate for a container (None: it answered none).
+        The kubelet stand-in keeps one answer per container."""
         if self.nvidia_plugin is None:
             return None
-        from tests.fakes.node.nvidiaplugin import checkpoint_response
+        from tests.fakes.node.deviceallocation import checkpoint_response
 
         found = [
             r for (u, c, _), r in self.nvidia_plugin.responses.items() if (u, c) == (uid, container)
@@ -614,8 +620,19 @@ class SimCluster:
         return found[0] if found else None
 
     def plugin_state(self, node: str) -> ProgramPod | None:
-        """The plugin's processes on `node`: selected key, errors, log (`Running with config:`)."""
-        return self.plugin.state(node)
+        """The plugin pod's processes on `node`: selected key, errors (NVIDIA's own words are
+        in the container's log, `cluster.logs`)."""
+        return self.nvidia_plugin.state(node) if self.nvidia_plugin is not None else None
+
+    def plugin_log(self, node: str, previous: bool = False) -> str:
+        """What `kubectl logs` shows of the plugin container on `node` (NVIDIA's own output,
+        and the reason the kubelet stand-in wrote where it exited)."""
+        pod, state = self.plugin_pod(node), self.plugin_state(node)
+        if pod is None or state is None:
+            return ""
+        meta = pod["metadata"]
+        text = self.logs.get(meta["namespace"], meta["name"], state.setup.main, previous)
+        return text or ""
 
     def restart_plugin(self, node: str) -> None:
         """Delete the plugin pod on `node` (the DaemonSet makes a new one), then settle."""
@@ -638,7 +655,16 @@ def _plane(plane: ControlPlane | None) -> tuple[ControlPlane, bool]:
 
     if plane is not None:
         return plane, False
-    return ControlPlane(kubelet_addresses=certified_addresses()).start(), True
+    return ControlPlane(kubelet_addresses=certified_addresses(), node_side_gate=True).start(), True
+
+
+def _admitter(plane: ControlPlane) -> Admitter:
+    """Admits at once the pods of nodes without a kubelet stand-in (DRA nodes) on a plane of
+    the cluster's own."""
+    from tests.controlplane.admitter import Admitter
+
+    assert plane.creds is not None
+    return Admitter(plane.url, plane.creds.admin_token, plane.creds.ca_cert).start()
 
 
 def _log_files(plane: ControlPlane, directory: Path) -> LogStore:

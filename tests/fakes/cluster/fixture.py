@@ -3,10 +3,11 @@
 Owns the cluster's lifetime in a test: `sim_cluster(nodes=[...], layout=..., configs=...,
 default_config=..., controllers=...)` builds and starts one (kubeconfig under the test's
 tmp_path) on the session's real control plane (sharedplane.py, unless `plane=` names another),
-which is reset to new after the test, and returns it. At teardown every cluster is stopped, a
-controller or store-subscriber exception fails the test, and no cluster thread may outlive it.
-Also `kubectl_for(cluster, tmp_path)`, the server's own kubectl against a cluster. Registered for
-the whole suite by `pytest_plugins` in tests/conftest.py; no test imports it.
+which is reset to new after the test, and returns it; where NVIDIA's device plugin cannot run in
+a node sandbox (no root, no `unshare`) the test skips, saying why. At teardown every cluster is
+stopped, a controller or store-subscriber exception fails the test, and no cluster thread may
+outlive it. Also `kubectl_for(cluster, tmp_path)`, the server's own kubectl against a cluster.
+Registered for the whole suite by `pytest_plugins` in tests/conftest.py; no test imports it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ def sim_cluster(tmp_path: Path, real_control_plane: None) -> Iterator[MakeSimClu
     before = set(threading.enumerate())
 
     def make(*args: Any, **kwargs: Any) -> SimCluster:
+        if kwargs.get("nvidia_plugin", True):
+            from tests.fakes.node import sandbox
+
+            if sandbox.unavailable() is not None:  # NVIDIA's plugin runs in a node sandbox
+                pytest.skip(str(sandbox.unavailable()))
         kwargs.setdefault("kubeconfig", tmp_path / f"kubeconfig-{len(made)}")
         if "plane" not in kwargs:
             from tests.fakes.cluster import sharedplane  # lazy: needs the built binaries

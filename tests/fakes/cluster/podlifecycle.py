@@ -28,8 +28,9 @@ from tests.controlplane.containerlogs import LogStore
 from tests.controlplane.plane import LIFECYCLE_BY_TEST
 from tests.controlplane.store import ApiStore
 from tests.fakes.cluster import events, podstatus
-from tests.fakes.cluster.allocation import AllocationTable, Rejected, admit
-from tests.fakes.cluster.deviceplugin import DevicePluginRuntime
+from tests.fakes.cluster.admission import admitted, awaits_admission
+from tests.fakes.cluster.allocation import Allocation, AllocationTable, Rejected, admit
+from tests.fakes.cluster.devices import Resource
 from tests.fakes.cluster.loop import Change, ControlLoop
 from tests.fakes.cluster.matching import is_terminal
 from tests.fakes.cluster.netns import NodeNetwork
@@ -52,6 +53,40 @@ class PodRuntime(Protocol):
     def restart(self, uid: str, container: str) -> None: ...
 
 
+class DevicePlugins(Protocol):
+    """The device plugins of every node, as the kubelet's device manager knows them
+    (tests/fakes/node/nvidiaplugin.py: NVIDIA's own, over the kubelet's gRPC)."""
+
+    def owns(self, pod: Obj) -> bool: ...
+    def devices(self, node: str) -> dict[str, Resource]: ...
+    def known(self, node: str) -> set[str]: ...
+    def allocate(
+        self, node: str, allocations: list[Allocation], table: AllocationTable
+    ) -> list[Allocation]: ...
+    def forget(self, node: str) -> None: ...
+
+
+class NoDevicePlugin:
+    """No device plugin runs anywhere: nothing is advertised, nothing allocated."""
+
+    def owns(self, pod: Obj) -> bool:
+        return False
+
+    def devices(self, node: str) -> dict[str, Resource]:
+        return {}
+
+    def known(self, node: str) -> set[str]:
+        return set()
+
+    def allocate(
+        self, node: str, allocations: list[Allocation], table: AllocationTable
+    ) -> list[Allocation]:
+        return allocations
+
+    def forget(self, node: str) -> None:
+        pass
+
+
 @dataclass
 class StartedPod:
     node: str
@@ -71,7 +106,7 @@ class Kubelet:
         store: ApiStore,
         loop: ControlLoop,
         nodes: dict[str, SimNode],
-        plugin: DevicePluginRuntime,
+        plugin: DevicePlugins,
         runtimes: Sequence[PodRuntime],
         *,
         time_scale: float,
@@ -132,8 +167,9 @@ class Kubelet:
         active = [
             p for p in pods if not is_terminal(p) and not p["metadata"].get("deletionTimestamp")
         ]
-        # KWOK starts the other pods' containers: a pod it has not made Running waits
-        active = [p for p in active if self._plays(p) or _phase(p) == "Running"]
+        # KWOK starts the other pods' containers: a pod it has not made Running waits, but for
+        # one KWOK holds until this kubelet has admitted it (its devices allocated)
+        active = [p for p in active if self._plays(p) or self._admits(p)]
         live = {str(p["metadata"]["uid"]) for p in active}
         # Devices of pods that ended are free before anything new is admitted, as the
         # device manager's UpdateAllocatedDevices does at admission.
@@ -176,6 +212,8 @@ class Kubelet:
             return False
         uid = str(pod["metadata"]["uid"])
         self.table.record(node_name, uid, allocations)
+        if awaits_admission(pod):
+            admitted(self.store, pod)
         place = PodPlace(host_ip, self._pod_ip(node_name), podstatus.now())
         runtime = self._runtime(pod)
         ref = (str(pod["metadata"].get("namespace") or ""), str(pod["metadata"]["name"]))
@@ -252,8 +290,8 @@ class Kubelet:
         self._sync(started.node)
 
     def _log_exit(self, started: StartedPod, name: str, why: str) -> None:
-        """A failing program's last words end its run's log."""
-        if self.logs is not None:
+        """A simulated program's last words end its run's log (a real one wrote its own)."""
+        if self.logs is not None and not getattr(started.runtime, "writes_own_log", False):
             self.logs.append(*started.ref, name, why)
 
     def _rotate_log(self, started: StartedPod, name: str) -> None:
@@ -272,6 +310,11 @@ class Kubelet:
         test asked for it, LIFECYCLE_BY_TEST)."""
         notes = pod["metadata"].get("annotations") or {}
         return LIFECYCLE_BY_TEST in notes
+
+    def _admits(self, pod: Obj) -> bool:
+        """A pod KWOK started, or one waiting for (or past) this kubelet's admission."""
+        started = str(pod["metadata"]["uid"]) in self._pods
+        return started or _phase(pod) == "Running" or awaits_admission(pod)
 
     def _runtime(self, pod: Obj) -> PodRuntime | None:
         return next((r for r in self.runtimes if r.owns(pod)), None)

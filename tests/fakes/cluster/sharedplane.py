@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tests.controlplane import ControlPlane
+from tests.controlplane.admitter import Admitter
 from tests.controlplane.plane import wait_for
 from tests.controlplane.store import ApiStore
 from tests.fakes.cluster import netns
@@ -42,10 +43,15 @@ def plane() -> ControlPlane:
     global _plane, _api
     with _lock:
         if _plane is None:
-            started = ControlPlane(kubelet_addresses=netns.certified_addresses()).start()
+            started = ControlPlane(
+                kubelet_addresses=netns.certified_addresses(), node_side_gate=True
+            ).start()
             atexit.register(started.stop)
             assert started.creds is not None
             _api = ApiStore(started.url, started.creds.admin_token, started.creds.ca_cert)
+            # pods on nodes made bare (no kubelet stand-in) are admitted at once
+            admitter = Admitter(started.url, started.creds.admin_token, started.creds.ca_cert)
+            atexit.register(admitter.start().stop)
             atexit.register(_api.close)  # runs first: atexit is last in, first out
             _wait_for_namespace_controllers(_api)
             _baseline.update(_inventory(_api))

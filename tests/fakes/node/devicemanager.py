@@ -71,6 +71,8 @@ class DeviceManager(api_grpc.RegistrationServicer):
         self._endpoints: dict[str, Endpoint] = {}
         self._capacity: dict[str, int] = {}  # resource -> devices last advertised, ever
         self._server: grpc.Server | None = None
+        self._unreported = 0  # device lists received but not yet written to the Node
+        self._closed = False  # stopped: nothing more is written (the Node may be another's)
         self.registrations: list[tuple[str, str, str]] = []  # (version, endpoint, resource)
         # every (capacity, allocatable) written to the Node, in order (a test's record of moments
         # a later write may have replaced already)
@@ -90,6 +92,8 @@ class DeviceManager(api_grpc.RegistrationServicer):
         return self
 
     def stop(self) -> None:
+        with self._lock:
+            self._closed = True
         if self._server is not None:
             self._server.stop(grace=None).wait(5)
             self._server = None
@@ -133,8 +137,13 @@ class DeviceManager(api_grpc.RegistrationServicer):
                         return
                     endpoint.devices = {d.ID: d.health for d in response.devices}
                     endpoint.updates += 1
+                    self._unreported += 1
                     self._lock.notify_all()
-                self._report()
+                try:
+                    self._report()
+                finally:
+                    with self._lock:
+                        self._unreported -= 1
         except grpc.RpcError:
             pass  # the plugin went away: below
         finally:
@@ -157,6 +166,8 @@ class DeviceManager(api_grpc.RegistrationServicer):
     def _report(self) -> None:
         """The Node's capacity and allocatable for every resource a plugin ever registered."""
         with self._lock:
+            if self._closed:
+                return
             for name, endpoint in self._endpoints.items():
                 if not endpoint.stopped:
                     self._capacity[name] = len(endpoint.devices)
@@ -181,6 +192,13 @@ class DeviceManager(api_grpc.RegistrationServicer):
                 for name, e in self._endpoints.items()
                 if not e.stopped and e.updates
             }
+
+    def pending(self) -> bool:
+        """Whether a registered plugin's first device list, or a list received since, has not
+        reached the Node yet."""
+        with self._lock:
+            waiting = any(not e.stopped and not e.updates for e in self._endpoints.values())
+            return waiting or self._unreported > 0
 
     def known(self) -> set[str]:
         """Resources a plugin ever advertised on this node."""

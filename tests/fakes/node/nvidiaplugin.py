@@ -1,7 +1,7 @@
 """NVIDIA's own device plugin (v0.19.3, unmodified) as the process of each plugin pod.
 
-Where a cluster asks for it (`SimCluster(nvidia_plugin=True)`), the pod of the layout's device
-plugin DaemonSet on a GPU node runs NVIDIA's `nvidia-device-plugin` binary (built by
+In every simulated cluster (`SimCluster`, unless `nvidia_plugin=False`), the pod of the
+layout's device plugin DaemonSet on a GPU node runs NVIDIA's `nvidia-device-plugin` binary (built by
 `scripts/gobins.py nvidia-device-plugin`) inside the node's sandbox (sandbox.py: the node's
 device-plugin directory at the hard-coded /var/lib/kubelet/device-plugins, the driver's MIG
 minors, the node's network namespace), with `--driver-root`/`--driver-root-ctr-path` at the
@@ -14,10 +14,12 @@ config-manager switch sends it SIGHUP after rewriting its config file (it restar
 and re-reads the file); deleting the pod kills it (allocatable drops to 0, capacity stays); an
 exit is a crash the kubelet's back-off restarts.
 
-Owns `NvidiaPluginRuntime`, a `DevicePluginRuntime` whose program is NVIDIA's process (the
-config-manager flow of programs.py is kept: which key the init container and sidecar link is the
-layout's), and `plugin_binary`. Must not: interpret the plugin's config (NVIDIA's binary does),
-or write Node status itself (the kubelet stand-in does).
+Owns `NvidiaPluginRuntime`, the device-plugin program of every simulated cluster: a
+`ProgramRuntime` whose program is NVIDIA's process (the config-manager flow of programs.py is
+kept: which key the init container and sidecar link is the layout's); `busy`, what a settling
+cluster still waits for (a process that has not finished starting its plugins); and
+`plugin_binary`. Must not: interpret the plugin's config (NVIDIA's binary does), or write Node
+status itself (the kubelet stand-in does).
 """
 
 from __future__ import annotations
@@ -28,32 +30,41 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
-
-import grpc
 
 from tests.controlplane.containerlogs import LogStore
 from tests.controlplane.store import ApiStore
 from tests.fakes.cluster.agents import NodeSide, stop_program
-from tests.fakes.cluster.allocation import Allocation, AllocationTable, Rejected
-from tests.fakes.cluster.deviceplugin import DevicePluginRuntime
+from tests.fakes.cluster.allocation import Allocation, AllocationTable
 from tests.fakes.cluster.devices import Device, Resource
 from tests.fakes.cluster.loop import ControlLoop
 from tests.fakes.cluster.nodes import SimNode
 from tests.fakes.cluster.programs import ConfigView, ProgramPod, ProgramRuntime
+from tests.fakes.node import deviceallocation, mps
 from tests.fakes.node.devicemanager import DeviceManager
 from tests.fakes.node.sandbox import Sandbox, find_program, with_parent_death
 from tests.kube import ApiError
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 PROGRAM = "nvidia-device-plugin"
+PLUGIN_CONTAINERS = ("nvidia-device-plugin-ctr", "nvidia-device-plugin")
 # Env the runtime sets itself (flags win over them in NVIDIA's CLI, but a stale one would
 # confuse a reader of the process's environment).
 _OWN_ENV = ("CONFIG_FILE", "NVIDIA_DRIVER_ROOT", "CONTAINER_DRIVER_ROOT", "NODE_NAME")
 _STOP_GRACE = 5.0
+# Lines after which a start-up has nothing more to do: the last plugin registered, none had
+# devices, or one failed and it waits 30 s to retry (cmd/nvidia-device-plugin/main.go).
+_START_UP_ENDS = (
+    "Registered device plugin for",
+    "No devices found. Waiting indefinitely.",
+    "Retrying in 30s",
+)
+# A registration is followed at once by the next plugin's start: this long without a line, the
+# last one has registered.
+_QUIET = 0.3
 
 
 def plugin_binary() -> Path:
@@ -68,11 +79,13 @@ def plugin_binary() -> Path:
 
 
 class _Process:
-    """One run of NVIDIA's binary for one pod."""
+    """One run of NVIDIA's binary for one pod, and where its start-up is."""
 
     def __init__(self, process: subprocess.Popen[str], reader: threading.Thread) -> None:
         self.process = process
         self.reader = reader
+        self.starting = True  # from spawn or SIGHUP until a line that ends a start-up
+        self.last_output = time.monotonic()
 
     def exited(self) -> int | None:
         return self.process.poll()
@@ -81,9 +94,30 @@ class _Process:
         """NVIDIA's process itself: the child of `unshare` (nsenter and setpriv exec into it)."""
         return find_program(self.process.pid, PROGRAM)
 
+    def saw(self, line: str) -> None:
+        """Follow the start-up in the process's own words (cmd/nvidia-device-plugin/main.go
+        `startPlugins`, internal/plugin/server.go `Start`): it starts its plugins one by one
+        and then logs nothing more until a signal, a kubelet restart or its 30 s retry."""
+        if "Starting Plugins." in line or "Starting GRPC server for" in line:
+            self.starting = True  # the start-up, or the next plugin's
+        elif any(end in line for end in _START_UP_ENDS):
+            self.starting = False
+            self.last_output = time.monotonic()
 
-class NvidiaPluginRuntime(DevicePluginRuntime):
+    def busy(self) -> bool:
+        """Starting, or a moment after a plugin registered (the next may start then); what it
+        logs afterwards (health checks) does not count."""
+        quiet = time.monotonic() - self.last_output >= _QUIET
+        return self.exited() is None and (self.starting or not quiet)
+
+
+class NvidiaPluginRuntime(ProgramRuntime):
     """Every GPU node's plugin pod running NVIDIA's binary, and each node's device manager."""
+
+    name = "device-plugin"
+    container_names = PLUGIN_CONTAINERS
+    program = PROGRAM
+    writes_own_log = True  # the kubelet adds nothing to a real program's log
 
     def __init__(
         self,
@@ -149,35 +183,12 @@ class NvidiaPluginRuntime(DevicePluginRuntime):
     def allocate(
         self, node: str, allocations: list[Allocation], table: AllocationTable
     ) -> list[Allocation]:
-        """As the kubelet's device manager admits a container: NVIDIA's preferred devices among
-        the healthy ones no other pod holds (GetPreferredAllocation, which it offers), then its
-        Allocate; the answer is kept for the checkpoint's AllocResp (`responses`). A refusal
-        rejects the pod with the kubelet's UnexpectedAdmissionError."""
+        """As the kubelet's device manager admits a container (deviceallocation.py); the
+        plugin's answers are kept for the checkpoint's AllocResp (`responses`)."""
         manager = self.managers.get(node)
         if manager is None:
             return allocations
-        healthy = manager.healthy()
-        chosen: list[Allocation] = []
-        for allocation in allocations:
-            held = table.in_use(node, allocation.resource)
-            held.update(
-                i for a in chosen if a.resource == allocation.resource for i in a.device_ids
-            )
-            available = [d for d in healthy.get(allocation.resource, []) if d not in held]
-            try:
-                ids, response = manager.allocate(
-                    allocation.resource, available, len(allocation.device_ids)
-                )
-            except (LookupError, grpc.RpcError) as exc:
-                detail = exc.details() if isinstance(exc, grpc.RpcError) else str(exc)
-                raise Rejected(
-                    "UnexpectedAdmissionError",
-                    f"Allocate failed due to {detail}, which is unexpected",
-                ) from exc
-            done = replace(allocation, device_ids=tuple(ids))
-            self.responses[(done.pod_uid, done.container, done.resource)] = response
-            chosen.append(done)
-        return chosen
+        return deviceallocation.allocate(manager, allocations, table, self.responses)
 
     def forget(self, node: str) -> None:
         pass  # the device manager's state goes with the node's directory
@@ -197,23 +208,29 @@ class NvidiaPluginRuntime(DevicePluginRuntime):
         if running is not None and running.exited() is None:
             pid = running.program_pid()
             if pid is not None:
+                running.starting = True  # until its restart has registered again
                 os.kill(pid, signal.SIGHUP)
                 return
         self._spawn(state, side, config)
 
     def _write_config(self, state: ProgramPod, view: ConfigView, side: NodeSide) -> Path | None:
-        """The file `--config-file` names: the config the pod would see mounted, or a path that
-        does not exist where the pod's config file is missing (NVIDIA's binary then fails to
-        read it, in its own words); None for no config file at all."""
+        """The file `--config-file` names: the config the pod would see mounted; a link to
+        /dev/null where config-manager linked no key (`ln -sf /dev/null`: NVIDIA's defaults,
+        and a later SIGHUP re-reads the same path); a path that does not exist where the pod's
+        config file is missing (NVIDIA's binary then fails to read it, in its own words); None
+        for no config file at all (a static manifest)."""
         text, error = self.config_text(state, view)
         directory = side.dir / "plugin-config" / state.uid
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / "config.yaml"
+        path.unlink(missing_ok=True)
         if error is not None:
-            path.unlink(missing_ok=True)
             return path
         if text is None:
-            return None
+            if state.setup.manager is None:
+                return None
+            path.symlink_to(os.devnull)
+            return path
         path.write_text(text, encoding="utf-8")
         return path
 
@@ -226,7 +243,11 @@ class NvidiaPluginRuntime(DevicePluginRuntime):
         if config is not None:
             argv.append(f"--config-file={config}")
         env = {k: v for k, v in state.setup.env.items() if k not in _OWN_ENV}
-        env.update({"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "NODE_NAME": state.node})
+        # the driver's utilities (nvidia-smi, the MPS control client) come with the driver root,
+        # as the container toolkit injects them into a real plugin container
+        mps.lay_out(side.dir, side.driver.bin_dir)
+        path = f"{side.driver.bin_dir}:/usr/sbin:/usr/bin:/sbin:/bin"
+        env.update({"PATH": path, "NODE_NAME": state.node})
         command = with_parent_death(sandbox.command(argv))
         process = subprocess.Popen(  # noqa: S603 (fixed argv, no shell)
             command,
@@ -254,6 +275,10 @@ class NvidiaPluginRuntime(DevicePluginRuntime):
         assert output is not None
         container = state.setup.main
         for line in output:
+            with self._plock:
+                proc = self._procs.get(state.uid)
+            if proc is not None and proc.process is process:
+                proc.saw(line)
             if self.logs is not None:
                 self.logs.append(state.namespace, state.name, container, line.rstrip("\n"))
         output.close()
@@ -283,7 +308,7 @@ class NvidiaPluginRuntime(DevicePluginRuntime):
             proc = self._procs.get(uid)
         if state is not None and state.started and state.main_error is None and proc is not None:
             code = proc.exited()
-            if code is not None:
+            if code is not None and not proc.reader.is_alive():  # its last words are logged
                 fates[state.setup.main] = f"{PROGRAM} exited with code {code}"
         return fates
 
@@ -295,10 +320,6 @@ class NvidiaPluginRuntime(DevicePluginRuntime):
             if proc is not None:
                 _terminate(proc)
         super().restart(uid, container)
-
-    def changed(self, node: str) -> None:
-        """The kubelet stand-in publishes what NVIDIA's plugin advertised; only re-render."""
-        ProgramRuntime.changed(self, node)
 
     # ---- test handles -------------------------------------------------------------------------
 
@@ -317,29 +338,38 @@ class NvidiaPluginRuntime(DevicePluginRuntime):
                     return pid
         return None
 
+    def state(self, node: str) -> ProgramPod | None:
+        """The plugin pod's processes on `node` (NVIDIA's own log is the container's log)."""
+        pods = self.on_node(node)
+        return pods[-1] if pods else None
+
+    def busy(self) -> str | None:
+        """What a settling cluster still waits for: a plugin process that has not finished
+        starting, or a device list the kubelet stand-in has not published yet."""
+        with self._plock:
+            procs = [(uid, p) for uid, p in self._procs.items() if uid in self.pods]
+        for uid, proc in procs:
+            if proc.busy():
+                return f"{PROGRAM} on {self.pods[uid].node}: starting its plugins"
+        for name, manager in self.managers.items():
+            if manager.pending():
+                return f"the kubelet stand-in on {name}: a device list not published yet"
+        return None
+
     def _publish(self, node: str, capacity: dict[str, str], allocatable: dict[str, str]) -> None:
+        """The Node's capacity and allocatable as the kubelet reports them (a status patch)."""
         try:
-            super()._publish(node, capacity, allocatable)
+            current = self.store.get("nodes", node).get("status") or {}
+            have_capacity = current.get("capacity") or {}
+            have_allocatable = current.get("allocatable") or {}
+            if all(have_capacity.get(k) == v for k, v in capacity.items()) and all(
+                have_allocatable.get(k) == v for k, v in allocatable.items()
+            ):
+                return
+            body = {"status": {"capacity": capacity, "allocatable": allocatable}}
+            self.store.patch("nodes", node, body, status=True)
         except ApiError:
             pass  # the node is gone
-
-
-def checkpoint_response(message: Any) -> Any:
-    """NVIDIA's ContainerAllocateResponse as the kubelet stand-in stores it in its checkpoint."""
-    from tests.fakes import kubelet
-
-    return kubelet.AllocateResponse(
-        envs=dict(message.envs),
-        mounts=tuple(
-            kubelet.Mount(m.container_path, m.host_path, m.read_only) for m in message.mounts
-        ),
-        devices=tuple(
-            kubelet.DeviceSpec(d.container_path, d.host_path, d.permissions)
-            for d in message.devices
-        ),
-        annotations=dict(message.annotations),
-        cdi_devices=tuple(c.name for c in message.cdi_devices),
-    )
 
 
 def _terminate(proc: _Process) -> None:

@@ -444,6 +444,31 @@ nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minor) 
     return ENTER("nvmlDeviceGetMinorNumber"), gpu_number(device, minor, "minor_number");
 }
 
+/* The path between two GPUs of the node. A simulated node has no PCI tree: GPUs in the same
+ * half of the node (by index) hang under one CPU (NVML_TOPOLOGY_NODE) and the halves meet
+ * across CPUs (NVML_TOPOLOGY_SYSTEM), as on a two-socket 8-GPU server; a GPU and itself are
+ * NVML_TOPOLOGY_INTERNAL. NVIDIA's device plugin asks it for every pair before it prefers GPUs
+ * for a pod of more than one (go-gpuallocator); without an answer the kubelet's allocation
+ * fails. */
+nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t device1, nvmlDevice_t device2,
+                                                 nvmlGpuTopologyLevel_t *pathInfo) {
+    ENTER("nvmlDeviceGetTopologyCommonAncestor");
+    sim_node node;
+    target a, b;
+    nvmlReturn_t r = begin(&node, 0, device1.handle, GPU, &a);
+    if (r) return r;
+    if (!pathInfo || !resolve(&node, device2.handle, GPU, &b)) return end(&node, NVML_ERROR_INVALID_ARGUMENT);
+    int count = sim_gpu_count(&node);
+    int half = count > 1 ? (count + 1) / 2 : 1;
+    if (a.index == b.index)
+        *pathInfo = NVML_TOPOLOGY_INTERNAL;
+    else if (a.index / half == b.index / half)
+        *pathInfo = NVML_TOPOLOGY_NODE;
+    else
+        *pathInfo = NVML_TOPOLOGY_SYSTEM;
+    return end(&node, NVML_SUCCESS);
+}
+
 static nvmlReturn_t pci_info(nvmlDevice_t device, nvmlPciInfo_t *pci) {
     sim_node node;
     target t;
