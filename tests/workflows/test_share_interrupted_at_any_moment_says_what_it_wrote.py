@@ -33,14 +33,17 @@ class Interrupting(cluster.Api):
     at: int = 0
     after: bool = False  # the server applies the write; its answer is lost
     signum: int = signal.SIGINT
-    sent: int = 0
+    # one count for this Api and every copy the client makes of it (a list reads its pages
+    # through a copy with a tighter answer bound): the process's requests, not one object's
+    sent: list[str] = dataclasses.field(default_factory=list)
 
     def request(self, method: str, url: str, **kwargs: Any) -> Any:
-        self.sent += 1
-        if self.sent == self.at and not self.after:
+        self.sent.append(f"{method} {url}")
+        number = len(self.sent)
+        if number == self.at and not self.after:
             self._stop()
         answer = super().request(method, url, **kwargs)
-        if self.sent == self.at and self.after:
+        if number == self.at and self.after:
             self._stop()
         return answer
 
