@@ -16,10 +16,11 @@ import pytest
 
 import kubectl_gpu
 from tests.cli.doctorpods import by_layer
-from tests.cli.test_doctor_names_the_dra_layer import GPUS, doctor, pending_claim
+from tests.cli.test_doctor_names_the_dra_layer import doctor, pending_claim
 from tests.conftest import CliResult
-from tests.fakes.cluster import NodeSpec, SimCluster, dranodes
+from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.fakes.node import sandbox
 from tests.kube import objects
 
 Run = Callable[..., CliResult]
@@ -27,10 +28,13 @@ Obj = dict[str, Any]
 
 
 @pytest.fixture
-def planes(sim_cluster: MakeSimCluster) -> SimCluster:  # noqa: F811
-    """Device-plugin node gpu-a (2 L4) and DRA node dra-1 (2 GPUs), namespace ml."""
-    cluster = sim_cluster([NodeSpec("gpu-a", "L4", 2)], "helm", {"any": "version: v1\n"}, "any")
-    dranodes.publish(cluster.store, GPUS)
+def planes(sim_cluster: MakeSimCluster) -> SimCluster:
+    """Device-plugin node gpu-a (2 L4) and DRA node dra-1 (2 A100s, served by NVIDIA's DRA
+    kubelet plugin), namespace ml."""
+    if sandbox.unavailable() is not None:
+        pytest.skip(str(sandbox.unavailable()))
+    nodes = [NodeSpec("gpu-a", "L4", 2), NodeSpec("dra-1", "A100-SXM4-80GB", 2, dra=True)]
+    cluster = sim_cluster(nodes, "helm", {"any": "version: v1\n"}, "any")
     cluster.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
     return cluster
 
@@ -86,14 +90,14 @@ def test_too_many_gpus_without_a_claim_is_one_finding_with_dra_as_evidence(
 def test_a_running_dra_pod_is_said_to_hold_its_gpu(run_cli: Run, planes: SimCluster) -> None:
     claimed(planes.store, "runs")
     planes.settle()
-    mapped = run_cli("--kubeconfig", str(planes.kubeconfig), "map", "-A")
-    [row] = [line for line in mapped.stdout.splitlines() if "ml/runs" in line]
+    mapped = run_cli("--kubeconfig", str(planes.kubeconfig), "map", "-A", "-o", "json")
+    [row] = [r for r in mapped.json["items"] if r["pod"] == "runs"]
 
     result, _ = doctor(run_cli, planes, "runs", "-n", "ml", "-o", "json")
 
     assert result.exit_code == 0, result.stderr
     [healthy] = result.json["diagnoses"]
-    uuid = row.split()[2]  # NODE GPU UUID DEVICE POD
+    uuid = row["gpu_uuid"]  # the GPU NVIDIA's DRA plugin published for the device
     assert uuid.startswith("GPU-")
     assert f"({uuid}) through claim runs" in healthy["message"]
     assert "no GPUs" not in healthy["message"]
