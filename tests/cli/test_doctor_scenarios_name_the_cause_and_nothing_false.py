@@ -18,7 +18,7 @@ import pytest
 
 from kubectl_gpu import keys
 from tests.cli.doctorpods import gpu_pod, run_pods
-from tests.conftest import ROOT, CliResult
+from tests.conftest import ROOT, CliResult, eventually
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster
 
@@ -58,6 +58,14 @@ def crash_loop(make: MakeSimCluster) -> SimCluster:
     body = {"data": {"any": BAD_FLAG}}
     cluster.store.patch("configmaps", configs, body, namespace="nvidia-device-plugin")
     cluster.restart_plugin("gpu-a")
+
+    def crash_looping() -> bool:  # NVIDIA's process starts, refuses the config and exits
+        pod = cluster.plugin_pod("gpu-a") or {}
+        states = (pod.get("status") or {}).get("containerStatuses") or []
+        return any((c.get("state") or {}).get("waiting", {}).get("reason") == "CrashLoopBackOff"
+                   for c in states)  # fmt: skip
+
+    assert eventually(crash_looping, timeout=60), "the plugin never crash-looped"
     return with_pod(cluster)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import eventually
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
 
@@ -115,7 +116,13 @@ def test_gpu_nodes_get_the_operators_deploy_labels_and_pods_follow_them(
     sim_cluster: MakeSimCluster, tmp_path: Path
 ) -> None:
     cluster = sim_cluster(NODES, layout="gpu-operator")
-    labels = cluster.store.get("nodes", "gpu-a")["metadata"]["labels"]
+
+    def deployed() -> dict[str, str] | None:  # the operator follows GFD's labels (via NFD)
+        labels = cluster.store.get("nodes", "gpu-a")["metadata"]["labels"]
+        return labels if "nvidia.com/gpu.deploy.mig-manager" in labels else None
+
+    labels = eventually(deployed, timeout=60)
+    assert labels, "the operator never labelled gpu-a for its MIG manager"
     assert labels["nvidia.com/gpu.deploy.device-plugin"] == "true"
     assert labels["nvidia.com/gpu.deploy.mig-manager"] == "true"  # GFD says mig.capable
     assert (

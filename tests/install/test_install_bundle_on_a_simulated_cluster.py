@@ -43,7 +43,16 @@ def gpu(run_cli: Run, cluster: SimCluster, *args: str) -> CliResult:
 
 
 def report_from_agent(cluster: SimCluster, node: str) -> None:
-    """What the agent on `node` publishes (here written directly: no agent process runs)."""
+    """What the agent on `node` publishes, written here unless the node's agent process,
+    started by the install, already wrote its own."""
+    try:
+        create_report(cluster, node)
+    except ApiError as e:
+        if e.code != 409:  # 409: the node's agent wrote its own first
+            raise
+
+
+def create_report(cluster: SimCluster, node: str) -> None:
     cluster.store.create(
         {
             "apiVersion": "kubectl-gpu.io/v1",
