@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from kubectl_gpu.sharing import rollout
@@ -98,6 +99,40 @@ def test_an_invalid_key_is_reported() -> None:
         cluster.nodes,
     )
     assert "key any is not a valid config: unknown version: v2" in survey(cluster)["a"].problems
+
+
+def test_a_plugin_between_crashes_on_an_invalid_key_reads_as_a_crash_loop() -> None:
+    """NVIDIA's plugin exits on a config it refuses; the kubelet shows it Running for the
+    moment of each restart. Looked at then, the node must not read as serving its config."""
+    cluster = state(helm(), {"any": "version: v2\n"}, [gpu_node("a", 2), gpu_node("b", 2)])
+    cluster = rollout.ClusterState(
+        cluster.deployment,
+        rollout.ConfigMapState(
+            **{**cluster.configmap.__dict__, "problems": {"any": "unknown version: v2"}}
+        ),
+        cluster.nodes,
+    )
+    restarted = {"name": "nvidia-device-plugin-ctr", "ready": True, "restartCount": 3}
+    between = PluginPod.from_dict(
+        pod(
+            phase="Running",
+            conditions=[{"type": "Ready", "status": "True"}],
+            containerStatuses=[
+                {
+                    **restarted,
+                    "state": {"running": {}},
+                    "lastState": {"terminated": {"exitCode": 1}},
+                }
+            ],
+        ),
+        "nvidia-device-plugin-ctr",
+    )
+    restarted_cleanly = dataclasses.replace(between, last_exit_code=0)
+    rows = survey(cluster, {"a": between, "b": restarted_cleanly})
+    assert (rows["a"].plugin_status, rows["a"].plugin_down) == ("CrashLoopBackOff", True)
+    assert (rows["b"].plugin_status, rows["b"].plugin_down) == ("Running", False)
+    valid = state(helm(), {"any": ts(2)}, [gpu_node("a", 2, replicas=2)])
+    assert survey(valid, {"a": between})["a"].plugin_status == "Running"  # one crash, now fine
 
 
 def test_plugin_pod_health_reads_init_and_sidecar_containers() -> None:

@@ -31,6 +31,12 @@ def _detail(container_status: Mapping[str, Any]) -> Mapping[str, Any]:
     return state.get("waiting") or state.get("terminated") or {}
 
 
+def _last_exit_code(container_status: Mapping[str, Any]) -> int:
+    last = (container_status.get("lastState") or {}).get("terminated") or {}
+    code = last.get("exitCode")
+    return code if isinstance(code, int) else 0
+
+
 @dataclasses.dataclass(frozen=True)
 class PluginPod:
     """The device plugin's pod on one node, as far as its health goes."""
@@ -42,6 +48,7 @@ class PluginPod:
     reason: str = ""  # waiting/terminated reason, e.g. CrashLoopBackOff
     message: str = ""
     uid: str = ""
+    last_exit_code: int = 0  # of the container's run before this one (lastState.terminated)
 
     @classmethod
     def from_dict(cls, pod: Mapping[str, Any], container: str) -> PluginPod:
@@ -68,6 +75,7 @@ class PluginPod:
             reason=str(detail.get("reason", "")),
             message=message,
             uid=str(meta.get("uid", "")),
+            last_exit_code=_last_exit_code(chosen),
         )
 
     @property
@@ -175,10 +183,21 @@ def _node_status(
         allocatable=node.allocatable.get(name, 0),
         in_use=in_use.get(name, 0),
         plugin_pod=pod.name if pod else "",
-        plugin_status=pod.status if pod else "missing",
+        plugin_status=_plugin_status(pod, bool(selection_problems)),
         problems=tuple(problems),
         config_error=selection_problems[0] if selection_problems else "",
     )
+
+
+def _plugin_status(pod: PluginPod | None, config_invalid: bool) -> str:
+    """The plugin's state; on a config it refuses, a run restarted after a failed one is a crash
+    loop caught between back-offs: NVIDIA's plugin exits again once it reads the config, and a
+    user must not be told it runs because `doctor` looked during that moment."""
+    if pod is None:
+        return "missing"
+    if config_invalid and not pod.reason and pod.restarts and pod.last_exit_code:
+        return CRASH_LOOP
+    return pod.status
 
 
 def _shared_resource(doc: Doc | Unknown) -> str:
