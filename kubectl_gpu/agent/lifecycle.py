@@ -5,7 +5,7 @@ API requests, which a new agent redoes or resumes from the phase recorded on the
 only after a GPU reset, which must never be cut short), `Stopped`, and the heartbeat the
 probes read: `beat` after every pass, `mark_unhealthy` when NVML has lost the driver (only a
 new container helps), `check_health` for `--check-health`. Must not run a pass (the loop in
-agent/__init__.py does).
+agent/passes.py does).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ again only after 410 Gone) and `Wakeups` (the loop's wait: until a watch saw a c
 pass reads, the resync is due, or the loop's own deadline passes). A Node changes often for
 reasons of no concern here (the kubelet's status heartbeats, GFD's timestamp label): only its
 labels and annotations of ours and NVIDIA's wake the agent; of the ConfigMap, its data.
-Must not run passes (agent/__init__.py does) nor read anything but the two watched objects.
+Must not run passes (agent/passes.py does) nor read anything but the two watched objects.
 """
 
 from __future__ import annotations

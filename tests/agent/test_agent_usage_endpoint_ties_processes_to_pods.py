@@ -126,17 +126,19 @@ def test_usage_port_zero_turns_the_endpoint_off(
     usage_node: UsageNode, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from kubectl_gpu import agent
-    from kubectl_gpu.agent import reporting
+    from kubectl_gpu.agent import passes, reporting
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("the endpoint was started")
 
+    def settings(*argv: str) -> passes.Settings:
+        return agent.settings_of(agent._parser().parse_args(["--node-name", "n1", *argv]))
+
     monkeypatch.setattr(usageserver, "UsageServer", refuse)
-    args = agent._parser().parse_args(["--node-name", "n1", "--usage-port", "0"])
-    with agent._usage_endpoint(args, reporting.Sources("n1", usage_node.kubelet.root)):
+    sources = reporting.Sources("n1", usage_node.kubelet.root)
+    with passes.usage_endpoint(settings("--usage-port", "0"), sources):
         pass
-    args = agent._parser().parse_args(["--node-name", "n1", "--once"])
-    with agent._usage_endpoint(args, reporting.Sources("n1", usage_node.kubelet.root)):
+    with passes.usage_endpoint(settings("--once"), sources):
         pass
-    defaults = agent._parser().parse_args(["--node-name", "n1"])
+    defaults = settings()
     assert (defaults.usage_port, str(defaults.proc_root)) == (9402, "/proc")

@@ -53,6 +53,27 @@ _TARGET_OPTIONS = (
 )  # fmt: skip
 
 
+@dataclasses.dataclass(frozen=True)
+class CheckRequest:
+    """The flags of `mig validate` and `mig plan` (the global ones are in `Settings`), checked
+    once as they are made: GPU models or cluster nodes, not both; --count with --gpu only."""
+
+    filename: str
+    config_names: tuple[str, ...]
+    gpus: tuple[str, ...]
+    count: int
+    node_names: tuple[str, ...]
+    strategy: str | None
+
+    def __post_init__(self) -> None:
+        if bool(self.gpus) == bool(self.node_names):
+            raise UsageError(
+                "give the GPUs to check against: --gpu MODEL or --node NODE (not both)"
+            )
+        if self.count != 1 and not self.gpus:
+            raise UsageError("--count applies to --gpu only (a node's count comes from its labels)")
+
+
 def _target_options(f: F) -> F:
     for option in reversed(_TARGET_OPTIONS):
         f = option(f)
@@ -77,9 +98,10 @@ def validate_cmd(settings: Settings, **flags: Any) -> None:
       kubectl gpu mig validate -f config.yaml --gpu A100-40GB --gpu H100-80GB
       kubectl gpu mig validate -f config.yaml -c all-balanced --node gpu-node-1 -o json
     """
-    results = _check(settings, flags, all_by_default=True)
+    request = CheckRequest(**flags)
+    results = _check(settings, request, all_by_default=True)
     rows = [row for result in results for row in _rows(result)]
-    render.emit_table(rows, _VALIDATE_COLUMNS, settings.output, _document(results, flags))
+    render.emit_table(rows, _VALIDATE_COLUMNS, settings.output, _document(results, request))
     _finish(results)
 
 
@@ -98,31 +120,27 @@ def plan_cmd(settings: Settings, **flags: Any) -> None:
       kubectl gpu mig plan -f config.yaml -c all-balanced --gpu H100-80GB
       kubectl gpu mig plan -f config.yaml -c all-1g.10gb --node gpu-node-1 --strategy single
     """
-    results = _check(settings, flags, all_by_default=False)
+    request = CheckRequest(**flags)
+    results = _check(settings, request, all_by_default=False)
     rows = [row for result in results for row in _rows(result)]
-    render.emit_table(rows, _PLAN_COLUMNS, settings.output, _document(results, flags))
+    render.emit_table(rows, _PLAN_COLUMNS, settings.output, _document(results, request))
     _finish(results)
 
 
 def _check(
-    settings: Settings, flags: dict[str, Any], all_by_default: bool
+    settings: Settings, request: CheckRequest, all_by_default: bool
 ) -> tuple[ConfigVerdict, ...]:
-    gpus, node_names = flags["gpus"], flags["node_names"]
-    if bool(gpus) == bool(node_names):
-        raise UsageError("give the GPUs to check against: --gpu MODEL or --node NODE (not both)")
-    if flags["count"] != 1 and not gpus:
-        raise UsageError("--count applies to --gpu only (a node's count comes from its labels)")
     from kubectl_gpu.mig import nodes, verdicts
 
-    config_file = _read_config(flags["filename"])
-    names = _names(config_file, flags["config_names"], all_by_default)
-    if gpus:
-        targets = [nodes.model_target(g, flags["count"]) for g in gpus]
-        return verdicts.check_file(config_file, names, targets, flags["strategy"])
+    config_file = _read_config(request.filename)
+    names = _names(config_file, request.config_names, all_by_default)
+    if request.gpus:
+        targets = [nodes.model_target(g, request.count) for g in request.gpus]
+        return verdicts.check_file(config_file, names, targets, request.strategy)
     return tuple(
-        verdicts.check(name, config_file.select(name), target, flags["strategy"] or strategy)
+        verdicts.check(name, config_file.select(name), target, request.strategy or strategy)
         for name in names
-        for target, strategy in _node_targets(settings, node_names)
+        for target, strategy in _node_targets(settings, request.node_names)
     )
 
 
@@ -302,15 +320,15 @@ _PLAN_COLUMNS = (
 # --- documents (-o json|yaml) ----------------------------------------------------------------
 
 
-def _document(results: Sequence[ConfigVerdict], flags: dict[str, Any]) -> dict[str, Any]:
+def _document(results: Sequence[ConfigVerdict], request: CheckRequest) -> dict[str, Any]:
     """The result as schemas/mig-validate-result.v1.json describes it."""
     from kubectl_gpu.mig.verdicts import to_dict
 
     return {
         "apiVersion": render.API_VERSION,
         "kind": "MigValidationResult",
-        "file": "<stdin>" if flags["filename"] == "-" else flags["filename"],
-        "strategy": flags["strategy"],
+        "file": "<stdin>" if request.filename == "-" else request.filename,
+        "strategy": request.strategy,
         "fits": all(r.fits for r in results),
         "results": [to_dict(r) for r in results],
     }

@@ -14,7 +14,6 @@ what the simulated kubelet allocated). Must not: decide what the agent does (tha
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import threading
 from collections.abc import Callable, Hashable, Iterable
@@ -29,6 +28,7 @@ from tests.fakes.cluster.netns import NodeNetwork
 from tests.fakes.cluster.nodes import SimNode
 from tests.fakes.libnvml.driver import lay_out
 from tests.fakes.node.agent import agent_command
+from tests.fakes.node.sandbox import stop_program
 
 Obj = dict[str, Any]
 AGENT_PROGRAM = "kubectl-gpu-agent"
@@ -216,22 +216,6 @@ class AgentRuntime:
 def _terminate(run: _Run) -> None:
     if run.process is not None:
         stop_program(run.process, run.reader)
-
-
-def stop_program(process: subprocess.Popen[str], reader: threading.Thread | None) -> None:
-    """End a node program started in its own session: SIGTERM to its process group, SIGKILL
-    after `_STOP_GRACE`; then let the thread reading its log finish (unless that is us)."""
-    if process.poll() is None:
-        try:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait(_STOP_GRACE)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        except ProcessLookupError:  # it ended between the look and the signal
-            pass
-    if reader is not None and reader is not threading.current_thread():
-        reader.join(_STOP_GRACE)
 
 
 def _agent_container(pod: Obj) -> Obj | None:

@@ -10,7 +10,8 @@ operator stand-in (operator.py);
 `nvidia-device-plugin-ctr`, sidecar and init config-manager, `<fullname>-configs` ConfigMap,
 `checksum/config`) and the GFD DaemonSet with the same pod labels (the docs/upstream-facts.md P6
 trap); (c) `static`: `nvidia-device-plugin-daemonset` in `kube-system`, `name:
-nvidia-device-plugin-ds`, no config at all (configs are ignored). Must not create anything itself.
+nvidia-device-plugin-ds`, no config at all (configs are ignored); and `resolve` (a layout by
+name, as `SimCluster` is asked for one). Must not create anything itself.
 """
 
 from __future__ import annotations
@@ -344,3 +345,15 @@ LAYOUTS: dict[str, Callable[..., Layout]] = {
     "helm": helm,
     "static": static,
 }
+
+
+def resolve(
+    layout: str | Layout | None, configs: Mapping[str, str] | None, default: str | None
+) -> Layout | None:
+    """The layout a cluster is asked for: one already made, or one of `LAYOUTS` by name with
+    `configs` and the `default` config key."""
+    if layout is None or isinstance(layout, Layout):
+        return layout
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r}; known: {', '.join(LAYOUTS)}")
+    return LAYOUTS[layout](dict(configs) if configs is not None else None, default)

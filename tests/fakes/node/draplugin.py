@@ -23,7 +23,6 @@ write Node status.
 from __future__ import annotations
 
 import importlib.util
-import subprocess
 import sys
 import threading
 from collections.abc import Callable, Hashable, Iterable, Sequence
@@ -32,14 +31,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
-from tests.fakes.cluster.agents import NodeSide, stop_program
+from tests.fakes.cluster.agents import NodeSide
 from tests.fakes.cluster.loop import Change
 from tests.fakes.libnvml.devnodes import make_device_nodes
 from tests.fakes.node.dramanager import ClaimRef, DraManager, PreparedDevice, PrepareError
 from tests.fakes.node.sandbox import (
+    SYSTEM_PATH,
+    NodeProgram,
     Sandbox,
-    find_program,
-    with_parent_death,
     write_mig_capabilities,
     write_proc_devices,
 )
@@ -70,8 +69,7 @@ def plugin_binary() -> Path:
 @dataclass
 class _Run:
     node: str
-    process: subprocess.Popen[str]
-    reader: threading.Thread
+    program: NodeProgram
     log: list[str]
 
 
@@ -120,14 +118,14 @@ class DraPluginRuntime:
     def _alive(self, node: str) -> bool:
         with self._lock:
             run = self._runs.get(node)
-        return run is not None and run.process.poll() is None
+        return run is not None and run.program.exited() is None
 
     def stop_all(self) -> None:
         with self._lock:
             runs = list(self._runs.values())
             self._runs.clear()
         for run in runs:
-            stop_program(run.process, run.reader)
+            run.program.stop()
         for manager in self.managers.values():
             manager.stop()
 
@@ -149,43 +147,30 @@ class DraPluginRuntime:
         ]  # fmt: skip
         if self.feature_gates:
             argv.append(f"--feature-gates={','.join(self.feature_gates)}")
-        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "NODE_NAME": node}
+        env = {"PATH": SYSTEM_PATH, "NODE_NAME": node}
         sandbox = Sandbox(side.dir, side.network)
         write_proc_devices(sandbox.proc_devices)
-        command = with_parent_death(sandbox.command(argv))  # writes the driver's MIG minors
+        sandbox.lay_out()  # the driver's MIG minors
         minors = [g.minor_number for g in side.node.gpus]
         write_mig_capabilities(sandbox.proc_driver, minors)
         # the driver root's dev/: the plugin's device root, whose nodes its CDI specs list
         make_device_nodes(
             side.driver.path, minors, sandbox.proc_driver / "nvidia-caps" / "mig-minors"
         )
-        process = subprocess.Popen(  # noqa: S603 (fixed argv, no shell)
-            command,
-            cwd=side.dir,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
         log: list[str] = []
-        reader = threading.Thread(
-            target=_read, args=(process, log, side.dir / f"{PROGRAM}.log"),
-            name=f"dra-{node}", daemon=True,
-        )  # fmt: skip
+        program = sandbox.spawn(
+            argv, env, name=f"dra-{node}", on_line=log.append, log=side.dir / f"{PROGRAM}.log"
+        )
         with self._lock:
             old = self._runs.pop(node, None)
-            self._runs[node] = _Run(node, process, reader, log)
-        if old is not None:
-            stop_program(old.process, old.reader)
-        reader.start()
+            self._runs[node] = _Run(node, program, log)
+        program.start(replacing=old.program if old is not None else None)
 
     def stop_plugin(self, node: str) -> None:
         with self._lock:
             run = self._runs.pop(node, None)
         if run is not None:
-            stop_program(run.process, run.reader)
+            run.program.stop()
 
     # ---- test handles -------------------------------------------------------------------------
 
@@ -198,9 +183,7 @@ class DraPluginRuntime:
         """NVIDIA's process itself on `node` (the child of `unshare`), if it runs."""
         with self._lock:
             run = self._runs.get(node)
-        if run is None or run.process.poll() is not None:
-            return None
-        return find_program(run.process.pid, PROGRAM)
+        return run.program.pid() if run is not None else None
 
 
 class DraKubelet:
@@ -335,17 +318,6 @@ def container_claims(pod: Obj, prepared: list[PreparedClaim]) -> dict[str, list[
 def _finished(pod: Obj) -> bool:
     phase = (pod.get("status") or {}).get("phase")
     return bool(pod["metadata"].get("deletionTimestamp")) or phase in ("Succeeded", "Failed")
-
-
-def _read(process: subprocess.Popen[str], log: list[str], path: Path) -> None:
-    output = process.stdout
-    assert output is not None
-    with open(path, "a", encoding="utf-8") as keep:
-        for line in output:
-            log.append(line.rstrip("\n"))
-            keep.write(line)
-            keep.flush()
-    output.close()
 
 
 def podresources_claims(kubelet: DraKubelet, pod: Obj) -> dict[str, tuple[Any, ...]]:

@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from tests.controlplane.store import ApiStore
-from tests.fakes.cluster.agents import stop_program
+from tests.fakes.node.sandbox import stop_program
 from tests.kube import ApiError
 
 REPO_ROOT = Path(__file__).resolve().parents[3]

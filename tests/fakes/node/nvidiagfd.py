@@ -27,7 +27,6 @@ import importlib.util
 import os
 import re
 import signal
-import subprocess
 import sys
 import threading
 from collections.abc import Callable, Hashable
@@ -38,13 +37,13 @@ import yaml
 
 from tests.controlplane.containerlogs import LogStore
 from tests.controlplane.store import ApiStore
-from tests.fakes.cluster.agents import NodeSide, stop_program
+from tests.fakes.cluster.agents import NodeSide
 from tests.fakes.cluster.gfd import GfdRuntime
 from tests.fakes.cluster.loop import ControlLoop
 from tests.fakes.cluster.nodes import SimNode
 from tests.fakes.cluster.programs import ConfigView, ProgramPod
 from tests.fakes.node import sandbox
-from tests.fakes.node.sandbox import Sandbox
+from tests.fakes.node.sandbox import NodeProgram, Sandbox
 from tests.kube import ApiError
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -116,7 +115,7 @@ class NvidiaGfdRuntime(GfdRuntime):
         self.logs = logs
         self.credentials = credentials
         self._accounts: dict[str, str] = {}  # pod UID -> its ServiceAccount
-        self._procs: dict[str, tuple[subprocess.Popen[str], threading.Thread]] = {}
+        self._procs: dict[str, NodeProgram] = {}  # pod UID -> its running program
         self._plock = threading.Lock()
 
     @functools.cached_property
@@ -154,8 +153,8 @@ class NvidiaGfdRuntime(GfdRuntime):
             path.write_text(text, encoding="utf-8")
         with self._plock:
             running = self._procs.get(state.uid)
-        if running is not None and running[0].poll() is None:
-            pid = sandbox.find_program(running[0].pid, PROGRAM)
+        if running is not None:
+            pid = running.pid()
             if pid is not None:
                 os.kill(pid, signal.SIGHUP)
                 return
@@ -178,7 +177,7 @@ class NvidiaGfdRuntime(GfdRuntime):
         env = {k: v for k, v in state.setup.env.items() if k not in _OWN_ENV}
         env.update(
             {
-                "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+                "PATH": sandbox.SYSTEM_PATH,
                 "NODE_NAME": state.node,
                 "NAMESPACE": state.namespace,
                 "POD_NAME": state.name,
@@ -187,40 +186,22 @@ class NvidiaGfdRuntime(GfdRuntime):
                 "LD_LIBRARY_PATH": str(side.driver.lib_dir),
             }
         )
-        command = Sandbox(side.dir, side.network).command(argv)
-        process = subprocess.Popen(  # noqa: S603 (fixed argv, no shell)
-            sandbox.with_parent_death(command),
-            cwd=side.dir,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
-        reader = threading.Thread(
-            target=self._read, args=(state, process), name=f"gfd-{state.node}", daemon=True
+        program = Sandbox(side.dir, side.network).spawn(
+            argv,
+            env,
+            name=f"gfd-{state.node}",
+            on_line=functools.partial(self._log_line, state),
+            on_exit=functools.partial(self.loop.enqueue, "kubelet", ("node", state.node)),
         )
         with self._plock:
-            old = self._procs.pop(state.uid, None)
-            self._procs[state.uid] = (process, reader)
-        if old is not None:
-            stop_program(*old)
-        reader.start()
+            old = self._procs.get(state.uid)
+            self._procs[state.uid] = program
+        program.start(replacing=old)
 
-    def _read(self, state: ProgramPod, process: subprocess.Popen[str]) -> None:
-        """The container's log; at its end the process is gone and the kubelet must look."""
-        output = process.stdout
-        assert output is not None
-        for line in output:
-            if self.logs is not None:
-                self.logs.append(state.namespace, state.name, state.setup.main, line.rstrip("\n"))
-        output.close()
-        try:
-            process.wait(5.0)
-        except subprocess.TimeoutExpired:
-            pass
-        self.loop.enqueue("kubelet", ("node", state.node))
+    def _log_line(self, state: ProgramPod, line: str) -> None:
+        """The container's log (at its end the kubelet looks: `on_exit`)."""
+        if self.logs is not None:
+            self.logs.append(state.namespace, state.name, state.setup.main, line)
 
     # ---- PodRuntime hooks ---------------------------------------------------------------------
 
@@ -228,7 +209,7 @@ class NvidiaGfdRuntime(GfdRuntime):
         with self._plock:
             proc = self._procs.pop(uid, None)
         if proc is not None:
-            stop_program(*proc)
+            proc.stop()
         self._accounts.pop(uid, None)
         super().stop(uid)
 
@@ -238,7 +219,7 @@ class NvidiaGfdRuntime(GfdRuntime):
         with self._plock:
             proc = self._procs.get(uid)
         if state is not None and state.started and state.main_error is None and proc is not None:
-            code = proc[0].poll()
+            code = proc.exited()
             if code is not None:
                 fates[state.setup.main] = f"{PROGRAM} exited with code {code}"
         return fates
@@ -249,7 +230,7 @@ class NvidiaGfdRuntime(GfdRuntime):
             with self._plock:
                 proc = self._procs.pop(uid, None)
             if proc is not None:
-                stop_program(*proc)
+                proc.stop()
         super().restart(uid, container)
 
     def stop_all(self) -> None:
@@ -257,20 +238,15 @@ class NvidiaGfdRuntime(GfdRuntime):
             procs = list(self._procs.values())
             self._procs.clear()
         for proc in procs:
-            stop_program(*proc)
+            proc.stop()
 
     # ---- test handles -------------------------------------------------------------------------
 
     def program_pid(self, node: str) -> int | None:
         """NVIDIA's running GFD process on `node`, if any."""
         with self._plock:
-            procs = [p for uid, (p, _) in self._procs.items() if self._on(uid, node)]
-        for process in procs:
-            if process.poll() is None:
-                pid = sandbox.find_program(process.pid, PROGRAM)
-                if pid is not None:
-                    return pid
-        return None
+            procs = [p for uid, p in self._procs.items() if self._on(uid, node)]
+        return next((pid for pid in (p.pid() for p in procs) if pid is not None), None)
 
     def unlabelled(self) -> list[str]:
         """GPU nodes whose running GFD pod's labels have not reached the Node yet (the first

@@ -24,20 +24,21 @@ status itself (the kubelet stand-in does).
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tests.controlplane.containerlogs import LogStore
 from tests.controlplane.store import ApiStore
-from tests.fakes.cluster.agents import NodeSide, stop_program
+from tests.fakes.cluster.agents import NodeSide
 from tests.fakes.cluster.allocation import Allocation, AllocationTable
 from tests.fakes.cluster.devices import Device, Resource
 from tests.fakes.cluster.loop import ControlLoop
@@ -45,7 +46,7 @@ from tests.fakes.cluster.nodes import SimNode
 from tests.fakes.cluster.programs import ConfigView, ProgramPod, ProgramRuntime
 from tests.fakes.node import deviceallocation, mps
 from tests.fakes.node.devicemanager import DeviceManager
-from tests.fakes.node.sandbox import Sandbox, find_program, with_parent_death
+from tests.fakes.node.sandbox import SYSTEM_PATH, NodeProgram, Sandbox
 from tests.kube import ApiError
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -78,21 +79,12 @@ def plugin_binary() -> Path:
     return directory / PROGRAM
 
 
-class _Process:
-    """One run of NVIDIA's binary for one pod, and where its start-up is."""
+class _StartUp:
+    """Where one run of NVIDIA's binary is in its start-up, in its own words."""
 
-    def __init__(self, process: subprocess.Popen[str], reader: threading.Thread) -> None:
-        self.process = process
-        self.reader = reader
+    def __init__(self) -> None:
         self.starting = True  # from spawn or SIGHUP until a line that ends a start-up
         self.last_output = time.monotonic()
-
-    def exited(self) -> int | None:
-        return self.process.poll()
-
-    def program_pid(self) -> int | None:
-        """NVIDIA's process itself: the child of `unshare` (nsenter and setpriv exec into it)."""
-        return find_program(self.process.pid, PROGRAM)
 
     def saw(self, line: str) -> None:
         """Follow the start-up in the process's own words (cmd/nvidia-device-plugin/main.go
@@ -107,8 +99,18 @@ class _Process:
     def busy(self) -> bool:
         """Starting, or a moment after a plugin registered (the next may start then); what it
         logs afterwards (health checks) does not count."""
-        quiet = time.monotonic() - self.last_output >= _QUIET
-        return self.exited() is None and (self.starting or not quiet)
+        return self.starting or time.monotonic() - self.last_output < _QUIET
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One run of NVIDIA's binary for one pod, and where its start-up is."""
+
+    program: NodeProgram
+    startup: _StartUp
+
+    def busy(self) -> bool:
+        return self.program.exited() is None and self.startup.busy()
 
 
 class NvidiaPluginRuntime(ProgramRuntime):
@@ -131,7 +133,7 @@ class NvidiaPluginRuntime(ProgramRuntime):
         self.sides = sides
         self.logs = logs
         self.binary = plugin_binary()
-        self._procs: dict[str, _Process] = {}  # pod UID -> its running program
+        self._procs: dict[str, _Run] = {}  # pod UID -> its running program
         # (pod UID, container, resource) -> NVIDIA's ContainerAllocateResponse
         self.responses: dict[tuple[str, str, str], Any] = {}
         self._plock = threading.Lock()
@@ -155,7 +157,7 @@ class NvidiaPluginRuntime(ProgramRuntime):
             procs = list(self._procs.values())
             self._procs.clear()
         for proc in procs:
-            _terminate(proc)
+            proc.program.stop()
         for manager in self.managers.values():
             manager.stop()
 
@@ -205,10 +207,10 @@ class NvidiaPluginRuntime(ProgramRuntime):
         config = self._write_config(state, view, side)
         with self._plock:
             running = self._procs.get(state.uid)
-        if running is not None and running.exited() is None:
-            pid = running.program_pid()
+        if running is not None:
+            pid = running.program.pid()
             if pid is not None:
-                running.starting = True  # until its restart has registered again
+                running.startup.starting = True  # until its restart has registered again
                 os.kill(pid, signal.SIGHUP)
                 return
         self._spawn(state, side, config)
@@ -235,7 +237,6 @@ class NvidiaPluginRuntime(ProgramRuntime):
         return path
 
     def _spawn(self, state: ProgramPod, side: NodeSide, config: Path | None) -> None:
-        sandbox = Sandbox(side.dir, side.network)
         root = str(side.driver.path)
         # the DaemonSet's own defaults otherwise: device discovery "auto" finds NVML as on a
         # real node ("Detected platform: nvml")
@@ -246,47 +247,25 @@ class NvidiaPluginRuntime(ProgramRuntime):
         # the driver's utilities (nvidia-smi, the MPS control client) come with the driver root,
         # as the container toolkit injects them into a real plugin container
         mps.lay_out(side.dir, side.driver.bin_dir)
-        path = f"{side.driver.bin_dir}:/usr/sbin:/usr/bin:/sbin:/bin"
-        env.update({"PATH": path, "NODE_NAME": state.node})
-        command = with_parent_death(sandbox.command(argv))
-        process = subprocess.Popen(  # noqa: S603 (fixed argv, no shell)
-            command,
-            cwd=side.dir,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
-        reader = threading.Thread(
-            target=self._read, args=(state, process), name=f"nvdp-{state.node}", daemon=True
+        env.update({"PATH": f"{side.driver.bin_dir}:{SYSTEM_PATH}", "NODE_NAME": state.node})
+        startup = _StartUp()
+        program = Sandbox(side.dir, side.network).spawn(
+            argv,
+            env,
+            name=f"nvdp-{state.node}",
+            on_line=functools.partial(self._heard, state, startup),
+            on_exit=functools.partial(self.loop.enqueue, "kubelet", ("node", state.node)),
         )
         with self._plock:
-            old = self._procs.pop(state.uid, None)
-            self._procs[state.uid] = _Process(process, reader)
-        if old is not None:
-            _terminate(old)
-        reader.start()
+            old = self._procs.get(state.uid)
+            self._procs[state.uid] = _Run(program, startup)
+        program.start(replacing=old.program if old is not None else None)
 
-    def _read(self, state: ProgramPod, process: subprocess.Popen[str]) -> None:
-        """The container's log; at its end the process is gone and the kubelet must look."""
-        output = process.stdout
-        assert output is not None
-        container = state.setup.main
-        for line in output:
-            with self._plock:
-                proc = self._procs.get(state.uid)
-            if proc is not None and proc.process is process:
-                proc.saw(line)
-            if self.logs is not None:
-                self.logs.append(state.namespace, state.name, container, line.rstrip("\n"))
-        output.close()
-        try:
-            process.wait(_STOP_GRACE)
-        except subprocess.TimeoutExpired:
-            pass
-        self.loop.enqueue("kubelet", ("node", state.node))
+    def _heard(self, state: ProgramPod, startup: _StartUp, line: str) -> None:
+        """A line of the container's log (at its end the kubelet looks: `on_exit`)."""
+        startup.saw(line)
+        if self.logs is not None:
+            self.logs.append(state.namespace, state.name, state.setup.main, line)
 
     # ---- PodRuntime hooks ---------------------------------------------------------------------
 
@@ -295,7 +274,7 @@ class NvidiaPluginRuntime(ProgramRuntime):
             proc = self._procs.pop(uid, None)
         state = self.pods.get(uid)
         if proc is not None:
-            _terminate(proc)
+            proc.program.stop()
             manager = self.managers.get(state.node) if state is not None else None
             if manager is not None:  # the kubelet notices before the node's next pod starts
                 manager.wait_unregistered(_STOP_GRACE)
@@ -307,8 +286,8 @@ class NvidiaPluginRuntime(ProgramRuntime):
         with self._plock:
             proc = self._procs.get(uid)
         if state is not None and state.started and state.main_error is None and proc is not None:
-            code = proc.exited()
-            if code is not None and not proc.reader.is_alive():  # its last words are logged
+            code = proc.program.exited()
+            if code is not None and not proc.program.reader.is_alive():  # its last words are logged
                 fates[state.setup.main] = f"{PROGRAM} exited with code {code}"
         return fates
 
@@ -318,7 +297,7 @@ class NvidiaPluginRuntime(ProgramRuntime):
             with self._plock:
                 proc = self._procs.pop(uid, None)
             if proc is not None:
-                _terminate(proc)
+                proc.program.stop()
         super().restart(uid, container)
 
     # ---- test handles -------------------------------------------------------------------------
@@ -331,12 +310,7 @@ class NvidiaPluginRuntime(ProgramRuntime):
                 for uid, p in self._procs.items()
                 if uid in self.pods and self.pods[uid].node == node
             ]
-        for proc in procs:
-            if proc.exited() is None:
-                pid = proc.program_pid()
-                if pid is not None:
-                    return pid
-        return None
+        return next((pid for pid in (p.program.pid() for p in procs) if pid is not None), None)
 
     def state(self, node: str) -> ProgramPod | None:
         """The plugin pod's processes on `node` (NVIDIA's own log is the container's log)."""
@@ -370,7 +344,3 @@ class NvidiaPluginRuntime(ProgramRuntime):
             self.store.patch("nodes", node, body, status=True)
         except ApiError:
             pass  # the node is gone
-
-
-def _terminate(proc: _Process) -> None:
-    stop_program(proc.process, proc.reader)

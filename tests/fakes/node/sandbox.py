@@ -13,19 +13,26 @@ node's device-plugin directory bound at `/var/lib/kubelet/device-plugins`, and t
 process joins it first. Needs root and util-linux's `unshare`
 and `nsenter`.
 
-Owns `Sandbox` (one node's directories and the command line that runs a program inside),
-`with_parent_death` and `find_program` (ending a node program with the test, finding it below
-its `unshare`), the driver's /proc files (`write_mig_minors`, `write_mig_capabilities`,
-`write_proc_devices`) and the GPUs' sysfs PCI functions (`write_pci_devices`). Must not: mount
-anything in the host's namespace, or decide what runs inside.
+Owns `Sandbox` (one node's directories, the command line that runs a program inside and
+`spawn`, the one way a node program is started), `NodeProgram` (one run: its process, the
+thread that reads its output, finding and stopping it), `with_parent_death`, `find_program` and
+`stop_program` (ending a node program with the test, finding it below its `unshare`, ending it
+as the kubelet ends a container), the driver's /proc files (`write_mig_minors`,
+`write_mig_capabilities`, `write_proc_devices`) and the GPUs' sysfs PCI functions
+(`write_pci_devices`). Must not: mount anything in the host's namespace, or decide what runs
+inside.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
-from collections.abc import Sequence
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +62,10 @@ exec "$@"
 # The driver's character devices as /proc/devices lists them: nvidia's major is fixed, the
 # others are dynamic on a real host (the numbers of tests/fakes/libnvml/devnodes.py)
 DRIVER_DEVICES = ("195 nvidia", "508 nvidia-uvm", "509 nvidia-caps")
+# What a node program finds on PATH besides what its container adds (the driver's utilities)
+SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+# How long a program has to end after SIGTERM (and its output to close) before SIGKILL
+_STOP_GRACE = 5.0
 
 
 def unavailable() -> str | None:
@@ -96,12 +107,18 @@ class Sandbox:
         (`write_proc_devices`); otherwise they see the host's."""
         return self.directory / "proc-devices"
 
-    def command(self, argv: Sequence[str]) -> list[str]:
-        """`argv` run inside the node: its network namespace, then a private mount namespace
-        (`--kill-child`: the program ends with the `unshare` that a test's kill reaches)."""
+    def lay_out(self) -> None:
+        """The node's directories as its programs see them: the device-plugin directory, the
+        driver's MIG minors (what `write_mig_capabilities` numbers from) and the GPUs' PCI
+        functions (`command` lays them out; a caller that writes more there first calls it)."""
         self.device_plugins.mkdir(parents=True, exist_ok=True)
         write_mig_minors(self.proc_driver / "nvidia-caps" / "mig-minors")
         write_pci_devices(self.pci_devices, self.directory / "driver" / "gpus.json")
+
+    def command(self, argv: Sequence[str]) -> list[str]:
+        """`argv` run inside the node: its network namespace, then a private mount namespace
+        (`--kill-child`: the program ends with the `unshare` that a test's kill reaches)."""
+        self.lay_out()
         inner = [
             "unshare", "--mount", "--propagation", "private", "--fork", "--kill-child",
             "sh", "-c", _SETUP, "node-sandbox", str(self.device_plugins), str(self.proc_driver),
@@ -110,12 +127,116 @@ class Sandbox:
         ]  # fmt: skip
         return self.network.command(inner) if self.network is not None else inner
 
+    def spawn(  # noqa: PLR0913 - what differs between the node's programs, each by name
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        *,
+        name: str,
+        on_line: Callable[[str], None],
+        on_exit: Callable[[], None] | None = None,
+        log: Path | None = None,
+    ) -> NodeProgram:
+        """Start `argv` inside the node (`command`) in the node's directory, with `env` as its
+        whole environment, in a session of its own (what `stop_program` signals) that ends with
+        the test. Each line of its output (stdout and stderr, as a container's log) goes to
+        `on_line` and, where given, is appended to the file `log`; `on_exit` is called once the
+        output has ended and the process with it. Nothing is read before `NodeProgram.start`:
+        keep the run first, where `on_exit`'s look will find it."""
+        process = subprocess.Popen(  # noqa: S603 (fixed argv, no shell)
+            with_parent_death(self.command(argv)),
+            cwd=self.directory,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        return NodeProgram(Path(argv[0]).name, process, name, on_line, on_exit, log)
+
+
+class NodeProgram:
+    """One run of a program in a node's sandbox: its process and the thread that reads its
+    output (`Sandbox.spawn`)."""
+
+    def __init__(  # noqa: PLR0913 - Sandbox.spawn's parts, passed on as they are
+        self,
+        program: str,
+        process: subprocess.Popen[str],
+        name: str,
+        on_line: Callable[[str], None],
+        on_exit: Callable[[], None] | None,
+        log: Path | None,
+    ) -> None:
+        self.program = program  # the executable's name, to find it below its `unshare`
+        self.process = process
+        self.reader = threading.Thread(target=self._read, name=name, daemon=True)
+        self._on_line, self._on_exit, self._log = on_line, on_exit, log
+
+    def start(self, replacing: NodeProgram | None = None) -> None:
+        """Read its output from now on; then stop the run it replaces (a restarted
+        container's), so the two never read into one log at once for long."""
+        self.reader.start()
+        if replacing is not None:
+            replacing.stop()
+
+    def exited(self) -> int | None:
+        """Its exit code, or None while it runs."""
+        return self.process.poll()
+
+    def pid(self) -> int | None:
+        """The program's own process (below the `unshare` and `nsenter` that started it) while
+        it runs, else None."""
+        if self.exited() is not None:
+            return None
+        return find_program(self.process.pid, self.program)
+
+    def stop(self) -> None:
+        stop_program(self.process, self.reader)
+
+    def _read(self) -> None:
+        output = self.process.stdout
+        assert output is not None
+        with contextlib.ExitStack() as files:
+            keep = None
+            if self._log is not None:
+                keep = files.enter_context(self._log.open("a", encoding="utf-8"))
+            for line in output:
+                self._on_line(line.rstrip("\n"))
+                if keep is not None:
+                    keep.write(line)
+                    keep.flush()
+        output.close()
+        # The pipe closes while the process exits, a moment before it can be waited for: wait,
+        # so that whoever looks at it next (`on_exit`: the kubelet) sees it ended.
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(_STOP_GRACE)
+        if self._on_exit is not None:
+            self._on_exit()
+
 
 def with_parent_death(command: list[str]) -> list[str]:
     """The program ends with the test that started it: `setpriv --pdeathsig` on `nsenter` and
     `unshare` (which exec into each other), and `unshare --kill-child` for the program."""
     setpriv = shutil.which("setpriv")
     return [setpriv, "--pdeathsig", "TERM", "--", *command] if setpriv else command
+
+
+def stop_program(process: subprocess.Popen[str], reader: threading.Thread | None) -> None:
+    """End a node program started in its own session: SIGTERM to its process group, SIGKILL
+    after `_STOP_GRACE`; then let the thread reading its log finish (unless that is us)."""
+    if process.poll() is None:
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(_STOP_GRACE)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        except ProcessLookupError:  # it ended between the look and the signal
+            pass
+    if reader is not None and reader is not threading.current_thread():
+        reader.join(_STOP_GRACE)
 
 
 def find_program(pid: int, name: str, depth: int = 4) -> int | None:
@@ -208,7 +329,7 @@ def write_mig_capabilities(proc_driver: Path, gpu_minors: list[int]) -> None:
     """The driver's `nvidia/capabilities/gpu<G>/mig/gi<I>[/ci<C>]/access` files for the given GPU
     minors, each naming its `/dev/nvidia-caps` minor as `mig-minors` numbers it (`DeviceFileMinor`,
     `DeviceFileMode` 292 = 0444, `DeviceFileModify` 1): what NVIDIA's DRA plugin reads to give a
-    container a MIG device's capability nodes. Call after `command` wrote `mig-minors`."""
+    container a MIG device's capability nodes. Call after `lay_out` wrote `mig-minors`."""
     minors = proc_driver / "nvidia-caps" / "mig-minors"
     wanted = tuple(f"gpu{m}/" for m in gpu_minors)
     for line in minors.read_text(encoding="utf-8").splitlines():

@@ -1,0 +1,157 @@
+"""What a simulated cluster's kubelets know and show: a base of `SimCluster`.
+
+Owns `KubeletView`: each node's device allocations, the device IDs the running device plugin
+advertised, the node's PodResources answers (devices, NVIDIA's Allocate answers, the DRA claims
+NVIDIA's kubelet plugin prepared), the device plugin's pod on a node (its processes' state, its
+log, restarting it) and the containers' logs the nodes keep (`keep_log`). Must not start or
+stop anything (cluster.py does) or hold controller logic.
+"""
+
+from __future__ import annotations
+
+import time
+import urllib.parse
+from typing import TYPE_CHECKING, Any
+
+from tests.fakes.cluster.allocation import Allocation
+from tests.fakes.cluster.layouts import Layout
+from tests.fakes.cluster.podlifecycle import DevicePlugins, Kubelet
+from tests.fakes.cluster.programs import ProgramPod
+from tests.kube import ApiError
+
+if TYPE_CHECKING:
+    from tests.controlplane.containerlogs import LogStore
+    from tests.controlplane.store import ApiStore
+    from tests.fakes.node.draplugin import DraKubelet
+    from tests.fakes.node.nvidiaplugin import NvidiaPluginRuntime
+
+Obj = dict[str, Any]
+
+
+class KubeletView:
+    """The test-facing handles on what the nodes' kubelets know (`SimCluster` sets what is
+    declared here)."""
+
+    store: ApiStore
+    logs: LogStore
+    layout: Layout | None
+    kubelet: Kubelet
+    plugin: DevicePlugins
+    nvidia_plugin: NvidiaPluginRuntime | None
+    dra_kubelet: DraKubelet | None
+
+    def settle(self, timeout: float = 5.0) -> None:
+        raise NotImplementedError  # SimCluster's
+
+    def allocations(self, node: str) -> list[Allocation]:
+        """Kubelet's device assignments on `node` (pod UID, container, resource, device IDs)."""
+        return self.kubelet.table.of_node(node)
+
+    def advertised(self, node: str) -> dict[str, tuple[str, ...]]:
+        """Device IDs the running plugin on `node` registered, per resource."""
+        return {
+            name: tuple(d.id for d in r.devices) for name, r in self.plugin.devices(node).items()
+        }
+
+    def podresources(self, node: str) -> tuple[list[Any], Any]:
+        """`node`'s pods with their devices, and its healthy devices, as the kubelet stand-in
+        (tests/fakes/kubelet.py) takes them: `set_pods(pods)`, `set_allocatable(allocatable)`."""
+        from tests.fakes import kubelet as podresources  # lazy: it imports grpc and the stubs
+
+        devices: dict[tuple[str, str], list[Any]] = {}
+        for allocation in self.allocations(node):
+            key = (allocation.pod_uid, allocation.container)
+            devices.setdefault(key, []).append(
+                podresources.Devices(allocation.resource, allocation.device_ids)
+            )
+        pods = []
+        for pod in self.store.list("pods", field_selector=f"spec.nodeName={node}"):
+            meta = pod["metadata"]
+            if (pod.get("status") or {}).get("phase") != "Running":
+                continue
+            claims = self._prepared_claims(pod)
+            containers = tuple(
+                podresources.Container(
+                    c["name"],
+                    tuple(devices.get((meta["uid"], c["name"]), ())),
+                    alloc_resp=self._alloc_resp(meta["uid"], c["name"]),
+                    claims=claims.get(c["name"], ()),
+                )
+                for c in pod["spec"]["containers"]
+            )
+            pods.append(podresources.Pod(meta["name"], meta["namespace"], containers, meta["uid"]))
+        healthy = tuple(podresources.Devices(r, ids) for r, ids in self.advertised(node).items())
+        return pods, podresources.Allocatable(devices=healthy)
+
+    def _prepared_claims(self, pod: Obj) -> dict[str, tuple[Any, ...]]:
+        """Container -> the DRA claims NVIDIA's kubelet plugin prepared for it (PodResources)."""
+        if self.dra_kubelet is None:
+            return {}
+        from tests.fakes.node.draplugin import podresources_claims
+
+        return podresources_claims(self.dra_kubelet, pod)
+
+    def _alloc_resp(self, uid: str, container: str) -> Any:
+        """What NVIDIA's plugin answered Allocate for a container (None: it answered none).
+        The kubelet stand-in keeps one answer per container."""
+        if self.nvidia_plugin is None:
+            return None
+        from tests.fakes.node.deviceallocation import checkpoint_response
+
+        found = [
+            r for (u, c, _), r in self.nvidia_plugin.responses.items() if (u, c) == (uid, container)
+        ]
+        return checkpoint_response(found[0]) if found else None
+
+    def plugin_pod(self, node: str) -> Obj | None:
+        if self.layout is None:
+            return None
+        pods = self.store.list(
+            "pods",
+            self.layout.namespace,
+            label_selector=self.layout.plugin_selector,
+            field_selector=f"spec.nodeName={node}",
+        )
+        container = self.layout.plugin_container
+        found = [p for p in pods if any(c["name"] == container for c in p["spec"]["containers"])]
+        return found[0] if found else None
+
+    def plugin_state(self, node: str) -> ProgramPod | None:
+        """The plugin pod's processes on `node`: selected key, errors (NVIDIA's own words are
+        in the container's log, `cluster.logs`)."""
+        return self.nvidia_plugin.state(node) if self.nvidia_plugin is not None else None
+
+    def plugin_log(self, node: str, previous: bool = False) -> str:
+        """What `kubectl logs` shows of the plugin container on `node` (NVIDIA's own output,
+        and the reason the kubelet stand-in wrote where it exited)."""
+        pod, state = self.plugin_pod(node), self.plugin_state(node)
+        if pod is None or state is None:
+            return ""
+        meta = pod["metadata"]
+        text = self.logs.get(meta["namespace"], meta["name"], state.setup.main, previous)
+        return text or ""
+
+    def restart_plugin(self, node: str) -> None:
+        """Delete the plugin pod on `node` (the DaemonSet makes a new one), then settle."""
+        pod = self.plugin_pod(node)
+        if pod is not None:
+            self.store.delete("pods", pod["metadata"]["name"], pod["metadata"]["namespace"])
+        self.settle()
+
+    def keep_log(
+        self, namespace: str, pod: str, container: str, text: str, previous: bool = False
+    ) -> None:
+        """The node keeps `text` as the container's log; return once the API server serves it
+        (KWOK sees a new `Logs` object a moment after it is written)."""
+        self.logs.set(namespace, pod, container, text, previous=previous)
+        query = urllib.parse.urlencode({"container": container, "previous": str(previous).lower()})
+        path = f"/api/v1/namespaces/{namespace}/pods/{pod}/log?{query}"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if self.store.request("GET", path) == text:
+                    return
+            except ApiError:
+                pass
+            time.sleep(0.2)
+        raise TimeoutError(f"the log of {namespace}/{pod} {container} was not served in 30 s")
