@@ -302,8 +302,9 @@ def vendor_from_pypi(stage: Path) -> None:
 # exceptions and the config loader (the client >= 37 imports lazily itself; 35 is vendored).
 LAZY_PACKAGES = ("kubernetes", "kubernetes/client", "kubernetes/client/api",
                  "kubernetes/client/models")  # fmt: skip
-LAZY_INIT = """# Written by kubectl-gpu's scripts/release.py in place of this package's __init__, which
-# imported each name below at once: a name is imported on first use (PEP 562).
+LAZY_INIT = """# Written by kubectl-gpu's scripts/release.py in place of this package's
+# __init__, which imported each name below at once: here a name is imported on first use
+# (PEP 562).
 import importlib as _importlib
 
 {constants}
@@ -389,13 +390,19 @@ def write_zipapp(stage: Path, output: Path) -> None:
     buffer = io.BytesIO()
     buffer.write(SHEBANG)
     with zipfile.ZipFile(buffer, "w") as archive:
-        _add(archive, "__main__.py", MAIN.format(requirements=requirements(), payload=PAYLOAD).encode())
+        _add(
+            archive,
+            "__main__.py",
+            MAIN.format(requirements=requirements(), payload=PAYLOAD).encode(),
+        )
         _add(archive, PAYLOAD, payload.getvalue(), zipfile.ZIP_STORED)
     output.write_bytes(buffer.getvalue())
     output.chmod(0o755)
 
 
-def _add(archive: zipfile.ZipFile, name: str, data: bytes, kind: int = zipfile.ZIP_DEFLATED) -> None:
+def _add(
+    archive: zipfile.ZipFile, name: str, data: bytes, kind: int = zipfile.ZIP_DEFLATED
+) -> None:
     info = zipfile.ZipInfo(name, _zip_time(EPOCH))
     info.external_attr = 0o644 << 16
     info.compress_type = kind
