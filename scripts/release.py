@@ -1,10 +1,11 @@
 """Build the krew release: a reproducible `kubectl-gpu_vX.Y.Z.tar.gz` and its `plugin.yaml` entry.
 
-The archive holds `kubectl-gpu` (a zipapp: python3 shebang, executable bit, the package with its
-schemas and manifests, and the pure-Python dependencies of every command: click, PyYAML,
-tabulate, jsonschema, protobuf, and the `kubernetes` client with everything it requires) and
-`LICENSE`. The same bytes come out of every run: entries sorted, every timestamp
-SOURCE_DATE_EPOCH (default 1980-01-01), uid/gid 0, fixed modes, gzip mtime 0 and no file name.
+The archive holds `kubectl-gpu` (a zipapp: python3 shebang, executable bit, two entries: the
+entry MAIN and PAYLOAD, a stored zip of the package with its schemas and manifests and the
+pure-Python dependencies of every command: click, PyYAML, tabulate, jsonschema, protobuf, and
+the `kubernetes` client with everything it requires) and `LICENSE`. The same bytes come out
+of every run: entries sorted, every timestamp SOURCE_DATE_EPOCH (default 1980-01-01), uid/gid
+0, fixed modes, gzip mtime 0 and no file name.
 Then the sha256, uri and version in plugin.yaml are rewritten in place (comments kept).
 
 Dependencies (`--vendor`):
@@ -15,6 +16,8 @@ Dependencies (`--vendor`):
         and kubernetes 35.0.0 with its whole requirement closure (the last client without
         pydantic, whose core is compiled). Compiled accelerators (*.so) are dropped; each package
         left has a pure-Python fallback (PyYAML, charset-normalizer, protobuf's python backend).
+        The client's package __init__s that import every module below them are rewritten to
+        import a name on first use (LAZY_PACKAGES), so a command loads only what it uses.
   venv  (tests; offline) copies click, PyYAML and tabulate as installed here; jsonschema and
         kubernetes are left out, so commands that need them name the package.
   none  the package alone.
@@ -22,8 +25,8 @@ Dependencies (`--vendor`):
 sha256 is the one plugin.yaml records (CI runs it: a release cut from this commit must match
 its own manifest).
 A command whose library is missing stops with the package to install. The archive holds no
-bytecode (none that every supported Python could use); at its first run it unpacks itself into
-the user's cache, where Python keeps the compiled modules (see MAIN), so the archive's bytes
+bytecode (none that every supported Python could use); at its first run it unpacks its payload
+into the user's cache, where Python keeps the compiled modules (see MAIN), so the archive's bytes
 stay reproducible and later commands start as fast as from a venv (docs/performance.md).
 Usage: python scripts/release.py [--vendor pypi|venv|none] [--dist DIR] [--manifest PATH] [--check]
 """
