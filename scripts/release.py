@@ -307,8 +307,8 @@ LAZY_PACKAGES = ("kubernetes", "kubernetes/client", "kubernetes/client/api",
                  "kubernetes/client/models")  # fmt: skip
 LAZY_INIT = """# Written by kubectl-gpu's scripts/release.py in place of this package's
 # __init__, which imported each name below at once: here a name is imported on first use
-# (PEP 562).
-import importlib as _importlib
+# (PEP 562). Through __import__, as an import statement, so `python -X importtime` shows them.
+import sys as _sys
 
 {constants}
 _LAZY = {table!r}
@@ -318,7 +318,8 @@ __all__ = sorted(_LAZY)
 def __getattr__(name):
     module, attribute = _LAZY.get(name, (__name__ + "." + name, ""))
     try:
-        found = _importlib.import_module(module)
+        __import__(module)
+        found = _sys.modules[module]
     except ModuleNotFoundError as e:
         if name in _LAZY or e.name != module:
             raise
@@ -327,7 +328,8 @@ def __getattr__(name):
         try:
             found = getattr(found, attribute)
         except AttributeError:  # `from package import submodule`
-            found = _importlib.import_module(module + "." + attribute)
+            __import__(module + "." + attribute)
+            found = _sys.modules[module + "." + attribute]
     globals()[name] = found
     return found
 

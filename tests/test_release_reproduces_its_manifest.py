@@ -86,6 +86,7 @@ def test_two_builds_from_the_lock_are_the_same_bytes_with_the_locked_versions(
     assert vendored == pins
 
 
+@pytest.mark.timeout(300)
 def test_check_names_the_mismatch_and_the_fix(
     release: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
