@@ -1,10 +1,11 @@
 """Build the krew release: a reproducible `kubectl-gpu_vX.Y.Z.tar.gz` and its `plugin.yaml` entry.
 
-The archive holds `kubectl-gpu` (a zipapp: python3 shebang, executable bit, the package with its
-schemas and manifests, and the pure-Python dependencies of every command: click, PyYAML,
-tabulate, jsonschema, protobuf, and the `kubernetes` client with everything it requires) and
-`LICENSE`. The same bytes come out of every run: entries sorted, every timestamp
-SOURCE_DATE_EPOCH (default 1980-01-01), uid/gid 0, fixed modes, gzip mtime 0 and no file name.
+The archive holds `kubectl-gpu` (a zipapp: python3 shebang, executable bit, two entries: the
+entry MAIN and PAYLOAD, a stored zip of the package with its schemas and manifests and the
+pure-Python dependencies of every command: click, PyYAML, tabulate, jsonschema, protobuf, and
+the `kubernetes` client with everything it requires) and `LICENSE`. The same bytes come out
+of every run: entries sorted, every timestamp SOURCE_DATE_EPOCH (default 1980-01-01), uid/gid
+0, fixed modes, gzip mtime 0 and no file name.
 Then the sha256, uri and version in plugin.yaml are rewritten in place (comments kept).
 
 Dependencies (`--vendor`):
@@ -15,6 +16,8 @@ Dependencies (`--vendor`):
         and kubernetes 35.0.0 with its whole requirement closure (the last client without
         pydantic, whose core is compiled). Compiled accelerators (*.so) are dropped; each package
         left has a pure-Python fallback (PyYAML, charset-normalizer, protobuf's python backend).
+        The client's package __init__s that import every module below them are rewritten to
+        import a name on first use (LAZY_PACKAGES), so a command loads only what it uses.
   venv  (tests; offline) copies click, PyYAML and tabulate as installed here; jsonschema and
         kubernetes are left out, so commands that need them name the package.
   none  the package alone.
@@ -22,8 +25,8 @@ Dependencies (`--vendor`):
 sha256 is the one plugin.yaml records (CI runs it: a release cut from this commit must match
 its own manifest).
 A command whose library is missing stops with the package to install. The archive holds no
-bytecode (none that every supported Python could use); at its first run it unpacks itself into
-the user's cache, where Python keeps the compiled modules (see MAIN), so the archive's bytes
+bytecode (none that every supported Python could use); at its first run it unpacks its payload
+into the user's cache, where Python keeps the compiled modules (see MAIN), so the archive's bytes
 stay reproducible and later commands start as fast as from a venv (docs/performance.md).
 Usage: python scripts/release.py [--vendor pypi|venv|none] [--dist DIR] [--manifest PATH] [--check]
 """
@@ -49,6 +52,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 REPO = "https://github.com/kubectl-gpu/kubectl-gpu"
 SHEBANG = b"#!/usr/bin/env python3\n"
+PAYLOAD = "payload.zip"  # inside the zipapp, beside its entry: the package and its dependencies
 EPOCH = int(os.environ.get("SOURCE_DATE_EPOCH", "315532800"))  # zip cannot go before 1980
 PURE = ("click", "PyYAML", "tabulate")  # what --vendor venv copies (pure Python)
 LOCK = ROOT / "tools" / "release" / "vendor.lock"
@@ -105,12 +109,14 @@ _SKIP = re.compile(r"(^|/)(__pycache__|bin)(/|$)|\.(so|pyd|pyc|dylib)$|(^|/)RECO
 
 MAIN = '''"""kubectl-gpu zipapp entry: check the interpreter, run the CLI, name missing packages.
 
-A zip carries no bytecode that every supported Python can use (zipimport reads one `.pyc` per
-module, of one Python's magic number), so each command would compile the Kubernetes client's
-hundreds of modules from source again: 3-5 s. The archive is unpacked once into the user's
-cache instead, a directory per archive file (named by its device, inode, size and times), and
-compiled there once for each Python that runs it (__pycache__). Where that cannot be done (no
-home, a read-only or foreign cache), the archive runs as it is, slower.
+This zip holds this file and PAYLOAD, a zip of the package and its dependencies (Python reads
+a zipapp's whole directory before it runs this: two entries, not 2,000). A zip carries no
+bytecode that every supported Python can use (zipimport reads one `.pyc` per module, of one
+Python's magic number), so run from a zip each command would compile the Kubernetes client
+from source again: 3-5 s. The payload is unpacked once into the user's cache instead, a
+directory per archive file (named by its device, inode, size and times), and compiled there
+once for each Python that runs it (__pycache__). Where that cannot be done (no home, a
+read-only or foreign cache), the payload runs as a zip from a temporary file, slower.
 """
 import sys
 
@@ -118,6 +124,7 @@ if sys.version_info < (3, 10):
     sys.exit("kubectl gpu needs Python 3.10 or newer; %s is %d.%d" % ((sys.executable,)
              + tuple(sys.version_info[:2])))
 REQUIREMENTS = {requirements!r}
+PAYLOAD = {payload!r}
 
 
 def _ours(path):
@@ -126,8 +133,14 @@ def _ours(path):
     return found.st_uid == os.getuid() and not found.st_mode & 0o022
 
 
+def _payload(archive):
+    import zipfile
+    with zipfile.ZipFile(archive) as outer:
+        return outer.read(PAYLOAD)
+
+
 def _unpacked(archive):
-    """The archive's files in the user's cache (unpacked now if needed), or None."""
+    """The payload's files in the user's cache (unpacked now if needed), or None."""
     import os
 
     home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -147,14 +160,15 @@ def _unpacked(archive):
         return target
     import shutil
     import tempfile
-    import zipfile
 
     os.makedirs(base, mode=0o700, exist_ok=True)
     if not _ours(base):
         return None
     staging = tempfile.mkdtemp(prefix=".unpacking-", dir=base)
     try:
-        with zipfile.ZipFile(archive) as z:
+        import io
+        import zipfile
+        with zipfile.ZipFile(io.BytesIO(_payload(archive))) as z:
             z.extractall(staging)
         os.chmod(staging, 0o700)
         _compiled(staging)
@@ -186,16 +200,37 @@ def _compiled(folder):
         pass
 
 
+def _temporary(archive):
+    """The payload as a zip file of its own (zipimport cannot read a zip inside a zip),
+    removed when the command ends."""
+    import atexit
+    import os
+    import tempfile
+    data = _payload(archive)
+    handle, path = tempfile.mkstemp(prefix="kubectl-gpu-", suffix=".zip")
+    atexit.register(os.unlink, path)
+    with os.fdopen(handle, "wb") as f:
+        f.write(data)
+    return path
+
+
 def _from_cache(archive):
     import os
-    if not os.path.isfile(archive) or archive not in [os.path.abspath(p) for p in sys.path]:
+    if not os.path.exists(archive) or archive not in [os.path.abspath(p) for p in sys.path]:
         return
-    try:
-        found = _unpacked(archive)
-    except (OSError, ValueError, RuntimeError):
-        found = None  # run from the archive itself
-    if found:
-        sys.path[:] = [found if os.path.abspath(p) == archive else p for p in sys.path]
+    if os.path.isdir(archive):  # the zipapp unzipped by hand: its payload beside this file
+        found = os.path.join(archive, PAYLOAD)
+    else:
+        try:
+            found = _unpacked(archive)
+        except (OSError, ValueError, RuntimeError):
+            found = None
+        try:
+            found = found or _temporary(archive)
+        except (OSError, ValueError, RuntimeError) as e:
+            sys.exit("error: cannot unpack %s into the user's cache or a temporary file: %s\\n"
+                     "hint: set XDG_CACHE_HOME to a directory of your own" % (archive, e))
+    sys.path[:] = [found if os.path.abspath(p) == archive else p for p in sys.path]
 
 
 # kubectl_gpu reads it to word its hints for this install (e.g. cel-python alone, not the extra)
@@ -234,7 +269,6 @@ def stage_package(stage: Path) -> None:
         symlinks=False,  # kubectl_gpu/schemas is a link: ship the files
         ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.so"),
     )
-    (stage / "__main__.py").write_text(MAIN.format(requirements=requirements()))
 
 
 def vendor_from_venv(stage: Path) -> None:
@@ -266,20 +300,118 @@ def vendor_from_pypi(stage: Path) -> None:
                 shutil.copyfile(path, target)
 
 
+# Packages of the Kubernetes client whose `__init__` imports every module below it: 790 API
+# and model modules, 0.4-1 s a command, where a command needs ApiClient, Configuration, the
+# exceptions and the config loader (the client >= 37 imports lazily itself; 35 is vendored).
+LAZY_PACKAGES = ("kubernetes", "kubernetes/client", "kubernetes/client/api",
+                 "kubernetes/client/models")  # fmt: skip
+LAZY_INIT = """# Written by kubectl-gpu's scripts/release.py in place of this package's
+# __init__, which imported each name below at once: here a name is imported on first use
+# (PEP 562). Through __import__, as an import statement, so `python -X importtime` shows them.
+import sys as _sys
+
+{constants}
+_LAZY = {table!r}
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name):
+    module, attribute = _LAZY.get(name, (__name__ + "." + name, ""))
+    try:
+        __import__(module)
+        found = _sys.modules[module]
+    except ModuleNotFoundError as e:
+        if name in _LAZY or e.name != module:
+            raise
+        raise AttributeError("module %r has no attribute %r" % (__name__, name)) from None
+    if attribute:
+        try:
+            found = getattr(found, attribute)
+        except AttributeError:  # `from package import submodule`
+            __import__(module + "." + attribute)
+            found = _sys.modules[module + "." + attribute]
+    globals()[name] = found
+    return found
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+"""
+
+
+class LayoutError(ValueError):
+    """A vendored package's __init__ no longer has the shape the lazy rewrite expects."""
+
+
+def lazy_init(source: str, package: str) -> str:
+    """The text of a lazy `__init__` for `package` equivalent to `source`, an eager one made only
+    of a docstring, `from M import NAME` lines and constant assignments; anything else in it
+    (code whose effect the rewrite would drop) is refused."""
+    import ast
+
+    tree = ast.parse(source)
+    table: dict[str, tuple[str, str]] = {}
+    constants = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            continue
+        if isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+            origin = ".".join(p for p in (base, node.module or "") if p)
+            for alias in node.names:
+                if alias.name == "*":
+                    raise LayoutError(f"{package}/__init__.py line {node.lineno}: a star import")
+                name = alias.asname or alias.name
+                whole = node.module is None  # `from . import client`: the submodule itself
+                table[name] = (f"{origin}.{alias.name}", "") if whole else (origin, alias.name)
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+            constants.append(ast.unparse(node))
+        elif not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
+            raise LayoutError(
+                f"{package}/__init__.py line {node.lineno}: {ast.unparse(node)[:60]!r} is neither "
+                "an import nor a constant, so a lazy __init__ would drop it; "
+                f"take {package.replace('.', '/')} out of LAZY_PACKAGES in scripts/release.py"
+            )
+    return LAZY_INIT.format(constants="\n".join(constants), table=dict(sorted(table.items())))
+
+
+def make_lazy(stage: Path) -> None:
+    """Rewrite each vendored package of LAZY_PACKAGES (where vendored) to import lazily."""
+    for folder in LAZY_PACKAGES:
+        init = stage / folder / "__init__.py"
+        if init.is_file():
+            init.write_text(lazy_init(init.read_text(), folder.replace("/", ".")))
+
+
 def write_zipapp(stage: Path, output: Path) -> None:
-    """Shebang + a zip whose entries are sorted and stamped alike (zipapp's own writer stamps
-    each file with its mtime)."""
-    stamp = _zip_time(EPOCH)
+    """Shebang + a zip of two entries: the entry (MAIN) and PAYLOAD, stored, a zip of the staged
+    files. Python reads a zipapp's whole directory before it runs the entry, every command: two
+    entries cost nothing, the payload's 2,000 some 20-60 ms. Both zips' entries are sorted and
+    stamped alike (zipapp's own writer stamps each file with its mtime)."""
+    payload = io.BytesIO()
+    with zipfile.ZipFile(payload, "w") as inner:
+        for path in sorted(p for p in stage.rglob("*") if p.is_file()):
+            _add(inner, path.relative_to(stage).as_posix(), path.read_bytes())
     buffer = io.BytesIO()
     buffer.write(SHEBANG)
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in sorted(p for p in stage.rglob("*") if p.is_file()):
-            info = zipfile.ZipInfo(path.relative_to(stage).as_posix(), stamp)
-            info.external_attr = 0o644 << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, path.read_bytes(), compresslevel=9)
+    with zipfile.ZipFile(buffer, "w") as archive:
+        _add(
+            archive,
+            "__main__.py",
+            MAIN.format(requirements=requirements(), payload=PAYLOAD).encode(),
+        )
+        _add(archive, PAYLOAD, payload.getvalue(), zipfile.ZIP_STORED)
     output.write_bytes(buffer.getvalue())
     output.chmod(0o755)
+
+
+def _add(
+    archive: zipfile.ZipFile, name: str, data: bytes, kind: int = zipfile.ZIP_DEFLATED
+) -> None:
+    info = zipfile.ZipInfo(name, _zip_time(EPOCH))
+    info.external_attr = 0o644 << 16
+    info.compress_type = kind
+    archive.writestr(info, data, compresslevel=9 if kind == zipfile.ZIP_DEFLATED else None)
 
 
 def _zip_time(epoch: int) -> tuple[int, int, int, int, int, int]:
@@ -328,6 +460,7 @@ def build(dist: Path, vendor: str, manifest: Path | None, uri_base: str = "") ->
         stage = Path(tmp) / "stage"
         stage_package(stage)
         {"pypi": vendor_from_pypi, "venv": vendor_from_venv}.get(vendor, lambda _: None)(stage)
+        make_lazy(stage)
         app = Path(tmp) / "kubectl-gpu"
         write_zipapp(stage, app)
         write_archive(app, ROOT / "LICENSE", archive)

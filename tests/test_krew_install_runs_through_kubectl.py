@@ -78,6 +78,19 @@ def test_the_archive_keeps_the_executable_bit(installed: dict[str, str]) -> None
     assert link.resolve().read_bytes().startswith(b"#!/usr/bin/env python3\n")
 
 
+def test_python_reads_a_zip_directory_of_two_entries_before_each_command(
+    installed: dict[str, str],
+) -> None:
+    # Python parses a zipapp's whole central directory before it runs the entry: the package
+    # and its dependencies are one stored entry, unpacked into the cache once
+    import zipfile
+
+    link = Path(installed["PATH"].split(os.pathsep)[0]) / "kubectl-gpu"
+    with zipfile.ZipFile(link.resolve()) as app:
+        assert app.namelist() == ["__main__.py", "payload.zip"]
+        assert app.getinfo("payload.zip").compress_type == zipfile.ZIP_STORED
+
+
 def test_kubectl_gpu_help_runs_through_the_real_kubectl(installed: dict[str, str]) -> None:
     done = kubectl(installed, "gpu", "--help")
     assert done.returncode == 0, done.stderr
@@ -148,8 +161,13 @@ def test_without_a_usable_cache_the_archive_runs_as_it_is(
     (shared / "kubectl-gpu").mkdir(parents=True)
     (shared / "kubectl-gpu").chmod(0o777)  # others could plant code there: not used
 
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+
     for cache in (blocked, shared):
-        done = kubectl({**installed, "XDG_CACHE_HOME": str(cache)}, "gpu", "mig", "profiles")
+        env = {**installed, "XDG_CACHE_HOME": str(cache), "TMPDIR": str(temporary)}
+        done = kubectl(env, "gpu", "mig", "profiles")
         assert done.returncode == 0, done.stderr
         assert "1g.10gb" in done.stdout and "Traceback" not in done.stderr
     assert list((shared / "kubectl-gpu").iterdir()) == []
+    assert list(temporary.iterdir()) == []  # the payload's temporary copy is gone

@@ -10,6 +10,7 @@ plugin.yaml stands in for it (krew only checks that one is there before `uninsta
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.test_doctor_names_the_dra_layer import pending_claim
 from tests.conftest import ROOT
 from tests.differential import oracle
 from tests.fakes.cluster import NodeSpec
@@ -128,6 +130,16 @@ def test_cluster_commands_from_the_krew_install_run_against_the_simulated_cluste
         if command != ("doctor",):
             assert done.returncode == 0, (command, done.stderr)
             assert "gpu-a" in done.stdout + done.stderr, command
+
+    # a pod waiting on a DRA claim: the archive carries no cel-python, so doctor tells a krew
+    # user to install cel-python alone, never the `dra` extra (a second copy of the plugin)
+    cluster.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    pending_claim(cluster.store, "v1")
+    done = kubectl(installed, *base, "doctor", "train", "-n", "ml", "-o", "json")
+    assert "Traceback" not in done.stderr, done.stderr
+    fixes = [d["fix"] for d in json.loads(done.stdout)["diagnoses"] if d["layer"] == "dra"]
+    assert any("-m pip install --user 'cel-python" in fix for fix in fixes), fixes
+    assert not any("kubectl-gpu[" in fix for fix in fixes), fixes
 
 
 def test_krew_uninstall_leaves_nothing_of_the_plugin(installed: dict[str, str]) -> None:

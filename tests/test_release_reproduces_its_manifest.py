@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import io
 import subprocess
 import zipfile
 from pathlib import Path
@@ -72,7 +73,9 @@ def test_two_builds_from_the_lock_are_the_same_bytes_with_the_locked_versions(
 
     with tarfile.open(first) as tar:
         tar.extractall(tmp_path / "out", filter="tar")
-    with zipfile.ZipFile(tmp_path / "out" / "kubectl-gpu") as app:
+    with zipfile.ZipFile(tmp_path / "out" / "kubectl-gpu") as outer:
+        assert outer.namelist() == ["__main__.py", "payload.zip"]
+        app = zipfile.ZipFile(io.BytesIO(outer.read("payload.zip")))
         vendored = {
             n.split("/")[0].removesuffix(".dist-info").rsplit("-", 1)[0].lower().replace("_", "-"):
             n.split("/")[0].removesuffix(".dist-info").rsplit("-", 1)[1]
@@ -83,6 +86,7 @@ def test_two_builds_from_the_lock_are_the_same_bytes_with_the_locked_versions(
     assert vendored == pins
 
 
+@pytest.mark.timeout(300)
 def test_check_names_the_mismatch_and_the_fix(
     release: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
