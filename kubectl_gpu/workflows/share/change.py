@@ -1,8 +1,8 @@
 """`kubectl gpu share`, `share off` and `share rollback`, end to end.
 
 Owns the order of a sharing rollout: read (`state`), plan (the domain's rollout planner),
-refuse what cannot go well (pods hit, a --drain or --wait that cannot succeed: the same verdict
-in a dry run), validate every text to write, write the ConfigMap with its resourceVersion as
+refuse what cannot go well (a hand edit it would overwrite, pods hit, a --drain or --wait that
+cannot succeed: the same verdict in a dry run), validate every text to write, write the ConfigMap with its resourceVersion as
 precondition (re-reading and re-planning on a conflict, so no concurrent edit is lost), then
 the ClusterPolicy and node labels (`writes`), restart the plugin on the nodes the change
 reaches, `--max-unavailable` at a time, stopping at the first that does not come back
@@ -64,7 +64,7 @@ def share(
             for skipped in sorted(set(request.nodes) - set(gpu)):
                 log.info("skipping node %s: it has no NVIDIA GPU", skipped)
             wanted = dataclasses.replace(request, nodes=gpu)
-        return rollout.make(snapshot.state, wanted)
+        return rollout.make(snapshot.state, wanted, options.force)
 
     action = "off" if request.replicas is None else "share"
     return _run(api, options, timing, planner, action)
@@ -356,6 +356,8 @@ def _tell(snapshot: Snapshot, plan: rollout.Plan) -> None:
         )
     for note in plan.notes:
         log.warning("%s", note)
+    for edit in plan.overwrites:  # only with --force: without it the plan is refused
+        log.warning("--force: overwriting an edit made since kubectl gpu wrote it: %s", edit)
 
 
 def _warn_overcommit(plan: rollout.Plan, in_use: Mapping[str, Mapping[str, int]]) -> None:
