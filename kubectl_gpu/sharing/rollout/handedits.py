@@ -56,7 +56,9 @@ class HandEdits:
         if self.labels:
             what.append(f"the {LABEL} label of node(s) {', '.join(self.labels)}")
         if self.policy:
-            what.append(f"ClusterPolicy {state.deployment.cluster_policy}'s spec.devicePlugin.config")
+            what.append(
+                f"ClusterPolicy {state.deployment.cluster_policy}'s spec.devicePlugin.config"
+            )
         return " and ".join(what)
 
     def details(self, state: ClusterState, by: str) -> tuple[str, ...]:

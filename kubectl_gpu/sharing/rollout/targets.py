@@ -69,8 +69,7 @@ def _refuse_overwrite(state: ClusterState, edits: handedits.HandEdits) -> None:
     raise ShareRefused(
         f"{edits.objects(state)} changed since kubectl gpu last wrote them (by hand or by "
         "another tool); this change would overwrite that edit; nothing was written:",
-        hint="to overwrite it, run the command again with --force; to keep it, "
-        + "; ".join(adopt),
+        hint="to overwrite it, run the command again with --force; to keep it, " + "; ".join(adopt),
         details=edits.details(state, LAST_WRITTEN),
     )
 

@@ -1,14 +1,15 @@
 """`kubectl gpu share`, `share off` and `share rollback`, end to end.
 
-Owns the order of a sharing rollout: read (`state`), plan (the domain's rollout planner),
-refuse what cannot go well (a hand edit it would overwrite, pods hit, a --drain or --wait that
-cannot succeed: the same verdict in a dry run), validate every text to write, write the ConfigMap with its resourceVersion as
-precondition (re-reading and re-planning on a conflict, so no concurrent edit is lost), then
-the ClusterPolicy and node labels (`writes`), restart the plugin on the nodes the change
-reaches, `--max-unavailable` at a time, stopping at the first that does not come back
-(`restarts`), and with `--wait` prove each node's allocatable became physical × replicas
-(`capacity`). An interruption says what was written (`stop` before the rollout). Returns rows
-(`results`) for the CLI to render. Must not decide what to change nor render anything.
+Owns the order of a sharing rollout: read (`state`), plan (the domain's rollout planner,
+which refuses a hand edit it would overwrite), refuse what cannot go well (pods hit, a --drain
+or --wait that cannot succeed: the same verdict in a dry run), validate every text to write,
+write the ConfigMap with its resourceVersion as precondition (re-reading and re-planning on a
+conflict, so no concurrent edit is lost), then the ClusterPolicy and node labels (`writes`),
+restart the plugin on the nodes the change reaches, `--max-unavailable` at a time, stopping at
+the first that does not come back (`restarts`), and with `--wait` prove each node's allocatable
+became physical × replicas (`capacity`). An interruption says what was written (`stop` before
+the rollout). Returns rows (`results`) for the CLI to render. Must not decide what to change
+nor render anything.
 """
 
 from __future__ import annotations
