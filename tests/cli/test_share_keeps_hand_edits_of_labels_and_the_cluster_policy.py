@@ -102,7 +102,8 @@ def test_a_hand_edited_node_label_is_refused_unless_forced(
     forced = cli(run_cli, relabelled, *args, "--force")
 
     assert forced.exit_code == 0, forced.stderr
-    assert f"--force: overwriting an edit made since kubectl gpu wrote it: node gpu-a: {LABEL}" in (
+    assert "--force: overwriting what was edited since kubectl gpu wrote it:" in forced.stderr
+    assert f"  node gpu-a: {LABEL}=kubectl-gpu-ts-2 last written by kubectl gpu, now mine" in (
         forced.stderr
     )
     assert relabelled.store.get("nodes", "gpu-a")["metadata"]["labels"][LABEL] != "mine"
@@ -159,7 +160,9 @@ def test_a_hand_edited_cluster_policy_config_is_refused_unless_forced(
     forced = cli(run_cli, repointed, *args, "--force")
 
     assert forced.exit_code == 0, forced.stderr
-    assert "--force: overwriting an edit made since kubectl gpu wrote it: ClusterPolicy" in (
-        forced.stderr
+    assert "--force: overwriting what was edited since kubectl gpu wrote it:" in forced.stderr
+    assert (
+        "  ClusterPolicy cluster-policy spec.devicePlugin.config: {name: device-plugin-config"
+        in (forced.stderr)
     )
     assert policy_config(repointed)["default"] == "default"

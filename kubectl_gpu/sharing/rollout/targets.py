@@ -7,8 +7,7 @@ reads now (so its flags are kept), reused when a key with the same parsed conten
 otherwise named by `keynames`. Keys are never removed or renamed. A node label or ClusterPolicy
 config the change would write over, edited since kubectl gpu last wrote it (`handedits`), is
 refused unless forced. The request and its checks are `request`'s; a rollback's target is
-`rollback`'s. Must not check the result against the
-nodes (plan.finish does) nor do I/O. Pure.
+`rollback`'s. Must not check the result against the nodes (plan.finish does) nor do I/O. Pure.
 """
 
 from __future__ import annotations
@@ -61,7 +60,7 @@ def _refuse_overwrite(state: ClusterState, edits: handedits.HandEdits) -> None:
     if edits.policy:
         now_policy = edits.policy[1]
         adopt.append(
-            "the ClusterPolicy names no config now: leave it so by not sharing through it"
+            "the ClusterPolicy names no config now: to keep it so, share nothing on this cluster"
             if now_policy is None
             else f"the ClusterPolicy: drop --key/--configmap, so the change edits key "
             f"{now_policy[1]} of ConfigMap {now_policy[0]}, which it names now"

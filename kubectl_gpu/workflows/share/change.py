@@ -357,8 +357,9 @@ def _tell(snapshot: Snapshot, plan: rollout.Plan) -> None:
         )
     for note in plan.notes:
         log.warning("%s", note)
-    for edit in plan.overwrites:  # only with --force: without it the plan is refused
-        log.warning("--force: overwriting an edit made since kubectl gpu wrote it: %s", edit)
+    if plan.overwrites:  # only with --force: without it the plan is refused
+        edits = "\n  ".join(plan.overwrites)
+        log.warning("--force: overwriting what was edited since kubectl gpu wrote it:\n  %s", edits)
 
 
 def _warn_overcommit(plan: rollout.Plan, in_use: Mapping[str, Mapping[str, int]]) -> None:
