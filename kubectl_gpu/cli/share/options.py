@@ -95,8 +95,9 @@ def rollout_options(f: F) -> F:
             "--force",
             is_flag=True,
             help="Change capacity although running pods use a resource that shrinks or goes "
-            "(with --drain: evict pods no controller recreates); rollback: discard a hand "
-            "edit made since the change it undoes.",
+            "(with --drain: evict pods no controller recreates); overwrite a node's config "
+            "label or the ClusterPolicy's config edited since kubectl gpu last wrote it; "
+            "rollback: discard a hand edit made since the change it undoes.",
         ),
         click.option(
             "--yes",

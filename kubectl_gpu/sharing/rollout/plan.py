@@ -114,6 +114,7 @@ class Plan:
     nodes: tuple[NodePlan, ...]
     notes: tuple[str, ...]
     record: Record
+    overwrites: tuple[str, ...] = ()  # hand edits it writes over (--force), each shown
 
     @property
     def writes(self) -> bool:

@@ -134,6 +134,16 @@ def decode(text: str, where: str) -> Record:
     return _from_dict(entries[0])
 
 
+def history(text: str) -> tuple[Record, ...]:
+    """Every record of a history, newest first; none when there is no readable history (a
+    change then replaces it, as `push` does)."""
+    try:
+        entries, _ = _entries(text, "")
+    except errors.ConfigError:
+        return ()
+    return tuple(_from_dict(entry) for entry in entries)
+
+
 def depth(text: str) -> tuple[int, int]:
     """How many changes the history can undo, and how many older ones were dropped."""
     try:

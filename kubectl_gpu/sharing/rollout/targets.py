@@ -4,9 +4,10 @@ Owns the choice of contents, keys and labels: a cluster-wide change edits the ke
 nodes read (the default key, set on the ClusterPolicy when the GPU Operator has none); a
 per-node change gives the selected nodes a key of their own, started from the config each node
 reads now (so its flags are kept), reused when a key with the same parsed content exists and
-otherwise named by `keynames`. Keys are never removed or renamed. The request and its checks
-are `request`'s; a rollback's target is `rollback`'s. Must not check the result against the
-nodes (plan.finish does) nor do I/O. Pure.
+otherwise named by `keynames`. Keys are never removed or renamed. A node label or ClusterPolicy
+config the change would write over, edited since kubectl gpu last wrote it (`handedits`), is
+refused unless forced. The request and its checks are `request`'s; a rollback's target is
+`rollback`'s. Must not check the result against the nodes (plan.finish does) nor do I/O. Pure.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 from kubectl_gpu import errors, keys
 from kubectl_gpu.sharing import deployment as deployments
 from kubectl_gpu.sharing import edits
-from kubectl_gpu.sharing.rollout import plan, selection
+from kubectl_gpu.sharing.rollout import handedits, plan, record, selection
 from kubectl_gpu.sharing.rollout.keynames import key_for
 from kubectl_gpu.sharing.rollout.nodes import GpuNode
 from kubectl_gpu.sharing.rollout.plan import KeyChange, Plan, Target
@@ -28,12 +29,48 @@ from kubectl_gpu.sharing.rollout.state import ClusterState, Doc, ShareRefused, U
 MPS_ROOT = "/run/nvidia/mps"  # the Helm chart's and the operator's (docs/upstream-facts.md P1.3)
 
 
-def make(state: ClusterState, request: ShareRequest) -> Plan:
-    """Plan `share --replicas N` or `share off` for the request's scope."""
+def make(state: ClusterState, request: ShareRequest, force: bool = False) -> Plan:
+    """Plan `share --replicas N` or `share off` for the request's scope. A node label or
+    ClusterPolicy config it would write over, edited since kubectl gpu last wrote it, is
+    refused unless `force` (then the plan names each edit it overwrites)."""
     check_request(request)
     if request.nodes is None:
-        return plan.finish(state, _cluster_wide(state, request))
-    return plan.finish(state, _per_node(state, request))
+        planned = plan.finish(state, _cluster_wide(state, request))
+    else:
+        planned = plan.finish(state, _per_node(state, request))
+    records = record.history(state.configmap.record)
+    edits = handedits.compare(state, records).overwritten_by(planned)
+    if edits and not force:
+        _refuse_overwrite(state, edits)
+    return dataclasses.replace(planned, overwrites=edits.details(state, LAST_WRITTEN))
+
+
+LAST_WRITTEN = "last written by kubectl gpu"
+
+
+def _refuse_overwrite(state: ClusterState, edits: handedits.HandEdits) -> None:
+    """A share that would silently throw away an edit made since kubectl gpu last wrote the
+    field is refused, saying how to overwrite it or build on it instead."""
+    adopt = [
+        f"node {node}: share into the key it reads now (--node {node} --key {now})"
+        if now
+        else f"node {node}: leave it out of --node/-l"
+        for node, (_, now) in edits.labels.items()
+    ]
+    if edits.policy:
+        now_policy = edits.policy[1]
+        adopt.append(
+            "the ClusterPolicy names no config now: to keep it so, share nothing on this cluster"
+            if now_policy is None
+            else f"the ClusterPolicy: drop --key/--configmap, so the change edits key "
+            f"{now_policy[1]} of ConfigMap {now_policy[0]}, which it names now"
+        )
+    raise ShareRefused(
+        f"{edits.objects(state)} changed since kubectl gpu last wrote them (by hand or by "
+        "another tool); this change would overwrite that edit; nothing was written:",
+        hint="to overwrite it, run the command again with --force; to keep it, " + "; ".join(adopt),
+        details=edits.details(state, LAST_WRITTEN),
+    )
 
 
 def _cluster_wide(state: ClusterState, request: ShareRequest) -> Target:

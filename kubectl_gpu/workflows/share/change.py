@@ -1,14 +1,15 @@
 """`kubectl gpu share`, `share off` and `share rollback`, end to end.
 
-Owns the order of a sharing rollout: read (`state`), plan (the domain's rollout planner),
-refuse what cannot go well (pods hit, a --drain or --wait that cannot succeed: the same verdict
-in a dry run), validate every text to write, write the ConfigMap with its resourceVersion as
-precondition (re-reading and re-planning on a conflict, so no concurrent edit is lost), then
-the ClusterPolicy and node labels (`writes`), restart the plugin on the nodes the change
-reaches, `--max-unavailable` at a time, stopping at the first that does not come back
-(`restarts`), and with `--wait` prove each node's allocatable became physical × replicas
-(`capacity`). An interruption says what was written (`stop` before the rollout). Returns rows
-(`results`) for the CLI to render. Must not decide what to change nor render anything.
+Owns the order of a sharing rollout: read (`state`), plan (the domain's rollout planner,
+which refuses a hand edit it would overwrite), refuse what cannot go well (pods hit, a --drain
+or --wait that cannot succeed: the same verdict in a dry run), validate every text to write,
+write the ConfigMap with its resourceVersion as precondition (re-reading and re-planning on a
+conflict, so no concurrent edit is lost), then the ClusterPolicy and node labels (`writes`),
+restart the plugin on the nodes the change reaches, `--max-unavailable` at a time, stopping at
+the first that does not come back (`restarts`), and with `--wait` prove each node's allocatable
+became physical × replicas (`capacity`). An interruption says what was written (`stop` before
+the rollout). Returns rows (`results`) for the CLI to render. Must not decide what to change
+nor render anything.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def share(
             for skipped in sorted(set(request.nodes) - set(gpu)):
                 log.info("skipping node %s: it has no NVIDIA GPU", skipped)
             wanted = dataclasses.replace(request, nodes=gpu)
-        return rollout.make(snapshot.state, wanted)
+        return rollout.make(snapshot.state, wanted, options.force)
 
     action = "off" if request.replicas is None else "share"
     return _run(api, options, timing, planner, action)
@@ -356,6 +357,9 @@ def _tell(snapshot: Snapshot, plan: rollout.Plan) -> None:
         )
     for note in plan.notes:
         log.warning("%s", note)
+    if plan.overwrites:  # only with --force: without it the plan is refused
+        edits = "\n  ".join(plan.overwrites)
+        log.warning("--force: overwriting what was edited since kubectl gpu wrote it:\n  %s", edits)
 
 
 def _warn_overcommit(plan: rollout.Plan, in_use: Mapping[str, Mapping[str, int]]) -> None:

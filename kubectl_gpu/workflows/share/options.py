@@ -22,7 +22,9 @@ class Options:
     max_unavailable: int = 1
     drain: bool = False  # evict the pods the change hits, node by node (workflows.share.drain)
     drain_timeout: float = 300.0
-    force: bool = False  # go on although pods use a resource that shrinks or goes
+    # go on although pods use a resource that shrinks or goes, or over a hand edit of a
+    # node's config label or the ClusterPolicy's config (share rollback: of anything it wrote)
+    force: bool = False
     yes: bool = False  # go on although the change restarts nodes the request did not select
     namespace: str | None = None
     configmap: str | None = None
