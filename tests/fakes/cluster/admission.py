@@ -7,8 +7,8 @@ Allocate calls succeeded, as a kubelet starts a pod's containers only after admi
 that uses ResourceClaims is held the same way until its DRA kubelet plugin's
 NodePrepareResources succeeded: the node's DRA side (tests/fakes/node/draplugin.py) admits it
 then, not the device-plugin side (`prepared_by_dra`). Owns `awaits_admission`,
-`prepared_by_dra`, `admitted` and `not_prepared`. Must not decide admission (allocation.py, the device plugins
-and the DRA drivers do).
+`prepared_by_dra`, `admitted` and `not_prepared`. Must not decide admission (allocation.py, the
+device plugins and the DRA drivers do).
 """
 
 from __future__ import annotations
