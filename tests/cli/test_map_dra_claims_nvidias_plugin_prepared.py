@@ -25,7 +25,6 @@ from tests.conftest import CliResult, eventually
 from tests.fakes.cluster import NodeSpec, SimCluster
 from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
 from tests.fakes.node import sandbox
-from tests.kube import objects
 
 pytestmark = [
     pytest.mark.timeout(300),
@@ -54,11 +53,15 @@ def claim(name: str, request: Obj, config: list[Obj] | None = None) -> Obj:
 
 
 def claim_pod(name: str, node: str, claim_name: str) -> Obj:
-    made = objects.pod(name, NS)
-    made["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
-    made["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim_name}]
-    made["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
-    return made
+    """A pod for the scheduler to place on `node`, using `claim_name`; no status of its own
+    (KWOK writes it, once the node's kubelet stand-in had the claim prepared)."""
+    return {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS},
+        "spec": {"nodeSelector": {"kubernetes.io/hostname": node},
+                 "resourceClaims": [{"name": "gpu", "resourceClaimName": claim_name}],
+                 "containers": [{"name": "main", "image": "cuda:12",
+                                 "resources": {"claims": [{"name": "gpu"}]}}]},
+    }  # fmt: skip
 
 
 def build(cluster: SimCluster) -> None:
@@ -111,9 +114,12 @@ def test_claims_nvidias_plugin_prepared_are_mapped_to_their_gpus(
         dra_feature_gates=["DynamicMIG=true", "TimeSlicingSettings=true"],
     )  # fmt: skip
     build(cluster)
-    assert eventually(lambda: running(cluster, "train", "infer"), 90), [
-        cluster.dra_kubelet.errors if cluster.dra_kubelet else None
-    ]
+    assert cluster.dra_kubelet is not None
+    assert eventually(lambda: running(cluster, "train", "infer"), 90), cluster.dra_kubelet.errors
+    for pod in ("train", "infer"):  # NVIDIA's plugin prepared what the scheduler allocated
+        uid = cluster.store.get("pods", pod, NS)["metadata"]["uid"]
+        [prepared] = cluster.dra_kubelet.claims_of(uid)
+        assert [d.device for d in prepared.devices] == [allocated(cluster, pod)["device"]]
     kubeconfig = str(cluster.kubeconfig)
     uuids = slice_uuids(cluster)
 
