@@ -28,7 +28,7 @@ from typing import Any
 from benchmarks import synthetic
 from kubectl_gpu import cluster
 from kubectl_gpu.workflows import reports
-from tests.fakes.cluster import dradriver
+from tests.fakes.cluster import drastandin
 from tests.kube import objects
 
 DRA_NAMESPACE = "dra-jobs"
@@ -130,7 +130,7 @@ def populate(plane: Any, nodes: int, pods: int) -> dict[str, float]:
     writer = Writer(plane)
     began = time.monotonic()
     writer.create(cluster.path("customresourcedefinitions"), crd())
-    for obj in dradriver.device_classes("v1"):
+    for obj in drastandin.device_classes("v1"):
         writer.create(cluster.path("deviceclasses"), obj)
     for namespace in [*synthetic.NAMESPACES, DRA_NAMESPACE]:
         writer.create(cluster.path("namespaces"), {"apiVersion": "v1", "kind": "Namespace",
@@ -205,9 +205,9 @@ def wait_established(writer: Writer) -> None:
     raise RuntimeError("the GPUNodeReport CRD was never established")
 
 
-def _dra_gpus(index: int) -> list[dradriver.DraGpu]:
+def _dra_gpus(index: int) -> list[drastandin.DraGpu]:
     return [
-        dradriver.DraGpu(g, f"GPU-dra{index:05x}-{g:04x}-4000-8000-000000000000",
+        drastandin.DraGpu(g, f"GPU-dra{index:05x}-{g:04x}-4000-8000-000000000000",
                          model="NVIDIA H100 80GB HBM3")
         for g in range(DRA_GPUS)
     ]  # fmt: skip
@@ -220,7 +220,7 @@ def _dra_node_name(index: int) -> str:
 def _dra_node(writer: Writer, index: int) -> int:
     name = _dra_node_name(index)
     writer.create(cluster.path("nodes"), objects.node(name))
-    for obj in dradriver.resource_slices(name, _dra_gpus(index), "v1"):
+    for obj in drastandin.resource_slices(name, _dra_gpus(index), "v1"):
         writer.create(cluster.path("resourceslices"), obj)
     return 1
 
@@ -255,7 +255,7 @@ def _dra_claims(writer: Writer, index: int) -> int:
             continue
         status = {
             "allocation": {
-                "devices": {"results": [{"request": "gpu", "driver": dradriver.DRIVER,
+                "devices": {"results": [{"request": "gpu", "driver": drastandin.DRIVER,
                                          "pool": node, "device": f"gpu-{gpu}"}]},
                 "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
                     {"key": "metadata.name", "operator": "In", "values": [node]}]}]},

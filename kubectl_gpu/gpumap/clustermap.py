@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kubectl_gpu import keys
+from kubectl_gpu.dra import devicenames
 from kubectl_gpu.findings import Finding
 from kubectl_gpu.gpumap import join, report
 from kubectl_gpu.gpumap.join import Row
@@ -132,7 +133,11 @@ def make(
         rows += [m for m in placed if m.row.source != _DRA]
         problems += [(node_report.node, f) for f in node_report.findings]
     api_rows = _located(dra_rows, reports)
-    rows += _joined_dra(local_dra, api_rows)
+    placements = {m.uuid: m.placement for r in reports for g in r.gpus for m in g.mig_devices}
+    rows += [
+        m if m.placement else dataclasses.replace(m, placement=placements.get(m.row.mig_uuid or ""))
+        for m in _joined_dra(local_dra, api_rows)
+    ]
     rows.sort(key=lambda r: r.row.node or "")  # stable: each node's own order stays
     missing = _missing(nodes, {r.node for r in reports}, reasons or {})
     return ClusterMap(tuple(rows), missing, tuple(problems), ordered, now)
@@ -186,7 +191,8 @@ def _age(generated_at: str, now: dt.datetime | None) -> float | None:
 
 
 def _located(dra_rows: Iterable[Row], reports: Sequence[NodeReport]) -> list[Row]:
-    """DRA slices carry UUIDs only: the node's report knows the GPU's NVML index and model."""
+    """DRA slices carry UUIDs only: the node's report knows the GPU's NVML index and model,
+    and the UUID of a MIG device made at prepare (DynamicMIG), which its slice never names."""
     gpus: dict[tuple[str | None, str], InventoryGpu] = {
         (r.node, g.uuid.lower()): g for r in reports for g in r.gpus
     }
@@ -195,10 +201,27 @@ def _located(dra_rows: Iterable[Row], reports: Sequence[NodeReport]) -> list[Row
         gpu = gpus.get((row.node, (row.gpu_uuid or "").lower()))
         if gpu is not None:
             row = dataclasses.replace(
-                row, gpu_index=gpu.index, gpu_model=gpu.model or row.gpu_model
+                row,
+                gpu_index=gpu.index,
+                gpu_model=gpu.model or row.gpu_model,
+                mig_uuid=row.mig_uuid or _made_mig(row, gpu),
             )
         found.append(row)
     return sorted(found, key=_dra_order)
+
+
+def _made_mig(row: Row, gpu: InventoryGpu) -> str | None:
+    """The MIG device NVML shows where the row's device name puts it (profile, placement)."""
+    name = devicenames.parse_mig(row.device_id.rsplit("/", 1)[-1])
+    if row.mig_profile is None or name is None:
+        return None
+    if gpu.minor is not None and gpu.minor != name.parent_minor:
+        return None
+    for mig in gpu.mig_devices:
+        start = mig.placement.start if mig.placement else None
+        if mig.profile == row.mig_profile and start == name.placement_start:
+            return mig.uuid
+    return None
 
 
 def _dra_order(row: Row) -> tuple[object, ...]:

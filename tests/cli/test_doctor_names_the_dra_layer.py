@@ -23,8 +23,8 @@ from tests.cli import clirequests
 from tests.cli.doctorpods import by_layer
 from tests.conftest import ROOT, CliResult
 from tests.controlplane.drareleases import serving
-from tests.fakes.cluster import NodeSpec, SimCluster, dradriver
-from tests.fakes.cluster.dradriver import DraGpu
+from tests.fakes.cluster import NodeSpec, SimCluster, drastandin
+from tests.fakes.cluster.drastandin import DraGpu
 from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.fakes.node import sandbox
 from tests.kube import objects
@@ -101,7 +101,7 @@ def test_a_pending_claim_names_the_attribute_no_device_satisfies(
 
 def test_at_v1beta1_the_claim_is_read_at_v1beta1(run_cli: Run) -> None:
     with serving("v1beta1") as served:
-        dradriver.install(served.store, GPUS, "v1beta1")
+        drastandin.install(served.store, GPUS, "v1beta1")
         served.namespace("ml")
         pending_claim(served.store, "v1beta1")
         mark = served.mark()

@@ -1,16 +1,20 @@
-"""`kubectl gpu map -A` on a cluster where some nodes are served by the NVIDIA device plugin
-and others by the NVIDIA DRA driver (simulated: tests/fakes/cluster/dradriver.py and the
-scheduler step in drascheduler.py): one table and one JSON shape, a PLANE column (wide), every
-DRA allocation resolved to its physical GPU (and MIG parent), including a claim made for an
-`nvidia.com/gpu` limit (KEP-5004), two claims sharing one GPU, a MIG partition chosen as a
-firstAvailable alternative with its GPU's counters, and the sharing config in effect; against
-real API servers serving resource.k8s.io at v1, v1beta2 or v1beta1 only
-(tests/controlplane/drareleases.py).
+"""`kubectl gpu map -A` where resource.k8s.io is served at v1beta2 or v1beta1 only (as 1.33 and
+1.32 served it), or not at all, on real API servers (tests/controlplane/drareleases.py): some
+nodes served by the NVIDIA device plugin and others by the NVIDIA DRA driver, in one table and
+one JSON shape, a PLANE column (wide), every DRA allocation resolved to its physical GPU (and MIG
+parent), two claims sharing one GPU, a MIG partition chosen as a firstAvailable alternative with
+its GPU's counters, and the sharing config in effect.
 
-A server not serving v1 runs no scheduler (Kubernetes' own watches v1), so the allocations here
-are the simulated scheduler step's, written at the served version and validated by the real
-server; tests/controlplane/test_dra_allocations_by_the_real_scheduler.py has map read what the
-real scheduler allocated."""
+The DRA driver here is the project's stand-in (tests/fakes/cluster/drastandin.py, with the
+scheduler step in drascheduler.py), kept only for what NVIDIA's kubelet plugin v0.4.1 cannot
+give: ResourceSlices at v1beta2 or v1beta1 (it writes v1 only), and consumable capacity
+(`allowMultipleAllocations`, which it does not publish: the share-ID test, at v1). A server not
+serving v1 runs no scheduler (Kubernetes' own watches v1), so the allocations are the stand-in
+step's, written at the served version and validated by the real server. At v1, map reads what
+NVIDIA's plugin published and prepared and the real scheduler allocated:
+tests/cli/test_map_dra_claims_nvidias_plugin_prepared.py,
+tests/cli/test_map_both_planes_on_the_simulated_cluster.py and (KEP-5004)
+tests/controlplane/test_dra_allocations_by_the_real_scheduler.py."""
 
 from __future__ import annotations
 
@@ -27,8 +31,8 @@ from kubectl_gpu import cluster
 from tests.conftest import ROOT, CliResult
 from tests.controlplane.drareleases import BETAS, ServedPlane, betas_on, serving
 from tests.controlplane.store import ApiStore
-from tests.fakes.cluster import dradriver, drascheduler
-from tests.fakes.cluster.dradriver import DraGpu, MigSlot
+from tests.fakes.cluster import drascheduler, drastandin
+from tests.fakes.cluster.drastandin import DraGpu, MigSlot
 from tests.gpumap import reportbuilders as b
 from tests.kube import objects
 
@@ -103,7 +107,7 @@ def build(served: ServedPlane) -> None:
     for name in nodes:
         store.create(b.node(name, gpu=False))
     served.namespace(NS)
-    dradriver.install(store, nodes, version)
+    drastandin.install(store, nodes, version)
     config = [{"requests": ["gpu"], "opaque": {"driver": "gpu.nvidia.com",
                                                "parameters": TIME_SLICING}}]  # fmt: skip
     store.create(claim("train", [exact("gpu", "gpu.nvidia.com", version)], version, config))
@@ -152,7 +156,7 @@ def rows_by_pod(result: CliResult) -> dict[str, Obj]:
     return {r["pod"]: r for r in result.json["items"]}
 
 
-@pytest.mark.parametrize("served", ["v1", "v1beta2", "v1beta1"], indirect=True)
+@pytest.mark.parametrize("served", ["v1beta2", "v1beta1"], indirect=True)
 def test_one_map_shows_both_planes_each_allocation_on_its_physical_gpu(
     run_cli: Run, served: ServedPlane
 ) -> None:
@@ -181,6 +185,8 @@ def test_one_map_shows_both_planes_each_allocation_on_its_physical_gpu(
 
 @pytest.mark.parametrize("served", ["v1"], indirect=True)
 def test_two_claims_sharing_one_gpu_show_their_share_ids(run_cli: Run, served: ServedPlane) -> None:
+    """Consumable capacity: NVIDIA's v0.4.1 publishes no `allowMultipleAllocations`, so the
+    stand-in's shareable GPU stands in for a driver that does."""
     needs_recent(served)
 
     rows = rows_by_pod(map_json(run_cli, served))
@@ -193,20 +199,7 @@ def test_two_claims_sharing_one_gpu_show_their_share_ids(run_cli: Run, served: S
     assert f"{a['share_id']} memory=10Gi" in wide.stdout  # wide: IDs in full
 
 
-@pytest.mark.parametrize("served", ["v1"], indirect=True)
-def test_an_extended_resource_served_by_dra_names_its_container_and_gpu(
-    run_cli: Run, served: ServedPlane
-) -> None:
-    needs_recent(served)
-
-    rows = rows_by_pod(map_json(run_cli, served))
-
-    row = rows["legacy-style"]
-    assert (row["plane"], row["gpu_uuid"], row["container"]) == ("dra", WHOLE[1], "main")
-    assert row["resource"] == "claim:legacy-style-extended-resources-sim/container-0-request-0"
-
-
-@pytest.mark.parametrize("served", ["v1"], indirect=True)
+@pytest.mark.parametrize("served", ["v1beta2"], indirect=True)
 def test_wide_has_a_plane_column_and_shows_sharing(run_cli: Run, served: ServedPlane) -> None:
     kubeconfig = str(served.plane.kubeconfig)
     table = run_cli("--kubeconfig", kubeconfig, "map", "-A")
@@ -243,7 +236,7 @@ def test_a_server_without_dra_maps_the_device_plugin_nodes_alone(
     assert not [p for p in served.paths_since(mark) if "resourceclaims" in p]
 
 
-@pytest.mark.parametrize("served", ["v1", "v1beta1"], indirect=True)
+@pytest.mark.parametrize("served", ["v1beta1"], indirect=True)
 def test_real_kubectl_reads_the_simulated_driver_at_the_served_version(
     served: ServedPlane,
 ) -> None:
@@ -278,7 +271,7 @@ def test_real_kubectl_reads_the_simulated_driver_at_the_served_version(
         assert allocated["infer"] == "gpu-0-mig-3g40gb-0"
 
 
-@pytest.mark.parametrize("served", ["v1"], indirect=True)
+@pytest.mark.parametrize("served", ["v1beta2"], indirect=True)
 def test_a_user_who_may_not_read_claims_gets_the_device_plugin_plane_and_a_warning(
     run_cli: Run, served: ServedPlane, tmp_path: Path
 ) -> None:

@@ -1,11 +1,12 @@
 """The admission of pods on nodes that no test simulates the kubelet of, on a gated plane.
 
 On a plane started with `node_side_gate` (plane.py), KWOK holds a pod that asks for an extended
-resource in Pending until it is annotated ADMITTED. A node annotated NODE_SIDE_KUBELET has a
-kubelet stand-in that admits its pods itself (tests/fakes/cluster/admission.py); a node made
-bare (a control-plane test's, with its capacity written by hand) has nobody to ask, so
-`Admitter` admits such a pod as soon as it is bound there, as the bare plane always did. Owns
-`Admitter`. Must not know anything about GPUs, or admit a pod on a NODE_SIDE_KUBELET node.
+resource, or uses ResourceClaims, in Pending until it is annotated ADMITTED. A node annotated
+NODE_SIDE_KUBELET has a kubelet stand-in that admits its pods itself
+(tests/fakes/cluster/admission.py); a node made bare (a control-plane test's, with its capacity
+written by hand) has nobody to ask, so `Admitter` admits such a pod as soon as it is bound
+there, as the bare plane always did. Owns `Admitter`. Must not know anything about GPUs, or
+admit a pod on a NODE_SIDE_KUBELET node.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class Admitter:
 
 
 def _waiting(pod: Obj) -> bool:
-    """Bound, Pending, not admitted, and asking for an extended resource."""
+    """Bound, Pending, not admitted, and asking for an extended resource or using claims."""
     if not (pod.get("spec") or {}).get("nodeName"):
         return False
     if ADMITTED in (pod["metadata"].get("annotations") or {}):
@@ -61,6 +62,8 @@ def _waiting(pod: Obj) -> bool:
     if ((pod.get("status") or {}).get("phase") or "Pending") != "Pending":
         return False
     spec = pod.get("spec") or {}
+    if spec.get("resourceClaims"):
+        return True
     for container in (spec.get("containers") or []) + (spec.get("initContainers") or []):
         resources = container.get("resources") or {}
         for name in (*(resources.get("limits") or {}), *(resources.get("requests") or {})):

@@ -75,20 +75,23 @@ LOGS_CRD: dict[str, Any] = {
 # container that crashes at start would look Ready for a while, an init container that keeps
 # failing could not hold its pod Pending).
 LIFECYCLE_BY_TEST = "test.kubectl-gpu.io/lifecycle-by-node-side"
-# With `node_side_gate`, a pod that asks for an extended resource (a device plugin's) becomes
-# Running only once a kubelet has admitted it and annotated it ADMITTED, as a kubelet starts a
-# pod's containers only after its device allocation succeeded: on a node annotated
+# With `node_side_gate`, a pod that asks for an extended resource (a device plugin's) or uses
+# ResourceClaims becomes Running only once a kubelet has admitted it and annotated it ADMITTED,
+# as a kubelet starts a pod's containers only after its device allocation succeeded and its
+# DRA drivers prepared its claims (NodePrepareResources): on a node annotated
 # NODE_SIDE_KUBELET the test's kubelet stand-in does (tests/fakes), on any other node
 # admitter.py admits it at once (no kubelet of its own to ask).
 NODE_SIDE_KUBELET = "test.kubectl-gpu.io/kubelet"
 ADMITTED = "test.kubectl-gpu.io/admitted"
 # The gate (a gojq expression over the pod, KWOK's selector keys): "waiting" for a pod whose
-# containers ask for an extended resource (a domain-prefixed name outside kubernetes.io) and
-# that the kubelet stand-in has not admitted yet; nothing otherwise.
+# containers ask for an extended resource (a domain-prefixed name outside kubernetes.io), or
+# that uses ResourceClaims, and that the kubelet stand-in has not admitted yet; nothing
+# otherwise.
 _WAITING_FOR_ADMISSION = (
-    "if ([(.spec.containers // [])[], (.spec.initContainers // [])[] | .resources // {} "
+    "if (([(.spec.containers // [])[], (.spec.initContainers // [])[] | .resources // {} "
     "| (.limits // {}), (.requests // {}) | keys[] "
     '| select(contains("/") and (startswith("kubernetes.io/") | not))] | length > 0) '
+    "or ((.spec.resourceClaims // []) | length > 0)) "
     f'and (.metadata.annotations["{ADMITTED}"] == null) then "waiting" else empty end'
 )
 DEFAULT_VERSION = "1.37"

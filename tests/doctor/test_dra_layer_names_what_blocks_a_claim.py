@@ -2,7 +2,10 @@
 the selector clause no published device satisfies, with the values devices do have; no
 NVIDIA slices at all or none on the pod's node; NodePrepareResources errors with the config
 that caused them; a sharing strategy whose driver feature gate is off; and a pod asking for a
-claim and nvidia.com/gpu where no node is served by both planes."""
+claim and nvidia.com/gpu where no node is served by both planes. The slices are the stand-in's
+plain objects (tests/fakes/cluster/drastandin.py); doctor on NVIDIA's own slices and prepare
+errors: tests/cli/test_doctor_names_the_dra_layer.py,
+tests/cli/test_doctor_names_nvidias_refusal_to_prepare_a_claim.py."""
 
 from __future__ import annotations
 
@@ -12,8 +15,8 @@ from kubectl_gpu import cel
 from kubectl_gpu.doctor import dra, drafacts, facts
 from kubectl_gpu.doctor.model import Diagnosis
 from tests.doctor import builders as b
-from tests.fakes.cluster import dradriver
-from tests.fakes.cluster.dradriver import DraGpu, MigSlot
+from tests.fakes.cluster import drastandin
+from tests.fakes.cluster.drastandin import DraGpu, MigSlot
 
 A100 = "NVIDIA A100-SXM4-80GB"
 H100 = "NVIDIA H100 80GB HBM3"
@@ -25,7 +28,7 @@ def slices() -> list[Obj]:
         "dra-1": [DraGpu(0, "GPU-a0"), DraGpu(1, "GPU-a1")],
         "dra-2": [DraGpu(0, "GPU-b0", migs=(MigSlot("1g.10gb", "MIG-b0", 10, 14),))],
     }
-    return [s for n, g in nodes.items() for s in dradriver.resource_slices(n, g, "v1")]
+    return [s for n, g in nodes.items() for s in drastandin.resource_slices(n, g, "v1")]
 
 
 def claim(request: Obj, *, allocated: bool = False, config: list[Obj] | None = None) -> Obj:
@@ -56,7 +59,7 @@ def case(
     gates: dict[str, bool] | None = None,
     taken: dict[tuple[str, str, str], str] | None = None,
 ) -> dra.DraCase:
-    raw_classes = dradriver.device_classes("v1") + (classes or [])
+    raw_classes = drastandin.device_classes("v1") + (classes or [])
     return dra.DraCase(
         claims=tuple(drafacts.claim_from_dict(c) for c in claims),
         classes={c.name: c for c in map(drafacts.class_from_dict, raw_classes)},

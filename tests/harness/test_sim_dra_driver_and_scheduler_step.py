@@ -1,4 +1,5 @@
-"""The simulated NVIDIA DRA driver and the DRA scheduler step: slices in each served version's
+"""The project's DRA-driver stand-in (drastandin.py, for served versions and features NVIDIA's
+v0.4.1 cannot give) and the DRA scheduler step: slices in each served version's
 shape, the chart's classes (extendedResourceName only on v1), counters that stop a
 partitionable GPU from being over-allocated, firstAvailable tried in order, consumable shares,
 and a claim nothing fits left unallocated with the reason; the step's writes are validated by a
@@ -14,8 +15,8 @@ import pytest
 
 from tests.controlplane.drareleases import BETAS, betas_on, serving
 from tests.controlplane.store import ApiStore
-from tests.fakes.cluster import dradriver, drascheduler
-from tests.fakes.cluster.dradriver import DraGpu, MigSlot
+from tests.fakes.cluster import drascheduler, drastandin
+from tests.fakes.cluster.drastandin import DraGpu, MigSlot
 
 Obj = dict[str, Any]
 SLOTS = (MigSlot("3g.40gb", "MIG-1", 40, 42), MigSlot("3g.40gb", "MIG-2", 40, 42),
@@ -37,8 +38,8 @@ def results(store: Any, name: str) -> list[Obj]:
 
 def test_slices_take_each_versions_shape_and_classes_map_gpus_only_on_v1() -> None:
     gpus = [DraGpu(0, "GPU-0")]
-    v1beta1 = dradriver.resource_slice("n1", gpus, "v1beta1")["spec"]["devices"][0]
-    v1 = dradriver.resource_slice("n1", gpus, "v1")["spec"]["devices"][0]
+    v1beta1 = drastandin.resource_slice("n1", gpus, "v1beta1")["spec"]["devices"][0]
+    v1 = drastandin.resource_slice("n1", gpus, "v1")["spec"]["devices"][0]
 
     assert (
         v1beta1["basic"]["attributes"]["uuid"] == {"string": "GPU-0"}
@@ -46,9 +47,11 @@ def test_slices_take_each_versions_shape_and_classes_map_gpus_only_on_v1() -> No
     )
     assert v1["attributes"]["uuid"] == {"string": "GPU-0"}
     mapped = {c["metadata"]["name"]: c["spec"].get("extendedResourceName")
-              for c in dradriver.device_classes("v1")}  # fmt: skip
+              for c in drastandin.device_classes("v1")}  # fmt: skip
     assert mapped == {"gpu.nvidia.com": "nvidia.com/gpu", "mig.nvidia.com": None}
-    assert all("extendedResourceName" not in c["spec"] for c in dradriver.device_classes("v1beta2"))
+    assert all(
+        "extendedResourceName" not in c["spec"] for c in drastandin.device_classes("v1beta2")
+    )
 
 
 @pytest.fixture
@@ -60,7 +63,7 @@ def store() -> Iterator[ApiStore]:
 
 
 def test_counters_keep_a_partitionable_gpu_from_being_over_allocated(store: ApiStore) -> None:
-    dradriver.install(store, {"n1": [DraGpu(0, "GPU-0", migs=SLOTS)]})
+    drastandin.install(store, {"n1": [DraGpu(0, "GPU-0", migs=SLOTS)]})
     mig = {"name": "mig", "exactly": {"deviceClassName": "mig.nvidia.com"}}
     claim(store, "a", mig)
     claim(store, "b", mig)
@@ -75,7 +78,7 @@ def test_counters_keep_a_partitionable_gpu_from_being_over_allocated(store: ApiS
 
 
 def test_first_available_falls_back_in_order_and_shares_get_their_own_id(store: ApiStore) -> None:
-    dradriver.install(store, {"n1": [DraGpu(0, "GPU-0", shareable=True)]})
+    drastandin.install(store, {"n1": [DraGpu(0, "GPU-0", shareable=True)]})
     alternatives = [
         {"name": "mig", "deviceClassName": "mig.nvidia.com"},
         {"name": "whole", "deviceClassName": "gpu.nvidia.com",

@@ -257,7 +257,7 @@ class SimCluster(NodeHandles, KubeletView):
             if self.node_kubelets is not None:
                 self.loop.enqueue(self.node_kubelets.name, node)
 
-        self.dra, self.dra_kubelet = runtime, DraKubelet(self.store, runtime, relook)
+        self.dra, self.dra_kubelet = runtime, DraKubelet(self.store, runtime, relook, self.loop)
 
     def _node_side(self, interval: float) -> AgentRuntime:
         """Each GPU node's disk (GPU state, kubelet root) and the agent processes on them."""

@@ -28,7 +28,7 @@ from tests.controlplane.containerlogs import LogStore
 from tests.controlplane.plane import LIFECYCLE_BY_TEST
 from tests.controlplane.store import ApiStore
 from tests.fakes.cluster import events, podstatus
-from tests.fakes.cluster.admission import admitted, awaits_admission
+from tests.fakes.cluster.admission import admitted, awaits_admission, prepared_by_dra
 from tests.fakes.cluster.allocation import Allocation, AllocationTable, Rejected, admit
 from tests.fakes.cluster.devices import Resource
 from tests.fakes.cluster.loop import Change, ControlLoop
@@ -212,8 +212,8 @@ class Kubelet:
             return False
         uid = str(pod["metadata"]["uid"])
         self.table.record(node_name, uid, allocations)
-        if awaits_admission(pod):
-            admitted(self.store, pod)
+        if awaits_admission(pod) and not prepared_by_dra(pod):  # else: once its claims are
+            admitted(self.store, pod)  # prepared (draplugin.py)
         place = PodPlace(host_ip, self._pod_ip(node_name), podstatus.now())
         runtime = self._runtime(pod)
         ref = (str(pod["metadata"].get("namespace") or ""), str(pod["metadata"]["name"]))

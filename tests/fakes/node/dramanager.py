@@ -39,7 +39,9 @@ _CALL_TIMEOUT = 30.0
 
 
 class PrepareError(Exception):
-    """The driver could not prepare (or unprepare) a claim; the message is the driver's."""
+    """The driver could not prepare (or unprepare) a claim: the driver's words, in the
+    kubelet's (k8s.io/kubernetes pkg/kubelet/cm/dra: `NodePrepareResources failed for
+    ResourceClaim <name>: <the driver's error>`, `DRA driver <name> is not registered`)."""
 
 
 @dataclass(frozen=True)
@@ -202,7 +204,9 @@ class DraManager:
             if result is None:
                 raise PrepareError(f"{driver} returned no result for claim {claim.name}")
             if result.error:
-                raise PrepareError(result.error)
+                raise PrepareError(
+                    f"NodePrepareResources failed for ResourceClaim {claim.name}: {result.error}"
+                )
             prepared[claim.uid] = [
                 PreparedDevice(
                     driver,
@@ -232,7 +236,7 @@ class DraManager:
         with self._lock:
             plugin = self._plugins.get(driver)
             if plugin is None:
-                raise PrepareError(f"DRA driver {driver} is not registered on node {self.node}")
+                raise PrepareError(f"DRA driver {driver} is not registered")
             if plugin.channel is None:
                 plugin.channel = grpc.insecure_channel(f"unix://{plugin.endpoint}")
             return plugin.channel

@@ -12,7 +12,10 @@ of its own and publishes the node's ResourceSlices itself. The node's kubelet st
 (dramanager.py) registers it over the kubelet's plugin-registration gRPC, and for each pod bound
 to the node whose ResourceClaims Kubernetes' scheduler allocated, asks it to
 NodePrepareResources them (NodeUnprepareResources once the pod is gone); what it prepared is
-what the node's PodResources reports as the containers' dynamic resources.
+what the node's PodResources reports as the containers' dynamic resources. As a kubelet creates
+a pod's sandbox only once its claims are prepared, the pod runs only then (KWOK holds it until
+`admission.admitted`); a refusal leaves it Pending with the kubelet's
+FailedPrepareDynamicResources event, and is tried again after the kubelet's back-off.
 
 Owns `DraPluginRuntime` (the processes, their logs, each node's `DraManager`) and
 `DraKubelet` (the control loop's controller that prepares and unprepares claims). Must not:
@@ -25,14 +28,16 @@ from __future__ import annotations
 import importlib.util
 import sys
 import threading
+import time
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
+from tests.fakes.cluster.admission import admitted, not_prepared
 from tests.fakes.cluster.agents import NodeSide
-from tests.fakes.cluster.loop import Change
+from tests.fakes.cluster.loop import Change, ControlLoop
 from tests.fakes.libnvml.devnodes import make_device_nodes
 from tests.fakes.node.dramanager import ClaimRef, DraManager, PreparedDevice, PrepareError
 from tests.fakes.node.sandbox import (
@@ -53,6 +58,8 @@ DRIVER = "gpu.nvidia.com"
 REGISTRY = "plugins_registry"  # under the node's kubelet root, as /var/lib/kubelet/…
 PLUGINS = "plugins"
 _REGISTER_TIMEOUT = 120.0
+# The kubelet's pod worker tries a pod whose sync failed again after 10 s (workerBackOffPeriod)
+_RETRY = 10.0
 
 
 def plugin_binary() -> Path:
@@ -193,13 +200,19 @@ class DraKubelet:
     name = "dra-kubelet"
 
     def __init__(
-        self, store: Any, runtime: DraPluginRuntime, changed: Callable[[str], None]
+        self,
+        store: Any,
+        runtime: DraPluginRuntime,
+        changed: Callable[[str], None],
+        loop: ControlLoop | None = None,
     ) -> None:
         self.store = store
         self.runtime = runtime
         self._changed = changed  # the node's PodResources must be written again
+        self._loop = loop  # where a refused preparation is tried again
         self.prepared: dict[str, tuple[str, list[PreparedClaim]]] = {}  # pod UID -> node, claims
         self.errors: dict[str, str] = {}  # pod UID -> the driver's refusal
+        self._retry_at: dict[str, float] = {}  # pod UID -> when a refused pod is tried again
         self._lock = threading.Lock()
 
     def keys_for(self, change: Change) -> Iterable[Hashable]:
@@ -222,12 +235,15 @@ class DraKubelet:
         if pod is None or pod["metadata"]["uid"] != uid or _finished(pod):
             self._unprepare(uid)
             return
-        if uid in self.prepared:
-            return
+        if uid in self.prepared or time.monotonic() < self._retry_at.get(uid, 0.0):
+            return  # prepared, or refused and waiting out the back-off
         node = str(pod["spec"].get("nodeName") or "")
         manager = self.runtime.managers.get(node)
         claims = self._allocated_claims(pod)
-        if manager is None or claims is None or not claims:
+        if manager is None or claims is None:
+            return
+        if not claims:  # allocated by other drivers only: nothing for NVIDIA's to prepare
+            admitted(self.store, pod)
             return
         try:
             done = manager.prepare(
@@ -235,9 +251,10 @@ class DraKubelet:
                 [ClaimRef(namespace, c["metadata"]["uid"], c["metadata"]["name"]) for c in claims],
             )
         except PrepareError as exc:
-            self.errors[uid] = str(exc)
+            self._refused(pod, node, key, str(exc))
             return
         self.errors.pop(uid, None)
+        self._retry_at.pop(uid, None)
         with self._lock:
             self.prepared[uid] = (node, [
                 PreparedClaim(namespace, c["metadata"]["name"], c["metadata"]["uid"],
@@ -245,6 +262,17 @@ class DraKubelet:
                 for c in claims
             ])  # fmt: skip
         self._changed(node)
+        admitted(self.store, pod)  # its sandbox and containers may start now
+
+    def _refused(self, pod: Obj, node: str, key: Hashable, error: str) -> None:
+        """The kubelet's answer to a failed NodePrepareResources: the pod's sandbox is not
+        created (it stays Pending), an event says why, and the pod is synced again later."""
+        uid = pod["metadata"]["uid"]
+        self.errors[uid] = error
+        self._retry_at[uid] = time.monotonic() + _RETRY
+        not_prepared(self.store, pod, node, error)
+        if self._loop is not None:
+            self._loop.after(_RETRY, self.name, key)
 
     def _unprepare(self, uid: str) -> None:
         with self._lock:

@@ -1,6 +1,9 @@
 """`nvidia-smi` on a simulated node: the GPU reset the node agent runs (test code only).
 
-Owns the command line `nvidia-smi -r -i <index|bus ID>` (and `-L`) over the node's GPU state file
+Owns the command lines `nvidia-smi -r -i <index|bus ID>`, `-L`, and the two NVIDIA's DRA
+kubelet plugin runs when it prepares a shared GPU (`compute-policy -i <UUID> --set-timeslice
+<0-3>` for a TimeSlicing claim, `-i <UUID> -c <mode>` for MPS: accepted for a GPU that exists,
+not kept, as the library has no compute policy), over the node's GPU state file
 (`<driver root>/gpus.json`, the file the node's libnvidia-ml.so.1 serves, read and written under
 the same lock), with nvidia-smi's exit codes and wording: 0 after a reset, 3 when the GPU is in
 use ("…being used by some other process"), 2 for an unknown GPU. Each node's copy lives at
@@ -56,6 +59,18 @@ def _reset(state: GpuStateFile, wanted: str) -> int:
     return 0
 
 
+def _policy(state: GpuStateFile, wanted: str, what: str, value: str, known: Sequence[str]) -> int:
+    gpu = _find(load_library(state), wanted)
+    if gpu is None:
+        print(f"No devices were found matching {wanted!r}.", file=sys.stderr)
+        return 2
+    if value not in known:
+        print(f"Invalid {what} {value!r}.", file=sys.stderr)
+        return 2
+    print(f"Set {what} to {value} for GPU {gpu.pci_bus_id}.")
+    return 0
+
+
 def _list(state: GpuStateFile) -> int:
     for gpu in load_library(state).gpus:
         print(f"GPU {gpu.index}: {gpu.name} (UUID: {gpu.uuid})")
@@ -73,6 +88,11 @@ def main(argv: Sequence[str] | None = None, driver_root: Path | None = None) -> 
         return _list(state)
     if len(args) == 3 and args[0] == "-r" and args[1] == "-i":
         return _reset(state, args[2])
+    if args[:2] == ["compute-policy", "-i"] and len(args) == 5 and args[3] == "--set-timeslice":
+        return _policy(state, args[2], "timeslice", args[4], ("0", "1", "2", "3"))
+    if len(args) == 4 and args[0] == "-i" and args[2] == "-c":
+        modes = ("DEFAULT", "EXCLUSIVE_PROCESS", "PROHIBITED", "0", "2", "3")
+        return _policy(state, args[1], "compute mode", args[3], modes)
     print(f"nvidia-smi stand-in: unsupported arguments {args}", file=sys.stderr)
     return 2
 

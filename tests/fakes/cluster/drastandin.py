@@ -1,11 +1,12 @@
 """The project's own stand-in for NVIDIA's DRA driver (gpu.nvidia.com): the DeviceClasses its Helm
 chart installs and ResourceSlices in the shape of each served `resource.k8s.io` version.
 
-Only for tests of served-version shapes (v1beta1, v1beta2) that NVIDIA's kubelet plugin v0.4.1
-cannot give (it writes v1), for unit tests on plain objects and for the fleet benchmark's
-populated cluster: the simulated cluster's DRA nodes run NVIDIA's own plugin
-(tests/fakes/node/draplugin.py), and docs/simulated-dra.md lists where this stand-in's shape
-differs from what NVIDIA's publishes (MIG device names and capacities, attributes).
+Not what an end-to-end test of a v1 cluster runs: the simulated cluster's DRA nodes run NVIDIA's
+own kubelet plugin v0.4.1 (tests/fakes/node/draplugin.py). Kept only where that plugin cannot
+serve: the served-version tests at v1beta2 and v1beta1 (v0.4.1 writes v1 only), consumable
+capacity (`allowMultipleAllocations`, which v0.4.1 does not publish), unit tests on plain
+objects, and the fleet benchmark's thousands of nodes. docs/simulated-dra.md lists where its
+shape differs from NVIDIA's (MIG device names and capacities, attributes, counters).
 
 Owns the published shapes, per served `resource.k8s.io` version: v1beta1 keeps device
 fields under `basic:`, v1beta2 and v1 do not; the chart's `gpu.nvidia.com` class carries
