@@ -125,17 +125,24 @@ class DraManager:
                     continue
                 if self._seen.sockets.get(socket) != stamp:
                     self._seen.sockets[socket] = stamp
-                    self._register(socket)
+                    if not self._register(socket):
+                        # not listening yet (bound, not serving): the kubelet's reconciler
+                        # tries a registration that failed again on its next pass
+                        del self._seen.sockets[socket]
             for gone in [s for s in self._seen.sockets if not s.exists()]:
                 del self._seen.sockets[gone]
                 self._unregister(gone)
             self._stop.wait(_POLL)
 
-    def _register(self, socket: Path) -> None:
+    def _register(self, socket: Path) -> bool:
+        """Dial a socket found in the registry; False where nothing answered there yet."""
         channel = grpc.insecure_channel(f"unix://{socket}")
         try:
             stub = reg_grpc.RegistrationStub(channel)
-            info = stub.GetInfo(reg.InfoRequest(), timeout=_CALL_TIMEOUT)
+            try:
+                info = stub.GetInfo(reg.InfoRequest(), timeout=_CALL_TIMEOUT)
+            except grpc.RpcError:
+                return False  # bound but not serving yet (or not any more): dial it again
             error = _refusal(info)
             stub.NotifyRegistrationStatus(
                 reg.RegistrationStatus(plugin_registered=not error, error=error),
@@ -144,7 +151,7 @@ class DraManager:
         except grpc.RpcError as exc:
             # a refusal the plugin acknowledges with an error is still a refusal
             self.registrations.append((socket.name, False, str(exc.details())))
-            return
+            return True
         finally:
             channel.close()
         with self._lock:
@@ -157,6 +164,7 @@ class DraManager:
                     info.name, socket, info.endpoint, tuple(info.supported_versions)
                 )
             self._lock.notify_all()
+        return True
 
     def _unregister(self, socket: Path) -> None:
         with self._lock:

@@ -151,6 +151,7 @@ class DraPluginRuntime:
             f"--kubelet-registrar-directory-path={registry_dir(side)}",
             f"--kubelet-plugins-directory-path={side.kubelet_root / PLUGINS}",
             f"--kubeconfig={kubeconfig}", f"--image-name={IMAGE}",
+            "--v=3",  # the helper's start-up steps: a start that stalls says at which
         ]  # fmt: skip
         if self.feature_gates:
             argv.append(f"--feature-gates={','.join(self.feature_gates)}")
