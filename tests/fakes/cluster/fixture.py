@@ -41,13 +41,17 @@ def sim_cluster(tmp_path: Path, real_control_plane: None) -> Iterator[MakeSimClu
             if sandbox.unavailable() is not None:  # NVIDIA's plugin runs in a node sandbox
                 pytest.skip(str(sandbox.unavailable()))
         kwargs.setdefault("kubeconfig", tmp_path / f"kubeconfig-{len(made)}")
-        if "plane" not in kwargs:
+        shared = "plane" not in kwargs
+        if shared:
             from tests.fakes.cluster import sharedplane  # lazy: needs the built binaries
 
             kwargs["plane"] = sharedplane.plane()
         cluster = SimCluster(*args, **kwargs)
         made.append(cluster)
-        return cluster.start()
+        cluster.start()
+        if shared:
+            sharedplane.keep_crds(_standard_crds(cluster))
+        return cluster
 
     try:
         yield make
@@ -73,3 +77,11 @@ def sim_cluster(tmp_path: Path, real_control_plane: None) -> Iterator[MakeSimClu
 def kubectl_for(cluster: SimCluster, tmp_path: Path) -> KubectlRunner:
     """The kubectl of the server's own release against `cluster`, isolated from ~/.kube."""
     return KubectlRunner(str(cluster.plane.kubectl), cluster.kubeconfig, tmp_path / "kubectl")
+
+
+def _standard_crds(cluster: SimCluster) -> list[str]:
+    """The CRDs a cluster installed as every cluster of its kind does: its layout's (the GPU
+    Operator's ClusterPolicy) and NFD's."""
+    objects = cluster.layout.objects if cluster.layout else ()
+    names = [o["metadata"]["name"] for o in objects if o.get("kind") == "CustomResourceDefinition"]
+    return names + (cluster.nfd_master.crd_names if cluster.nfd_master else [])

@@ -87,13 +87,16 @@ class CrdWatch:
 
 
 def create(store: ApiStore, obj: Obj, timeout: float = 20.0) -> None:
-    """Create; on a real server a custom resource waits until its new CRD is served."""
+    """Create; on a real server a custom resource waits until its new CRD is served. A CRD
+    already there is one the shared plane kept from an earlier cluster (sharedplane.keep_crds)."""
     deadline = time.monotonic() + timeout
     while True:
         try:
             store.create(obj)
             return
         except ApiError as exc:
+            if exc.code == 409 and obj.get("kind") == "CustomResourceDefinition":
+                return
             if exc.code not in (400, 404) or time.monotonic() > deadline:
                 raise
             time.sleep(0.2)

@@ -12,10 +12,11 @@ sees a plane as new. Must not know about GPUs; stops the plane at interpreter ex
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from tests.controlplane import ControlPlane
@@ -36,6 +37,10 @@ _baseline_namespaces: set[str] = set()  # where leases, endpoints ... are the se
 # test made. Events are removed: one a test left about its pod `train` would mislead the next
 # test's doctor.
 _SKIP = {"leases", "endpoints", "endpointslices"}
+# CRDs every simulated cluster installs with the same definition (see `keep_crds`): kept
+# between tests, their objects removed.
+_kept_crds: set[str] = set()
+_CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
 def plane() -> ControlPlane:
@@ -77,6 +82,15 @@ def _wait_for_namespace_controllers(cp: ApiStore) -> None:
         return True
 
     wait_for("the controllers' objects in every namespace", done)
+
+
+def keep_crds(names: Iterable[str]) -> None:
+    """Let `reset` keep these CRDs (their custom objects still go): a cluster that installs
+    one the same way as the last then finds it served at once, where a new CRD takes the
+    server about a second before its first object can be created, and another to delete.
+    A test that deletes or edits one does so on its own cluster; the next creates it anew."""
+    with _lock:
+        _kept_crds.update(names)
 
 
 def _collections(cp: ApiStore) -> list[tuple[str, bool]]:
@@ -136,11 +150,12 @@ def reset(timeout: float = 90.0) -> None:
     cp = _api
     assert cp is not None
     deadline = time.monotonic() + timeout
+    collections = sorted(_collections(cp), key=_deletion_order)  # a CRD's goes with it
     while True:
         left: list[str] = []
         occupied: set[str] = set()
         emptying: list[Obj] = []
-        for path, namespaced, obj in _leftovers(cp):
+        for path, namespaced, obj in _leftovers(cp, collections):
             meta = obj["metadata"]
             namespace = str(meta.get("namespace") or "")
             left.append(f"{path} {namespace}/{meta['name']}".replace(" /", " "))
@@ -171,17 +186,44 @@ def reset(timeout: float = 90.0) -> None:
         time.sleep(0.1)
 
 
-def _leftovers(cp: ApiStore) -> Iterator[tuple[str, bool, Obj]]:
-    """(collection, namespaced, object) of each object not in the baseline, in deletion order."""
-    for path, namespaced in sorted(_collections(cp), key=_deletion_order):
-        for obj in _list(cp, path):
+def _leftovers(
+    cp: ApiStore, collections: list[tuple[str, bool]]
+) -> Iterator[tuple[str, bool, Obj]]:
+    """(collection, namespaced, object) of each object not in the baseline, in the order of
+    `collections`. The collections are read side by side: one after another, the sixty-odd
+    reads of a pass were most of a test's reset."""
+    listed = _readers().map(lambda c: _list(cp, c[0]), collections)
+    for (path, namespaced), objects in zip(collections, listed, strict=True):
+        for obj in objects:
             meta = obj["metadata"]
             namespace = str(meta.get("namespace") or "")
             if (path, namespace, meta["name"], meta["uid"]) in _baseline:
                 continue
             if path.rpartition("/")[2] in _SKIP and namespace in _baseline_namespaces:
                 continue
+            if _kept(path, meta["name"]):
+                continue
             yield path, namespaced, obj
+
+
+def _kept(path: str, name: str) -> bool:
+    """A kept CRD, or the APIService the server registered for its group (`v1.nvidia.com`)."""
+    if path == _CRDS:
+        return name in _kept_crds
+    if path.endswith("/apiservices"):
+        return name.partition(".")[2] in {c.partition(".")[2] for c in _kept_crds}
+    return False
+
+
+_pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def _readers() -> concurrent.futures.ThreadPoolExecutor:
+    global _pool
+    with _lock:
+        if _pool is None:
+            _pool = concurrent.futures.ThreadPoolExecutor(8, thread_name_prefix="plane-reset")
+        return _pool
 
 
 # What `reset` deletes first: namespaces, then what makes pods, then everything else.
