@@ -61,7 +61,7 @@ sys.exit(0 if ok else 1)
 ' "$node_dirs/$node/kubelet/device-plugins/kubelet_internal_checkpoint" "$@"
 }
 
-python -m tests.fakes.cluster --real --kubeconfig "$work/kubeconfig" --layout none --nvidia-device-plugin \
+python -m tests.fakes.cluster --real --kubeconfig "$work/kubeconfig" --layout none \
   --nodes gpu-a=H100-SXM5-80GB:2,gpu-b=A100-SXM4-80GB:2,cpu-1=none:0 \
   --dra-nodes dra-a=A100-SXM4-80GB:2 >"$work/sim.log" 2>&1 &
 sim=$!

@@ -26,8 +26,8 @@ def doctor(run_cli: Run, cluster: SimCluster, *args: str) -> CliResult:
 def test_allocatable_below_capacity_names_unhealthy_gpus(
     run_cli: Run, sim_cluster: MakeSimCluster
 ) -> None:
-    # No device plugin runs: the node status is what kubelet published after the plugin
-    # reported one of eight GPUs unhealthy (the simulated plugin has no health checks).
+    # No device plugin runs (no controllers): the node status is what the kubelet publishes
+    # once a plugin reports one of eight GPUs unhealthy, written by the test.
     cluster = sim_cluster([NodeSpec("gpu-a", "H100-SXM5-80GB", 8, gpu_taint=True)], controllers=())
     status = {"capacity": {"nvidia.com/gpu": "8"}, "allocatable": {"nvidia.com/gpu": "7"}}
     cluster.store.patch("nodes", "gpu-a", {"status": status}, status=True)

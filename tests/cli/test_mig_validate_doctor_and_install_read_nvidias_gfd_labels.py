@@ -60,7 +60,7 @@ def test_validate_and_doctor_read_a_time_sliced_node_as_gfd_labels_it(
 ) -> None:
     cluster = sim_cluster(
         [NodeSpec("gpu-1", "H100-SXM5-80GB", 2, labels={CONFIG: "ts4"})], "helm",
-        configs=CONFIGS, default_config="default", nvidia_plugin=True, node_networks=True,
+        configs=CONFIGS, default_config="default", node_networks=True,
     )  # fmt: skip
     labels = labelled(cluster, "gpu-1", PRODUCT, "NVIDIA-H100-80GB-HBM3-SHARED")
     assert (labels["nvidia.com/gpu.replicas"], labels["nvidia.com/gpu.sharing-strategy"]) == (
@@ -90,7 +90,7 @@ def test_validate_reads_mig_nodes_under_single_and_mixed_as_gfd_labels_them(
             NodeSpec("mixed", "H100-SXM5-80GB", 1, labels={CONFIG: "mixed"}, mig={0: seven}),
         ],
         "helm", configs={**CONFIGS, "default": "version: v1\nflags:\n  migStrategy: single\n"},
-        default_config="default", nvidia_plugin=True, node_networks=True,
+        default_config="default", node_networks=True,
     )  # fmt: skip
     labelled(cluster, "single", PRODUCT, "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb")
     labels = labelled(cluster, "mixed", "nvidia.com/mig-1g.10gb.count", "7")
@@ -131,9 +131,7 @@ def test_validate_reads_mig_nodes_under_single_and_mixed_as_gfd_labels_them(
 def test_install_places_its_pods_on_nodes_gfd_labelled(
     run_cli: Run, sim_cluster: MakeSimCluster
 ) -> None:
-    cluster = sim_cluster(
-        [NodeSpec("gpu-1", "L4", 1)], "helm", nvidia_plugin=True, node_networks=True
-    )
+    cluster = sim_cluster([NodeSpec("gpu-1", "L4", 1)], "helm", node_networks=True)
     labelled(cluster, "gpu-1", "nvidia.com/gpu.count", "1")
     # NFD's and the operator's labels gone: GFD's gpu.count alone still places our pods
     gone = {"feature.node.kubernetes.io/pci-10de.present": None, "nvidia.com/gpu.present": None}
@@ -148,7 +146,7 @@ def test_share_relabels_the_node_through_nvidias_gfd(
 ) -> None:
     cluster = sim_cluster(
         [NodeSpec("gpu-1", "H100-SXM5-80GB", 2)], "helm", configs={"any": "version: v1\n"},
-        default_config="any", nvidia_plugin=True, node_networks=True,
+        default_config="any", node_networks=True,
     )  # fmt: skip
     labelled(cluster, "gpu-1", PRODUCT, "NVIDIA-H100-80GB-HBM3")
     assert eventually(lambda: cluster.allocatable("gpu-1") == 2, 60)
@@ -166,7 +164,7 @@ def test_the_mig_managers_change_reaches_the_labels_nvidias_gfd_writes(
 ) -> None:
     cluster = sim_cluster(
         [NodeSpec("gpu-1", "A100-SXM4-80GB", 2)], layouts.gpu_operator(mig_strategy="mixed"),
-        controllers=WITH_MIG_MANAGER, nvidia_plugin=True, node_networks=True,
+        controllers=WITH_MIG_MANAGER, node_networks=True,
     )  # fmt: skip
     labelled(cluster, "gpu-1", PRODUCT, "NVIDIA-A100-SXM4-80GB")
     config = tmp_path / "mig.yaml"

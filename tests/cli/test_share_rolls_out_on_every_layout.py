@@ -1,8 +1,8 @@
 """`kubectl gpu share` end to end on the GPU Operator, Helm and bundle layouts.
 
-Two GPU nodes (8 and 4 GPUs) and a CPU node, a simulated device plugin that reads its config
-only at start: cluster-wide replicas, one node alone, off, rollback and MPS, each proven by the
-nodes' allocatable as the real kubectl reads it.
+Two GPU nodes (8 and 4 GPUs) and a CPU node, NVIDIA's own device plugin on each GPU node:
+cluster-wide replicas, one node alone, off, rollback and MPS, each proven by the nodes'
+allocatable as the real kubectl reads it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""When the simulated device plugin reads its config, per deployment (docs/upstream-facts.md P3.3,
+"""When NVIDIA's device plugin reads its config, per deployment (docs/upstream-facts.md P3.3,
 P3)."""
 
 from __future__ import annotations

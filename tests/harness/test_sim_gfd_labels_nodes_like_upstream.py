@@ -31,7 +31,7 @@ def labels(cluster: SimCluster, node: str) -> dict[str, str]:
 
 
 def labelled(cluster: SimCluster, node: str, wanted: dict[str, str]) -> dict[str, str]:
-    """The node's labels once they hold `wanted`: NVIDIA's GFD (with `nvidia_plugin`) labels
+    """The node's labels once they hold `wanted`: NVIDIA's GFD labels
     through a NodeFeature object and NFD's master, a moment after the change."""
 
     def check() -> dict[str, str]:

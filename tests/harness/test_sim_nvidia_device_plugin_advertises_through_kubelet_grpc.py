@@ -91,7 +91,7 @@ def h100_cluster(make: MakeSimCluster, **kwargs: object) -> SimCluster:
 def test_nvidia_plugin_advertises_two_h100s_on_the_node(sim_cluster: MakeSimCluster) -> None:
     cluster = h100_cluster(sim_cluster)
     wait_for("nvidia.com/gpu: 2", lambda: advertised(cluster, "gpu-1", "nvidia.com/gpu", "2"))
-    manager = cluster.nvidia_plugin.managers["gpu-1"]  # type: ignore[union-attr]
+    manager = cluster.nvidia_plugin.managers["gpu-1"]
     version, endpoint, resource = manager.registrations[-1]
     assert (version, resource) == ("v1beta1", "nvidia.com/gpu")
     assert endpoint == "nvidia-gpu.sock"
@@ -109,7 +109,7 @@ def test_nvidia_plugin_advertises_replicas_of_a_time_slicing_config(
 ) -> None:
     cluster = h100_cluster(sim_cluster, configs={"ts": config}, default_config="ts")
     wait_for(f"{resource}: 8", lambda: advertised(cluster, "gpu-1", resource, "8"))
-    ids = cluster.nvidia_plugin.managers["gpu-1"].healthy()[resource]  # type: ignore[union-attr]
+    ids = cluster.nvidia_plugin.managers["gpu-1"].healthy()[resource]
     uuids = {g.uuid for g in cluster.node_gpus("gpu-1")}
     # NVIDIA's replica IDs: the GPU's UUID and the replica's number
     assert sorted(ids) == sorted(f"{u}::{r}" for u in uuids for r in range(4))
@@ -158,7 +158,6 @@ def test_deleting_the_plugin_pod_stops_nvidias_process_and_a_new_pod_brings_it_b
     cluster = h100_cluster(sim_cluster)
     wait_for("nvidia.com/gpu: 2", lambda: advertised(cluster, "gpu-1", "nvidia.com/gpu", "2"))
     runtime = cluster.nvidia_plugin
-    assert runtime is not None
     first = wait_for("NVIDIA's process", lambda: runtime.program_pid("gpu-1"))
     # the process has the node's own libnvidia-ml.so.1 mapped, from the node's driver root
     driver = cluster.sides["gpu-1"].driver
@@ -240,5 +239,5 @@ def test_an_xid_on_one_gpu_makes_nvidias_plugin_report_it_unhealthy(
         assert time.monotonic() < deadline, "capacity 2, allocatable 1 never came"
         cluster.nodes["gpu-1"].raise_xid(1, 79)
         wait_for_quietly(one_left, 1.0)
-    healthy = cluster.nvidia_plugin.managers["gpu-1"].healthy()["nvidia.com/gpu"]  # type: ignore[union-attr]
+    healthy = cluster.nvidia_plugin.managers["gpu-1"].healthy()["nvidia.com/gpu"]
     assert healthy == [cluster.node_gpus("gpu-1")[0].uuid]

@@ -110,7 +110,6 @@ def test_a_pods_replica_comes_from_nvidias_allocate_into_checkpoint_and_podresou
     )
     # NVIDIA's own Allocate answer (envvar strategy): the physical GPU, not the replica ID
     assert dict(answer.envs)["NVIDIA_VISIBLE_DEVICES"] == physical
-    assert cluster.nvidia_plugin is not None
     assert (uid, "cuda", "nvidia.com/gpu") in cluster.nvidia_plugin.responses
 
     socket = kubelet_root / "pod-resources" / "kubelet.sock"

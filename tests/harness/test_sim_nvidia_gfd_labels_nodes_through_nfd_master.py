@@ -1,7 +1,7 @@
 """NVIDIA's own GPU Feature Discovery (v0.19.3, unmodified) labels simulated GPU nodes through
 Node Feature Discovery's own master (v0.19.0), as on a real cluster.
 
-`SimCluster(nvidia_plugin=True)` with a layout that runs GFD (Helm chart with GFD on, GPU
+A `SimCluster` with a layout that runs GFD (Helm chart with GFD on, GPU
 Operator): each GPU node's GFD pod runs NVIDIA's binary in the node's sandbox over the node's
 libnvidia-ml.so.1, reading the config the node's device plugin reads; it writes a NodeFeature
 object with a token of its pod's ServiceAccount (the layout's RBAC), and NFD's master makes the
@@ -78,10 +78,7 @@ def applied(cluster: SimCluster, node: str, timeout: float = 60.0) -> dict[str, 
 def test_nvidias_gfd_labels_a_simulated_h200_as_it_labelled_a_real_one(
     sim_cluster: MakeSimCluster, tmp_path: Path
 ) -> None:
-    cluster = sim_cluster(
-        [NodeSpec("h200-node", "H200-SXM-141GB", 1)], "helm", nvidia_plugin=True,
-        node_networks=True,
-    )  # fmt: skip
+    cluster = sim_cluster([NodeSpec("h200-node", "H200-SXM-141GB", 1)], "helm", node_networks=True)
     labels = applied(cluster, "h200-node")
     real = real_reading()
     # the reading was taken with --no-timestamp; the chart's GFD stamps each labelling
@@ -104,7 +101,7 @@ def test_nvidias_gfd_labels_a_simulated_h200_as_it_labelled_a_real_one(
 def test_a_config_switch_relabels_the_node_shared(sim_cluster: MakeSimCluster) -> None:
     cluster = sim_cluster(
         [NodeSpec("gpu-1", "H100-SXM5-80GB", 2)], "helm", configs=CONFIGS,
-        default_config="default", nvidia_plugin=True, node_networks=True,
+        default_config="default", node_networks=True,
     )  # fmt: skip
     before = applied(cluster, "gpu-1")
     assert (before["nvidia.com/gpu.product"], before["nvidia.com/gpu.replicas"]) == (
@@ -130,9 +127,8 @@ def test_a_config_switch_relabels_the_node_shared(sim_cluster: MakeSimCluster) -
 def test_a_mig_change_relabels_the_node_by_profile(sim_cluster: MakeSimCluster) -> None:
     # The GPU Operator's GFD runs MIG strategy single (its ClusterPolicy's mig.strategy).
     cluster = sim_cluster(
-        [NodeSpec("gpu-1", "A100-SXM4-40GB", 1)], "gpu-operator", nvidia_plugin=True,
-        node_networks=True,
-    )  # fmt: skip
+        [NodeSpec("gpu-1", "A100-SXM4-40GB", 1)], "gpu-operator", node_networks=True
+    )
     before = applied(cluster, "gpu-1")
     assert before["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-40GB"
     assert before["nvidia.com/mig.strategy"] == "single"
@@ -150,12 +146,10 @@ def test_a_mig_change_relabels_the_node_by_profile(sim_cluster: MakeSimCluster) 
 def test_deleting_the_gfd_pod_ends_nvidias_process_and_the_new_pod_labels_again(
     sim_cluster: MakeSimCluster,
 ) -> None:
-    cluster = sim_cluster(
-        [NodeSpec("gpu-1", "L4", 1)], "helm", nvidia_plugin=True, node_networks=True
-    )
+    cluster = sim_cluster([NodeSpec("gpu-1", "L4", 1)], "helm", node_networks=True)
     applied(cluster, "gpu-1")
     runtime = cluster.gfd
-    old = eventually(lambda: runtime.program_pid("gpu-1"), 30)  # type: ignore[attr-defined]
+    old = eventually(lambda: runtime.program_pid("gpu-1"), 30)
     assert old
     namespace = cluster.layout.namespace if cluster.layout else ""
     pod = next(
@@ -164,7 +158,7 @@ def test_deleting_the_gfd_pod_ends_nvidias_process_and_the_new_pod_labels_again(
     )  # fmt: skip
     cluster.store.delete("pods", pod["metadata"]["name"], namespace)
     new = eventually(
-        lambda: (pid := runtime.program_pid("gpu-1")) and pid != old and pid,  # type: ignore[attr-defined]
+        lambda: (pid := runtime.program_pid("gpu-1")) and pid != old and pid,
         60,
     )
     assert new and new != old

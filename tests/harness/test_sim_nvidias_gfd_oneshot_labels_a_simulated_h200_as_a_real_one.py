@@ -1,10 +1,10 @@
 """NVIDIA's GFD v0.19.3, unmodified, run once in a simulated node's sandbox over the project's
 libnvidia-ml.so.1 in strict mode (an NVML call the library does not implement aborts it): on an
-H200 it writes exactly the labels it wrote on a real H200 (tests/data/nvidia/), on MIG
-devices it needs nothing the library lacks, and MPS on MIG devices stops it as the stand-in
-says. Before the library answered `nvmlDeviceGetGpuFabricInfoV` strict mode stopped it there;
-before the sandbox gave the node's PCI functions it wrote `gpu.mode=unknown` and no
-`vgpu.present`."""
+H200 it writes exactly the labels it wrote on a real H200 (tests/data/nvidia/), on MIG devices
+it needs nothing the library lacks, and MPS on MIG devices stops it with its reason (what the
+GFD pod's log then shows). Before the library answered `nvmlDeviceGetGpuFabricInfoV` strict mode
+stopped it there; before the sandbox gave the node's PCI functions it wrote `gpu.mode=unknown`
+and no `vgpu.present`."""
 
 from __future__ import annotations
 
@@ -84,6 +84,20 @@ def test_an_h200_gets_exactly_the_labels_a_real_h200_got(tmp_path: Path) -> None
             },
             id="single",
         ),  # fmt: skip
+        pytest.param(
+            NodeSpec("n", "H100-SXM5-80GB", 2, mig={0: ["3g.40gb", "1g.10gb"]}),
+            "single",
+            {
+                "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-MIG-INVALID",
+                "nvidia.com/gpu.count": "0",
+                "nvidia.com/gpu.replicas": "0",
+                "nvidia.com/gpu.memory": "0",
+                # an empty sharing-strategy beside an invalid layout's product (the retired
+                # Python stand-in wrote `none` here)
+                "nvidia.com/gpu.sharing-strategy": "",
+            },
+            id="single-invalid",
+        ),  # fmt: skip
     ],
 )
 def test_mig_devices_need_nothing_the_library_lacks(
@@ -96,7 +110,7 @@ def test_mig_devices_need_nothing_the_library_lacks(
     assert "nvmlDeviceGetMigDeviceHandleByIndex" in root.calls()
 
 
-def test_mps_on_mig_devices_stops_gfd_as_the_stand_in_says(tmp_path: Path) -> None:
+def test_mps_on_mig_devices_stops_gfd_with_its_reason(tmp_path: Path) -> None:
     config = tmp_path / "config.yaml"
     config.write_text(
         "version: v1\nflags:\n  migStrategy: mixed\nsharing:\n  mps:\n    resources:\n"
@@ -105,6 +119,5 @@ def test_mps_on_mig_devices_stops_gfd_as_the_stand_in_says(tmp_path: Path) -> No
     spec = NodeSpec("n", "H100-SXM5-80GB", 1, mig={0: ["1g.10gb"]})
     done, _ = run(tmp_path, spec, f"--config-file={config}")
     assert done.returncode == 1
-    # the words tests/fakes/cluster/gfd.py puts in the pod's status
-    stand_in = "failed to check MPS-capable: MPS sharing is not supported for mig devices"
-    assert stand_in in done.stdout + done.stderr
+    reason = "failed to check MPS-capable: MPS sharing is not supported for mig devices"
+    assert reason in done.stdout + done.stderr

@@ -1,9 +1,9 @@
 """A simulated Kubernetes cluster with NVIDIA GPU nodes (test code only).
 
 Owns nothing itself; it names the public pieces: `SimCluster` (a real control plane with the
-node side simulated: kubelet device allocation, NVIDIA device plugin, GFD, GPU Operator, the
-agent processes), `NodeSpec`, the deployment `layouts` and `Allocation`. Tests use the
-`real_cluster` fixture from `tests.fakes.cluster.fixture`; `python -m tests.fakes.cluster`
+node side simulated: kubelet device allocation, NVIDIA's own device plugin and GFD, the GPU
+Operator, the agent processes), `NodeSpec`, the deployment `layouts` and `Allocation`. Tests use
+the `sim_cluster` fixture (tests/fakes/cluster/fixture.py); `python -m tests.fakes.cluster`
 starts one for a demo. Must not be imported by product
 code.
 """

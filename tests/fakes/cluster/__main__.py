@@ -6,12 +6,11 @@ deployment (`--layout gpu-operator|helm|static|none`) and its configs (`--config
 whether GPU nodes run the real agent once it is installed (`--agents`, the default), each GPU
 node's network namespace (`--node-networks`, on where the machine allows it), GPU pods' compute
 processes (`--gpu-processes`, on), a dcgm-exporter stand-in (`--dcgm-exporter
-copied|per-process`), NVIDIA's own device plugin (and GFD, with NFD's master) in each GPU
-node's sandbox (`--nvidia-device-plugin`, on; `--no-nvidia-device-plugin`: no device plugin
-program at all) and the GPU Operator's MIG manager (a stand-in, `--mig-manager`, on for
+copied|per-process`) and the GPU Operator's MIG manager (a stand-in, `--mig-manager`, on for
 `--layout gpu-operator`, where the operator renders it unless the ClusterPolicy disables it, so
 `kubectl gpu mig apply` succeeds there as on a real operator install), start a `SimCluster` on a
-control plane of its own (tests/controlplane),
+control plane of its own (tests/controlplane), every GPU node running NVIDIA's own device plugin
+v0.19.3 and GFD (with NFD's master) in its sandbox (needs root and util-linux's `unshare`),
 write the kubeconfig, print one `ready: kubeconfig=PATH server=URL kubectl=PATH` line (kubectl of
 the server's own release), serve until SIGTERM or SIGINT, then stop cleanly and exit 0. Must not be
 used by tests in-process (they use the fixture).
@@ -91,15 +90,6 @@ def _options(argv: list[str] | None) -> argparse.Namespace:
         "copied to every pod sharing a device, or per process (KUBERNETES_VIRTUAL_GPUS)",
     )
     parser.add_argument(
-        "--nvidia-device-plugin",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="run NVIDIA's own device plugin v0.19.3 (built by scripts/gobins.py) in each GPU "
-        "node's sandbox, registered with a kubelet stand-in over the kubelet's gRPC, and NVIDIA's "
-        "own GFD with NFD's master where the layout runs GFD (the default; needs root and "
-        "util-linux's unshare); off, no node advertises a device",
-    )
-    parser.add_argument(
         "--mig-manager",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -145,10 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     exporter = None if options.dcgm_exporter == "none" else options.dcgm_exporter
     if exporter and not networks:
         raise SystemExit("--dcgm-exporter serves on pod IPs: it needs --node-networks")
-    if options.nvidia_device_plugin and sandbox.unavailable():
-        raise SystemExit(f"--nvidia-device-plugin: {sandbox.unavailable()}")
-    if dra_nodes and sandbox.unavailable():
-        raise SystemExit(f"--dra-nodes: {sandbox.unavailable()}")
+    if sandbox.unavailable():
+        raise SystemExit(f"NVIDIA's device plugin runs in a node sandbox: {sandbox.unavailable()}")
     mig_manager = options.mig_manager
     if mig_manager is None:
         mig_manager = layout == "gpu-operator"
@@ -173,7 +161,6 @@ def main(argv: list[str] | None = None) -> int:
         node_networks=networks,
         gpu_processes=options.gpu_processes,
         dcgm_exporter=exporter,
-        nvidia_plugin=options.nvidia_device_plugin,
     )
     try:
         cluster.start()

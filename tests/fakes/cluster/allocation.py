@@ -1,22 +1,20 @@
 """Kubelet's device manager, simulated: admission of device requests and who got which device.
 
 Owns `AllocationTable` (per node: pod UID, namespace, pod, container, resource, device IDs, the
-map the kubelet gRPC stand-in is fed from), admission with kubelet's wording
-(`UnexpectedAdmissionError` "Allocate failed due to requested number of devices unavailable …",
-the plugin's `failRequestsGreaterThanOne` refusal, `OutOf<resource>` for a resource no plugin
-ever registered) and the plugin's preferred allocation (v0.20 `distributed`: replicas of the
-least-used GPU first; `packed`: fill a GPU first). Must not write to the store.
+map the kubelet gRPC stand-in is fed from) and the admission checks the kubelet makes before it
+asks a plugin (tests/fakes/node/deviceallocation.py then asks NVIDIA's for its choice), with
+kubelet's wording: `UnexpectedAdmissionError` "Allocate failed due to requested number of
+devices unavailable …" and `OutOf<resource>` for a resource no plugin ever registered. Must not
+choose devices (NVIDIA's plugin does) or write to the store.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tests.fakes.cluster.devices import Device, Resource
 from tests.fakes.cluster.matching import container_requests, quantity
 
 Obj = dict[str, Any]
@@ -77,11 +75,13 @@ class AllocationTable:
 def admit(
     pod: Obj,
     node: Obj,
-    registered: Mapping[str, Resource],
+    registered: Mapping[str, tuple[str, ...]],
     known: set[str],
     table: AllocationTable,
 ) -> list[Allocation]:
-    """Allocate every container's device requests, or raise Rejected as kubelet would."""
+    """Every container's device requests with as many free devices as it asks for (which ones
+    is the plugin's to say), or Rejected as kubelet would. `registered`: the healthy device IDs
+    of each resource a plugin advertises now; `known`: every resource one ever advertised."""
     node_name = str(node["metadata"]["name"])
     meta = pod["metadata"]
     taken: dict[str, set[str]] = {}
@@ -93,7 +93,7 @@ def admit(
                 _check_node_has(node, resource, count)
                 continue  # not a device-plugin resource: nothing to allocate
             in_use = taken.setdefault(resource, table.in_use(node_name, resource))
-            ids = _allocate(registered.get(resource), resource, count, in_use)
+            ids = _allocate(registered.get(resource, ()), resource, count, in_use)
             in_use.update(ids)
             allocations.append(
                 Allocation(
@@ -113,54 +113,12 @@ def _check_node_has(node: Obj, resource: str, count: int) -> None:
         )
 
 
-def _allocate(
-    resource: Resource | None, name: str, count: int, in_use: set[str]
-) -> tuple[str, ...]:
-    free = [d for d in (resource.devices if resource else ()) if d.id not in in_use]
-    if resource is not None and resource.shared and resource.fail_requests_greater_than_one:
-        if count > 1:
-            raise Rejected(
-                "UnexpectedAdmissionError",
-                f"Allocate failed due to rpc error: code = Unknown desc = invalid allocation "
-                f'request for "{name}": invalid request: maximum request size for shared '
-                f"resources is 1; found {count}, which is unexpected",
-            )
+def _allocate(devices: tuple[str, ...], name: str, count: int, in_use: set[str]) -> tuple[str, ...]:
+    free = [d for d in devices if d not in in_use]
     if count > len(free):
         raise Rejected(
             "UnexpectedAdmissionError",
             f"Allocate failed due to requested number of devices unavailable for {name}. "
             f"Requested: {count}, Available: {len(free)}, which is unexpected",
         )
-    assert resource is not None
-    used = Counter(_physical(i) for i in in_use)
-    return tuple(d.id for d in preferred(resource, free, count, used))
-
-
-def _physical(device_id: str) -> str:
-    return device_id.split("::", 1)[0]
-
-
-def _replica(device: Device) -> int:
-    _, _, replica = device.id.partition("::")
-    return int(replica) if replica.isdigit() else 0
-
-
-def preferred(
-    resource: Resource, free: Iterable[Device], count: int, used: Counter[str]
-) -> list[Device]:
-    """GetPreferredAllocation: which free devices the plugin would hand out."""
-    pool = list(free)
-    chosen: list[Device] = []
-    for _ in range(count):
-
-        def rank(d: Device) -> tuple[int, int, int]:
-            load = used[d.physical]
-            if resource.policy == "packed":
-                load = -load
-            return (load if resource.shared else 0, d.gpu_index, _replica(d))
-
-        best = min(pool, key=rank)
-        pool.remove(best)
-        used[best.physical] += 1
-        chosen.append(best)
-    return chosen
+    return tuple(free[:count])

@@ -2,9 +2,10 @@
 
 Owns composition and lifetime: on a real control plane (tests/controlplane: etcd,
 kube-apiserver, controller-manager, scheduler, KWOK; the session's shared one or its own), start
-the control loop and the node side a test asks for (kubelet device allocation, device plugin,
-GFD, the GPU Operator and its MIG manager, the agent processes, each with a token the server
-issued for its pod), register the nodes (each with its NVML stand-in GPUs), create a deployment
+the control loop and the node side (kubelet device allocation, NVIDIA's device plugin and GFD
+with NFD's master, and what a test asks for: the GPU Operator and its MIG manager, the agent
+processes, each with a token the server issued for its pod, NVIDIA's DRA kubelet plugin),
+register the nodes (each with its GPUs in the project's libnvidia-ml), create a deployment
 layout with its configs, write the kubeconfig, and stop everything without leaving threads
 behind. The real DaemonSet controller and scheduler place pods and KWOK starts them. Also the
 test-facing handles of the cluster as a whole: `store`, `kubeconfig`, `settle`, `deny`,
@@ -19,13 +20,12 @@ import tempfile
 from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from tests.controlplane.containerlogs import LogStore
 from tests.fakes.cluster import convergence, layouts, nodenetworks, planeparts
 from tests.fakes.cluster.agents import AgentRuntime, NodeKubelets, NodeSide
 from tests.fakes.cluster.dcgmexporter import DcgmExporterRuntime, daemonset
-from tests.fakes.cluster.gfd import GfdRuntime
 from tests.fakes.cluster.kubeletview import KubeletView
 from tests.fakes.cluster.layouts import Layout
 from tests.fakes.cluster.loop import Controller, ControlLoop
@@ -34,7 +34,7 @@ from tests.fakes.cluster.netns import NodeNetwork, Slot
 from tests.fakes.cluster.nodehandles import NodeHandles
 from tests.fakes.cluster.nodes import NodeSpec, SimNode
 from tests.fakes.cluster.operator import GpuOperator
-from tests.fakes.cluster.podlifecycle import DevicePlugins, Kubelet, NoDevicePlugin, PodRuntime
+from tests.fakes.cluster.podlifecycle import Kubelet, PodRuntime
 from tests.fakes.cluster.programs import ProgramRuntime, SidecarWatch
 from tests.fakes.cluster.workloads import GpuWorkloads
 
@@ -78,7 +78,6 @@ class SimCluster(NodeHandles, KubeletView):
         node_networks: bool = False,
         gpu_processes: bool = False,
         dcgm_exporter: str | None = None,
-        nvidia_plugin: bool = True,
         dra_feature_gates: Sequence[str] = (),
     ) -> None:
         """`node_starts_programs`: on a real control plane, the pods of the layout's device
@@ -93,14 +92,13 @@ class SimCluster(NodeHandles, KubeletView):
         API server through a relay on the namespace's 127.0.0.1. `gpu_processes`: running pods
         that hold GPU devices get compute processes in their node's NVML state and /proc
         (workloads.py). `dcgm_exporter`: "copied" or "per-process" runs the GPU Operator's
-        dcgm-exporter DaemonSet (dcgmexporter.py; needs `node_networks`). `nvidia_plugin` (on):
-        the device plugin pods of GPU nodes run NVIDIA's own binary in the node's sandbox, and a
-        kubelet stand-in per node speaking the kubelet's gRPC publishes what it advertises
-        (tests/fakes/node/nvidiaplugin.py; needs root, `unshare` and the built binary), and
-        the GFD pods run NVIDIA's GFD, whose NodeFeature objects NFD's master (one process per
-        cluster) turns into node labels (nvidiagfd.py, nfdmaster.py there); off, the plugin
-        pods run no program and no node advertises a device. Nodes with `NodeSpec(dra=True)`
-        run NVIDIA's DRA kubelet plugin instead, with `dra_feature_gates`
+        dcgm-exporter DaemonSet (dcgmexporter.py; needs `node_networks`). Always: the device
+        plugin pods of GPU nodes run NVIDIA's own binary in the node's sandbox, and a kubelet
+        stand-in per node speaking the kubelet's gRPC publishes what it advertises
+        (tests/fakes/node/nvidiaplugin.py; needs root, `unshare` and the built binary), and the
+        GFD pods run NVIDIA's GFD, whose NodeFeature objects NFD's master (one process per
+        cluster) turns into node labels (nvidiagfd.py, nfdmaster.py there). Nodes with
+        `NodeSpec(dra=True)` run NVIDIA's DRA kubelet plugin instead, with `dra_feature_gates`
         (tests/fakes/node/draplugin.py; the same needs)."""
         if dcgm_exporter not in (None, "copied", "per-process"):
             raise ValueError(f"dcgm_exporter is copied or per-process, not {dcgm_exporter!r}")
@@ -129,31 +127,22 @@ class SimCluster(NodeHandles, KubeletView):
         self.kubeconfig = kubeconfig or (self._own_dir or Path(".")) / "kubeconfig"
         gpu_nodes = [name for name, node in self.nodes.items() if node.gpus]
         dra_nodes = [name for name in gpu_nodes if self.nodes[name].spec.dra]
-        self._node_root: Path | None = None
-        if agents or gpu_processes or dcgm_exporter or nvidia_plugin or dra_nodes:
-            # a short directory under /tmp: a unix socket path must fit in 108 bytes
-            self._node_root = Path(tempfile.mkdtemp(prefix="sim", dir="/tmp"))
+        # a short directory under /tmp: a unix socket path must fit in 108 bytes
+        self._node_root = Path(tempfile.mkdtemp(prefix="sim", dir="/tmp"))
         # each GPU node's disk (driver root, kubelet root), for the node's own processes
-        self.sides: dict[str, NodeSide] = (
-            {n: NodeSide(self._node_root, self.nodes[n]) for n in gpu_nodes}
-            if self._node_root is not None and (agents or nvidia_plugin)
-            else {}
-        )
+        self.sides: dict[str, NodeSide] = {
+            n: NodeSide(self._node_root, self.nodes[n]) for n in gpu_nodes
+        }
         # NVIDIA's DRA kubelet plugin on each DRA node (NodeSpec.dra), and their kubelets' DRA side
         self.dra: DraPluginRuntime | None = None
         self.dra_kubelet: DraKubelet | None = None
         self._dra_nodes(dra_nodes, dra_feature_gates)
-        self.nvidia_plugin = self._nvidia_plugin() if nvidia_plugin else None
-        self.plugin: DevicePlugins = self.nvidia_plugin or NoDevicePlugin()
-        # with NVIDIA's plugin, NVIDIA's GFD too, its labels applied by NFD's master
-        self.gfd: GfdRuntime = (
-            self._nvidia_gfd(time_scale)
-            if nvidia_plugin
-            else GfdRuntime(self.store, self.loop, self.nodes, time_scale)
-        )
+        self.nvidia_plugin = self._nvidia_plugin()
+        # NVIDIA's GFD, its labels applied by NFD's master
+        self.gfd = self._nvidia_gfd(time_scale)
         self.nfd_master: NfdMaster | None = None
         runtimes: list[PodRuntime] = []
-        if "device-plugin" in controllers and self.nvidia_plugin is not None:
+        if "device-plugin" in controllers:
             runtimes.append(self.nvidia_plugin)
         if "gfd" in controllers:
             runtimes.append(self.gfd)
@@ -162,7 +151,7 @@ class SimCluster(NodeHandles, KubeletView):
         self.want_networks = node_networks
         self.slot: Slot | None = None
         self.networks: dict[str, NodeNetwork] = {}  # filled at start
-        proc_roots = {n: self._node_root / n / "proc" for n in gpu_nodes if self._node_root}
+        proc_roots = {n: self._node_root / n / "proc" for n in gpu_nodes}
         if agents:
             runtimes.append(self._node_side(agent_interval))
         self.workloads = GpuWorkloads(self.nodes, proc_roots, self.store) if gpu_processes else None
@@ -174,7 +163,7 @@ class SimCluster(NodeHandles, KubeletView):
             )
             runtimes.append(self.exporters)
         self.kubelet = Kubelet(
-            self.store, self.loop, self.nodes, self.plugin, runtimes,
+            self.store, self.loop, self.nodes, self.nvidia_plugin, runtimes,
             time_scale=time_scale, logs=self.logs, workloads=self.workloads,
             networks=self.networks,
         )  # fmt: skip
@@ -228,10 +217,9 @@ class SimCluster(NodeHandles, KubeletView):
     def _start_nfd_master(self) -> None:
         """NFD's master and its CRDs where NVIDIA's GFD will run (tests/fakes/node/nfdmaster.py)."""
         from tests.fakes.node.nfdmaster import NfdMaster
-        from tests.fakes.node.nvidiagfd import NvidiaGfdRuntime
 
         wanted = self.layout is not None and self.layout.gfd_daemonset is not None
-        if not (isinstance(self.gfd, NvidiaGfdRuntime) and "gfd" in self.controllers and wanted):
+        if not ("gfd" in self.controllers and wanted):
             return
         assert self.gfd.binary.is_file()  # build it now, not when the first pod starts
         self.nfd_master = NfdMaster(self.store, self.plane.kubeconfig)
@@ -240,7 +228,7 @@ class SimCluster(NodeHandles, KubeletView):
 
     def _dra_nodes(self, names: list[str], gates: Sequence[str]) -> None:
         """NVIDIA's DRA kubelet plugin in each DRA node's sandbox, with its kubelet's DRA side."""
-        if not names or self._node_root is None:
+        if not names:
             return
         for name in names:
             self.sides.setdefault(name, NodeSide(self._node_root, self.nodes[name]))
@@ -287,8 +275,7 @@ class SimCluster(NodeHandles, KubeletView):
         self.loop.add(planeparts.CrdWatch(self.store))
         for node in self.nodes.values():
             self.store.create(self._node_object(node))
-        if self.nvidia_plugin is not None:
-            self.nvidia_plugin.start_managers()
+        self.nvidia_plugin.start_managers()
         if self.nodes:
             self._start_nfd_master()
         if self.dra is not None:
@@ -303,15 +290,16 @@ class SimCluster(NodeHandles, KubeletView):
             ds = daemonset(namespace, per_process=self.dcgm_exporter == "per-process")
             planeparts.create(self.store, ds)
         self.settle(timeout)
-        if self.nfd_master is not None:  # as with the stand-in, GFD's labels are there
-            cast("NvidiaGfdRuntime", self.gfd).wait_labelled(timeout)
+        if self.nfd_master is not None:  # GFD's first labels are on the Nodes
+            self.gfd.wait_labelled(timeout)
         return self
 
     def _started_by_node(self, obj: Obj) -> Obj:
         """`obj`, marked where the node side starts its pods (`node_starts_programs`)."""
         if not self.node_starts_programs:
             return obj
-        return planeparts.started_by_node(obj, lambda t: self.plugin.owns(t) or self.gfd.owns(t))
+        runtimes = (self.nvidia_plugin, self.gfd)
+        return planeparts.started_by_node(obj, lambda t: any(r.owns(t) for r in runtimes))
 
     def _start_dra(self, runtime: DraPluginRuntime) -> None:
         from tests.fakes.cluster import dranodes
@@ -334,8 +322,7 @@ class SimCluster(NodeHandles, KubeletView):
         if self._own_dir is not None:
             shutil.rmtree(self._own_dir, ignore_errors=True)
         for root in (self._node_root, self._log_root):
-            if root is not None:
-                shutil.rmtree(root, ignore_errors=True)
+            shutil.rmtree(root, ignore_errors=True)
 
     def _stop_node_side(self) -> None:
         """Processes first (they talk to the server, and keep their namespaces alive), then
@@ -344,10 +331,8 @@ class SimCluster(NodeHandles, KubeletView):
             self.agents.stop_all()
         if self.exporters is not None:
             self.exporters.stop_all()
-        if self.nvidia_plugin is not None:
-            self.nvidia_plugin.stop_all()
-        if hasattr(self.gfd, "stop_all"):
-            self.gfd.stop_all()
+        self.nvidia_plugin.stop_all()
+        self.gfd.stop_all()
         if self.nfd_master is not None:
             self.nfd_master.stop()
         if self.dra is not None:
@@ -388,7 +373,7 @@ class SimCluster(NodeHandles, KubeletView):
 
     def _programs_busy(self) -> str | None:
         """What the node's programs still do (NVIDIA's plugin starting its plugins), or None."""
-        return self.nvidia_plugin.busy() if self.nvidia_plugin is not None else None
+        return self.nvidia_plugin.busy()
 
     def deny(self, verb: str, resource: str, group: str = "") -> None:
         """From now on `kubeconfig`'s user is refused `verb` on `resource` (e.g. "nodes/status").

@@ -35,11 +35,10 @@ def sim_cluster(tmp_path: Path, real_control_plane: None) -> Iterator[MakeSimClu
     before = set(threading.enumerate())
 
     def make(*args: Any, **kwargs: Any) -> SimCluster:
-        if kwargs.get("nvidia_plugin", True):
-            from tests.fakes.node import sandbox
+        from tests.fakes.node import sandbox
 
-            if sandbox.unavailable() is not None:  # NVIDIA's plugin runs in a node sandbox
-                pytest.skip(str(sandbox.unavailable()))
+        if sandbox.unavailable() is not None:  # NVIDIA's plugin runs in a node sandbox
+            pytest.skip(str(sandbox.unavailable()))
         kwargs.setdefault("kubeconfig", tmp_path / f"kubeconfig-{len(made)}")
         shared = "plane" not in kwargs
         if shared:

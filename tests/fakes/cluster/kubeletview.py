@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from tests.fakes.cluster.allocation import Allocation
 from tests.fakes.cluster.layouts import Layout
-from tests.fakes.cluster.podlifecycle import DevicePlugins, Kubelet
+from tests.fakes.cluster.podlifecycle import Kubelet
 from tests.fakes.cluster.programs import ProgramPod
 from tests.kube import ApiError
 
@@ -36,8 +36,7 @@ class KubeletView:
     logs: LogStore
     layout: Layout | None
     kubelet: Kubelet
-    plugin: DevicePlugins
-    nvidia_plugin: NvidiaPluginRuntime | None
+    nvidia_plugin: NvidiaPluginRuntime
     dra_kubelet: DraKubelet | None
 
     def settle(self, timeout: float = 5.0) -> None:
@@ -49,9 +48,7 @@ class KubeletView:
 
     def advertised(self, node: str) -> dict[str, tuple[str, ...]]:
         """Device IDs the running plugin on `node` registered, per resource."""
-        return {
-            name: tuple(d.id for d in r.devices) for name, r in self.plugin.devices(node).items()
-        }
+        return self.nvidia_plugin.devices(node)
 
     def podresources(self, node: str) -> tuple[list[Any], Any]:
         """`node`'s pods with their devices, and its healthy devices, as the kubelet stand-in
@@ -94,8 +91,6 @@ class KubeletView:
     def _alloc_resp(self, uid: str, container: str) -> Any:
         """What NVIDIA's plugin answered Allocate for a container (None: it answered none).
         The kubelet stand-in keeps one answer per container."""
-        if self.nvidia_plugin is None:
-            return None
         from tests.fakes.node.deviceallocation import checkpoint_response
 
         found = [
@@ -119,7 +114,7 @@ class KubeletView:
     def plugin_state(self, node: str) -> ProgramPod | None:
         """The plugin pod's processes on `node`: selected key, errors (NVIDIA's own words are
         in the container's log, `cluster.logs`)."""
-        return self.nvidia_plugin.state(node) if self.nvidia_plugin is not None else None
+        return self.nvidia_plugin.state(node)
 
     def plugin_log(self, node: str, previous: bool = False) -> str:
         """What `kubectl logs` shows of the plugin container on `node` (NVIDIA's own output,

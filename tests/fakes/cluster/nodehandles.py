@@ -36,7 +36,7 @@ class NodeHandles:
     networks: dict[str, NodeNetwork]
     workloads: GpuWorkloads | None
     agents: AgentRuntime | None
-    _node_root: Path | None
+    _node_root: Path
 
     def add_node(self, spec: NodeSpec | str) -> SimNode:
         spec = NodeSpec.parse(spec) if isinstance(spec, str) else spec
@@ -96,7 +96,6 @@ class NodeHandles:
 
     def proc_root(self, node: str) -> Path:
         """Where `node`'s /proc is, as far as its GPU processes go (the agent's --proc-root)."""
-        assert self._node_root is not None
         return self._node_root / node / "proc"
 
     def gpu_state(self, node: str) -> Path | None:

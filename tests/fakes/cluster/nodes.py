@@ -1,10 +1,11 @@
 """Simulated nodes: their GPUs (the NVML stand-in's `Gpu` objects), MIG set-up and Node objects.
 
-Owns `NodeSpec` (what a test asks for), `SimNode` (one node's NVML stand-in library, so that a
-node agent run against `FakeLibNvml` and the simulated device plugin see the same GPUs), MIG
-changes made through those `Gpu` objects, read-only `GpuView` snapshots the device plugin and
-GFD enumerate, and the Node object a kubelet would register. Must not write to the store or
-decide what the device plugin advertises (devices.py).
+Owns `NodeSpec` (what a test asks for), `SimNode` (one node's GPUs, kept in the node's state file
+once it has one, so that NVIDIA's binaries and the agent, through the project's libnvidia-ml.so.1,
+and the simulation's own Python see the same GPUs), MIG changes made through those `Gpu`
+objects, read-only `GpuView` snapshots the test-side stand-ins (dcgm-exporter, GPU workloads)
+and tests read, and the Node object a kubelet would register. Must not write to the store or
+decide what the device plugin advertises (NVIDIA's does).
 """
 
 from __future__ import annotations
@@ -60,25 +61,19 @@ class MigDeviceView:
     uuid: str
     index: str  # "<gpu>:<j>", j the MIG enumeration index on that GPU
     profile: str  # "3g.40gb", or "1c.3g.40gb" for a smaller compute instance
-    gi_slices: int
-    ci_slices: int
     memory_mb: int
-    multiprocessors: int
-    engines: Mapping[str, int]
     gi_id: int = 0
     ci_id: int = 0
 
 
 @dataclass(frozen=True)
 class GpuView:
-    """What the device plugin and GFD read from one GPU through NVML."""
+    """What NVML says of one GPU now."""
 
     index: int
     uuid: str
     name: str
     memory_mib: int
-    compute_capability: tuple[int, int]
-    mig_capable: bool
     mig_enabled: bool
     mig_devices: tuple[MigDeviceView, ...]
     processes: tuple[Process, ...] = ()
@@ -258,23 +253,12 @@ def _view(gpu: Gpu) -> GpuView:
     if gpu.mig_enabled:
         for j, (gi, ci) in enumerate(gpu.mig.mig_devices()):
             profile = gi.profile
-            engines = {
-                "copy": profile.copy_engine_count,
-                "decoder": profile.decoder_count,
-                "encoder": profile.encoder_count,
-                "jpeg": profile.jpeg_count,
-                "ofa": profile.ofa_count,
-            }
             devices.append(
                 MigDeviceView(
                     uuid=ci.uuid,
                     index=f"{gpu.index}:{j}",
                     profile=mig_device_profile(profile, ci.profile.slice_count),
-                    gi_slices=profile.slice_count,
-                    ci_slices=ci.profile.slice_count,
                     memory_mb=profile.memory_size_mb,
-                    multiprocessors=ci.profile.multiprocessor_count,
-                    engines=engines,
                     gi_id=gi.id,
                     ci_id=ci.id,
                 )
@@ -284,8 +268,6 @@ def _view(gpu: Gpu) -> GpuView:
         uuid=gpu.uuid,
         name=gpu.name,
         memory_mib=gpu.memory_total // MIB,
-        compute_capability=gpu.cuda_compute_capability,
-        mig_capable=gpu.mig_capable,
         mig_enabled=gpu.mig_enabled,
         mig_devices=tuple(devices),
         processes=tuple(gpu.processes),

@@ -2,20 +2,21 @@
 
 Owns pods bound to a node (`spec.nodeName`): mounting (a missing, non-optional ConfigMap volume
 keeps the pod ContainerCreating until it appears), admission and device allocation through
-allocation.py (a rejected pod goes Failed with kubelet's reason and an Event), starting the
-programs simulated in some pods (device plugin, GFD) through their `PodRuntime`, crash loops with
+allocation.py and NVIDIA's device plugin (a rejected pod goes Failed with kubelet's reason and an
+Event), starting the programs of some pods (NVIDIA's device plugin and GFD, the agent,
+dcgm-exporter) through their `PodRuntime`, crash loops with
 kubelet's doubling back-off (10 s to 300 s, scaled by `time_scale`) and restart counts, the
 container logs a crash leaves (its reason as the run's last line; the run before a restart kept as
 `previous`, when a `LogStore` is given), releasing devices when a pod ends (and, with
 `GpuWorkloads`, starting and ending the compute processes of pods that hold GPU devices), pod IPs
 from a node's own network namespace where it has one, and writing complete pod status. KWOK
 plays the kubelet's pod lifecycle on the real control plane and makes every
-bound pod Running, so this keeps only what a node adds: device allocation, the simulated
+bound pod Running, so this keeps only what a node adds: device allocation, the node's
 programs, their crash loops and logs, and statuses only for pods running such a program, written
 after KWOK has started the pod; but it plays the whole lifecycle of the pods KWOK leaves to it
 (annotated LIFECYCLE_BY_TEST). Not to be confused with tests/fakes/kubelet/, the PodResources
 gRPC stand-in fed from `AllocationTable`. Must not schedule pods (the real scheduler does) or
-decide what a simulated program does (programs.py).
+decide what a program does (NVIDIA's binaries do; programs.py, tests/fakes/node/).
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from tests.controlplane.store import ApiStore
 from tests.fakes.cluster import events, podstatus
 from tests.fakes.cluster.admission import admitted, awaits_admission, prepared_by_dra
 from tests.fakes.cluster.allocation import Allocation, AllocationTable, Rejected, admit
-from tests.fakes.cluster.devices import Resource
 from tests.fakes.cluster.loop import Change, ControlLoop
 from tests.fakes.cluster.matching import is_terminal
 from tests.fakes.cluster.netns import NodeNetwork
@@ -44,7 +44,7 @@ MAX_BACKOFF = 300.0
 
 
 class PodRuntime(Protocol):
-    """A program simulated inside some pods (the kubelet's view of it)."""
+    """The program some pods run (the kubelet's view of it)."""
 
     def owns(self, pod: Obj) -> bool: ...
     def start(self, node: str, pod: Obj) -> None: ...
@@ -58,33 +58,12 @@ class DevicePlugins(Protocol):
     (tests/fakes/node/nvidiaplugin.py: NVIDIA's own, over the kubelet's gRPC)."""
 
     def owns(self, pod: Obj) -> bool: ...
-    def devices(self, node: str) -> dict[str, Resource]: ...
+    def devices(self, node: str) -> dict[str, tuple[str, ...]]: ...
     def known(self, node: str) -> set[str]: ...
     def allocate(
         self, node: str, allocations: list[Allocation], table: AllocationTable
     ) -> list[Allocation]: ...
     def forget(self, node: str) -> None: ...
-
-
-class NoDevicePlugin:
-    """No device plugin runs anywhere: nothing is advertised, nothing allocated."""
-
-    def owns(self, pod: Obj) -> bool:
-        return False
-
-    def devices(self, node: str) -> dict[str, Resource]:
-        return {}
-
-    def known(self, node: str) -> set[str]:
-        return set()
-
-    def allocate(
-        self, node: str, allocations: list[Allocation], table: AllocationTable
-    ) -> list[Allocation]:
-        return allocations
-
-    def forget(self, node: str) -> None:
-        pass
 
 
 @dataclass

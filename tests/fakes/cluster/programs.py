@@ -1,12 +1,13 @@
-"""NVIDIA programs inside simulated pods: the program, its config-manager init and sidecar.
+"""NVIDIA programs inside pods: the program, its config-manager init and sidecar.
 
 Owns `ProgramPod`, the life of one pod's processes (docs/upstream-facts.md P3.2-P3.3): the init
 container links a config or fails (blocking the pod), the program loads the linked config once at
 start, the sidecar follows the node's `nvidia.com/device-plugin.config` label (a bad value makes it
 exit while the program keeps its config; a new key means SIGHUP and an in-process reload), and
-restarts after a crash re-read the file. `ProgramRuntime` is the shared base of the device-plugin
-and GFD simulations and implements the kubelet's `PodRuntime` hooks. Must not decide what a
-loaded config means (the subclasses do) or render pod status (podlifecycle.py).
+restarts after a crash re-read the file. `ProgramRuntime` is the shared base of NVIDIA's device
+plugin and GFD runtimes (tests/fakes/node/nvidiaplugin.py, nvidiagfd.py) and implements the
+kubelet's `PodRuntime` hooks. Must not read a config (NVIDIA's binaries do) or render pod status
+(podlifecycle.py).
 """
 
 from __future__ import annotations
@@ -54,8 +55,6 @@ class ProgramPod:
     sidecar_error: str | None = None
     main_error: str | None = None
     started: bool = False  # init done, program and sidecar started
-    config: Any = None  # the program's loaded config
-    result: Any = None  # what the program made of it (resources, labels)
     log: list[str] = field(default_factory=list)
 
     @property
@@ -73,7 +72,7 @@ class ProgramPod:
 
 
 class ProgramRuntime:
-    """Base of the plugin and GFD simulations: tracks their pods through the kubelet hooks."""
+    """Base of NVIDIA's plugin and GFD runtimes: tracks their pods through the kubelet hooks."""
 
     name = "program"
     container_names: Collection[str] = ()
@@ -240,7 +239,7 @@ class ProgramRuntime:
     # ---- for subclasses -------------------------------------------------------------------
 
     def _load(self, state: ProgramPod, view: ConfigView) -> None:
-        """Start (or SIGHUP-restart) the program; sets main_error, config, result."""
+        """Start (or SIGHUP-restart) the program; sets main_error."""
         raise NotImplementedError
 
     def changed(self, node: str) -> None:

@@ -1,23 +1,25 @@
 """NVIDIA's own GPU Feature Discovery (v0.19.3, unmodified) as the process of each GFD pod.
 
-Where a cluster runs NVIDIA's device plugin (`SimCluster(nvidia_plugin=True)`), the pod of the
-layout's GFD DaemonSet (Helm chart with GFD on, GPU Operator) on a GPU node runs NVIDIA's
-`gpu-feature-discovery` binary (built by `scripts/gobins.py gpu-feature-discovery` from the
-device plugin's module and pin) in the node's sandbox (sandbox.py), with
-`--driver-root-ctr-path` at the node's driver root (the project's libnvidia-ml.so.1),
-`--config-file` holding the same config the node's plugin reads (the key the config-manager
-linked, or the one `CONFIG_FILE` names), the env the chart and the operator give it (`NODE_NAME`,
-`NAMESPACE`, `POD_NAME` from the pod, and the container's literal env) and a kubeconfig with a
-token the API server issued for the pod's ServiceAccount (what the kubelet mounts: its RBAC is
-the layout's). It writes a NodeFeature object; NFD's master (nfdmaster.py) makes the Node's
-labels of it. It relabels as NVIDIA's GFD does: at start, on SIGHUP (a config-manager switch),
-when its pod is restarted (`share`, the agent, the MIG manager) and every sleep interval (the
-pod's `GFD_SLEEP_INTERVAL`, else the config's `flags.gfd.sleepInterval`, else 60 s), scaled by
-the cluster's time scale (at least 5 s). `/sys/class/dmi/id/product_name` is a file of the
-node's that does not exist, as on the H200 read in tests/data/nvidia (`gpu.machine=unknown`).
+In every simulated cluster (`SimCluster`), the pod of the layout's GFD DaemonSet (Helm chart
+with GFD on, GPU Operator) on a GPU node runs NVIDIA's `gpu-feature-discovery` binary (built by
+`scripts/gobins.py gpu-feature-discovery` from the device plugin's module and pin) in the node's
+sandbox (sandbox.py), with `--driver-root-ctr-path` at the node's driver root (the project's
+libnvidia-ml.so.1), `--config-file` holding the same config the node's plugin reads (the key the
+config-manager linked, or the one `CONFIG_FILE` names), the env the chart and the operator give
+it (`NODE_NAME`, `NAMESPACE`, `POD_NAME` from the pod, and the container's literal env) and a
+kubeconfig with a token the API server issued for the pod's ServiceAccount (what the kubelet
+mounts: its RBAC is the layout's). It writes a NodeFeature object; NFD's master (nfdmaster.py)
+makes the Node's labels of it. It relabels as NVIDIA's GFD does: at start, on SIGHUP (a
+config-manager switch), when its pod is restarted (`share`, the agent, the MIG manager) and
+every sleep interval (the pod's `GFD_SLEEP_INTERVAL`, else the config's
+`flags.gfd.sleepInterval`, else 60 s), scaled by the cluster's time scale (at least 5 s).
+`/sys/class/dmi/id/product_name` is a file of the node's that does not exist, as on the H200
+read in tests/data/nvidia (`gpu.machine=unknown`).
 
-Owns `NvidiaGfdRuntime`, a `GfdRuntime` whose program is NVIDIA's process, and `gfd_binary`.
-Must not compute labels (NVIDIA's binary does) or write Node labels (NFD's master does).
+Owns `NvidiaGfdRuntime`, the GFD program of every simulated cluster: a `ProgramRuntime` whose
+program is NVIDIA's process (the config-manager flow of programs.py is kept, as for the plugin),
+and `gfd_binary`. Must not compute labels (NVIDIA's binary does) or write Node labels (NFD's
+master does).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import re
 import signal
 import sys
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +40,9 @@ import yaml
 from tests.controlplane.containerlogs import LogStore
 from tests.controlplane.store import ApiStore
 from tests.fakes.cluster.agents import NodeSide
-from tests.fakes.cluster.gfd import GfdRuntime
-from tests.fakes.cluster.loop import ControlLoop
+from tests.fakes.cluster.loop import Change, ControlLoop
 from tests.fakes.cluster.nodes import SimNode
-from tests.fakes.cluster.programs import ConfigView, ProgramPod
+from tests.fakes.cluster.programs import ConfigView, ProgramPod, ProgramRuntime
 from tests.fakes.node import sandbox
 from tests.fakes.node.sandbox import NodeProgram, Sandbox
 from tests.kube import ApiError
@@ -97,8 +98,12 @@ def sleep_interval(env: dict[str, str], config: str | None) -> float | None:
     return sum(float(n) * _UNIT[u] for n, u in parts)
 
 
-class NvidiaGfdRuntime(GfdRuntime):
+class NvidiaGfdRuntime(ProgramRuntime):
     """Every GPU node's GFD pod running NVIDIA's binary."""
+
+    name = "gfd"
+    container_names = ("gpu-feature-discovery-ctr", "gpu-feature-discovery")
+    program = PROGRAM
 
     def __init__(  # noqa: PLR0913 - each argument a different part of the node side
         self,
@@ -110,7 +115,8 @@ class NvidiaGfdRuntime(GfdRuntime):
         credentials: Credentials,
         time_scale: float,
     ) -> None:
-        super().__init__(store, loop, nodes, time_scale)
+        super().__init__(store, loop, nodes)
+        self.time_scale = time_scale
         self.sides = sides
         self.logs = logs
         self.credentials = credentials
@@ -130,12 +136,15 @@ class NvidiaGfdRuntime(GfdRuntime):
         self._accounts[pod["metadata"]["uid"]] = str(account)
         super().start(node, pod)
 
+    def keys_for(self, change: Change) -> Iterable[Hashable]:
+        return ()  # GFD reacts to its own timer and to its config-manager, not to changes
+
     def reconcile(self, key: Hashable) -> None:
         pass  # NVIDIA's process keeps its own timer
 
     def _load(self, state: ProgramPod, view: ConfigView) -> None:
         """Start NVIDIA's binary, or SIGHUP the running one after rewriting its config file."""
-        state.main_error, state.result = None, {}
+        state.main_error = None
         side = self.sides.get(state.node)
         if side is None:  # not a GPU node: GFD finds no NVML and exits
             state.main_error = "no GPU on this node: libnvidia-ml.so.1 not found"

@@ -1,8 +1,8 @@
 """NVIDIA's own device plugin (v0.19.3, unmodified) as the process of each plugin pod.
 
-In every simulated cluster (`SimCluster`, unless `nvidia_plugin=False`), the pod of the
-layout's device plugin DaemonSet on a GPU node runs NVIDIA's `nvidia-device-plugin` binary (built by
-`scripts/gobins.py nvidia-device-plugin`) inside the node's sandbox (sandbox.py: the node's
+In every simulated cluster (`SimCluster`), the pod of the layout's device plugin DaemonSet on a
+GPU node runs NVIDIA's `nvidia-device-plugin` binary (built by `scripts/gobins.py
+nvidia-device-plugin`) inside the node's sandbox (sandbox.py: the node's
 device-plugin directory at the hard-coded /var/lib/kubelet/device-plugins, the driver's MIG
 minors, the node's network namespace), with `--driver-root`/`--driver-root-ctr-path` at the
 node's driver root (the project's libnvidia-ml.so.1 over the node's GPUs), `NODE_NAME`, the
@@ -40,7 +40,6 @@ from tests.controlplane.containerlogs import LogStore
 from tests.controlplane.store import ApiStore
 from tests.fakes.cluster.agents import NodeSide
 from tests.fakes.cluster.allocation import Allocation, AllocationTable
-from tests.fakes.cluster.devices import Device, Resource
 from tests.fakes.cluster.loop import ControlLoop
 from tests.fakes.cluster.nodes import SimNode
 from tests.fakes.cluster.programs import ConfigView, ProgramPod, ProgramRuntime
@@ -163,20 +162,12 @@ class NvidiaPluginRuntime(ProgramRuntime):
 
     # ---- what the kubelet's admission reads ---------------------------------------------------
 
-    def devices(self, node: str) -> dict[str, Resource]:
+    def devices(self, node: str) -> dict[str, tuple[str, ...]]:
+        """The healthy device IDs the plugin advertised on `node`, per resource."""
         manager = self.managers.get(node)
         if manager is None:
             return {}
-        sim = self.nodes.get(node)
-        resources = {}
-        for name, ids in manager.healthy().items():
-            devices = []
-            for device_id in ids:
-                physical = device_id.split("::", 1)[0]
-                where = sim.locate(physical) if sim is not None else None
-                devices.append(Device(device_id, physical, where[0] if where else 0))
-            resources[name] = Resource(name, tuple(devices))
-        return resources
+        return {name: tuple(ids) for name, ids in manager.healthy().items()}
 
     def known(self, node: str) -> set[str]:
         manager = self.managers.get(node)
@@ -199,7 +190,7 @@ class NvidiaPluginRuntime(ProgramRuntime):
 
     def _load(self, state: ProgramPod, view: ConfigView) -> None:
         """Start NVIDIA's binary, or SIGHUP the running one after rewriting its config file."""
-        state.main_error, state.result = None, {}
+        state.main_error = None
         side = self.sides.get(state.node)
         if side is None:  # not a GPU node: NVIDIA's plugin finds no NVML and says so
             state.main_error = "no GPU on this node: libnvidia-ml.so.1 not found"
