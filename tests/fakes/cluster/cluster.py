@@ -369,7 +369,8 @@ class SimCluster(NodeHandles, KubeletView):
             ) from self.errors[0]
         if not quiet:
             busy = f" ({self.busy})" if self.busy else ""
-            raise TimeoutError(f"the simulated controllers were still busy after {timeout} s{busy}")
+            waited = max(timeout, convergence.LEAST_WAIT)
+            raise TimeoutError(f"the simulated controllers were still busy after {waited} s{busy}")
 
     def _programs_busy(self) -> str | None:
         """What the node's programs still do (NVIDIA's plugin starting its plugins), or None."""

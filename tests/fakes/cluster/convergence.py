@@ -15,6 +15,7 @@ from typing import Any
 from tests.fakes.cluster.loop import ControlLoop
 
 Obj = dict[str, Any]
+LEAST_WAIT = 30.0  # seconds: Kubernetes' own controllers on a loaded machine
 
 
 def settle(
@@ -24,7 +25,7 @@ def settle(
     what it last waited for (None: nothing). Quiet: the control loop has acted on every change,
     the real controllers have converged (`unconverged`), `busy` (the node's programs) names
     nothing, every watched object's last revision has arrived, twice in a row."""
-    deadline = time.monotonic() + max(timeout, 30.0)
+    deadline = time.monotonic() + max(timeout, LEAST_WAIT)
     calm = 0
     waited: str | None = None
     while time.monotonic() < deadline:
