@@ -6,7 +6,7 @@ real `kubectl-gpu-agent` binary loads `libnvidia-ml.so.1`, which this machine la
 stand-in only works inside the process that installs it; so the agent runs in a child Python
 process (this module with `--child`) that installs the NVML stand-in (an L4 ×4 node) and then
 calls the agent's own `agent.main` loop. The cluster (a simulated cluster on a real control
-plane of its own, tests/controlplane: Helm layout, time-sliced ×4, pods placed by the real
+plane of its own, tests/kit/plane: Helm layout, time-sliced ×4, pods placed by the real
 scheduler) and the kubelet stand-in (checkpoint + PodResources socket) run in this, the parent,
 process, so the child's RSS and CPU are the agent's own. After the child's first pass (which
 writes its report), the parent samples /proc/<pid>/status (VmRSS, VmHWM) and /proc/<pid>/stat
@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tests.fakes.cluster import SimCluster
-    from tests.fakes.kubelet import FakeKubelet
+    from tests.kit.cluster import SimCluster
+    from tests.kit.node.kubelet import FakeKubelet
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE = "gpu-a"
@@ -60,7 +60,7 @@ class AtRest:
 def _child(kubelet_root: Path, interval: float, ready: Path) -> None:
     """The real agent loop (`agent.main`) with the NVML stand-in installed (in the child)."""
     from kubectl_gpu import agent
-    from tests.fakes import libnvml
+    from tests.kit.node import libnvml
 
     libnvml.install(libnvml.FakeLibNvml([MODEL] * GPUS))
     argv = ["--node-name", NODE, "--kubelet-root", str(kubelet_root), "--timeout", "30"]
@@ -69,10 +69,10 @@ def _child(kubelet_root: Path, interval: float, ready: Path) -> None:
 
 def _cluster(kubelet_root: Path) -> tuple[SimCluster, FakeKubelet]:
     """The simulated cluster with the node's pods, and the kubelet stand-in serving them."""
-    from tests.controlplane.plane import wait_for
-    from tests.fakes.cluster import NodeSpec, SimCluster
-    from tests.fakes.kubelet import FakeKubelet
     from tests.gpumap.test_report_crd_matches_the_schema import crd
+    from tests.kit.cluster import NodeSpec, SimCluster
+    from tests.kit.node.kubelet import FakeKubelet
+    from tests.kit.plane.plane import wait_for
 
     sim = SimCluster(
         [NodeSpec(NODE, MODEL, GPUS)],

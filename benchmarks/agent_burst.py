@@ -38,7 +38,7 @@ from typing import Any
 
 from benchmarks import apimetrics, machine, populate
 from kubectl_gpu import cluster, keys
-from tests.kube import objects
+from tests.kit.kube import objects
 
 FLEET = 5000
 RESYNC = 12 * 3600.0
@@ -68,10 +68,10 @@ def agents_only(
 
 
 def _worker(kubeconfig: str, directory: Path, nodes: list[str]) -> None:
-    from tests.fakes import libnvml
-    from tests.fakes.cluster.nodes import NodeSpec, SimNode
-    from tests.fakes.libnvml.statefile import GpuStateFile, load_library
-    from tests.fakes.node.smi import STATE_ENV
+    from tests.kit.node import libnvml
+    from tests.kit.node.libnvml.statefile import GpuStateFile, load_library
+    from tests.kit.node.nodes import NodeSpec, SimNode
+    from tests.kit.node.smi import STATE_ENV
 
     state = directory / "gpus.json"
     (directory / "kubelet").mkdir(parents=True, exist_ok=True)

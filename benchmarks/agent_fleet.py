@@ -3,7 +3,7 @@ the server at rest, how fast a label reaches one, and the burst when all restart
 
 Budget (docs/architecture.md, "Budgets"): "agent at rest … learns of changes by watching; 5,000
 agents ≤ 1 API request/s in total; a label change reaches the agent in ≤ 2 s". The control plane of
-tests/controlplane (etcd, kube-apiserver, controller-manager, scheduler, KWOK) runs with `--agents`
+tests/kit/plane (etcd, kube-apiserver, controller-manager, scheduler, KWOK) runs with `--agents`
 KWOK GPU nodes; each node's agent is the real `kubectl-gpu-agent` as a process of its own (the NVML
 stand-in behind it, one L4). Every figure is counted by the server itself, from its audit log, by
 the agents' user agent (`kubectl-gpu-agent/…`):
@@ -81,7 +81,7 @@ class Fleet:
         self.processes: list[subprocess.Popen[bytes]] = []
 
     def start(self, resync: float) -> None:
-        from tests.fakes.node.agent import spawn
+        from tests.kit.node.agent import spawn
 
         self.processes = [
             spawn(self.plane.kubeconfig, node, i, self.dir / node, "--resync", str(resync))
@@ -138,7 +138,7 @@ def _label_latency(fleet: Fleet, count: int) -> list[float]:
 
 
 def measure(count: int, rest: float, latency_nodes: int) -> dict[str, Any]:
-    from tests.controlplane.plane import ControlPlane
+    from tests.kit.plane.plane import ControlPlane
 
     result: dict[str, Any] = {"agents": count}
     plane = ControlPlane()

@@ -3,7 +3,7 @@
 Budget (docs/architecture.md): peak <= 400 MiB for any answer size. Cases, each a fresh
 `kubectl-gpu` process whose peak RSS comes from its rusage:
 
-- a node list the server does not page: a real kube-apiserver (tests/controlplane) behind the
+- a node list the server does not page: a real kube-apiserver (tests/kit/plane) behind the
   fault proxy, which answers every `GET /api/v1/nodes` with N nodes of about 14 KB each and no
   `continue` (5,000 nodes: 69 MB), as a proxy that drops `limit` would; `map`, `doctor`,
   `share --replicas 2 --dry-run=server`, `mig status`;
@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 from tests.cli.test_an_unpaged_list_is_refused_naming_its_size import unpaged
-from tests.controlplane.faults import Fault, FaultProxy
+from tests.kit.plane.faults import Fault, FaultProxy
 
 BIN = Path(sys.executable).parent
 _MEASURE = """
@@ -67,7 +67,7 @@ def main() -> None:
 
 
 def _unpaged_lists(tmp: Path, nodes: int) -> None:
-    from tests.controlplane.plane import ControlPlane
+    from tests.kit.plane.plane import ControlPlane
 
     plane = ControlPlane(controllers=False, scheduler=False, audit=False).start(timeout=180)
     try:

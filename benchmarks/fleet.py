@@ -2,7 +2,7 @@
 
 Budget (docs/architecture.md): "fleet (real kube-apiserver, 5,000 KWOK GPU nodes, 40,000 GPU pods):
 `map -A` ≤ 0.5 × `kubectl get pods -A -o json`, ≤ 400 MiB". The control plane of
-tests/controlplane runs; the cluster of `benchmarks/synthetic.py` (8×H100, 8×A100 with MIG
+tests/kit/plane runs; the cluster of `benchmarks/synthetic.py` (8×H100, 8×A100 with MIG
 mixed, 4×L4 time-sliced ×4; one GPUNodeReport per node, built as the agent builds it; one
 running pod per held device, bound to its node, KWOK marks it Running) is created through the
 API (benchmarks.populate: how, and what made it slow before), with one node in fifty a DRA

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from benchmarks.startup import EXAMPLE, regular_install
-from tests.fakes.cluster import NodeSpec, SimCluster
+from tests.kit.cluster import NodeSpec, SimCluster
 
 ROOT = Path(__file__).resolve().parent.parent
 BUDGET = 1.3

@@ -28,8 +28,8 @@ from typing import Any
 from benchmarks import synthetic
 from kubectl_gpu import cluster
 from kubectl_gpu.workflows import reports
-from tests.fakes.cluster import drastandin
-from tests.kube import objects
+from tests.kit.cluster import drastandin
+from tests.kit.kube import objects
 
 DRA_NAMESPACE = "dra-jobs"
 DRA_GPUS = 8  # per DRA node: one claim and one pod per GPU
@@ -41,7 +41,7 @@ def fleet_plane(**options: Any) -> Any:
     are listed in docs/performance.md): no audit log, no controller-manager (whose node
     lifecycle controller would mark nodes with hour-long leases unreachable and evict their
     pods), no scheduler, KWOK leases of an hour."""
-    from tests.controlplane.plane import ControlPlane
+    from tests.kit.plane.plane import ControlPlane
 
     options = {"controllers": False, "scheduler": False, "audit": False,
                "node_lease_seconds": 3600, **options}  # fmt: skip

@@ -6,7 +6,7 @@ The plane runs the controller-manager (its DaemonSet controller recreates each d
 pod; node-lifecycle-controller off, as KWOK's leases last an hour, and a client rate of 200/s
 instead of 20) and the scheduler (which binds the DaemonSet's pods); KWOK runs them. The
 device plugin is installed as its Helm chart lays it out (plugin and GFD DaemonSets, the config
-ConfigMap; tests/fakes/cluster/layouts.helm), on N GPU nodes of benchmarks.synthetic's mix.
+ConfigMap; tests/kit/kube/layouts.helm), on N GPU nodes of benchmarks.synthetic's mix.
 `share --replicas 4 --max-unavailable M` then rewrites the config and restarts the plugin (and
 GFD beside it) on every node, a batch at a time, waiting for each new pod to be Ready. Measured:
 wall time, the requests the command made as the server's audit log names them (by verb and
@@ -34,7 +34,7 @@ from typing import Any
 
 from benchmarks import machine, populate, synthetic
 from kubectl_gpu import cluster
-from tests.fakes.cluster import layouts
+from tests.kit.kube import layouts
 
 BIN = Path(sys.executable).parent
 RESOURCES = {"Namespace": "namespaces", "ServiceAccount": "serviceaccounts",

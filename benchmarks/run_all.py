@@ -6,7 +6,7 @@ the same-run baseline, the ratio to it, and pass/MISS. Start-up figures (`--help
 `mig validate`) are medians of fresh processes of a regular wheel install in a temporary venv
 (benchmarks.startup.regular_install; `--editable`: .venv's editable install), baseline the
 same interpreter's `python -c pass`. Every cluster figure is taken on the real control plane
-(tests/controlplane; its binaries are built on first use): `share --dry-run=client` on 5,000
+(tests/kit/plane; its binaries are built on first use): `share --dry-run=client` on 5,000
 nodes (benchmarks.share_scale, baseline `kubectl get nodes -o json`), one agent at rest in a
 child process (benchmarks.agent_at_rest), the readers on 5,000 KWOK nodes and 40,000 pods
 (benchmarks.fleet: `map -A` against `kubectl get pods -A -o json`), and 1,000 real agent loops
@@ -183,7 +183,7 @@ def burst_rows(agents: int, rest: float) -> list[Row]:
 
 
 def _control_plane_built() -> bool:
-    from tests.controlplane.plane import binaries
+    from tests.kit.plane.plane import binaries
 
     try:
         binaries()

@@ -19,7 +19,7 @@ from typing import Any
 
 from kubectl_gpu.gpumap import join, report
 from kubectl_gpu.gpumap.allocations import Allocation, Gpu, MigDevice, Source, group_devices
-from tests.kube import objects
+from tests.kit.kube import objects
 
 NOW = dt.datetime(2026, 5, 1, 12, 0, tzinfo=dt.timezone.utc)
 NAMESPACES = [f"team-{n:02d}" for n in range(50)]

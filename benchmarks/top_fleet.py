@@ -4,7 +4,7 @@ nodes whose agents all answer, against `kubectl get pods -A -o json` on the same
 The fleet is benchmarks.populate's (the device-plugin mix of benchmarks.synthetic and one DRA
 node in fifty, every pod Running). Each node gets a kubectl-gpu agent pod in namespace
 kubectl-gpu, labelled as the DaemonSet labels it, Running with a pod IP that lives in a network
-namespace this benchmark makes (tests/fakes/cluster/netns.py: one namespace per 250 agent pods,
+namespace this benchmark makes (tests/kit/plane/netns.py: one namespace per 250 agent pods,
 joined to the host by a veth; the host routes each /32 there and nothing else, so no traffic
 leaves the machine). KWOK leaves those pods' status to this benchmark (the LIFECYCLE_BY_TEST
 annotation). In each namespace one stand-in HTTP server listens on :9402 and answers
@@ -42,8 +42,8 @@ from kubectl_gpu import cluster, keys
 from kubectl_gpu.gpumap.allocations import Gpu
 from kubectl_gpu.usage import document
 from kubectl_gpu.usage.readings import GpuReading, MigReading, ProcessReading
-from tests.controlplane.plane import LIFECYCLE_BY_TEST
-from tests.fakes.cluster import netns
+from tests.kit.plane import netns
+from tests.kit.plane.plane import LIFECYCLE_BY_TEST
 
 AGENT_NS = keys.NAMESPACE
 PORT = 9402

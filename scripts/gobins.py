@@ -3,7 +3,7 @@
 
 Kubernetes' control plane (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl),
 etcd, KWOK, krew, the config oracles built from NVIDIA's and Kubernetes' modules, and the
-simulated nodes' `libnvidia-ml.so.1` (C, tests/fakes/libnvml/c, compiled with gcc against the
+simulated nodes' `libnvidia-ml.so.1` (C, tests/kit/node/libnvml/c, compiled with gcc against the
 nvml.h of the Go module it pins) are not committed: each is a Go module under
 `tools/go/<target>/` whose go.mod pins the versions and whose go.sum is verified on every build
 (`-mod=readonly`: a module whose hash differs from go.sum, or one go.sum does not list, stops
@@ -193,7 +193,7 @@ TARGETS: dict[str, Target] = {
             packages=(),
             # the node's library; the same without a SONAME for tests that load it in-process
             binaries=("libnvidia-ml.so.1", "libnvidia-ml-in-process.so"),
-            module="tests/fakes/libnvml/c",
+            module="tests/kit/node/libnvml/c",
             cold_minutes="0.1",
             c_library=("github.com/NVIDIA/go-nvml", "pkg/nvml/nvml.h"),
         ),

@@ -3,7 +3,7 @@
 Run it on a node with a real GPU (`python3 scripts/nvml_readings.py OUT.json`). It makes
 only NVML *get* calls: it never changes MIG mode, creates or destroys an instance, or resets
 a GPU. For each GPU it records what `kubectl_gpu.nvml` and the NVML stand-in
-(tests/fakes/libnvml) both speak about: name, UUID, PCI device ID, memory, MIG mode, every
+(tests/kit/node/libnvml) both speak about: name, UUID, PCI device ID, memory, MIG mode, every
 GPU-instance profile NVML reports with its possible placements and remaining capacity, and
 the instances present. A call that fails is recorded by NVML's error symbol, since which
 call fails on which board (and with MIG off) is itself what the stand-in must copy. Then it

@@ -17,10 +17,10 @@ from click.testing import CliRunner
 # imports a fixture (tests/test_fixtures_are_registered_once.py). A fixture one folder uses
 # lives in that folder's conftest.py. Which fixture gives which world: tests/README.md.
 pytest_plugins = [
-    "tests.controlplane.fixtures",  # control_plane, module_plane, fault_proxy, proxied_kubeconfig
-    "tests.fakes.cluster.fixture",  # sim_cluster
-    "tests.fakes.kubelet_fixture",  # fake_kubelet
-    "tests.fakes.libnvml.fixture",  # fake_nvml
+    "tests.kit.plane.fixtures",  # control_plane, module_plane, fault_proxy, proxied_kubeconfig
+    "tests.kit.cluster.fixture",  # sim_cluster
+    "tests.kit.node.kubelet.fixture",  # fake_kubelet
+    "tests.kit.node.libnvml.fixture",  # fake_nvml
     "tests.agent.fixtures",  # agent, background_agent, agent_fleet
     "tests.journey.fixtures",  # kubectl
 ]

@@ -22,7 +22,7 @@ from kubectl_gpu import cluster, keys, validation
 from kubectl_gpu.agent import nodestate
 from kubectl_gpu.workflows.share import state
 from tests.conftest import CliResult
-from tests.controlplane.plane import ControlPlane
+from tests.kit.plane.plane import ControlPlane
 from tests.workflows.sharebuilders import helm
 
 Run = Callable[..., CliResult]

@@ -100,13 +100,13 @@ def test_every_module_holding_shared_fixtures_is_registered() -> None:
 @pytest.mark.parametrize(
     "line",
     [
-        "from tests.fakes.cluster.fixture import sim_cluster as real  # noqa: F401",
+        "from tests.kit.cluster.fixture import sim_cluster as real  # noqa: F401",
         "from tests.agent.fixtures import agent",
     ],
 )
 def test_a_fixture_imported_by_hand_is_named(tmp_path: Path, line: str) -> None:
     # the check itself, on a copy of the plugins and one test module that imports by hand
-    for module in ("tests.fakes.cluster.fixture", "tests.agent.fixtures"):
+    for module in ("tests.kit.cluster.fixture", "tests.agent.fixtures"):
         path = tmp_path / Path(*module.split(".")).with_suffix(".py")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text((ROOT / path.relative_to(tmp_path)).read_text(encoding="utf-8"))

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tests.fakes.cluster import NodeSpec
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import NodeSpec
+from tests.kit.cluster.fixture import MakeSimCluster
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -22,8 +22,8 @@ import pytest
 from tests.cli.test_doctor_names_the_dra_layer import pending_claim
 from tests.conftest import ROOT
 from tests.differential import oracle
-from tests.fakes.cluster import NodeSpec
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import NodeSpec
+from tests.kit.cluster.fixture import MakeSimCluster
 
 KUBECTL = shutil.which("kubectl")
 GIT = shutil.which("git")

@@ -19,9 +19,9 @@ import pytest
 from kubectl_gpu import cluster, errors
 from tests.adapters.test_cluster_requests_time_out_and_retry_once import RawServer
 from tests.conftest import CliResult
-from tests.controlplane.faults import Fault, FaultProxy
-from tests.controlplane.plane import ControlPlane, plain_kubeconfig, write_kubeconfig
-from tests.fakes.ports import refused_port
+from tests.kit.plane.faults import Fault, FaultProxy
+from tests.kit.plane.plane import ControlPlane, plain_kubeconfig, write_kubeconfig
+from tests.kit.plane.ports import refused_port
 
 SECRETS = ("alice", "S3CRET-PASSWORD", "Q-TOKEN-42", "FRAGMENT-7")
 NODE = cluster.path("nodes", "gpu-a")

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from kubectl_gpu import cluster, errors
-from tests.controlplane.faults import Fault, FaultProxy
-from tests.controlplane.plane import ControlPlane, write_kubeconfig
+from tests.kit.plane.faults import Fault, FaultProxy
+from tests.kit.plane.plane import ControlPlane, write_kubeconfig
 
 pytestmark = pytest.mark.timeout(120)
 

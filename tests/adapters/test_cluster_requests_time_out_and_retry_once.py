@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from kubectl_gpu import cluster, errors
-from tests.controlplane.faults import Fault, FaultProxy
-from tests.controlplane.plane import plain_kubeconfig
+from tests.kit.plane.faults import Fault, FaultProxy
+from tests.kit.plane.plane import plain_kubeconfig
 
 NODE = cluster.path("nodes", "gpu-a")
 
@@ -123,7 +123,7 @@ def test_a_dropped_read_is_retried_once_a_dropped_write_never(
 def test_a_503_on_a_read_is_retried_once_and_gets_the_real_answer(
     api: cluster.Api, fault_proxy: FaultProxy
 ) -> None:
-    # (a 503 on a write is not repeated: tests/controlplane/test_requests_survive_…)
+    # (a 503 on a write is not repeated: tests/kit/plane/test_requests_survive_…)
     name = "retried-gpu-a"
     api.create(cluster.path("nodes"), {"apiVersion": "v1", "kind": "Node",
                                        "metadata": {"name": name}})  # fmt: skip

@@ -13,9 +13,9 @@ from kubernetes.client.exceptions import ApiException
 
 from kubectl_gpu import cluster
 from kubectl_gpu.errors import ClusterError, ExitCode
-from tests.controlplane.faults import FaultProxy
-from tests.controlplane.plane import ControlPlane, plain_kubeconfig
-from tests.fakes.ports import refused_port
+from tests.kit.plane.faults import FaultProxy
+from tests.kit.plane.plane import ControlPlane, plain_kubeconfig
+from tests.kit.plane.ports import refused_port
 
 Obj = dict[str, Any]
 _names = itertools.count()

@@ -13,7 +13,14 @@ from kubectl_gpu._proto.podresources.v1 import api_pb2
 from kubectl_gpu.errors import KubeletError
 from kubectl_gpu.gpumap import join
 from kubectl_gpu.gpumap.allocations import Allocation, PodRef, Source
-from tests.fakes.kubelet import Allocatable, Container, Devices, FakeKubelet, Pod, time_sliced_node
+from tests.kit.node.kubelet import (
+    Allocatable,
+    Container,
+    Devices,
+    FakeKubelet,
+    Pod,
+    time_sliced_node,
+)
 
 GPU = "GPU-4f2c7e1a-9b3d-4c8e-a1f0-6d5b2e8c9a17"
 MIG_A = "MIG-6e1b7c2a-4d3f-5a8e-9b0c-1f2d3e4a5b6c"

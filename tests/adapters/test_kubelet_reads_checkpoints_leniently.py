@@ -14,8 +14,8 @@ import pytest
 from kubectl_gpu import kubelet
 from kubectl_gpu.gpumap.allocations import DeviceSpec, Mount, Source
 from tests.conftest import DATA
-from tests.fakes import kubelet as stand_in
-from tests.fakes.kubelet import Allocatable, Container, Devices, FakeKubelet, Pod
+from tests.kit.node import kubelet as stand_in
+from tests.kit.node.kubelet import Allocatable, Container, Devices, FakeKubelet, Pod
 
 CHECKPOINTS = DATA / "checkpoints"
 MINIKUBE_GPU = "GPU-11ba558d-3437-2335-2fd8-a78c8502f87f"

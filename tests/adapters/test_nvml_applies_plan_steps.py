@@ -8,8 +8,8 @@ from kubectl_gpu import nvml
 from kubectl_gpu.errors import DeviceError
 from kubectl_gpu.mig import plan
 from kubectl_gpu.mig.spec import MigConfigFile
-from tests.fakes.libnvml import Gpu
-from tests.fakes.libnvml.fixture import MakeFakeNvml
+from tests.kit.node.libnvml import Gpu
+from tests.kit.node.libnvml.fixture import MakeFakeNvml
 
 BALANCED = {
     "version": "v1",

@@ -10,7 +10,7 @@ import pynvml
 
 from kubectl_gpu import nvml
 from kubectl_gpu.usage import readings
-from tests.fakes.libnvml.fixture import MakeFakeNvml
+from tests.kit.node.libnvml.fixture import MakeFakeNvml
 
 MIB = 2**20
 

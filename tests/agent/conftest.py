@@ -11,8 +11,8 @@ import pytest
 
 from kubectl_gpu.agent import usageserver
 from tests.agent.usagenode import UsageNode
-from tests.fakes import libnvml
-from tests.fakes.kubelet import FakeKubelet
+from tests.kit.node import libnvml
+from tests.kit.node.kubelet import FakeKubelet
 
 
 @pytest.fixture

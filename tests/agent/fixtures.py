@@ -28,15 +28,15 @@ from kubectl_gpu import errors, keys
 from kubectl_gpu.agent import reconcile
 from kubectl_gpu.mig.apply import Start
 from kubectl_gpu.workflows.waiting import Timing
-from tests.controlplane.plane import ControlPlane
-from tests.fakes.cluster import SimCluster
-from tests.fakes.cluster import manifests as m
-from tests.fakes.libnvml.clib import served_by_c
-from tests.fakes.libnvml.driver import lay_out
-from tests.fakes.libnvml.library import FakeLibNvml
-from tests.fakes.node.agent import spawn
 from tests.gpumap.test_report_crd_matches_the_schema import crd
-from tests.kube import ApiError
+from tests.kit.cluster import SimCluster
+from tests.kit.kube import ApiError
+from tests.kit.kube import manifests as m
+from tests.kit.node.agent import spawn
+from tests.kit.node.libnvml.clib import served_by_c
+from tests.kit.node.libnvml.driver import lay_out
+from tests.kit.node.libnvml.library import FakeLibNvml
+from tests.kit.plane.plane import ControlPlane
 
 FAST = Timing(poll=0.05, first_poll=0.01)
 
@@ -196,7 +196,7 @@ def _real_fleet(plane: ControlPlane, tmp_path: Path) -> Iterator[Fleet]:
                 process.kill()
         # the plane as new for the next test (the report CRD, our namespace, the nodes):
         # a simulated cluster's next `reportbuilders.install` would meet the CRD otherwise
-        from tests.fakes.cluster import sharedplane
+        from tests.kit.plane import sharedplane
 
         sharedplane.reset()
 

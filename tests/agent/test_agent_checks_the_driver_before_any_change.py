@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from kubectl_gpu import keys
 from tests.agent.fixtures import Agent, ask, labels, notes, store_config
-from tests.fakes.cluster import layouts
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.kube import layouts
 
 
 def test_a_profile_the_driver_does_not_offer_is_refused_before_mig_mode_changes(

@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 from kubectl_gpu import errors, keys, validation
 from kubectl_gpu.mig.spec import MigConfigFile
 from tests.agent.fixtures import Agent, store_text
-from tests.fakes.cluster import SimCluster, layouts
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.kube import layouts
 
 NODE = "gpu-1"
 GPUS = (0, 1, 2)

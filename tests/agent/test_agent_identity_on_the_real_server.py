@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.controlplane.plane import ControlPlane, wait_for
+from tests.kit.plane.plane import ControlPlane, wait_for
 
 pytestmark = pytest.mark.timeout(180)
 

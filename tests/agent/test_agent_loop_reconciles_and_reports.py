@@ -10,10 +10,10 @@ from pathlib import Path
 
 from kubectl_gpu import agent, cluster, keys
 from tests.agent.fixtures import node_nvml
-from tests.fakes.cluster import NodeSpec
-from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.kubelet import FakeKubelet
 from tests.gpumap import reportbuilders
+from tests.kit.cluster import NodeSpec
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.node.kubelet import FakeKubelet
 
 
 def run_once(node: str, kubelet_root: Path, heartbeat: Path, kubeconfig: Path) -> int:

@@ -14,10 +14,10 @@ from kubectl_gpu.agent import reporting
 from tests.agent.fixtures import node_nvml
 from tests.cli import clirequests
 from tests.conftest import CliResult
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.kubelet import FakeKubelet
 from tests.gpumap import reportbuilders
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.node.kubelet import FakeKubelet
 
 Run = Callable[..., CliResult]
 TIME_SLICED = (

@@ -10,8 +10,8 @@ from typing import Any
 from kubectl_gpu import keys
 from kubectl_gpu.mig import stuck
 from tests.agent.fixtures import Agent, ask, notes, store_config
-from tests.fakes.cluster import layouts
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.kube import layouts
 
 SINCE = keys.MIG_PENDING_SINCE_ANNOTATION
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from kubectl_gpu import keys
 from kubectl_gpu.mig.apply import Start
 from tests.agent.fixtures import Agent, ask, labels, notes, store_config
-from tests.fakes.cluster import layouts
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.kube import layouts
 
 BALANCED = {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}
 

@@ -15,11 +15,11 @@ from kubectl_gpu import cluster
 from kubectl_gpu.agent import reporting
 from tests.agent.fixtures import node_nvml
 from tests.conftest import CliResult
-from tests.fakes.cluster import NodeSpec
-from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.kubelet import Claim, FakeKubelet
-from tests.fakes.node import sandbox
 from tests.gpumap import reportbuilders
+from tests.kit.cluster import NodeSpec
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.node import sandbox
+from tests.kit.node.kubelet import Claim, FakeKubelet
 
 Run = Callable[..., CliResult]
 pytestmark = [

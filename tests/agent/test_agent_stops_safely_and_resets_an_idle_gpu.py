@@ -18,12 +18,13 @@ from kubectl_gpu import cluster as api_client
 from kubectl_gpu.agent import lifecycle
 from tests.agent.fixtures import Agent, ask, labels, node_nvml, notes, store_config
 from tests.conftest import CliResult
-from tests.fakes import libnvml
-from tests.fakes.cluster import SimCluster, layouts
-from tests.fakes.cluster.cluster import ALL_CONTROLLERS
-from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.kubelet import FakeKubelet
 from tests.gpumap import reportbuilders
+from tests.kit.cluster import SimCluster
+from tests.kit.cluster.cluster import ALL_CONTROLLERS
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.kube import layouts
+from tests.kit.node import libnvml
+from tests.kit.node.kubelet import FakeKubelet
 
 BALANCED = {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}
 

@@ -9,8 +9,8 @@ from kubectl_gpu import errors, keys, nvml, validation
 from kubectl_gpu.mig import plan
 from kubectl_gpu.mig.apply import Start
 from tests.agent.fixtures import Agent, ask, labels, notes, store_config, store_text
-from tests.fakes.cluster import layouts
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.kube import layouts
 
 HEAD = "version: v1\nmig-configs:\n  bad:\n    - devices: all\n      mig-enabled: true\n"
 

@@ -9,8 +9,8 @@ import json
 from kubectl_gpu import keys
 from kubectl_gpu.mig.apply import Start
 from tests.agent.fixtures import Agent, ask, labels, notes, store_config, store_text
-from tests.fakes.cluster import layouts
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.kube import layouts
 
 
 def _store_devices(cluster: object, name: str, devices: list[int]) -> None:

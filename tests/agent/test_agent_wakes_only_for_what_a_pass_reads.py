@@ -14,9 +14,9 @@ import pytest
 
 from kubectl_gpu import cluster, keys
 from kubectl_gpu.agent import watches
-from tests.fakes.cluster import SimCluster
-from tests.fakes.cluster import manifests as m
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.kube import manifests as m
 
 
 @pytest.fixture

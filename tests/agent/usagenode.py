@@ -7,8 +7,8 @@ import dataclasses
 from pathlib import Path
 
 from kubectl_gpu.agent import reporting, usagereading
-from tests.fakes import libnvml
-from tests.fakes.kubelet import Allocatable, Container, Devices, FakeKubelet, Pod
+from tests.kit.node import libnvml
+from tests.kit.node.kubelet import Allocatable, Container, Devices, FakeKubelet, Pod
 
 MIB = 2**20
 

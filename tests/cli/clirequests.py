@@ -6,7 +6,7 @@ KWOK and the simulated node side name themselves otherwise, so their requests ar
 
 from __future__ import annotations
 
-from tests.fakes.cluster import SimCluster
+from tests.kit.cluster import SimCluster
 
 CLI_AGENT = "OpenAPI-Generator/"  # the Kubernetes Python client's user agent, up to its version
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.cluster import SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.fakes.cluster import SimCluster
+from tests.kit.cluster import SimCluster
 
 H100 = "NVIDIA-H100-80GB-HBM3"
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}

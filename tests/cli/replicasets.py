@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.controlplane.plane import wait_for
-from tests.fakes.cluster import SimCluster
+from tests.kit.cluster import SimCluster
+from tests.kit.plane.plane import wait_for
 
 Obj = dict[str, Any]
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import CliResult
-from tests.controlplane.faults import Fault, FaultProxy
+from tests.kit.plane.faults import Fault, FaultProxy
 
 pytestmark = pytest.mark.usefixtures("real_control_plane")
 NODES = "/api/v1/nodes"

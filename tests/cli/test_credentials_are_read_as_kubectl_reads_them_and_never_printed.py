@@ -18,7 +18,7 @@ import pytest
 
 from kubectl_gpu.workflows import map as reading
 from tests.conftest import CliResult
-from tests.controlplane.plane import ControlPlane, write_kubeconfig
+from tests.kit.plane.plane import ControlPlane, write_kubeconfig
 
 pytestmark = pytest.mark.usefixtures("real_control_plane")
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CliResult
-from tests.controlplane.faults import Fault, FaultProxy
+from tests.kit.plane.faults import Fault, FaultProxy
 
 pytestmark = pytest.mark.usefixtures("real_control_plane")
 

@@ -9,8 +9,8 @@ import jsonschema
 
 from tests.cli.doctorpods import by_layer, gpu_pod, run_pods
 from tests.conftest import ROOT, CliResult
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
 
 Run = Callable[..., CliResult]
 SCHEMA = json.loads((ROOT / "schemas" / "doctor-result.v1.json").read_text())

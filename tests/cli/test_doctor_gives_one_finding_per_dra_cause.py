@@ -18,10 +18,10 @@ import kubectl_gpu
 from tests.cli.doctorpods import by_layer
 from tests.cli.test_doctor_names_the_dra_layer import doctor, pending_claim
 from tests.conftest import CliResult
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.node import sandbox
-from tests.kube import objects
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.kube import objects
+from tests.kit.node import sandbox
 
 Run = Callable[..., CliResult]
 Obj = dict[str, Any]

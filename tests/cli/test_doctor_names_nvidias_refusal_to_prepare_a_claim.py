@@ -16,9 +16,9 @@ import pytest
 
 from tests.cli.doctorpods import by_layer
 from tests.conftest import CliResult, eventually
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.node import sandbox
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.node import sandbox
 
 pytestmark = [
     pytest.mark.timeout(240),

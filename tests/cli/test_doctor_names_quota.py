@@ -12,9 +12,9 @@ from typing import Any
 
 from tests.cli.doctorpods import by_layer, gpu_pod, run_pods
 from tests.conftest import CliResult
-from tests.controlplane.plane import wait_for
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.plane.plane import wait_for
 
 Run = Callable[..., CliResult]
 GPU_QUOTA = "requests.nvidia.com/gpu"

@@ -6,7 +6,7 @@ On the real control plane (resource.k8s.io/v1): NVIDIA's own DRA kubelet plugin 
 publishes the node's slice (the chart's classes beside it), the real scheduler finds no device
 for the claim and leaves the pod pending, and which requests doctor sent is read from the real
 server's audit log. At v1beta1: a real server of the pinned release told to serve
-resource.k8s.io at v1beta1 only, as 1.32 did (tests/controlplane/drareleases.py; no scheduler
+resource.k8s.io at v1beta1 only, as 1.32 did (tests/kit/plane/drareleases.py; no scheduler
 runs there, and none is needed for a claim left pending), with the project's stand-in slices in
 that version's shape (NVIDIA's v0.4.1 writes v1 only)."""
 
@@ -22,12 +22,12 @@ import pytest
 from tests.cli import clirequests
 from tests.cli.doctorpods import by_layer
 from tests.conftest import ROOT, CliResult
-from tests.controlplane.drareleases import serving
-from tests.fakes.cluster import NodeSpec, SimCluster, drastandin
-from tests.fakes.cluster.drastandin import DraGpu
-from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.node import sandbox
-from tests.kube import objects
+from tests.kit.cluster import NodeSpec, SimCluster, drastandin
+from tests.kit.cluster.drastandin import DraGpu
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.kube import objects
+from tests.kit.node import sandbox
+from tests.kit.plane.drareleases import serving
 
 Run = Callable[..., CliResult]
 SCHEMA = json.loads((ROOT / "schemas" / "doctor-result.v1.json").read_text())

@@ -21,9 +21,9 @@ from kubectl_gpu.usage.readings import GpuReading
 from tests.cli import topcluster as t
 from tests.cli.doctorpods import by_layer, gpu_pod
 from tests.conftest import CliResult
-from tests.controlplane.plane import wait_for
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.plane.plane import wait_for
 
 pytestmark = pytest.mark.timeout(120)
 

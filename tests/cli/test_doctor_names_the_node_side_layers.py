@@ -8,9 +8,9 @@ import pytest
 
 from tests.cli.doctorpods import by_layer, gpu_pod, run_pods
 from tests.conftest import CliResult
-from tests.controlplane.plane import wait_for
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.plane.plane import wait_for
 
 Run = Callable[..., CliResult]
 MISMATCH = "Failed to initialize NVML: Driver/library version mismatch"

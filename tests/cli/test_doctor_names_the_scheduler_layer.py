@@ -15,8 +15,8 @@ import yaml
 
 from tests.cli.doctorpods import H100, by_layer, gpu_pod, run_pods
 from tests.conftest import ROOT, CliResult
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
 
 Run = Callable[..., CliResult]
 PRODUCT = "nvidia.com/gpu.product"

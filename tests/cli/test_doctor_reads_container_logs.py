@@ -13,10 +13,10 @@ import pytest
 
 from tests.cli.doctorpods import by_layer, gpu_pod, run_pods
 from tests.conftest import CliResult
-from tests.controlplane.plane import wait_for
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.kube import ApiError
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.kube import ApiError
+from tests.kit.plane.plane import wait_for
 
 pytestmark = pytest.mark.timeout(120)
 

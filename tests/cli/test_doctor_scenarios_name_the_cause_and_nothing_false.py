@@ -19,8 +19,8 @@ import pytest
 from kubectl_gpu import keys
 from tests.cli.doctorpods import gpu_pod, run_pods
 from tests.conftest import ROOT, CliResult, eventually
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
 
 Run = Callable[..., CliResult]
 pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from tests.conftest import CliResult
-from tests.controlplane.faults import FaultProxy
+from tests.kit.plane.faults import FaultProxy
 
 pytestmark = pytest.mark.usefixtures("real_control_plane")
 

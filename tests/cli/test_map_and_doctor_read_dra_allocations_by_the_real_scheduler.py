@@ -2,7 +2,7 @@
 
 The DRA driver's side is NVIDIA's own: its kubelet plugin v0.4.1 on each simulated DRA node
 publishes the node's ResourceSlice (the chart's DeviceClasses beside it,
-tests/fakes/node/draplugin.py); everything after that is real too: the controller-manager
+tests/kit/node/draplugin.py); everything after that is real too: the controller-manager
 creates claims from templates, the scheduler allocates devices by the classes' CEL selectors
 (whole GPUs, an existing MIG device of a MIG-enabled GPU, an `nvidia.com/gpu` limit served by
 DRA, KEP-5004), and KWOK runs the pods. What `map` prints is compared with the allocation the
@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from tests.controlplane.plane import ControlPlane, wait_for
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.node import sandbox
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.node import sandbox
+from tests.kit.plane.plane import ControlPlane, wait_for
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -106,7 +106,7 @@ def recent(plane: ControlPlane) -> bool:
 def dra(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     if sandbox.unavailable() is not None:
         pytest.skip(str(sandbox.unavailable()))
-    from tests.fakes.cluster import sharedplane
+    from tests.kit.plane import sharedplane
 
     sharedplane.reset()
     nodes = NODES if recent(control_plane) else {"dra-real-1": NODES["dra-real-1"]}

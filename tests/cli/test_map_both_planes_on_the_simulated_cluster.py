@@ -17,12 +17,11 @@ import pytest
 from kubectl_gpu import cluster
 from kubectl_gpu.agent import reporting
 from tests.conftest import CliResult
-from tests.fakes import libnvml
-from tests.fakes.cluster import NodeSpec
-from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
-from tests.fakes.kubelet import FakeKubelet
-from tests.fakes.node import sandbox
 from tests.gpumap import reportbuilders
+from tests.kit.cluster import NodeSpec
+from tests.kit.cluster.fixture import MakeSimCluster, kubectl_for
+from tests.kit.node import libnvml, sandbox
+from tests.kit.node.kubelet import FakeKubelet
 
 pytestmark = [
     pytest.mark.timeout(240),

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CliResult
-from tests.fakes import kubelet as fake
+from tests.kit.node import kubelet as fake
 
 Run = Callable[..., CliResult]
 ENTRIES = 3_000

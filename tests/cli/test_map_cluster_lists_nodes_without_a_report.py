@@ -13,8 +13,8 @@ from pathlib import Path
 from kubectl_gpu import cluster
 from tests.cli import clirequests
 from tests.conftest import CliResult
-from tests.fakes.cluster import SimCluster
 from tests.gpumap import reportbuilders as b
+from tests.kit.cluster import SimCluster
 
 Run = Callable[..., CliResult]
 NO_REPORT = "no agent report (is the agent running on this node?)"

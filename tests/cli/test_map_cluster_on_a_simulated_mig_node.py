@@ -16,9 +16,9 @@ from kubectl_gpu.gpumap.allocations import Allocation, Source, group_devices
 from kubectl_gpu.gpumap.report import InventoryGpu, MigInstance, Placement
 from kubectl_gpu.workflows import reports
 from tests.conftest import CliResult
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.gpumap import reportbuilders as b
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
 
 Run = Callable[..., CliResult]
 pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane

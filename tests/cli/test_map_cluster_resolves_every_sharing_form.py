@@ -19,9 +19,9 @@ import pytest
 
 from kubectl_gpu import cluster
 from tests.conftest import ROOT, CliResult
-from tests.controlplane.plane import wait_for
-from tests.fakes.cluster import SimCluster, drachart
 from tests.gpumap import reportbuilders as b
+from tests.kit.cluster import SimCluster, drachart
+from tests.kit.plane.plane import wait_for
 
 Run = Callable[..., CliResult]
 SCHEMA = json.loads((ROOT / "schemas" / "map-rows.v1.json").read_text())

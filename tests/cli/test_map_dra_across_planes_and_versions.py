@@ -1,11 +1,11 @@
 """`kubectl gpu map -A` where resource.k8s.io is served at v1beta2 or v1beta1 only (as 1.33 and
-1.32 served it), or not at all, on real API servers (tests/controlplane/drareleases.py): some
+1.32 served it), or not at all, on real API servers (tests/kit/plane/drareleases.py): some
 nodes served by the NVIDIA device plugin and others by the NVIDIA DRA driver, in one table and
 one JSON shape, a PLANE column (wide), every DRA allocation resolved to its physical GPU (and MIG
 parent), two claims sharing one GPU, a MIG partition chosen as a firstAvailable alternative with
 its GPU's counters, and the sharing config in effect.
 
-The DRA driver here is the project's stand-in (tests/fakes/cluster/drastandin.py, with the
+The DRA driver here is the project's stand-in (tests/kit/cluster/drastandin.py, with the
 scheduler step in drascheduler.py), kept only for what NVIDIA's kubelet plugin v0.4.1 cannot
 give: ResourceSlices at v1beta2 or v1beta1 (it writes v1 only), and consumable capacity
 (`allowMultipleAllocations`, which it does not publish: the share-ID test, at v1). A server not
@@ -14,7 +14,7 @@ step's, written at the served version and validated by the real server. At v1, m
 NVIDIA's plugin published and prepared and the real scheduler allocated:
 tests/cli/test_map_dra_claims_nvidias_plugin_prepared.py,
 tests/cli/test_map_both_planes_on_the_simulated_cluster.py and (KEP-5004)
-tests/controlplane/test_dra_allocations_by_the_real_scheduler.py."""
+tests/cli/test_map_and_doctor_read_dra_allocations_by_the_real_scheduler.py."""
 
 from __future__ import annotations
 
@@ -29,12 +29,12 @@ import pytest
 
 from kubectl_gpu import cluster
 from tests.conftest import ROOT, CliResult
-from tests.controlplane.drareleases import BETAS, ServedPlane, betas_on, serving
-from tests.controlplane.store import ApiStore
-from tests.fakes.cluster import drascheduler, drastandin
-from tests.fakes.cluster.drastandin import DraGpu, MigSlot
 from tests.gpumap import reportbuilders as b
-from tests.kube import objects
+from tests.kit.cluster import drascheduler, drastandin
+from tests.kit.cluster.drastandin import DraGpu, MigSlot
+from tests.kit.kube import objects
+from tests.kit.plane.drareleases import BETAS, ServedPlane, betas_on, serving
+from tests.kit.plane.store import ApiStore
 
 Run = Callable[..., CliResult]
 Obj = dict[str, Any]

@@ -5,7 +5,7 @@ publishes, the node's kubelet stand-in has the plugin prepare each claim before 
 pod, and the map shows each allocation on its physical GPU: a time-sliced whole GPU with the
 sharing config in effect, and a MIG device chosen as a firstAvailable alternative, drawn from
 its GPU's counters (a claim made for an `nvidia.com/gpu` limit, KEP-5004, on NVIDIA's slices:
-tests/controlplane/test_dra_allocations_by_the_real_scheduler.py). The real kubectl
+tests/cli/test_map_and_doctor_read_dra_allocations_by_the_real_scheduler.py). The real kubectl
 reads the same slices and claims.
 
 The served-version shapes (v1beta2, v1beta1), which v0.4.1 does not write, and consumable
@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import CliResult, eventually
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
-from tests.fakes.node import sandbox
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster, kubectl_for
+from tests.kit.node import sandbox
 
 pytestmark = [
     pytest.mark.timeout(300),

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import CliResult, eventually
-from tests.fakes.cluster import NodeSpec
-from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.node import sandbox
+from tests.kit.cluster import NodeSpec
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.node import sandbox
 
 pytestmark = [
     pytest.mark.timeout(300),

@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from tests.conftest import DATA, ROOT, CliResult
-from tests.fakes import kubelet as stand_in
-from tests.fakes.kubelet import Allocatable, Container, Devices, Pod
+from tests.kit.node import kubelet as stand_in
+from tests.kit.node.kubelet import Allocatable, Container, Devices, Pod
 
 Run = Callable[..., CliResult]
 MINIKUBE = DATA / "checkpoints" / "minikube-1gpu.json"  # real; tests/data/checkpoints/README.md

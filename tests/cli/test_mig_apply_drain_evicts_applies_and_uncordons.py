@@ -22,9 +22,10 @@ from tests.cli import replicasets
 from tests.cli.test_map_cluster_on_a_simulated_mig_node import mig_pod
 from tests.cli.test_mig_apply_reaches_allocatable import write_config
 from tests.conftest import CliResult
-from tests.controlplane.plane import wait_for
-from tests.fakes.cluster import SimCluster, layouts
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.kube import layouts
+from tests.kit.plane.plane import wait_for
 
 Run = Callable[..., CliResult]
 BALANCED = {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}

@@ -16,9 +16,10 @@ import yaml
 from kubectl_gpu import keys
 from tests.agent.fixtures import agent_pod, labels
 from tests.conftest import CliResult
-from tests.fakes.cluster import SimCluster, layouts
-from tests.fakes.cluster import manifests as m
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.kube import layouts
+from tests.kit.kube import manifests as m
 
 pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane
 

@@ -17,8 +17,8 @@ from kubectl_gpu import keys
 from tests.agent.fixtures import agent_pod
 from tests.cli.test_map_cluster_on_a_simulated_mig_node import mig_pod, publish_from_node
 from tests.conftest import ROOT, CliResult
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
 
 Run = Callable[..., CliResult]
 pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane

@@ -15,8 +15,9 @@ import pytest
 from kubectl_gpu import keys
 from tests.agent.fixtures import Agent, agent_pod, labels, notes
 from tests.conftest import ROOT, CliResult
-from tests.fakes.cluster import SimCluster, layouts
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.kube import layouts
 
 Run = Callable[..., CliResult]
 pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane

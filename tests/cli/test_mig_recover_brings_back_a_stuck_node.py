@@ -16,8 +16,8 @@ from kubectl_gpu import keys
 from kubectl_gpu.mig import stuck
 from tests.cli.doctorpods import by_layer, gpu_pod, run_pods
 from tests.conftest import ROOT, CliResult
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
 
 Run = Callable[..., CliResult]
 pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane

@@ -18,8 +18,9 @@ from tests.cli.test_mig_apply_reaches_allocatable import (
     gpu,
     write_config,
 )
-from tests.fakes.cluster import SimCluster, layouts
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.kube import layouts
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from kubectl_gpu import keys
 from tests.conftest import EXAMPLES, CliResult
-from tests.fakes.cluster import NodeSpec
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import NodeSpec
+from tests.kit.cluster.fixture import MakeSimCluster
 
 MIXED = "version: v1\nflags:\n  migStrategy: mixed\n"
 NONE = "version: v1\nflags:\n  migStrategy: none\n"

@@ -14,8 +14,8 @@ import pytest
 
 from kubectl_gpu import cluster
 from tests.conftest import ROOT, CliResult
-from tests.controlplane.plane import ControlPlane
-from tests.kube import objects
+from tests.kit.kube import objects
+from tests.kit.plane.plane import ControlPlane
 
 Run = Callable[..., CliResult]
 DEFAULT = str(

@@ -12,10 +12,12 @@ import yaml
 
 from tests.cli.doctorpods import gpu_pod, run_pods
 from tests.conftest import ROOT, CliResult, eventually
-from tests.fakes.cluster import NodeSpec, layouts, netns
-from tests.fakes.cluster.cluster import WITH_MIG_MANAGER, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.node import sandbox
+from tests.kit.cluster import NodeSpec
+from tests.kit.cluster.cluster import WITH_MIG_MANAGER, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.kube import layouts
+from tests.kit.node import sandbox
+from tests.kit.plane import netns
 
 pytestmark = [
     pytest.mark.timeout(300),

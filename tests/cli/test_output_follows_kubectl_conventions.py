@@ -12,8 +12,8 @@ import pytest
 from kubectl_gpu.cli import jsonpath
 from kubectl_gpu.errors import UsageError
 from tests.conftest import DATA, CliResult
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
 
 Run = Callable[..., CliResult]
 pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane

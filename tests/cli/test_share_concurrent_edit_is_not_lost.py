@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from tests.conftest import CliResult
-from tests.controlplane.faults import Fault, FaultProxy, in_front_of
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.plane.faults import Fault, FaultProxy, in_front_of
 
 Run = Callable[..., CliResult]
 NAMESPACE, CONFIGMAP = "nvidia-device-plugin", "nvdp-nvidia-device-plugin-configs"

@@ -19,8 +19,8 @@ from kubectl_gpu import keys
 from tests.cli import replicasets
 from tests.cli.doctorpods import gpu_pod, run_pods
 from tests.conftest import CliResult
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
 
 Run = Callable[..., CliResult]
 RENAME = ("--replicas", "2", "--rename-by-default")

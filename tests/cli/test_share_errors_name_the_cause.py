@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CliResult
-from tests.controlplane.plane import plain_kubeconfig
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.ports import refused_port
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.plane.plane import plain_kubeconfig
+from tests.kit.plane.ports import refused_port
 
 Run = Callable[..., CliResult]
 pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import CliResult
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
 
 Run = Callable[..., CliResult]
 pytestmark = pytest.mark.timeout(180)  # clusters on the real control plane

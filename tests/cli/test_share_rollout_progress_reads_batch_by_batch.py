@@ -19,8 +19,8 @@ import pytest
 
 from tests.cli import clirequests
 from tests.conftest import CliResult
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
 
 Run = Callable[..., CliResult]
 pytestmark = pytest.mark.timeout(180)  # five nodes' plugin pods restarted by real controllers

@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT, CliResult
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster, kubectl_for
 from tests.workflows import sharebuilders
 
 Run = Callable[..., CliResult]

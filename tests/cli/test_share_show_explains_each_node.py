@@ -10,8 +10,8 @@ import jsonschema
 import pytest
 
 from tests.conftest import ROOT, CliResult
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster, kubectl_for
 from tests.workflows.sharebuilders import ts
 
 Run = Callable[..., CliResult]

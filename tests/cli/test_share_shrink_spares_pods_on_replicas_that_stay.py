@@ -12,8 +12,8 @@ import pytest
 from tests.cli.doctorpods import gpu_pod, run_pods
 from tests.cli.test_map_cluster_on_a_simulated_mig_node import publish_from_node
 from tests.conftest import CliResult
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
 
 Run = Callable[..., CliResult]
 

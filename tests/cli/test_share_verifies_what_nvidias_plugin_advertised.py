@@ -15,9 +15,10 @@ from collections.abc import Callable
 import pytest
 
 from tests.conftest import CliResult
-from tests.fakes.cluster import NodeSpec, netns
-from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.node import sandbox
+from tests.kit.cluster import NodeSpec
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.node import sandbox
+from tests.kit.plane import netns
 
 Run = Callable[..., CliResult]
 PLAIN = "version: v1\nflags:\n  migStrategy: none\n"

@@ -9,8 +9,8 @@ from collections.abc import Callable
 import pytest
 
 from tests.conftest import CliResult
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
 
 Run = Callable[..., CliResult]
 MIXED = "version: v1\nflags:\n  migStrategy: mixed\n"

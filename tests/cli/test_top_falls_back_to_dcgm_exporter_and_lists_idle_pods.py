@@ -16,7 +16,7 @@ import pytest
 from kubectl_gpu.usage import samples
 from tests.cli import topcluster as t
 from tests.conftest import ROOT, CliResult
-from tests.fakes.cluster import SimCluster
+from tests.kit.cluster import SimCluster
 
 Run = Callable[..., CliResult]
 DATA = ROOT / "tests" / "data" / "dcgm-exporter"

@@ -16,7 +16,7 @@ import pytest
 from kubectl_gpu.usage.readings import MigReading
 from tests.cli import topcluster as t
 from tests.conftest import ROOT, CliResult
-from tests.fakes.cluster import SimCluster
+from tests.kit.cluster import SimCluster
 
 Run = Callable[..., CliResult]
 SCHEMA = json.loads((ROOT / "schemas" / "gpu-top.v1.json").read_text())

@@ -15,7 +15,7 @@ import pytest
 from kubectl_gpu.usage.readings import GpuReading, MigReading
 from tests.cli import topcluster as t
 from tests.conftest import CliResult
-from tests.fakes.cluster import SimCluster
+from tests.kit.cluster import SimCluster
 
 Run = Callable[..., CliResult]
 GIB = t.GIB

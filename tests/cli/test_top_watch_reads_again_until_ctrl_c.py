@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli import topcluster as t
-from tests.fakes.cluster import SimCluster
+from tests.kit.cluster import SimCluster
 
 NODE = "gpu-w"
 GPU = "GPU-eeeeeeee-1111-2222-3333-444444444444"

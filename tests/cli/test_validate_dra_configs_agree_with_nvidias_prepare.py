@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from tests.conftest import CliResult
-from tests.fakes.cluster import NodeSpec
-from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.node import sandbox
+from tests.kit.cluster import NodeSpec
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.node import sandbox
 
 pytestmark = [
     pytest.mark.timeout(240),

@@ -18,9 +18,9 @@ import pytest
 from kubectl_gpu import cluster
 from kubectl_gpu.errors import ClusterError
 from tests.conftest import CliResult
-from tests.controlplane.faults import Fault, FaultProxy
-from tests.controlplane.plane import ControlPlane
 from tests.gpumap import reportbuilders as b
+from tests.kit.plane.faults import Fault, FaultProxy
+from tests.kit.plane.plane import ControlPlane
 
 pytestmark = pytest.mark.usefixtures("real_control_plane")
 NODE = "gpu-typed"

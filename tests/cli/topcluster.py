@@ -1,7 +1,7 @@
 """Helpers for `kubectl gpu top` on the real control plane (test code only).
 
 `PodProxyAnswers` is a proxy in front of the real API server (the `FaultProxy` of
-tests/controlplane/faults.py, which forwards every request unchanged) that answers the pod
+tests/kit/plane/faults.py, which forwards every request unchanged) that answers the pod
 proxy's paths (`…/pods/NAME:PORT/proxy/…`) itself, from what a test put in `answers`: the
 API server never proxies to a pod, so no traffic leaves the machine, and everything else
 (pod and node lists, RBAC) is the real server's. Pods get the IP 127.0.0.1, which the API
@@ -24,9 +24,9 @@ import yaml
 from kubectl_gpu import keys
 from kubectl_gpu.usage import document
 from kubectl_gpu.usage.readings import GpuReading, MigReading, ProcessReading
-from tests.controlplane.faults import FaultProxy
-from tests.fakes.cluster import SimCluster
-from tests.kube import objects
+from tests.kit.cluster import SimCluster
+from tests.kit.kube import objects
+from tests.kit.plane.faults import FaultProxy
 
 GIB = 2**30
 AGENT_NS = "kubectl-gpu"

@@ -9,8 +9,9 @@ from collections.abc import Callable
 from kubectl_gpu.doctor import facts, health, scheduler
 from tests.conftest import CliResult
 from tests.doctor.builders import GPU_TAINT, node, pod
-from tests.fakes.cluster import NodeSpec, layouts
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import NodeSpec
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.kube import layouts
 
 PRODUCT = "nvidia.com/gpu.product"
 

@@ -3,7 +3,7 @@ the selector clause no published device satisfies, with the values devices do ha
 NVIDIA slices at all or none on the pod's node; NodePrepareResources errors with the config
 that caused them; a sharing strategy whose driver feature gate is off; and a pod asking for a
 claim and nvidia.com/gpu where no node is served by both planes. The slices are the stand-in's
-plain objects (tests/fakes/cluster/drastandin.py); doctor on NVIDIA's own slices and prepare
+plain objects (tests/kit/cluster/drastandin.py); doctor on NVIDIA's own slices and prepare
 errors: tests/cli/test_doctor_names_the_dra_layer.py,
 tests/cli/test_doctor_names_nvidias_refusal_to_prepare_a_claim.py."""
 
@@ -15,8 +15,8 @@ from kubectl_gpu import cel
 from kubectl_gpu.doctor import dra, drafacts, facts
 from kubectl_gpu.doctor.model import Diagnosis
 from tests.doctor import builders as b
-from tests.fakes.cluster import drastandin
-from tests.fakes.cluster.drastandin import DraGpu, MigSlot
+from tests.kit.cluster import drastandin
+from tests.kit.cluster.drastandin import DraGpu, MigSlot
 
 A100 = "NVIDIA A100-SXM4-80GB"
 H100 = "NVIDIA H100 80GB HBM3"

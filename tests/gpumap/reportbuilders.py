@@ -26,10 +26,10 @@ from kubectl_gpu.gpumap.allocations import (
 )
 from kubectl_gpu.workflows import reports
 from tests.gpumap.test_report_crd_matches_the_schema import crd
-from tests.kube import objects
+from tests.kit.kube import objects
 
 if TYPE_CHECKING:
-    from tests.fakes.cluster import SimCluster
+    from tests.kit.cluster import SimCluster
 
 NOW = dt.datetime(2026, 5, 1, 12, 0, tzinfo=dt.timezone.utc)
 L4 = "NVIDIA L4"

@@ -21,7 +21,7 @@ from kubectl_gpu.gpumap import join, report
 from kubectl_gpu.gpumap.allocations import Allocation, Gpu, Source
 from kubectl_gpu.workflows import reports
 from tests.conftest import ROOT
-from tests.controlplane.plane import ControlPlane
+from tests.kit.plane.plane import ControlPlane
 
 SCHEMA = json.loads((ROOT / "schemas" / "node-report.v1.json").read_text())
 NOW = dt.datetime(2026, 5, 1, 12, 0, tzinfo=dt.timezone.utc)

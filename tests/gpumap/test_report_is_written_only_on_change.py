@@ -15,9 +15,9 @@ from kubectl_gpu import cluster
 from kubectl_gpu.errors import ClusterError
 from kubectl_gpu.gpumap import join, report
 from kubectl_gpu.workflows import reports
-from tests.controlplane.faults import Fault, FaultProxy
-from tests.controlplane.plane import ControlPlane
 from tests.gpumap import reportbuilders as b
+from tests.kit.plane.faults import Fault, FaultProxy
+from tests.kit.plane.plane import ControlPlane
 
 REPORTS = "/apis/kubectl-gpu.io/v1/gpunodereports"
 

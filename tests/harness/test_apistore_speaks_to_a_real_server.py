@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from tests.controlplane.store import ApiStore
-from tests.fakes.cluster import sharedplane
-from tests.kube import ApiError
-from tests.kube.objects import cluster_policy_crd, node, pod
+from tests.kit.kube import ApiError
+from tests.kit.kube.objects import cluster_policy_crd, node, pod
+from tests.kit.plane import sharedplane
+from tests.kit.plane.store import ApiStore
 
 pytestmark = pytest.mark.timeout(120)
 

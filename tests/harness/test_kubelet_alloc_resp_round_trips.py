@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubectl_gpu._proto.deviceplugin.v1beta1 import allocate_pb2
-from tests.fakes.kubelet import (
+from tests.kit.node.kubelet import (
     AllocateResponse,
     DeviceSpec,
     Mount,

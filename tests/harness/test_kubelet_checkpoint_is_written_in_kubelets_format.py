@@ -11,7 +11,14 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.kubelet import Allocatable, Container, Devices, FakeKubelet, Pod, time_sliced_node
+from tests.kit.node.kubelet import (
+    Allocatable,
+    Container,
+    Devices,
+    FakeKubelet,
+    Pod,
+    time_sliced_node,
+)
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "checkpoints" / "minikube-1gpu.json"
 ENTRY_KEYS = ["PodUID", "ContainerName", "ResourceName", "DeviceIDs", "AllocResp"]

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from kubectl_gpu._proto.podresources.v1 import api_pb2
-from tests.fakes.kubelet import SOCKET_PATH_MAX, FakeKubelet
-from tests.fakes.kubelet_fixture import _short_root, podresources_client
+from tests.kit.node.kubelet import SOCKET_PATH_MAX, FakeKubelet
+from tests.kit.node.kubelet.fixture import _short_root, podresources_client
 
 
 def test_stopping_joins_every_server_thread(tmp_path: Path) -> None:

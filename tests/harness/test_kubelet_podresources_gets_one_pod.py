@@ -7,8 +7,8 @@ import grpc
 import pytest
 
 from kubectl_gpu._proto.podresources.v1 import api_pb2
-from tests.fakes.kubelet import Container, Devices, FakeKubelet, Pod
-from tests.fakes.kubelet_fixture import podresources_client
+from tests.kit.node.kubelet import Container, Devices, FakeKubelet, Pod
+from tests.kit.node.kubelet.fixture import podresources_client
 
 TRAINER = Pod("trainer", "ml", (Container("main", (Devices("nvidia.com/gpu", ("GPU-a::1",)),)),))
 OTHER = Pod("trainer", "other", (Container("main", (Devices("nvidia.com/gpu", ("GPU-b",)),)),))

@@ -4,8 +4,8 @@ shapes it: one ContainerDevices per device ID and NUMA node, advertised IDs verb
 from __future__ import annotations
 
 from kubectl_gpu._proto.podresources.v1 import api_pb2
-from tests.fakes.kubelet import Container, Devices, FakeKubelet, Memory, Pod, time_sliced_node
-from tests.fakes.kubelet_fixture import podresources_client
+from tests.kit.node.kubelet import Container, Devices, FakeKubelet, Memory, Pod, time_sliced_node
+from tests.kit.node.kubelet.fixture import podresources_client
 
 MIG_A = "MIG-6e1b7c2a-4d3f-5a8e-9b0c-1f2d3e4a5b6c"
 MIG_B = "MIG-9c8d7e6f-5a4b-5c3d-8e2f-0a1b2c3d4e5f"

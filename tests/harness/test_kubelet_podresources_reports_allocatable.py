@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from kubectl_gpu._proto.podresources.v1 import api_pb2
-from tests.fakes.kubelet import Allocatable, Devices, FakeKubelet, Memory, time_sliced_node
-from tests.fakes.kubelet_fixture import podresources_client
+from tests.kit.node.kubelet import Allocatable, Devices, FakeKubelet, Memory, time_sliced_node
+from tests.kit.node.kubelet.fixture import podresources_client
 
 
 def _allocatable(kubelet: FakeKubelet) -> api_pb2.AllocatableResourcesResponse:

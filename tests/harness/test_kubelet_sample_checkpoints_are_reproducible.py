@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes import kubelet
+from tests.kit.node import kubelet
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "checkpoints"
 REPO = Path(__file__).resolve().parents[2]

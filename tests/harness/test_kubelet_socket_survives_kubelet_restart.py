@@ -10,8 +10,8 @@ import grpc
 import pytest
 
 from kubectl_gpu._proto.podresources.v1 import api_pb2, api_pb2_grpc
-from tests.fakes.kubelet import Container, FakeKubelet, Pod
-from tests.fakes.kubelet_fixture import podresources_client
+from tests.kit.node.kubelet import Container, FakeKubelet, Pod
+from tests.kit.node.kubelet.fixture import podresources_client
 
 REQUEST = api_pb2.ListPodResourcesRequest()
 

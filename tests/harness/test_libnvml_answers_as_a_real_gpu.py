@@ -25,10 +25,10 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT
-from tests.fakes.libnvml import FakeLibNvml
-from tests.fakes.libnvml.driver import lay_out
-from tests.fakes.libnvml.fixture import MakeFakeNvml
-from tests.fakes.libnvml.statefile import GpuStateFile
+from tests.kit.node.libnvml import FakeLibNvml
+from tests.kit.node.libnvml.driver import lay_out
+from tests.kit.node.libnvml.fixture import MakeFakeNvml
+from tests.kit.node.libnvml.statefile import GpuStateFile
 
 READINGS = ROOT / "tests" / "data" / "nvml"
 # the stand-in model that plays each real reading

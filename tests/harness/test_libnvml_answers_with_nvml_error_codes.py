@@ -13,9 +13,9 @@ from collections.abc import Callable
 import pynvml
 import pytest
 
-from tests.fakes.libnvml import FakeLibNvml
-from tests.fakes.libnvml.clib import CLibNvml
-from tests.fakes.libnvml.fixture import MakeFakeNvml
+from tests.kit.node.libnvml import FakeLibNvml
+from tests.kit.node.libnvml.clib import CLibNvml
+from tests.kit.node.libnvml.fixture import MakeFakeNvml
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ from typing import Any
 
 import pynvml
 
-from tests.fakes.libnvml import FakeLibNvml
-from tests.fakes.libnvml.fixture import MakeFakeNvml
+from tests.kit.node.libnvml import FakeLibNvml
+from tests.kit.node.libnvml.fixture import MakeFakeNvml
 
 READINGS: dict[str, Any] = {
     "name": "NVIDIA H100 80GB HBM3",

@@ -9,7 +9,7 @@ import ctypes
 import pynvml
 import pytest
 
-from tests.fakes.libnvml.fixture import MakeFakeNvml
+from tests.kit.node.libnvml.fixture import MakeFakeNvml
 
 SHARED = pynvml.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED
 CI_SLICES = {0: 1, 1: 2, 2: 3, 3: 4, 4: 7, 5: 8, 6: 6}  # NVML_COMPUTE_INSTANCE_PROFILE_* → C

@@ -10,8 +10,8 @@ import re
 import pynvml
 import pytest
 
-from tests.fakes.libnvml import FakeLibNvml
-from tests.fakes.libnvml.fixture import MakeFakeNvml
+from tests.kit.node.libnvml import FakeLibNvml
+from tests.kit.node.libnvml.fixture import MakeFakeNvml
 
 MIG_UUID = re.compile(r"^MIG-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 

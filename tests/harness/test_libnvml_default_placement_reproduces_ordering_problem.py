@@ -11,7 +11,7 @@ import ctypes
 import pynvml
 import pytest
 
-from tests.fakes.libnvml.fixture import MakeFakeNvml
+from tests.kit.node.libnvml.fixture import MakeFakeNvml
 
 # profile IDs on 7-slice boards (docs/upstream-facts.md M4.2)
 ONE_G, TWO_G, THREE_G, FOUR_G = 19, 14, 9, 5

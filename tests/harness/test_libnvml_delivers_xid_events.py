@@ -14,9 +14,9 @@ from typing import Any
 import pynvml
 import pytest
 
-from tests.fakes.libnvml import installed
-from tests.fakes.libnvml.clib import CLibNvml
-from tests.fakes.libnvml.statefile import GpuStateFile
+from tests.kit.node.libnvml import installed
+from tests.kit.node.libnvml.clib import CLibNvml
+from tests.kit.node.libnvml.statefile import GpuStateFile
 
 XID = pynvml.nvmlEventTypeXidCriticalError
 NOT_AVAILABLE = 0xFFFFFFFF

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pynvml
 import pytest
 
-from tests.fakes.libnvml import FakeLibNvml
-from tests.fakes.libnvml.fixture import MakeFakeNvml
+from tests.kit.node.libnvml import FakeLibNvml
+from tests.kit.node.libnvml.fixture import MakeFakeNvml
 
 ENABLE, DISABLE = pynvml.NVML_DEVICE_MIG_ENABLE, pynvml.NVML_DEVICE_MIG_DISABLE
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tests.fakes.libnvml.driver import DriverRoot, in_process_library, lay_out
-from tests.fakes.libnvml.library import FakeLibNvml
-from tests.fakes.libnvml.statefile import GpuStateFile
+from tests.kit.node.libnvml.driver import DriverRoot, in_process_library, lay_out
+from tests.kit.node.libnvml.library import FakeLibNvml
+from tests.kit.node.libnvml.statefile import GpuStateFile
 
 # What a node's process does: pynvml finds the library through the dynamic linker.
 CALLER = """
@@ -82,7 +82,7 @@ def test_the_call_log_lists_every_call_in_order(node: DriverRoot) -> None:
 
 
 def test_every_function_nvml_h_declares_is_defined(node: DriverRoot) -> None:
-    module = ROOT / "tests" / "fakes" / "libnvml" / "c"
+    module = ROOT / "tests" / "kit" / "node" / "libnvml" / "c"
     where = subprocess.run(  # noqa: S603 (fixed argv)
         ["go", "list", "-m", "-f", "{{.Dir}}", "github.com/NVIDIA/go-nvml"],  # noqa: S607
         cwd=module, capture_output=True, text=True, check=True,

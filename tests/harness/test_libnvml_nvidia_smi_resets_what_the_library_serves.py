@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.libnvml.driver import DriverRoot, lay_out
-from tests.fakes.libnvml.library import FakeLibNvml
-from tests.fakes.libnvml.statefile import GpuStateFile
+from tests.kit.node.libnvml.driver import DriverRoot, lay_out
+from tests.kit.node.libnvml.library import FakeLibNvml
+from tests.kit.node.libnvml.statefile import GpuStateFile
 
 MODE = """
 import pynvml

@@ -10,8 +10,8 @@ import ctypes
 import pynvml
 import pytest
 
-from tests.fakes.libnvml.fixture import MakeFakeNvml
-from tests.fakes.libnvml.gpu_instances import DRIVER_PROFILE_ENUMS
+from tests.kit.node.libnvml.fixture import MakeFakeNvml
+from tests.kit.node.libnvml.gpu_instances import DRIVER_PROFILE_ENUMS
 
 P = pynvml
 ONE_TO_SEVEN = [(start, 1) for start in range(7)]

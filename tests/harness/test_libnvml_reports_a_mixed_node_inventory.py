@@ -9,8 +9,8 @@ import re
 import pynvml
 import pytest
 
-from tests.fakes.libnvml import FakeLibNvml
-from tests.fakes.libnvml.fixture import MakeFakeNvml
+from tests.kit.node.libnvml import FakeLibNvml
+from tests.kit.node.libnvml.fixture import MakeFakeNvml
 
 GPU_UUID = re.compile(r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 BUS_ID = re.compile(r"^[0-9A-F]{8}:[0-9A-F]{2}:00\.0$")

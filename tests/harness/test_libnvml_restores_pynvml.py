@@ -9,8 +9,8 @@ import ctypes.util
 import pynvml
 import pytest
 
-from tests.fakes.libnvml import FakeLibNvml, install, installed, uninstall
-from tests.fakes.libnvml.fixture import MakeFakeNvml
+from tests.kit.node.libnvml import FakeLibNvml, install, installed, uninstall
+from tests.kit.node.libnvml.fixture import MakeFakeNvml
 
 NO_REAL_LIBRARY = ctypes.util.find_library("nvidia-ml") is None and pynvml.nvmlLib is None
 

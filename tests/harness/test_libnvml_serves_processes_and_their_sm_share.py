@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.libnvml.driver import DriverRoot, lay_out
-from tests.fakes.libnvml.library import FakeLibNvml
-from tests.fakes.libnvml.statefile import GpuStateFile
+from tests.kit.node.libnvml.driver import DriverRoot, lay_out
+from tests.kit.node.libnvml.library import FakeLibNvml
+from tests.kit.node.libnvml.statefile import GpuStateFile
 
 MIB = 1024 * 1024
 # A process on the node, reading NVML as a monitoring agent does.

@@ -16,8 +16,8 @@ from typing import Any
 import pynvml
 import pytest
 
-from tests.fakes.libnvml import FakeLibNvml, installed
-from tests.fakes.libnvml.clib import CLibNvml
+from tests.kit.node.libnvml import FakeLibNvml, installed
+from tests.kit.node.libnvml.clib import CLibNvml
 
 MODELS = ("A100-SXM4-40GB", "H100-SXM5-80GB", "H200-SXM-141GB", "A30", "L4")
 MIB = 1024 * 1024

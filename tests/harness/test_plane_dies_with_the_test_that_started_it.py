@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.controlplane.plane import ROOT, wait_for
+from tests.kit.plane.plane import ROOT, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
 # A test process: starts a whole plane, says what it started, then waits to be killed.
 _TEST_PROCESS = """
 import json, time
-from tests.controlplane import ControlPlane
+from tests.kit.plane import ControlPlane
 plane = ControlPlane().start()
 print(json.dumps({"pids": [c.process.pid for c in plane.components], "dir": str(plane.dir),
                   "names": [c.name for c in plane.components]}), flush=True)

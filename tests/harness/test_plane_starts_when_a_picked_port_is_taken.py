@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.controlplane import plane as planes
-from tests.controlplane.plane import ControlPlane
+from tests.kit.plane import plane as planes
+from tests.kit.plane.plane import ControlPlane
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -21,9 +21,10 @@ import pytest
 
 from kubectl_gpu import keys
 from tests.conftest import eventually as retried
-from tests.fakes.cluster import NodeSpec, SimCluster, netns
-from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.journey.fixtures import Kubectl
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.plane import netns
 
 pytestmark = [
     pytest.mark.kubectl,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fakes.cluster import ALL_CONTROLLERS, NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import ALL_CONTROLLERS, NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
 
 NODES = [NodeSpec("gpu-a", "L4", 2)]
 

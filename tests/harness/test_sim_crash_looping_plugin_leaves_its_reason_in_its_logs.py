@@ -1,7 +1,7 @@
 """NVIDIA's device plugin rejecting its config crash-loops, and `kubectl logs` (current and
 `--previous`) shows its own reason as its last line: on the real control plane the
 API server proxies the request to KWOK's kubelet endpoint, which serves what the simulated
-container wrote (tests/controlplane/containerlogs.py)."""
+container wrote (tests/kit/plane/containerlogs.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster, kubectl_for
 
 
 def restarts(cluster: SimCluster) -> int:

@@ -1,4 +1,4 @@
-"""`python -m tests.fakes.cluster --real`, as `make demo` runs it: a cluster on a real control
+"""`python -m tests.kit.cluster --real`, as `make demo` runs it: a cluster on a real control
 plane that the server's own kubectl can use (GPU nodes advertising shared GPUs, a DRA node whose
 ResourceSlice NVIDIA's own DRA kubelet plugin published, each GPU node in a network namespace of
 its own), and a clean stop on SIGTERM that leaves no control-plane process, no NVIDIA process and
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.cluster import netns
-from tests.fakes.node import sandbox
-from tests.kube.kubectl import KubectlRunner
+from tests.kit.kube.kubectl import KubectlRunner
+from tests.kit.node import sandbox
+from tests.kit.plane import netns
 
 pytestmark = pytest.mark.timeout(240)
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,7 +107,7 @@ def test_the_demo_cluster_answers_kubectl_and_exits_cleanly_on_sigterm(tmp_path:
         [
             sys.executable,
             "-m",
-            "tests.fakes.cluster",
+            "tests.kit.cluster",
             "--kubeconfig",
             str(kubeconfig),
             "--layout",

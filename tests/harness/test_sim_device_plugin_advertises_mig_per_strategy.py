@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
 
 MIXED_LAYOUT = {0: ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"], 1: ["7g.80gb"]}
 

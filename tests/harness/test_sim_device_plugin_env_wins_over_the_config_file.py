@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster, kubectl_for
 
 pytestmark = pytest.mark.kubectl
 MIG = {0: ["3g.40gb", "3g.40gb"], 1: ["1g.10gb"] * 7}

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import eventually
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
-from tests.kube.kubectl import KubectlRunner
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster, kubectl_for
+from tests.kit.kube.kubectl import KubectlRunner
 
 pytestmark = pytest.mark.kubectl
 Obj = dict[str, Any]

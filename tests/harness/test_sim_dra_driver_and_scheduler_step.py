@@ -3,7 +3,7 @@ v0.4.1 cannot give) and the DRA scheduler step: slices in each served version's
 shape, the chart's classes (extendedResourceName only on v1), counters that stop a
 partitionable GPU from being over-allocated, firstAvailable tried in order, consumable shares,
 and a claim nothing fits left unallocated with the reason; the step's writes are validated by a
-real API server (tests/controlplane/drareleases.py: nothing but kube-apiserver and etcd, so no real
+real API server (tests/kit/plane/drareleases.py: nothing but kube-apiserver and etcd, so no real
 scheduler competes for the claims)."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from tests.controlplane.drareleases import BETAS, betas_on, serving
-from tests.controlplane.store import ApiStore
-from tests.fakes.cluster import drascheduler, drastandin
-from tests.fakes.cluster.drastandin import DraGpu, MigSlot
+from tests.kit.cluster import drascheduler, drastandin
+from tests.kit.cluster.drastandin import DraGpu, MigSlot
+from tests.kit.plane.drareleases import BETAS, betas_on, serving
+from tests.kit.plane.store import ApiStore
 
 Obj = dict[str, Any]
 SLOTS = (MigSlot("3g.40gb", "MIG-1", 40, 42), MigSlot("3g.40gb", "MIG-2", 40, 42),

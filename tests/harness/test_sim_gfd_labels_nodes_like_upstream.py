@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import eventually
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
 
 SHARED = "sharing:\n  {block}:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n"
 CONFIGS = {

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import eventually
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster, kubectl_for
 
 pytestmark = pytest.mark.kubectl
 Obj = dict[str, Any]

@@ -1,6 +1,6 @@
 """A pod asking for `nvidia.com/*` on a simulated node becomes Running only after the kubelet
 stand-in's Allocate on NVIDIA's device plugin succeeded, as on a kubelet: KWOK holds it Pending
-until the node's kubelet has admitted it (tests/fakes/cluster/admission.py). A pod whose Allocate
+until the node's kubelet has admitted it (tests/kit/node/admission.py). A pod whose Allocate
 NVIDIA's plugin refuses goes Failed with the kubelet's UnexpectedAdmissionError and is never
 Running, not even for a moment."""
 
@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from tests.controlplane.plane import ADMITTED
-from tests.fakes.cluster import NodeSpec
-from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
+from tests.kit.cluster import NodeSpec
+from tests.kit.cluster.fixture import MakeSimCluster, kubectl_for
+from tests.kit.plane.plane import ADMITTED
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(180)]
 

@@ -22,12 +22,11 @@ from pathlib import Path
 import pynvml
 import pytest
 
-from tests.fakes import libnvml
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
-from tests.fakes.libnvml.device import NOT_AVAILABLE
-from tests.fakes.libnvml.statefile import GpuStateFile, load_library
-from tests.fakes.node import sandbox
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster, kubectl_for
+from tests.kit.node import libnvml, sandbox
+from tests.kit.node.libnvml.device import NOT_AVAILABLE
+from tests.kit.node.libnvml.statefile import GpuStateFile, load_library
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(120)]
 GIB = 1 << 30

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.cluster import NodeSpec
-from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
+from tests.kit.cluster import NodeSpec
+from tests.kit.cluster.fixture import MakeSimCluster, kubectl_for
 
 pytestmark = pytest.mark.kubectl
 SELECTOR = "app.kubernetes.io/name=nvidia-device-plugin,app.kubernetes.io/instance=nvdp"

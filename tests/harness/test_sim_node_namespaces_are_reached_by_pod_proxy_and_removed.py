@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.cluster import NodeSpec, netns
-from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
+from tests.kit.cluster import NodeSpec
+from tests.kit.cluster.fixture import MakeSimCluster, kubectl_for
+from tests.kit.plane import netns
 
 pytestmark = [
     pytest.mark.kubectl,

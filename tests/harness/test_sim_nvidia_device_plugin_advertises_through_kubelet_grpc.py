@@ -20,10 +20,11 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT
-from tests.fakes.cluster import NodeSpec, netns
-from tests.fakes.cluster.cluster import SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
-from tests.fakes.node import sandbox
+from tests.kit.cluster import NodeSpec
+from tests.kit.cluster.cluster import SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster, kubectl_for
+from tests.kit.node import sandbox
+from tests.kit.plane import netns
 
 pytestmark = [
     pytest.mark.kubectl,

@@ -21,9 +21,10 @@ import pytest
 
 from kubectl_gpu._proto.deviceplugin.v1beta1 import allocate_pb2
 from kubectl_gpu._proto.podresources.v1 import api_pb2, api_pb2_grpc
-from tests.fakes.cluster import NodeSpec, netns
-from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.node import sandbox
+from tests.kit.cluster import NodeSpec
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.node import sandbox
+from tests.kit.plane import netns
 
 pytestmark = [
     pytest.mark.kubectl,

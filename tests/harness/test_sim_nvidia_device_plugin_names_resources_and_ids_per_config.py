@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(300)]
 

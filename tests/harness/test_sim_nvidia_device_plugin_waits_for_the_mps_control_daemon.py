@@ -1,15 +1,15 @@
 """NVIDIA's device plugin v0.19.3 under `sharing.mps` serves a GPU's replicas only while the
 node's MPS control daemon answers (internal/plugin/mps.go): the simulated node leaves the files a
-running daemon leaves (tests/fakes/node/mps.py), and without the daemon's control entry the
+running daemon leaves (tests/kit/node/mps.py), and without the daemon's control entry the
 plugin says why in its log and advertises nothing, as on a node whose daemon is down."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.fakes.cluster import NodeSpec
-from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.node import mps
+from tests.kit.cluster import NodeSpec
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.node import mps
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(180)]
 

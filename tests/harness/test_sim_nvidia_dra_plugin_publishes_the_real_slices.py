@@ -2,7 +2,7 @@
 node publishes the node's ResourceSlices itself, from what the node's libnvidia-ml.so.1 answers.
 
 What a user sees in `kubectl get resourceslices` is NVIDIA's shape, and these tests pin what it
-showed where the project's own stand-in (tests/fakes/cluster/drastandin.py, now only for the
+showed where the project's own stand-in (tests/kit/cluster/drastandin.py, now only for the
 served-version unit tests) had it otherwise (docs/simulated-dra.md, "What NVIDIA's plugin
 showed"): the attributes a whole GPU carries and their values, MIG device names and capacities,
 no counters for MIG devices that exist, and DynamicMIG's counter sets. The plugin runs in strict
@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.cluster import NodeSpec
-from tests.fakes.cluster.cluster import SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.node import draplugin, sandbox
+from tests.kit.cluster import NodeSpec
+from tests.kit.cluster.cluster import SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.node import draplugin, sandbox
 
 pytestmark = [
     pytest.mark.timeout(300),

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.cluster.nodes import NodeSpec, SimNode
-from tests.fakes.libnvml.driver import DriverRoot, lay_out
-from tests.fakes.node import sandbox
-from tests.fakes.node.nvidiagfd import gfd_binary
+from tests.kit.node import sandbox
+from tests.kit.node.libnvml.driver import DriverRoot, lay_out
+from tests.kit.node.nodes import NodeSpec, SimNode
+from tests.kit.node.nvidiagfd import gfd_binary
 
 pytestmark = [
     pytest.mark.timeout(120),

@@ -11,8 +11,8 @@ import json
 import pytest
 from kubernetes import client, config
 
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
 
 BAD = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - {name: gpu, replicas: 1}\n"
 

@@ -1,4 +1,4 @@
-"""`python -m tests.fakes.cluster --layout gpu-operator` runs the GPU Operator's MIG manager (its
+"""`python -m tests.kit.cluster --layout gpu-operator` runs the GPU Operator's MIG manager (its
 stand-in) by default, as a GPU Operator install does, so that a new user trying
 `kubectl gpu mig apply` there sees it succeed through the operator; it used to render no MIG
 manager, and the change waited for an actuator that never came. `--no-mig-manager` leaves it
@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from tests.harness.test_sim_demo_command_serves_until_sigterm import read_line, stderr_of
-from tests.kube.kubectl import KubectlRunner
+from tests.kit.kube.kubectl import KubectlRunner
 
 pytestmark = pytest.mark.timeout(300)
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,7 +32,7 @@ def test_mig_apply_succeeds_on_the_simulated_operator(
     kubeconfig = tmp_path / "kubeconfig"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [
-        sys.executable, "-m", "tests.fakes.cluster", "--kubeconfig", str(kubeconfig),
+        sys.executable, "-m", "tests.kit.cluster", "--kubeconfig", str(kubeconfig),
         "--layout", "gpu-operator", "--nodes", "gpu-1=A100-SXM4-80GB:2", "--no-agents",
         "--no-node-networks", "--no-gpu-processes",
     ]  # fmt: skip

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from kubectl_gpu.doctor import placement
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster, kubectl_for
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster, kubectl_for
 
 pytestmark = pytest.mark.kubectl
 

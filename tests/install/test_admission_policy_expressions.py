@@ -303,7 +303,7 @@ def test_the_pod_policy_matches_only_the_agents_deletes() -> None:
 
 @pytest.mark.parametrize("layout", ["gpu-operator", "helm", "static"])
 def test_the_allowed_labels_are_those_of_nvidias_plugin_pods(layout: str) -> None:
-    from tests.fakes.cluster.layouts import LAYOUTS
+    from tests.kit.kube.layouts import LAYOUTS
 
     found = LAYOUTS[layout]()
     [variable] = [v for v in PLUGIN_PODS["spec"]["variables"] if v["name"] == "pluginLabels"]

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from kubectl_gpu import agent
-from tests.fakes.cluster import NodeSpec
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import NodeSpec
+from tests.kit.cluster.fixture import MakeSimCluster
 
 pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane
 

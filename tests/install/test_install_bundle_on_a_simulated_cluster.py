@@ -16,9 +16,9 @@ from kubectl_gpu import bundle, keys
 from kubectl_gpu.sharing import deployment
 from kubectl_gpu.workflows.install import objects
 from tests.conftest import CliResult
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.kube import ApiError
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.kube import ApiError
 
 Run = Callable[..., CliResult]
 pytestmark = pytest.mark.timeout(120)  # each test starts a cluster on a real control plane

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from kubectl_gpu.workflows.install import replaced
-from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.install.test_install_never_adds_a_second_device_plugin import (
     HELM_DS,
     NODES,
@@ -20,6 +19,7 @@ from tests.install.test_install_never_adds_a_second_device_plugin import (
     gpu,
     plugin_daemonsets,
 )
+from tests.kit.cluster.fixture import MakeSimCluster
 
 pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane
 

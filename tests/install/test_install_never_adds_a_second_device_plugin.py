@@ -14,11 +14,11 @@ import pytest
 from kubectl_gpu import bundle
 from kubectl_gpu.workflows.install import objects
 from tests.conftest import CliResult
-from tests.controlplane.faults import Fault, in_front_of
-from tests.controlplane.plane import wait_for
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.kube import ApiError
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.kube import ApiError
+from tests.kit.plane.faults import Fault, in_front_of
+from tests.kit.plane.plane import wait_for
 
 Run = Callable[..., CliResult]
 pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane

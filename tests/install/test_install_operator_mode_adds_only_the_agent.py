@@ -11,9 +11,9 @@ from collections.abc import Callable
 import pytest
 
 from tests.conftest import CliResult
-from tests.fakes.cluster import NodeSpec
-from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.kube import ApiError
+from tests.kit.cluster import NodeSpec
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.kube import ApiError
 
 Run = Callable[..., CliResult]
 pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane

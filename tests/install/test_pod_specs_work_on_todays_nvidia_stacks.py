@@ -13,9 +13,9 @@ import pytest
 
 from kubectl_gpu import bundle
 from tests.conftest import ROOT, CliResult
-from tests.fakes.cluster import NodeSpec
-from tests.fakes.cluster.fixture import MakeSimCluster
-from tests.fakes.cluster.matching import selector_matches
+from tests.kit.cluster import NodeSpec
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.node.matching import selector_matches
 
 Run = Callable[..., CliResult]
 pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane

@@ -15,9 +15,9 @@ from collections.abc import Callable
 import pytest
 
 from kubectl_gpu import bundle, keys
-from tests.fakes.cluster import SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.journey.fixtures import Kubectl
+from tests.kit.cluster import SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(180)]
 MIG = "nvidia.com/mig-3g.40gb"

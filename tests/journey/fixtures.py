@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.cluster import SimCluster
+from tests.kit.cluster import SimCluster
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 

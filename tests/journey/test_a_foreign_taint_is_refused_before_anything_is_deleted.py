@@ -21,9 +21,10 @@ import yaml
 from kubectl_gpu import keys
 from tests.agent.fixtures import agent_pod
 from tests.cli.test_mig_recover_brings_back_a_stuck_node import stuck_labels
-from tests.fakes.cluster import NodeSpec, SimCluster, layouts
-from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.journey.fixtures import Kubectl
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.kube import layouts
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(180)]
 PLAIN = "version: v1\nflags:\n  migStrategy: none\n"

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from kubectl_gpu import bundle, keys
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.journey.fixtures import Kubectl
 from tests.journey.test_headline_journey_through_kubectl import eventually
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(240)]
 

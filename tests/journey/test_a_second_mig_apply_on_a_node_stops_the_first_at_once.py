@@ -16,9 +16,10 @@ import yaml
 
 from kubectl_gpu import keys
 from tests.agent.fixtures import agent_pod
-from tests.fakes.cluster import SimCluster, layouts
-from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.journey.fixtures import Kubectl, environment
+from tests.kit.cluster import SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.kube import layouts
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(180)]
 ALL_3G = [{"devices": "all", "mig-enabled": True, "mig-devices": {"3g.40gb": 2}}]

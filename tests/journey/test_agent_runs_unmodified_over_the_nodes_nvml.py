@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import eventually as retried
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.journey.fixtures import Kubectl
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(120)]
 

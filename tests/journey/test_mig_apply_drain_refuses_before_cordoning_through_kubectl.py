@@ -15,9 +15,10 @@ import yaml
 from kubectl_gpu import keys
 from tests.agent.fixtures import agent_pod
 from tests.cli.test_map_cluster_on_a_simulated_mig_node import mig_pod
-from tests.fakes.cluster import SimCluster, layouts
-from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.journey.fixtures import Kubectl
+from tests.kit.cluster import SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.kube import layouts
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(120)]
 ALL_3G = [{"devices": "all", "mig-enabled": True, "mig-devices": {"3g.40gb": 2}}]

@@ -19,10 +19,11 @@ import pytest
 import yaml
 
 from kubectl_gpu import keys
-from tests.fakes.cluster import SimCluster, layouts
-from tests.fakes.cluster.cluster import WITH_MIG_MANAGER
-from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.journey.fixtures import Kubectl
+from tests.kit.cluster import SimCluster
+from tests.kit.cluster.cluster import WITH_MIG_MANAGER
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.kube import layouts
 
 pytestmark = pytest.mark.kubectl
 CONFIGS = {

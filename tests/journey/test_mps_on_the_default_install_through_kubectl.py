@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from kubectl_gpu import bundle, keys
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.journey.fixtures import Kubectl
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(180)]
 

@@ -11,9 +11,9 @@ import pytest
 
 from kubectl_gpu import keys
 from tests.cli.doctorpods import gpu_pod, run_pods
-from tests.fakes.cluster import NodeSpec, SimCluster
-from tests.fakes.cluster.fixture import MakeSimCluster
 from tests.journey.fixtures import Kubectl
+from tests.kit.cluster import NodeSpec, SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(120)]
 PLAIN = "version: v1\nflags:\n  migStrategy: none\n"

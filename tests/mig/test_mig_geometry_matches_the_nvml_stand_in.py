@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kubectl_gpu.mig import models, profiles
-from tests.fakes.libnvml import models as stand_in
+from tests.kit.node.libnvml import models as stand_in
 
 WITH_MIG = [m for m in stand_in.MODELS.values() if m.profiles]
 

@@ -19,7 +19,7 @@ import pytest
 from kubectl_gpu.mig import fit, models, plan, profiles
 from kubectl_gpu.mig.spec import MigConfigFile, MigDeviceSpec
 from kubectl_gpu.mig.state import ComputeInstance, GpuInstance, GpuState, MigState
-from tests.fakes.libnvml import models as stand_in
+from tests.kit.node.libnvml import models as stand_in
 
 FAKE_BY_ID = {m.pci_device_id: m for m in stand_in.MODELS.values() if m.profiles}
 

@@ -9,8 +9,8 @@ import pytest
 
 from kubectl_gpu.sharing import deployment as deployments
 from kubectl_gpu.sharing.deployment import DeploymentError, Overrides
-from tests.fakes.cluster import layouts
-from tests.fakes.cluster.operator import render_gfd, render_plugin
+from tests.kit.cluster.operator import render_gfd, render_plugin
+from tests.kit.kube import layouts
 from tests.workflows import sharebuilders
 
 Obj = dict[str, Any]

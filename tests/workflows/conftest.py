@@ -6,7 +6,7 @@ Terminating). Time is the test's own (a fake clock), so every wait ends at its d
 
 `static_plane`: one per test session (per pytest-xdist worker; a few seconds to start).
 `static_store`: an `ApiStore` on it, as the administrator. `api`: NVIDIA's Helm chart on it
-(tests/workflows/helmplane.py) with two GPU nodes, a plugin and a GFD pod on each, and the
+(tests/kit/plane/helmplane.py) with two GPU nodes, a plugin and a GFD pod on each, and the
 product's own client to it. Everything a test wrote
 in its namespaces and every node is deleted after the test (the namespaces stay: with no
 namespace controller a deleted one would never go). A test that uses it gets a real-plane
@@ -20,10 +20,10 @@ from collections.abc import Iterator
 import pytest
 
 from kubectl_gpu import cluster
-from tests.controlplane.plane import ControlPlane
-from tests.controlplane.store import ApiStore
-from tests.fakes.cluster import layouts
-from tests.workflows.helmplane import install, pod
+from tests.kit.kube import layouts
+from tests.kit.plane.helmplane import install, pod
+from tests.kit.plane.plane import ControlPlane
+from tests.kit.plane.store import ApiStore
 from tests.workflows.sharebuilders import gpu_node
 
 # the namespaces kube-apiserver makes for itself

@@ -17,7 +17,7 @@ import yaml
 from kubectl_gpu import keys
 from kubectl_gpu.sharing import rollout
 from kubectl_gpu.sharing.deployment import Deployment
-from tests.fakes.cluster.layouts import Layout
+from tests.kit.kube.layouts import Layout
 
 Obj = dict[str, Any]
 BUNDLE_NAMESPACE = "kubectl-gpu"

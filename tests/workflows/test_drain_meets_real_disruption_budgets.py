@@ -13,7 +13,7 @@ import pytest
 from kubectl_gpu import cluster
 from kubectl_gpu.workflows import drain
 from kubectl_gpu.workflows.waiting import Timing
-from tests.controlplane.plane import ControlPlane, wait_for
+from tests.kit.plane.plane import ControlPlane, wait_for
 
 pytestmark = pytest.mark.timeout(180)
 

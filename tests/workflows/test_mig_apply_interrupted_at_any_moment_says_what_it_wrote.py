@@ -15,8 +15,9 @@ from kubectl_gpu.workflows.mig import apply as mig_apply
 from kubectl_gpu.workflows.mig.request import ApplyRequest
 from kubectl_gpu.workflows.mig.targets import Scope
 from tests.agent.fixtures import agent_pod
-from tests.fakes.cluster import SimCluster, layouts
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import SimCluster
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.kube import layouts
 from tests.workflows.test_share_interrupted_at_any_moment_says_what_it_wrote import Interrupting
 
 ALL_3G = {"version": "v1", "mig-configs": {"all-3g": [

@@ -16,8 +16,8 @@ from kubectl_gpu import cluster, errors, keys
 from kubectl_gpu.sharing import rollout
 from kubectl_gpu.workflows.share import change
 from kubectl_gpu.workflows.share.options import Options
-from tests.controlplane.store import ApiStore
-from tests.workflows.helmplane import NAMESPACE
+from tests.kit.plane.helmplane import NAMESPACE
+from tests.kit.plane.store import ApiStore
 
 CONFIGMAP = ("configmaps", "nvdp-nvidia-device-plugin-configs", NAMESPACE)
 NO_RESTART = Options(restart=False)

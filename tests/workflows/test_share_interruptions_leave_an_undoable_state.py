@@ -16,16 +16,16 @@ from kubectl_gpu.workflows.share import change
 from kubectl_gpu.workflows.share.options import Options
 from kubectl_gpu.workflows.share.show import show
 from kubectl_gpu.workflows.waiting import Timing
-from tests.controlplane.plane import ControlPlane
-from tests.controlplane.store import ApiStore
-from tests.fakes.cluster import layouts
-from tests.workflows.helmplane import (
+from tests.kit.kube import layouts
+from tests.kit.plane.helmplane import (
     NAMESPACE,
     FakeClock,
     install,
     live_pods,
     pod,
 )
+from tests.kit.plane.plane import ControlPlane
+from tests.kit.plane.store import ApiStore
 from tests.workflows.sharebuilders import gpu_node
 
 CONFIGMAP = "nvdp-nvidia-device-plugin-configs"

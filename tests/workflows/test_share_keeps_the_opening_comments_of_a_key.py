@@ -13,8 +13,9 @@ from kubectl_gpu import cluster
 from kubectl_gpu.sharing import rollout
 from kubectl_gpu.workflows.share import change
 from kubectl_gpu.workflows.share.options import Options
-from tests.fakes.cluster import NodeSpec, layouts
-from tests.fakes.cluster.fixture import MakeSimCluster
+from tests.kit.cluster import NodeSpec
+from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.kube import layouts
 
 NAMESPACE, CONFIGMAP = "nvidia-device-plugin", "nvdp-nvidia-device-plugin-configs"
 EDITED = """# Owned by the platform team: ask #gpu-infra before changing.

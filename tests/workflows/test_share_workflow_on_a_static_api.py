@@ -20,8 +20,8 @@ from kubectl_gpu.workflows.share import change, report
 from kubectl_gpu.workflows.share.options import Options
 from kubectl_gpu.workflows.waiting import Timing
 from tests.conftest import ROOT
-from tests.controlplane.store import ApiStore
-from tests.workflows.helmplane import NAMESPACE, FakeClock, live_pods, pod
+from tests.kit.plane.helmplane import NAMESPACE, FakeClock, live_pods, pod
+from tests.kit.plane.store import ApiStore
 
 
 def test_a_plugin_that_never_comes_back_fails_at_the_deadline(

@@ -3,17 +3,17 @@
 Owns nothing itself; it names the public pieces: `SimCluster` (a real control plane with the
 node side simulated: kubelet device allocation, NVIDIA's own device plugin and GFD, the GPU
 Operator, the agent processes), `NodeSpec`, the deployment `layouts` and `Allocation`. Tests use
-the `sim_cluster` fixture (tests/fakes/cluster/fixture.py); `python -m tests.fakes.cluster`
+the `sim_cluster` fixture (tests/kit/cluster/fixture.py); `python -m tests.kit.cluster`
 starts one for a demo. Must not be imported by product
 code.
 """
 
 from __future__ import annotations
 
-from tests.fakes.cluster.allocation import Allocation
-from tests.fakes.cluster.cluster import ALL_CONTROLLERS, ClusterError, SimCluster
-from tests.fakes.cluster.layouts import LAYOUTS, Layout
-from tests.fakes.cluster.nodes import NodeSpec
+from tests.kit.cluster.cluster import ALL_CONTROLLERS, ClusterError, SimCluster
+from tests.kit.kube.layouts import LAYOUTS, Layout
+from tests.kit.node.allocation import Allocation
+from tests.kit.node.nodes import NodeSpec
 
 __all__ = [
     "ALL_CONTROLLERS",

@@ -1,4 +1,4 @@
-"""`python -m tests.fakes.cluster --kubeconfig PATH …`: a simulated GPU cluster for demos.
+"""`python -m tests.kit.cluster --kubeconfig PATH …`: a simulated GPU cluster for demos.
 
 Owns the command line only: build the nodes (`--nodes gpu-a=H100-SXM5-80GB:8,cpu-1=none:0`), the
 deployment (`--layout gpu-operator|helm|static|none`) and its configs (`--config KEY=FILE`,
@@ -9,7 +9,7 @@ processes (`--gpu-processes`, on), a dcgm-exporter stand-in (`--dcgm-exporter
 copied|per-process`) and the GPU Operator's MIG manager (a stand-in, `--mig-manager`, on for
 `--layout gpu-operator`, where the operator renders it unless the ClusterPolicy disables it, so
 `kubectl gpu mig apply` succeeds there as on a real operator install), start a `SimCluster` on a
-control plane of its own (tests/controlplane), every GPU node running NVIDIA's own device plugin
+control plane of its own (tests/kit/plane), every GPU node running NVIDIA's own device plugin
 v0.19.3 and GFD (with NFD's master) in its sandbox (needs root and util-linux's `unshare`),
 write the kubeconfig, print one `ready: kubeconfig=PATH server=URL kubectl=PATH` line (kubectl of
 the server's own release), serve until SIGTERM or SIGINT, then stop cleanly and exit 0. Must not be
@@ -25,11 +25,12 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from tests.fakes.cluster import dranodes, netns
-from tests.fakes.cluster.cluster import ALL_CONTROLLERS, SimCluster
-from tests.fakes.cluster.layouts import LAYOUTS
-from tests.fakes.cluster.nodes import NodeSpec
-from tests.fakes.node import sandbox
+from tests.kit.cluster import dranodes
+from tests.kit.cluster.cluster import ALL_CONTROLLERS, SimCluster
+from tests.kit.kube.layouts import LAYOUTS
+from tests.kit.node import sandbox
+from tests.kit.node.nodes import NodeSpec
+from tests.kit.plane import netns
 
 DEFAULT_NODES = "gpu-a=H100-SXM5-80GB:8,gpu-b=A100-SXM4-80GB:4,cpu-1=none:0"
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -37,7 +38,7 @@ MAX_CONFIG_BYTES = 1024 * 1024
 
 def _options(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m tests.fakes.cluster",
+        prog="python -m tests.kit.cluster",
         description="Run a simulated GPU cluster until SIGTERM.",
     )
     parser.add_argument("--kubeconfig", type=Path, required=True, help="where to write it")

@@ -1,6 +1,6 @@
 """`SimCluster`: simulated GPU nodes on a real control plane, wired up.
 
-Owns composition and lifetime: on a real control plane (tests/controlplane: etcd,
+Owns composition and lifetime: on a real control plane (tests/kit/plane: etcd,
 kube-apiserver, controller-manager, scheduler, KWOK; the session's shared one or its own), start
 the control loop and the node side (kubelet device allocation, NVIDIA's device plugin and GFD
 with NFD's master, and what a test asks for: the GPU Operator and its MIG manager, the agent
@@ -22,29 +22,30 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tests.controlplane.containerlogs import LogStore
-from tests.fakes.cluster import convergence, layouts, nodenetworks, planeparts
-from tests.fakes.cluster.agents import AgentRuntime, NodeKubelets, NodeSide
-from tests.fakes.cluster.dcgmexporter import DcgmExporterRuntime, daemonset
-from tests.fakes.cluster.kubeletview import KubeletView
-from tests.fakes.cluster.layouts import Layout
-from tests.fakes.cluster.loop import Controller, ControlLoop
-from tests.fakes.cluster.migmanager import MigManager
-from tests.fakes.cluster.netns import NodeNetwork, Slot
-from tests.fakes.cluster.nodehandles import NodeHandles
-from tests.fakes.cluster.nodes import NodeSpec, SimNode
-from tests.fakes.cluster.operator import GpuOperator
-from tests.fakes.cluster.podlifecycle import Kubelet, PodRuntime
-from tests.fakes.cluster.programs import ProgramRuntime, SidecarWatch
-from tests.fakes.cluster.workloads import GpuWorkloads
+from tests.kit.cluster import convergence, nodenetworks, planeparts
+from tests.kit.cluster.dcgmexporter import DcgmExporterRuntime, daemonset
+from tests.kit.cluster.kubeletview import KubeletView
+from tests.kit.cluster.migmanager import MigManager
+from tests.kit.cluster.nodehandles import NodeHandles
+from tests.kit.cluster.operator import GpuOperator
+from tests.kit.kube import layouts
+from tests.kit.kube.layouts import Layout
+from tests.kit.node.agents import AgentRuntime, NodeKubelets, NodeSide
+from tests.kit.node.nodes import NodeSpec, SimNode
+from tests.kit.node.podlifecycle import Kubelet, PodRuntime
+from tests.kit.node.programs import ProgramRuntime, SidecarWatch
+from tests.kit.node.workloads import GpuWorkloads
+from tests.kit.plane.containerlogs import LogStore
+from tests.kit.plane.loop import Controller, ControlLoop
+from tests.kit.plane.netns import NodeNetwork, Slot
 
 if TYPE_CHECKING:
-    from tests.controlplane import ControlPlane
-    from tests.controlplane.store import ApiStore
-    from tests.fakes.node.draplugin import DraKubelet, DraPluginRuntime
-    from tests.fakes.node.nfdmaster import NfdMaster
-    from tests.fakes.node.nvidiagfd import NvidiaGfdRuntime
-    from tests.fakes.node.nvidiaplugin import NvidiaPluginRuntime
+    from tests.kit.node.draplugin import DraKubelet, DraPluginRuntime
+    from tests.kit.node.nfdmaster import NfdMaster
+    from tests.kit.node.nvidiagfd import NvidiaGfdRuntime
+    from tests.kit.node.nvidiaplugin import NvidiaPluginRuntime
+    from tests.kit.plane import ControlPlane
+    from tests.kit.plane.store import ApiStore
 
 Obj = dict[str, Any]
 ALL_CONTROLLERS = ("kubelet", "device-plugin", "gfd", "gpu-operator")
@@ -95,11 +96,11 @@ class SimCluster(NodeHandles, KubeletView):
         dcgm-exporter DaemonSet (dcgmexporter.py; needs `node_networks`). Always: the device
         plugin pods of GPU nodes run NVIDIA's own binary in the node's sandbox, and a kubelet
         stand-in per node speaking the kubelet's gRPC publishes what it advertises
-        (tests/fakes/node/nvidiaplugin.py; needs root, `unshare` and the built binary), and the
+        (tests/kit/node/nvidiaplugin.py; needs root, `unshare` and the built binary), and the
         GFD pods run NVIDIA's GFD, whose NodeFeature objects NFD's master (one process per
         cluster) turns into node labels (nvidiagfd.py, nfdmaster.py there). Nodes with
         `NodeSpec(dra=True)` run NVIDIA's DRA kubelet plugin instead, with `dra_feature_gates`
-        (tests/fakes/node/draplugin.py; the same needs)."""
+        (tests/kit/node/draplugin.py; the same needs)."""
         if dcgm_exporter not in (None, "copied", "per-process"):
             raise ValueError(f"dcgm_exporter is copied or per-process, not {dcgm_exporter!r}")
         if dcgm_exporter and not node_networks:
@@ -202,21 +203,21 @@ class SimCluster(NodeHandles, KubeletView):
 
     def _nvidia_plugin(self) -> NvidiaPluginRuntime:
         """NVIDIA's own device plugin in each GPU node's sandbox, with its kubelet stand-in."""
-        from tests.fakes.node.nvidiaplugin import NvidiaPluginRuntime  # lazy: grpc and stubs
+        from tests.kit.node.nvidiaplugin import NvidiaPluginRuntime  # lazy: grpc and stubs
 
         return NvidiaPluginRuntime(self.store, self.loop, self.nodes, self.sides, self.logs)
 
     def _nvidia_gfd(self, time_scale: float) -> NvidiaGfdRuntime:
-        """NVIDIA's own GFD in each GPU node's sandbox (tests/fakes/node/nvidiagfd.py)."""
-        from tests.fakes.node.nvidiagfd import NvidiaGfdRuntime
+        """NVIDIA's own GFD in each GPU node's sandbox (tests/kit/node/nvidiagfd.py)."""
+        from tests.kit.node.nvidiagfd import NvidiaGfdRuntime
 
         return NvidiaGfdRuntime(
             self.store, self.loop, self.nodes, self.sides, self.logs, self._pod_token, time_scale
         )
 
     def _start_nfd_master(self) -> None:
-        """NFD's master and its CRDs where NVIDIA's GFD will run (tests/fakes/node/nfdmaster.py)."""
-        from tests.fakes.node.nfdmaster import NfdMaster
+        """NFD's master and its CRDs where NVIDIA's GFD will run (tests/kit/node/nfdmaster.py)."""
+        from tests.kit.node.nfdmaster import NfdMaster
 
         wanted = self.layout is not None and self.layout.gfd_daemonset is not None
         if not ("gfd" in self.controllers and wanted):
@@ -232,8 +233,8 @@ class SimCluster(NodeHandles, KubeletView):
             return
         for name in names:
             self.sides.setdefault(name, NodeSide(self._node_root, self.nodes[name]))
-        from tests.fakes.cluster import drachart  # lazy: grpc and stubs below
-        from tests.fakes.node.draplugin import DraKubelet, DraPluginRuntime
+        from tests.kit.cluster import drachart  # lazy: grpc and stubs below
+        from tests.kit.node.draplugin import DraKubelet, DraPluginRuntime
 
         def kubeconfig(node: str, path: Path) -> None:
             token = self.plane.token(drachart.SERVICE_ACCOUNT, drachart.NAMESPACE)
@@ -302,7 +303,7 @@ class SimCluster(NodeHandles, KubeletView):
         return planeparts.started_by_node(obj, lambda t: any(r.owns(t) for r in runtimes))
 
     def _start_dra(self, runtime: DraPluginRuntime) -> None:
-        from tests.fakes.cluster import dranodes
+        from tests.kit.cluster import dranodes
 
         dranodes.start(runtime, partial(planeparts.create, self.store), self.store.list)
 

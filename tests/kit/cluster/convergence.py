@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tests.fakes.cluster.loop import ControlLoop
+from tests.kit.plane.loop import ControlLoop
 
 Obj = dict[str, Any]
 LEAST_WAIT = 30.0  # seconds: Kubernetes' own controllers on a loaded machine

@@ -44,10 +44,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.cluster.allocation import Allocation
-from tests.fakes.cluster.netns import NodeNetwork
-from tests.fakes.cluster.nodes import GpuView, SimNode
-from tests.fakes.libnvml.symbols import InventorySymbols
+from tests.kit.node.allocation import Allocation
+from tests.kit.node.libnvml.symbols import InventorySymbols
+from tests.kit.node.nodes import GpuView, SimNode
+from tests.kit.plane.netns import NodeNetwork
 
 Obj = dict[str, Any]
 NAME = "nvidia-dcgm-exporter"

@@ -5,7 +5,7 @@ ResourceClaims, pods and nodes, write ResourceSlices; docs/simulated-dra.md).
 
 Owns those objects, per served `resource.k8s.io` version (the chart's `gpu.nvidia.com` class
 carries `extendedResourceName: nvidia.com/gpu` only on v1, KEP-5004). Must not publish
-ResourceSlices: NVIDIA's kubelet plugin does (tests/fakes/node/draplugin.py).
+ResourceSlices: NVIDIA's kubelet plugin does (tests/kit/node/draplugin.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Owns `--dra-nodes NAME=MODEL:COUNT`: each becomes a GPU node (`NodeSpec(dra=True)`) whose GPUs
 are in its driver root's NVML state like any simulated GPU node's, which runs NVIDIA's DRA
-kubelet plugin (tests/fakes/node/draplugin.py) instead of a device plugin: the plugin publishes
+kubelet plugin (tests/kit/node/draplugin.py) instead of a device plugin: the plugin publishes
 the node's ResourceSlices itself, and Kubernetes' own scheduler allocates claims from them. Also
 `start`: what NVIDIA's chart installs, then the plugins, until each node's slices are there.
 Must not publish slices or allocate.
@@ -15,11 +15,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tests.fakes.cluster import drachart
-from tests.fakes.cluster.nodes import NodeSpec
+from tests.kit.cluster import drachart
+from tests.kit.node.nodes import NodeSpec
 
 if TYPE_CHECKING:
-    from tests.fakes.node.draplugin import DraPluginRuntime
+    from tests.kit.node.draplugin import DraPluginRuntime
 
 Obj = dict[str, Any]
 PUBLISH_TIMEOUT = 60.0

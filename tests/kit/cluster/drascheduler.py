@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from tests.controlplane.store import ApiStore
+from tests.kit.plane.store import ApiStore
 
 Obj = dict[str, Any]
 DRIVER = "gpu.nvidia.com"

@@ -2,7 +2,7 @@
 chart installs and ResourceSlices in the shape of each served `resource.k8s.io` version.
 
 Not what an end-to-end test of a v1 cluster runs: the simulated cluster's DRA nodes run NVIDIA's
-own kubelet plugin v0.4.1 (tests/fakes/node/draplugin.py). Kept only where that plugin cannot
+own kubelet plugin v0.4.1 (tests/kit/node/draplugin.py). Kept only where that plugin cannot
 serve: the served-version tests at v1beta2 and v1beta1 (v0.4.1 writes v1 only), consumable
 capacity (`allowMultipleAllocations`, which v0.4.1 does not publish), unit tests on plain
 objects, and the fleet benchmark's thousands of nodes. docs/simulated-dra.md lists where its
@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tests.controlplane.store import ApiStore
+from tests.kit.plane.store import ApiStore
 
 Obj = dict[str, Any]
 DRIVER = "gpu.nvidia.com"

@@ -19,8 +19,8 @@ from typing import Any, Protocol
 
 import pytest
 
-from tests.fakes.cluster.cluster import SimCluster
-from tests.kube.kubectl import KubectlRunner
+from tests.kit.cluster.cluster import SimCluster
+from tests.kit.kube.kubectl import KubectlRunner
 
 
 class MakeSimCluster(Protocol):
@@ -35,14 +35,14 @@ def sim_cluster(tmp_path: Path, real_control_plane: None) -> Iterator[MakeSimClu
     before = set(threading.enumerate())
 
     def make(*args: Any, **kwargs: Any) -> SimCluster:
-        from tests.fakes.node import sandbox
+        from tests.kit.node import sandbox
 
         if sandbox.unavailable() is not None:  # NVIDIA's plugin runs in a node sandbox
             pytest.skip(str(sandbox.unavailable()))
         kwargs.setdefault("kubeconfig", tmp_path / f"kubeconfig-{len(made)}")
         shared = "plane" not in kwargs
         if shared:
-            from tests.fakes.cluster import sharedplane  # lazy: needs the built binaries
+            from tests.kit.plane import sharedplane  # lazy: needs the built binaries
 
             kwargs["plane"] = sharedplane.plane()
         cluster = SimCluster(*args, **kwargs)
@@ -58,7 +58,7 @@ def sim_cluster(tmp_path: Path, real_control_plane: None) -> Iterator[MakeSimClu
         for cluster in made:
             cluster.stop()
         if any(not cluster.owns_plane for cluster in made):
-            from tests.fakes.cluster import sharedplane
+            from tests.kit.plane import sharedplane
 
             sharedplane.reset()
     errors = [e for cluster in made for e in cluster.errors]

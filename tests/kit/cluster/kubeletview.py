@@ -13,17 +13,17 @@ import time
 import urllib.parse
 from typing import TYPE_CHECKING, Any
 
-from tests.fakes.cluster.allocation import Allocation
-from tests.fakes.cluster.layouts import Layout
-from tests.fakes.cluster.podlifecycle import Kubelet
-from tests.fakes.cluster.programs import ProgramPod
-from tests.kube import ApiError
+from tests.kit.kube import ApiError
+from tests.kit.kube.layouts import Layout
+from tests.kit.node.allocation import Allocation
+from tests.kit.node.podlifecycle import Kubelet
+from tests.kit.node.programs import ProgramPod
 
 if TYPE_CHECKING:
-    from tests.controlplane.containerlogs import LogStore
-    from tests.controlplane.store import ApiStore
-    from tests.fakes.node.draplugin import DraKubelet
-    from tests.fakes.node.nvidiaplugin import NvidiaPluginRuntime
+    from tests.kit.node.draplugin import DraKubelet
+    from tests.kit.node.nvidiaplugin import NvidiaPluginRuntime
+    from tests.kit.plane.containerlogs import LogStore
+    from tests.kit.plane.store import ApiStore
 
 Obj = dict[str, Any]
 
@@ -52,8 +52,8 @@ class KubeletView:
 
     def podresources(self, node: str) -> tuple[list[Any], Any]:
         """`node`'s pods with their devices, and its healthy devices, as the kubelet stand-in
-        (tests/fakes/kubelet.py) takes them: `set_pods(pods)`, `set_allocatable(allocatable)`."""
-        from tests.fakes import kubelet as podresources  # lazy: it imports grpc and the stubs
+        (tests/kit/node/kubelet.py) takes them: `set_pods(pods)`, `set_allocatable(allocatable)`."""
+        from tests.kit.node import kubelet as podresources  # lazy: it imports grpc and the stubs
 
         devices: dict[tuple[str, str], list[Any]] = {}
         for allocation in self.allocations(node):
@@ -84,14 +84,14 @@ class KubeletView:
         """Container -> the DRA claims NVIDIA's kubelet plugin prepared for it (PodResources)."""
         if self.dra_kubelet is None:
             return {}
-        from tests.fakes.node.draplugin import podresources_claims
+        from tests.kit.node.draplugin import podresources_claims
 
         return podresources_claims(self.dra_kubelet, pod)
 
     def _alloc_resp(self, uid: str, container: str) -> Any:
         """What NVIDIA's plugin answered Allocate for a container (None: it answered none).
         The kubelet stand-in keeps one answer per container."""
-        from tests.fakes.node.deviceallocation import checkpoint_response
+        from tests.kit.node.deviceallocation import checkpoint_response
 
         found = [
             r for (u, c, _), r in self.nvidia_plugin.responses.items() if (u, c) == (uid, container)

@@ -20,10 +20,10 @@ from typing import Any
 
 import yaml
 
-from tests.controlplane.store import ApiStore
-from tests.fakes.cluster.loop import Change
-from tests.fakes.cluster.nodes import SimNode
-from tests.kube import ApiError
+from tests.kit.kube import ApiError
+from tests.kit.node.nodes import SimNode
+from tests.kit.plane.loop import Change
+from tests.kit.plane.store import ApiStore
 
 Obj = dict[str, Any]
 CONFIG_LABEL, STATE_LABEL = "nvidia.com/mig.config", "nvidia.com/mig.config.state"

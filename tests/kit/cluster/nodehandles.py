@@ -12,16 +12,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tests.controlplane.plane import NODE_SIDE_KUBELET
-from tests.fakes.cluster.nodes import NodeSpec, SimNode
-from tests.fakes.cluster.workloads import GpuProcess, GpuWorkloads
-from tests.fakes.libnvml import FakeLibNvml, Gpu
+from tests.kit.node.libnvml import FakeLibNvml, Gpu
+from tests.kit.node.nodes import NodeSpec, SimNode
+from tests.kit.node.workloads import GpuProcess, GpuWorkloads
+from tests.kit.plane.plane import NODE_SIDE_KUBELET
 
 if TYPE_CHECKING:
-    from tests.controlplane import ControlPlane
-    from tests.controlplane.store import ApiStore
-    from tests.fakes.cluster.agents import AgentRuntime
-    from tests.fakes.cluster.netns import NodeNetwork
+    from tests.kit.node.agents import AgentRuntime
+    from tests.kit.plane import ControlPlane
+    from tests.kit.plane.netns import NodeNetwork
+    from tests.kit.plane.store import ApiStore
 
 Obj = dict[str, Any]
 

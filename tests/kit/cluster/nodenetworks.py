@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tests.fakes.cluster.netns import NodeNetwork, Slot
+from tests.kit.plane.netns import NodeNetwork, Slot
 
 if TYPE_CHECKING:
-    from tests.controlplane import ControlPlane
-    from tests.fakes.cluster.agents import NodeSide
-    from tests.fakes.cluster.nodes import SimNode
+    from tests.kit.node.agents import NodeSide
+    from tests.kit.node.nodes import SimNode
+    from tests.kit.plane import ControlPlane
 
 
 def lay_out(

@@ -24,10 +24,10 @@ import json
 from collections.abc import Hashable, Iterable
 from typing import Any
 
-from tests.controlplane.store import ApiStore
-from tests.fakes.cluster import manifests as m
-from tests.fakes.cluster.loop import Change
-from tests.kube import ApiError
+from tests.kit.kube import ApiError
+from tests.kit.kube import manifests as m
+from tests.kit.plane.loop import Change
+from tests.kit.plane.store import ApiStore
 
 Obj = dict[str, Any]
 PLUGIN_DS, GFD_DS = "nvidia-device-plugin-daemonset", "gpu-feature-discovery"

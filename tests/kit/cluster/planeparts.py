@@ -18,15 +18,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tests.controlplane.plane import LIFECYCLE_BY_TEST
-from tests.fakes.cluster.netns import certified_addresses
-from tests.kube import ApiError
+from tests.kit.kube import ApiError
+from tests.kit.plane.netns import certified_addresses
+from tests.kit.plane.plane import LIFECYCLE_BY_TEST
 
 if TYPE_CHECKING:
-    from tests.controlplane import ControlPlane
-    from tests.controlplane.admitter import Admitter
-    from tests.controlplane.containerlogs import LogStore
-    from tests.controlplane.store import ApiStore
+    from tests.kit.plane import ControlPlane
+    from tests.kit.plane.admitter import Admitter
+    from tests.kit.plane.containerlogs import LogStore
+    from tests.kit.plane.store import ApiStore
 
 # What the node side reacts to (and, on a real server, watches).
 WATCHED = ("nodes", "pods", "configmaps", "daemonsets", "customresourcedefinitions")
@@ -36,7 +36,7 @@ Obj = dict[str, Any]
 
 def plane_of(plane: ControlPlane | None) -> tuple[ControlPlane, bool]:
     """`plane`, or a started plane of the cluster's own; and whether it is the cluster's own."""
-    from tests.controlplane import ControlPlane
+    from tests.kit.plane import ControlPlane
 
     if plane is not None:
         return plane, False
@@ -46,20 +46,20 @@ def plane_of(plane: ControlPlane | None) -> tuple[ControlPlane, bool]:
 def admitter_of(plane: ControlPlane) -> Admitter:
     """Admits at once the pods of nodes without a kubelet stand-in (DRA nodes) on a plane of
     the cluster's own."""
-    from tests.controlplane.admitter import Admitter
+    from tests.kit.plane.admitter import Admitter
 
     assert plane.creds is not None
     return Admitter(plane.url, plane.creds.admin_token, plane.creds.ca_cert).start()
 
 
 def log_files_of(plane: ControlPlane, directory: Path) -> LogStore:
-    from tests.controlplane.containerlogs import ContainerLogFiles
+    from tests.kit.plane.containerlogs import ContainerLogFiles
 
     return ContainerLogFiles(plane, directory)
 
 
 def store_of(plane: ControlPlane) -> ApiStore:
-    from tests.controlplane.store import ApiStore
+    from tests.kit.plane.store import ApiStore
 
     assert plane.creds is not None
     return ApiStore(plane.url, plane.creds.admin_token, plane.creds.ca_cert)

@@ -3,11 +3,11 @@
 Owns `ApiError` (a failed request as the server's `kind: Status` tells it), plain object
 builders (`objects`: nodes, pods, CustomResourceDefinitions) and `KubectlRunner`
 (the real kubectl binary, isolated from the user's setup). Must not start or imitate a server:
-the servers are real (tests/controlplane).
+the servers are real (tests/kit/plane).
 """
 
 from __future__ import annotations
 
-from tests.kube.errors import ApiError
+from tests.kit.kube.errors import ApiError
 
 __all__ = ["ApiError"]

@@ -22,8 +22,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.fakes.cluster import manifests as m
-from tests.kube.objects import cluster_policy_crd
+from tests.kit.kube import manifests as m
+from tests.kit.kube.objects import cluster_policy_crd
 
 Obj = dict[str, Any]
 CHART_VERSION = "0.20.0"

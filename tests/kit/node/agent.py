@@ -2,7 +2,7 @@
 
 A DaemonSet pod on a real node runs the installed `kubectl-gpu-agent` with the driver's
 libnvidia-ml and nvidia-smi that the NVIDIA container runtime gives it. Here the same entry
-point runs unmodified: the node's driver root (tests/fakes/libnvml/driver.py) puts the project's
+point runs unmodified: the node's driver root (tests/kit/node/libnvml/driver.py) puts the project's
 `libnvidia-ml.so.1` on the linker's search path, where pynvml's own `CDLL("libnvidia-ml.so.1")`
 finds it, and the node's `nvidia-smi` on PATH. Nothing is installed into the agent's process.
 
@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.fakes.libnvml.driver import lay_out
+from tests.kit.node.libnvml.driver import lay_out
 
 AGENT_PROGRAM = "kubectl-gpu-agent"
 
@@ -40,7 +40,7 @@ def spawn(
     """The real agent of `node` (one L4) as a process of its own, against any API server; its
     log goes to `directory/agent.log`. Used where no simulated kubelet starts it (the real
     control plane's KWOK nodes, the fleet benchmark)."""
-    from tests.fakes.cluster.nodes import NodeSpec, SimNode
+    from tests.kit.node.nodes import NodeSpec, SimNode
 
     (directory / "kubelet").mkdir(parents=True, exist_ok=True)
     driver = lay_out(directory / "driver")

@@ -21,14 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.controlplane.containerlogs import LogStore
-from tests.fakes.cluster import agentflags
-from tests.fakes.cluster.loop import Change, ControlLoop
-from tests.fakes.cluster.netns import NodeNetwork
-from tests.fakes.cluster.nodes import SimNode
-from tests.fakes.libnvml.driver import lay_out
-from tests.fakes.node.agent import agent_command
-from tests.fakes.node.sandbox import stop_program
+from tests.kit.node import agentflags
+from tests.kit.node.agent import agent_command
+from tests.kit.node.libnvml.driver import lay_out
+from tests.kit.node.nodes import SimNode
+from tests.kit.node.sandbox import stop_program
+from tests.kit.plane.containerlogs import LogStore
+from tests.kit.plane.loop import Change, ControlLoop
+from tests.kit.plane.netns import NodeNetwork
 
 Obj = dict[str, Any]
 AGENT_PROGRAM = "kubectl-gpu-agent"
@@ -240,7 +240,7 @@ class NodeKubelets:
     def __init__(
         self, sides: dict[str, NodeSide], podresources: Callable[[str], tuple[list[Any], Any]]
     ) -> None:
-        from tests.fakes.kubelet import FakeKubelet  # lazy: it imports grpc and the stubs
+        from tests.kit.node.kubelet import FakeKubelet  # lazy: it imports grpc and the stubs
 
         self._podresources = podresources
         self.kubelets = {name: FakeKubelet(side.kubelet_root) for name, side in sides.items()}

@@ -2,7 +2,7 @@
 
 Owns `AllocationTable` (per node: pod UID, namespace, pod, container, resource, device IDs, the
 map the kubelet gRPC stand-in is fed from) and the admission checks the kubelet makes before it
-asks a plugin (tests/fakes/node/deviceallocation.py then asks NVIDIA's for its choice), with
+asks a plugin (tests/kit/node/deviceallocation.py then asks NVIDIA's for its choice), with
 kubelet's wording: `UnexpectedAdmissionError` "Allocate failed due to requested number of
 devices unavailable …" and `OutOf<resource>` for a resource no plugin ever registered. Must not
 choose devices (NVIDIA's plugin does) or write to the store.
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tests.fakes.cluster.matching import container_requests, quantity
+from tests.kit.node.matching import container_requests, quantity
 
 Obj = dict[str, Any]
 

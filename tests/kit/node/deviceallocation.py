@@ -16,8 +16,8 @@ from typing import Any
 
 import grpc
 
-from tests.fakes.cluster.allocation import Allocation, AllocationTable, Rejected
-from tests.fakes.node.devicemanager import DeviceManager
+from tests.kit.node.allocation import Allocation, AllocationTable, Rejected
+from tests.kit.node.devicemanager import DeviceManager
 
 # (pod UID, container, resource) -> the plugin's ContainerAllocateResponse
 Responses = dict[tuple[str, str, str], Any]
@@ -66,7 +66,7 @@ def go_status(error: grpc.RpcError) -> str:
 
 def checkpoint_response(message: Any) -> Any:
     """NVIDIA's ContainerAllocateResponse as the kubelet stand-in stores it in its checkpoint."""
-    from tests.fakes import kubelet
+    from tests.kit.node import kubelet
 
     return kubelet.AllocateResponse(
         envs=dict(message.envs),

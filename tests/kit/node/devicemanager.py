@@ -28,8 +28,8 @@ from typing import Any
 
 import grpc
 
-from tests.fakes.node._proto.deviceplugin.v1beta1 import service_pb2 as api
-from tests.fakes.node._proto.deviceplugin.v1beta1 import service_pb2_grpc as api_grpc
+from tests.kit.node._proto.deviceplugin.v1beta1 import service_pb2 as api
+from tests.kit.node._proto.deviceplugin.v1beta1 import service_pb2_grpc as api_grpc
 
 API_VERSION = "v1beta1"
 KUBELET_SOCKET = "kubelet.sock"

@@ -26,10 +26,10 @@ from pathlib import Path
 
 import grpc
 
-from tests.fakes.node._proto.dra.v1 import dra_pb2 as dra
-from tests.fakes.node._proto.dra.v1 import dra_pb2_grpc as dra_grpc
-from tests.fakes.node._proto.pluginregistration.v1 import registration_pb2 as reg
-from tests.fakes.node._proto.pluginregistration.v1 import registration_pb2_grpc as reg_grpc
+from tests.kit.node._proto.dra.v1 import dra_pb2 as dra
+from tests.kit.node._proto.dra.v1 import dra_pb2_grpc as dra_grpc
+from tests.kit.node._proto.pluginregistration.v1 import registration_pb2 as reg
+from tests.kit.node._proto.pluginregistration.v1 import registration_pb2_grpc as reg_grpc
 
 PLUGIN_TYPE = "DRAPlugin"
 # The DRA gRPC services this kubelet speaks, preferred first (a 1.37 kubelet: v1, then v1beta1).

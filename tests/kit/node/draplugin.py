@@ -35,19 +35,19 @@ from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
-from tests.fakes.cluster.admission import admitted, not_prepared
-from tests.fakes.cluster.agents import NodeSide
-from tests.fakes.cluster.loop import Change, ControlLoop
-from tests.fakes.libnvml.devnodes import make_device_nodes
-from tests.fakes.node.dramanager import ClaimRef, DraManager, PreparedDevice, PrepareError
-from tests.fakes.node.sandbox import (
+from tests.kit.kube import ApiError
+from tests.kit.node.admission import admitted, not_prepared
+from tests.kit.node.agents import NodeSide
+from tests.kit.node.dramanager import ClaimRef, DraManager, PreparedDevice, PrepareError
+from tests.kit.node.libnvml.devnodes import make_device_nodes
+from tests.kit.node.sandbox import (
     SYSTEM_PATH,
     NodeProgram,
     Sandbox,
     write_mig_capabilities,
     write_proc_devices,
 )
-from tests.kube import ApiError
+from tests.kit.plane.loop import Change, ControlLoop
 
 Obj = dict[str, Any]
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -351,8 +351,8 @@ def _finished(pod: Obj) -> bool:
 
 def podresources_claims(kubelet: DraKubelet, pod: Obj) -> dict[str, tuple[Any, ...]]:
     """Container -> the claims the driver prepared for it, as PodResources names them (driver,
-    pool, device per prepared device; tests/fakes/kubelet.py `Claim`)."""
-    from tests.fakes import kubelet as podresources  # lazy: grpc and the product's stubs
+    pool, device per prepared device; tests/kit/node/kubelet.py `Claim`)."""
+    from tests.kit.node import kubelet as podresources  # lazy: grpc and the product's stubs
 
     prepared = kubelet.claims_of(pod["metadata"]["uid"])
     return {

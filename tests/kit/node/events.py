@@ -12,9 +12,9 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from tests.controlplane.store import ApiStore
-from tests.fakes.cluster.podstatus import now
-from tests.kube import ApiError
+from tests.kit.kube import ApiError
+from tests.kit.node.podstatus import now
+from tests.kit.plane.store import ApiStore
 
 Obj = dict[str, Any]
 

@@ -29,7 +29,7 @@ CLIENT = "nvidia-cuda-mps-control"
 CONTAINER_ROOT = "/mps"  # where the plugin's container has the host's MPS root
 RESOURCES = ("nvidia.com/gpu", "nvidia.com/gpu.shared")
 _CLIENT = """#!/bin/sh
-# nvidia-cuda-mps-control of a simulated node (test code, tests/fakes/node/mps.py): the client
+# nvidia-cuda-mps-control of a simulated node (test code, tests/kit/node/mps.py): the client
 # side only. The daemon is up while its control entry exists in the pipe directory.
 root={root}
 pipe="${{CUDA_MPS_PIPE_DIRECTORY:-/tmp/nvidia-mps}}"

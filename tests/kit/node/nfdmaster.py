@@ -29,9 +29,9 @@ from typing import Any
 
 import yaml
 
-from tests.controlplane.store import ApiStore
-from tests.fakes.node.sandbox import stop_program
-from tests.kube import ApiError
+from tests.kit.kube import ApiError
+from tests.kit.node.sandbox import stop_program
+from tests.kit.plane.store import ApiStore
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 PROGRAM = "nfd-master"

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.libnvml import FakeLibNvml, Gpu, Process, codes
-from tests.fakes.libnvml.models import compute_profiles, mig_device_profile
-from tests.fakes.libnvml.statefile import GpuStateFile
-from tests.kube.objects import node as sample_node
+from tests.kit.kube.objects import node as sample_node
+from tests.kit.node.libnvml import FakeLibNvml, Gpu, Process, codes
+from tests.kit.node.libnvml.models import compute_profiles, mig_device_profile
+from tests.kit.node.libnvml.statefile import GpuStateFile
 
 Obj = dict[str, Any]
 MIB = 1024 * 1024
@@ -41,7 +41,7 @@ class NodeSpec:
     taints: Sequence[Mapping[str, str]] = ()
     gpu_taint: bool = False  # add nvidia.com/gpu=present:NoSchedule, as many GPU pools do
     mig: Mapping[int, Sequence[str]] = field(default_factory=dict)  # GPU index -> profiles
-    # served by NVIDIA's DRA driver (its kubelet plugin, tests/fakes/node/draplugin.py) instead
+    # served by NVIDIA's DRA driver (its kubelet plugin, tests/kit/node/draplugin.py) instead
     # of a device plugin: labelled `nvidia.com/gpu.deploy.device-plugin=false`, as NVIDIA's DRA
     # docs ask, so no device-plugin DaemonSet places a pod there
     dra: bool = False

@@ -37,15 +37,15 @@ from typing import Any
 
 import yaml
 
-from tests.controlplane.containerlogs import LogStore
-from tests.controlplane.store import ApiStore
-from tests.fakes.cluster.agents import NodeSide
-from tests.fakes.cluster.loop import Change, ControlLoop
-from tests.fakes.cluster.nodes import SimNode
-from tests.fakes.cluster.programs import ConfigView, ProgramPod, ProgramRuntime
-from tests.fakes.node import sandbox
-from tests.fakes.node.sandbox import NodeProgram, Sandbox
-from tests.kube import ApiError
+from tests.kit.kube import ApiError
+from tests.kit.node import sandbox
+from tests.kit.node.agents import NodeSide
+from tests.kit.node.nodes import SimNode
+from tests.kit.node.programs import ConfigView, ProgramPod, ProgramRuntime
+from tests.kit.node.sandbox import NodeProgram, Sandbox
+from tests.kit.plane.containerlogs import LogStore
+from tests.kit.plane.loop import Change, ControlLoop
+from tests.kit.plane.store import ApiStore
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 PROGRAM = "gpu-feature-discovery"

@@ -36,17 +36,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.controlplane.containerlogs import LogStore
-from tests.controlplane.store import ApiStore
-from tests.fakes.cluster.agents import NodeSide
-from tests.fakes.cluster.allocation import Allocation, AllocationTable
-from tests.fakes.cluster.loop import ControlLoop
-from tests.fakes.cluster.nodes import SimNode
-from tests.fakes.cluster.programs import ConfigView, ProgramPod, ProgramRuntime
-from tests.fakes.node import deviceallocation, mps
-from tests.fakes.node.devicemanager import DeviceManager
-from tests.fakes.node.sandbox import SYSTEM_PATH, NodeProgram, Sandbox
-from tests.kube import ApiError
+from tests.kit.kube import ApiError
+from tests.kit.node import deviceallocation, mps
+from tests.kit.node.agents import NodeSide
+from tests.kit.node.allocation import Allocation, AllocationTable
+from tests.kit.node.devicemanager import DeviceManager
+from tests.kit.node.nodes import SimNode
+from tests.kit.node.programs import ConfigView, ProgramPod, ProgramRuntime
+from tests.kit.node.sandbox import SYSTEM_PATH, NodeProgram, Sandbox
+from tests.kit.plane.containerlogs import LogStore
+from tests.kit.plane.loop import ControlLoop
+from tests.kit.plane.store import ApiStore
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 PROGRAM = "nvidia-device-plugin"

@@ -14,9 +14,9 @@ plays the kubelet's pod lifecycle on the real control plane and makes every
 bound pod Running, so this keeps only what a node adds: device allocation, the node's
 programs, their crash loops and logs, and statuses only for pods running such a program, written
 after KWOK has started the pod; but it plays the whole lifecycle of the pods KWOK leaves to it
-(annotated LIFECYCLE_BY_TEST). Not to be confused with tests/fakes/kubelet/, the PodResources
+(annotated LIFECYCLE_BY_TEST). Not to be confused with tests/kit/node/kubelet/, the PodResources
 gRPC stand-in fed from `AllocationTable`. Must not schedule pods (the real scheduler does) or
-decide what a program does (NVIDIA's binaries do; programs.py, tests/fakes/node/).
+decide what a program does (NVIDIA's binaries do; programs.py, tests/kit/node/).
 """
 
 from __future__ import annotations
@@ -25,19 +25,19 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tests.controlplane.containerlogs import LogStore
-from tests.controlplane.plane import LIFECYCLE_BY_TEST
-from tests.controlplane.store import ApiStore
-from tests.fakes.cluster import events, podstatus
-from tests.fakes.cluster.admission import admitted, awaits_admission, prepared_by_dra
-from tests.fakes.cluster.allocation import Allocation, AllocationTable, Rejected, admit
-from tests.fakes.cluster.loop import Change, ControlLoop
-from tests.fakes.cluster.matching import is_terminal
-from tests.fakes.cluster.netns import NodeNetwork
-from tests.fakes.cluster.nodes import SimNode
-from tests.fakes.cluster.podstatus import ContainerRun, PodPlace
-from tests.fakes.cluster.workloads import GpuWorkloads
-from tests.kube import ApiError
+from tests.kit.kube import ApiError
+from tests.kit.node import events, podstatus
+from tests.kit.node.admission import admitted, awaits_admission, prepared_by_dra
+from tests.kit.node.allocation import Allocation, AllocationTable, Rejected, admit
+from tests.kit.node.matching import is_terminal
+from tests.kit.node.nodes import SimNode
+from tests.kit.node.podstatus import ContainerRun, PodPlace
+from tests.kit.node.workloads import GpuWorkloads
+from tests.kit.plane.containerlogs import LogStore
+from tests.kit.plane.loop import Change, ControlLoop
+from tests.kit.plane.netns import NodeNetwork
+from tests.kit.plane.plane import LIFECYCLE_BY_TEST
+from tests.kit.plane.store import ApiStore
 
 Obj = dict[str, Any]
 MAX_BACKOFF = 300.0
@@ -55,7 +55,7 @@ class PodRuntime(Protocol):
 
 class DevicePlugins(Protocol):
     """The device plugins of every node, as the kubelet's device manager knows them
-    (tests/fakes/node/nvidiaplugin.py: NVIDIA's own, over the kubelet's gRPC)."""
+    (tests/kit/node/nvidiaplugin.py: NVIDIA's own, over the kubelet's gRPC)."""
 
     def owns(self, pod: Obj) -> bool: ...
     def devices(self, node: str) -> dict[str, tuple[str, ...]]: ...

@@ -5,7 +5,7 @@ container links a config or fails (blocking the pod), the program loads the link
 start, the sidecar follows the node's `nvidia.com/device-plugin.config` label (a bad value makes it
 exit while the program keeps its config; a new key means SIGHUP and an in-process reload), and
 restarts after a crash re-read the file. `ProgramRuntime` is the shared base of NVIDIA's device
-plugin and GFD runtimes (tests/fakes/node/nvidiaplugin.py, nvidiagfd.py) and implements the
+plugin and GFD runtimes (tests/kit/node/nvidiaplugin.py, nvidiagfd.py) and implements the
 kubelet's `PodRuntime` hooks. Must not read a config (NVIDIA's binaries do) or render pod status
 (podlifecycle.py).
 """
@@ -16,10 +16,9 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.controlplane.store import ApiStore
-from tests.fakes.cluster.loop import Change, ControlLoop
-from tests.fakes.cluster.nodes import SimNode
-from tests.fakes.cluster.podsetup import (
+from tests.kit.kube import ApiError
+from tests.kit.node.nodes import SimNode
+from tests.kit.node.podsetup import (
     EMPTY,
     ProgramSetup,
     SelectionError,
@@ -27,7 +26,8 @@ from tests.fakes.cluster.podsetup import (
     select_config,
     setup_of,
 )
-from tests.kube import ApiError
+from tests.kit.plane.loop import Change, ControlLoop
+from tests.kit.plane.store import ApiStore
 
 Obj = dict[str, Any]
 

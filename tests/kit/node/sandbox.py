@@ -9,7 +9,7 @@ node's device-plugin directory bound at `/var/lib/kubelet/device-plugins`, and t
 `proc-driver` directory bound over `/proc/driver`, holding the driver's `nvidia-caps/mig-minors`
 (what NVIDIA's plugin reads for MIG devices), and its `sys-pci-devices` bound over
 `/sys/bus/pci/devices`, one PCI function per GPU (what GFD reads for `gpu.mode` and
-`vgpu.present`). Where the node has a network namespace (tests/fakes/cluster/netns.py) the
+`vgpu.present`). Where the node has a network namespace (tests/kit/plane/netns.py) the
 process joins it first. Needs root and util-linux's `unshare`
 and `nsenter`.
 
@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.fakes.cluster.netns import NodeNetwork
+from tests.kit.plane.netns import NodeNetwork
 
 DEVICE_PLUGINS = "/var/lib/kubelet/device-plugins"
 # The driver's MIG capability minors: NVIDIA's plugin reads this file to map each MIG device's
@@ -60,7 +60,7 @@ shift 4
 exec "$@"
 """
 # The driver's character devices as /proc/devices lists them: nvidia's major is fixed, the
-# others are dynamic on a real host (the numbers of tests/fakes/libnvml/devnodes.py)
+# others are dynamic on a real host (the numbers of tests/kit/node/libnvml/devnodes.py)
 DRIVER_DEVICES = ("195 nvidia", "508 nvidia-uvm", "509 nvidia-caps")
 # What a node program finds on PATH besides what its container adds (the driver's utilities)
 SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
@@ -82,7 +82,7 @@ def unavailable() -> str | None:
 class Sandbox:
     """One node's view of the kubelet's and the driver's directories."""
 
-    directory: Path  # the node's own directory on the host (tests/fakes/cluster/agents.py)
+    directory: Path  # the node's own directory on the host (tests/kit/node/agents.py)
     network: NodeNetwork | None = None
 
     @property

@@ -7,7 +7,7 @@ not kept, as the library has no compute policy), over the node's GPU state file
 (`<driver root>/gpus.json`, the file the node's libnvidia-ml.so.1 serves, read and written under
 the same lock), with nvidia-smi's exit codes and wording: 0 after a reset, 3 when the GPU is in
 use ("…being used by some other process"), 2 for an unknown GPU. Each node's copy lives at
-`<driver root>/usr/bin/nvidia-smi` (tests/fakes/libnvml/driver.py) and finds its root from its
+`<driver root>/usr/bin/nvidia-smi` (tests/kit/node/libnvml/driver.py) and finds its root from its
 own path; $SIM_GPU_STATE names the file where no driver root exists (an agent run in-process
 over the pynvml-level stand-in). Must not: be used by product code, which only ever finds it as
 `nvidia-smi` on PATH.
@@ -20,10 +20,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tests.fakes.libnvml import codes
-from tests.fakes.libnvml.device import Gpu
-from tests.fakes.libnvml.library import FakeLibNvml
-from tests.fakes.libnvml.statefile import GpuStateFile, load_library
+from tests.kit.node.libnvml import codes
+from tests.kit.node.libnvml.device import Gpu
+from tests.kit.node.libnvml.library import FakeLibNvml
+from tests.kit.node.libnvml.statefile import GpuStateFile, load_library
 
 STATE_ENV = "SIM_GPU_STATE"
 

@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from tests.fakes.cluster import cgroups
-from tests.fakes.cluster.allocation import Allocation
-from tests.fakes.cluster.matching import quantity
-from tests.fakes.cluster.nodes import SimNode
-from tests.kube import ApiError
+from tests.kit.kube import ApiError
+from tests.kit.node import cgroups
+from tests.kit.node.allocation import Allocation
+from tests.kit.node.matching import quantity
+from tests.kit.node.nodes import SimNode
 
 Obj = dict[str, Any]
 MEMORY_ANNOTATION = "sim.kubectl-gpu.io/gpu-memory"

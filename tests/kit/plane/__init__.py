@@ -6,6 +6,6 @@ KWOK from binaries built by scripts/gobins.py; `fixtures.py` shares one per test
 
 from __future__ import annotations
 
-from tests.controlplane.plane import ControlPlane, ControlPlaneError, binaries
+from tests.kit.plane.plane import ControlPlane, ControlPlaneError, binaries
 
 __all__ = ["ControlPlane", "ControlPlaneError", "binaries"]

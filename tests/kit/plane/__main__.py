@@ -1,4 +1,4 @@
-"""`python -m tests.controlplane --kubeconfig PATH`: run a real control plane until SIGTERM."""
+"""`python -m tests.kit.plane --kubeconfig PATH`: run a real control plane until SIGTERM."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 import threading
 from pathlib import Path
 
-from tests.controlplane.plane import VERSIONS, ControlPlane, chosen_version
+from tests.kit.plane.plane import VERSIONS, ControlPlane, chosen_version
 
 
 def main() -> int:

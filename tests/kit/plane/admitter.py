@@ -3,7 +3,7 @@
 On a plane started with `node_side_gate` (plane.py), KWOK holds a pod that asks for an extended
 resource, or uses ResourceClaims, in Pending until it is annotated ADMITTED. A node annotated
 NODE_SIDE_KUBELET has a kubelet stand-in that admits its pods itself
-(tests/fakes/cluster/admission.py); a node made bare (a control-plane test's, with its capacity
+(tests/kit/node/admission.py); a node made bare (a control-plane test's, with its capacity
 written by hand) has nobody to ask, so `Admitter` admits such a pod as soon as it is bound
 there, as the bare plane always did. Owns `Admitter`. Must not know anything about GPUs, or
 admit a pod on a NODE_SIDE_KUBELET node.
@@ -14,9 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.controlplane.plane import ADMITTED, NODE_SIDE_KUBELET
-from tests.controlplane.store import ApiStore
-from tests.kube import ApiError
+from tests.kit.kube import ApiError
+from tests.kit.plane.plane import ADMITTED, NODE_SIDE_KUBELET
+from tests.kit.plane.store import ApiStore
 
 Obj = dict[str, Any]
 

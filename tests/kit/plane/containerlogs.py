@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tests.controlplane.plane import ControlPlane
+    from tests.kit.plane.plane import ControlPlane
 
 _MANAGER = "kubectl-gpu-tests-container-logs"
 LogKey = tuple[str, str, str, bool]  # namespace, pod, container, previous

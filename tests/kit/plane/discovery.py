@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tests.kube import ApiError
+from tests.kit.kube import ApiError
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.controlplane import ControlPlane
-from tests.controlplane.store import ApiStore
+from tests.kit.plane import ControlPlane
+from tests.kit.plane.store import ApiStore
 
 # resource.k8s.io/v1 is on by default from 1.34, the betas off: each set turns on one version.
 RUNTIME_CONFIG = {

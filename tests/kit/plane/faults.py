@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 if TYPE_CHECKING:
-    from tests.controlplane.plane import ControlPlane
+    from tests.kit.plane.plane import ControlPlane
 
-from tests.controlplane.plane import ControlPlane, write_kubeconfig
+from tests.kit.plane.plane import ControlPlane, write_kubeconfig
 
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade"}
 

@@ -17,15 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.controlplane.faults import FaultProxy
-from tests.controlplane.plane import ControlPlane
+from tests.kit.plane.faults import FaultProxy
+from tests.kit.plane.plane import ControlPlane
 
 
 @pytest.fixture(scope="session")
 def control_plane() -> ControlPlane:
-    """The session's one plane, shared with the simulated clusters (tests/fakes/cluster/
+    """The session's one plane, shared with the simulated clusters (tests/kit/cluster/
     sharedplane.py starts it on first use and stops it at exit)."""
-    from tests.fakes.cluster import sharedplane
+    from tests.kit.plane import sharedplane
 
     try:
         return sharedplane.plane()
@@ -38,7 +38,7 @@ def module_plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
     """The session's plane for a module whose tests write to it directly (not through a
     simulated cluster, which cleans up after itself): what they leave is removed when the
     module ends, so they keep out of each other's way with names of their own."""
-    from tests.fakes.cluster import sharedplane
+    from tests.kit.plane import sharedplane
 
     yield control_plane
     sharedplane.reset()

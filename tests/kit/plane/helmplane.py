@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.controlplane.store import ApiStore
-from tests.fakes.cluster import layouts
-from tests.kube import ApiError
+from tests.kit.kube import ApiError, layouts
+from tests.kit.plane.store import ApiStore
 
 Obj = dict[str, Any]
 NAMESPACE = "nvidia-device-plugin"

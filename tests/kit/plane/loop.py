@@ -18,8 +18,8 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from tests.controlplane.store import ApiStore, ObjectKey
-from tests.kube import ApiError
+from tests.kit.kube import ApiError
+from tests.kit.plane.store import ApiStore, ObjectKey
 
 Obj = dict[str, Any]
 

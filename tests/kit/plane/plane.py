@@ -10,7 +10,7 @@ Running (all but those a test's node side starts itself: LIFECYCLE_BY_TEST), and
 kubelet-like server answers for every node's kubelet where the API server proxies `kubectl
 logs` (TLS with a certificate of the test CA, which the API server checks; what it serves is
 named by KWOK `Logs` objects, see containerlogs.py). There is no kubelet: the node side --
-device plugin, kubelet files, the agent -- is simulated by tests/fakes on top.
+device plugin, kubelet files, the agent -- is simulated by tests/kit on top.
 Owns processes (and their keeper, keeper.py), ports, files and the admin kubeconfig; must not
 know anything about GPUs.
 """
@@ -36,9 +36,9 @@ from typing import Any
 
 import yaml
 
-from tests.controlplane import certs
+from tests.kit.plane import certs
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 # What RBAC rules may grant on resources (`user_denied`).
 VERBS = frozenset(
     "get list watch create update patch delete deletecollection "
@@ -79,7 +79,7 @@ LIFECYCLE_BY_TEST = "test.kubectl-gpu.io/lifecycle-by-node-side"
 # ResourceClaims becomes Running only once a kubelet has admitted it and annotated it ADMITTED,
 # as a kubelet starts a pod's containers only after its device allocation succeeded and its
 # DRA drivers prepared its claims (NodePrepareResources): on a node annotated
-# NODE_SIDE_KUBELET the test's kubelet stand-in does (tests/fakes), on any other node
+# NODE_SIDE_KUBELET the test's kubelet stand-in does (tests/kit), on any other node
 # admitter.py admits it at once (no kubelet of its own to ask).
 NODE_SIDE_KUBELET = "test.kubectl-gpu.io/kubelet"
 ADMITTED = "test.kubectl-gpu.io/admitted"

@@ -19,12 +19,11 @@ import urllib.parse
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from tests.controlplane import ControlPlane
-from tests.controlplane.admitter import Admitter
-from tests.controlplane.plane import wait_for
-from tests.controlplane.store import ApiStore
-from tests.fakes.cluster import netns
-from tests.kube import ApiError
+from tests.kit.kube import ApiError
+from tests.kit.plane import ControlPlane, netns
+from tests.kit.plane.admitter import Admitter
+from tests.kit.plane.plane import wait_for
+from tests.kit.plane.store import ApiStore
 
 Obj = dict[str, Any]
 _lock = threading.Lock()

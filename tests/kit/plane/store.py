@@ -2,9 +2,9 @@
 `subscribe` fed by the server's own watches: what tests and the simulated node side write with.
 
 Owns: the REST calls (admin bearer token, TLS verified against the plane's CA, a failure
-raised as an `ApiError` of tests.kube), names resolved through the server's discovery
-(`tests.controlplane.discovery`, refreshed when a CRD appears), `ObjectKey` (which object a
-change is about), one list+watch thread per watched resource (`tests.controlplane.watches`),
+raised as an `ApiError` of tests.kit.kube), names resolved through the server's discovery
+(`tests.kit.plane.discovery`, refreshed when a CRD appears), `ObjectKey` (which object a
+change is about), one list+watch thread per watched resource (`tests.kit.plane.watches`),
 and the dispatcher that hands each change, in arrival order and one at a time, to the
 subscribers (`ControlLoop`). `synced()` says whether every watched object's latest revision
 has been delivered, which is what `settle()` needs on a server whose global resourceVersion
@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from tests.controlplane import watches
-from tests.controlplane.discovery import Api, Discovery
-from tests.kube import ApiError, errors
+from tests.kit.kube import ApiError, errors
+from tests.kit.plane import watches
+from tests.kit.plane.discovery import Api, Discovery
 
 Obj = dict[str, Any]
 

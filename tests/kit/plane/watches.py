@@ -15,8 +15,8 @@ import time
 import urllib.parse
 from typing import Any, Protocol
 
-from tests.controlplane.discovery import Api
-from tests.kube import errors
+from tests.kit.kube import errors
+from tests.kit.plane.discovery import Api
 
 Obj = dict[str, Any]
 _WATCH_TIMEOUT_S = 240  # the server ends a watch after this; the thread resumes it

@@ -1,1 +1,1 @@
-"""Generated protobuf stubs (root); see tests/fakes/node/proto/generate.py."""
+"""Generated protobuf stubs (root); see tests/kit/node/proto/generate.py."""

@@ -24,8 +24,8 @@ from pathlib import Path
 import grpc
 
 from kubectl_gpu._proto.podresources.v1 import api_pb2_grpc
-from tests.fakes.kubelet.allocresp import encode_alloc_resp, nvidia_envvar_response
-from tests.fakes.kubelet.checkpoint import (
+from tests.kit.node.kubelet.allocresp import encode_alloc_resp, nvidia_envvar_response
+from tests.kit.node.kubelet.checkpoint import (
     CheckpointEntry,
     CheckpointFormat,
     CorruptKind,
@@ -37,13 +37,13 @@ from tests.fakes.kubelet.checkpoint import (
     stand_in_checksum,
     write_atomically,
 )
-from tests.fakes.kubelet.podresources import (
+from tests.kit.node.kubelet.podresources import (
     NodeState,
     PodResourcesServicer,
     container_devices,
     pod_message,
 )
-from tests.fakes.kubelet.pods import (
+from tests.kit.node.kubelet.pods import (
     NO_TOPOLOGY,
     Allocatable,
     AllocateResponse,
@@ -55,7 +55,7 @@ from tests.fakes.kubelet.pods import (
     Mount,
     Pod,
 )
-from tests.fakes.kubelet.samples import (
+from tests.kit.node.kubelet.samples import (
     SAMPLES,
     NodeScenario,
     pre_1_20_node,

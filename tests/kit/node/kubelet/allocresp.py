@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from tests.fakes.kubelet.pods import AllocateResponse
+from tests.kit.node.kubelet.pods import AllocateResponse
 
 
 def _varint(value: int) -> bytes:

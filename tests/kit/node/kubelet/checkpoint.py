@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from tests.fakes.kubelet.allocresp import encode_alloc_resp, nvidia_envvar_response
-from tests.fakes.kubelet.pods import NO_TOPOLOGY, Allocatable, Pod
+from tests.kit.node.kubelet.allocresp import encode_alloc_resp, nvidia_envvar_response
+from tests.kit.node.kubelet.pods import NO_TOPOLOGY, Allocatable, Pod
 
 CheckpointFormat = Literal["current", "pre-1.20"]
 CorruptKind = Literal["truncated", "not-json", "wrong-shape"]

@@ -4,7 +4,7 @@ Owns: the stand-in's lifetime (start before the test; stop, join its threads and
 it), choosing a root whose socket path fits AF_UNIX's 108-byte limit, and a client helper built
 from the generated stubs. Registered for the whole suite by
 ``pytest_plugins`` in tests/conftest.py; no test imports it. Must not: hold kubelet behaviour
-(that is tests/fakes/kubelet/).
+(that is tests/kit/node/kubelet/).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import grpc
 import pytest
 
 from kubectl_gpu._proto.podresources.v1 import api_pb2_grpc
-from tests.fakes.kubelet import SOCKET_PATH_MAX, FakeKubelet
+from tests.kit.node.kubelet import SOCKET_PATH_MAX, FakeKubelet
 
 _SOCKET_SUFFIX = "/kubelet/pod-resources/kubelet.sock"
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import grpc
 
 from kubectl_gpu._proto.podresources.v1 import api_pb2, api_pb2_grpc
-from tests.fakes.kubelet.pods import Allocatable, Claim, Devices, Memory, Pod
+from tests.kit.node.kubelet.pods import Allocatable, Claim, Devices, Memory, Pod
 
 
 def _topology(numa_nodes: Sequence[int]) -> api_pb2.TopologyInfo:

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.fakes.kubelet.checkpoint import (
+from tests.kit.node.kubelet.checkpoint import (
     CheckpointFormat,
     checkpoint_document,
     checkpoint_entries,
     checkpoint_text,
     registered_devices,
 )
-from tests.fakes.kubelet.pods import Allocatable, Container, Devices, Pod
+from tests.kit.node.kubelet.pods import Allocatable, Container, Devices, Pod
 
 NodeScenario = tuple[tuple[Pod, ...], Allocatable]
 

@@ -28,9 +28,9 @@ from typing import Any
 
 import pynvml
 
-from tests.fakes.libnvml.device import Gpu, Process
-from tests.fakes.libnvml.library import FakeLibNvml
-from tests.fakes.libnvml.models import MODELS, Placement
+from tests.kit.node.libnvml.device import Gpu, Process
+from tests.kit.node.libnvml.library import FakeLibNvml
+from tests.kit.node.libnvml.models import MODELS, Placement
 
 __all__ = [
     "MODELS",

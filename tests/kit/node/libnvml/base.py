@@ -12,10 +12,10 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from tests.fakes.libnvml import codes
-from tests.fakes.libnvml.device import Gpu
-from tests.fakes.libnvml.instances import ComputeInstance, GpuInstance
-from tests.fakes.libnvml.marshal import HandleTable, HandleTarget
+from tests.kit.node.libnvml import codes
+from tests.kit.node.libnvml.device import Gpu
+from tests.kit.node.libnvml.instances import ComputeInstance, GpuInstance
+from tests.kit.node.libnvml.marshal import HandleTable, HandleTarget
 
 F = TypeVar("F", bound=Callable[..., Any])
 

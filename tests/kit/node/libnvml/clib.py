@@ -1,6 +1,6 @@
 """The C library behind pynvml's library seam, for in-process tests (test code only).
 
-The simulated nodes' processes load `libnvidia-ml.so.1` (tests/fakes/libnvml/c) through
+The simulated nodes' processes load `libnvidia-ml.so.1` (tests/kit/node/libnvml/c) through
 pynvml's own `CDLL`; tests that run pynvml-level code in the test's own process (the NVML
 adapter, the agent's reconcile pass, the stand-in's own behaviour tests) get the same library
 here, so they run against the C library and the stand-in alike.
@@ -30,11 +30,11 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.libnvml import codes, installed
-from tests.fakes.libnvml.device import Gpu
-from tests.fakes.libnvml.driver import DriverRoot, in_process_library, lay_out
-from tests.fakes.libnvml.library import FakeLibNvml
-from tests.fakes.libnvml.statefile import GpuStateFile
+from tests.kit.node.libnvml import codes, installed
+from tests.kit.node.libnvml.device import Gpu
+from tests.kit.node.libnvml.driver import DriverRoot, in_process_library, lay_out
+from tests.kit.node.libnvml.library import FakeLibNvml
+from tests.kit.node.libnvml.statefile import GpuStateFile
 
 
 class CLibNvml(FakeLibNvml):
@@ -66,7 +66,7 @@ def served_by_c(lib: FakeLibNvml, state: GpuStateFile) -> Iterator[FakeLibNvml]:
 
 
 class _Hooked:
-    """What ``tests.fakes.libnvml.install`` needs of a library: its ``view``."""
+    """What ``tests.kit.node.libnvml.install`` needs of a library: its ``view``."""
 
     def __init__(self, lib: FakeLibNvml, state: GpuStateFile) -> None:
         self.view = CLibraryView(lib, state)

@@ -12,14 +12,14 @@ from typing import Any
 
 import pynvml
 
-from tests.fakes.libnvml import codes, marshal
-from tests.fakes.libnvml.base import (
+from tests.kit.node.libnvml import codes, marshal
+from tests.kit.node.libnvml.base import (
     SymbolCore,
     c_symbol,
     status,
 )
-from tests.fakes.libnvml.instances import GpuInstance
-from tests.fakes.libnvml.models import ComputeInstanceProfile, mig_device_profile
+from tests.kit.node.libnvml.instances import GpuInstance
+from tests.kit.node.libnvml.models import ComputeInstanceProfile, mig_device_profile
 
 
 class ComputeInstanceSymbols(SymbolCore):

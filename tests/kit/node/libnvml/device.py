@@ -14,9 +14,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.fakes.libnvml import codes, models
-from tests.fakes.libnvml.instances import ComputeInstance, GpuInstance, MigLayout
-from tests.fakes.libnvml.models import GpuInstanceProfile, Placement
+from tests.kit.node.libnvml import codes, models
+from tests.kit.node.libnvml.instances import ComputeInstance, GpuInstance, MigLayout
+from tests.kit.node.libnvml.models import GpuInstanceProfile, Placement
 
 SUCCESS = codes.SUCCESS
 MIB = 1024 * 1024

@@ -6,7 +6,7 @@ specs it writes for a prepared claim (through nvidia-container-toolkit's nvcdi) 
 nodes the container gets: the control nodes `nvidiactl`, `nvidia-modeset`, `nvidia-uvm`,
 `nvidia-uvm-tools`, one `nvidia<minor>` per GPU and, for a MIG device, the
 `nvidia-caps/nvidia-cap<N>` nodes of its GPU and compute instances (N from the driver's
-`mig-minors` list, tests/fakes/node/sandbox.py). nvcdi reads each node's type and numbers with
+`mig-minors` list, tests/kit/node/sandbox.py). nvcdi reads each node's type and numbers with
 stat, so they are real character device nodes (`mknod`, root only); nothing on this machine
 serves their major numbers, so opening one fails (ENXIO), and nothing opens them. A spec without
 any node is refused ("invalid device, empty device edits"), which is what a driver root without

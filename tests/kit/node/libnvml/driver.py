@@ -6,9 +6,9 @@ A real node's processes reach NVML through the driver's library under a driver r
 `--driver-root`/`NVIDIA_DRIVER_ROOT`, and pynvml loads `libnvidia-ml.so.1` through the dynamic
 linker. A simulated node's root holds:
 
-    <root>/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.<driver>   the C library (tests/fakes/libnvml/c)
+    <root>/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.<driver>   the C library (tests/kit/node/libnvml/c)
     <root>/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1          -> libnvidia-ml.so.<driver>
-    <root>/usr/bin/nvidia-smi                                   tests/fakes/node/smi.py, this node
+    <root>/usr/bin/nvidia-smi                                   tests/kit/node/smi.py, this node
     <root>/gpus.json (+ .lock)                                  the GPUs' state (statefile.py)
     <root>/nvml-strict, <root>/nvml-trace                       flags: strict mode, call log
     <root>/nvml-calls.log, <root>/nvml-unimplemented.log        what callers asked for
@@ -16,7 +16,7 @@ linker. A simulated node's root holds:
 The library finds `gpus.json` from its own path (`dladdr`), so no process needs an environment
 variable a real driver would not have. Owns: that layout, building the library (through
 scripts/gobins.py, cached outside the clone) and reading the logs. Must not: write GPU state
-(statefile.py and its users do) or hold NVML behaviour (tests/fakes/libnvml/c).
+(statefile.py and its users do) or hold NVML behaviour (tests/kit/node/libnvml/c).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 LIB_DIR = Path("usr/lib/x86_64-linux-gnu")
 SONAME = "libnvidia-ml.so.1"
 DRIVER_VERSION = "580.159.04"  # the driver read in tests/data/nvml
@@ -130,7 +130,7 @@ def _write_smi(root: DriverRoot) -> None:
         "import sys\n"
         "from pathlib import Path\n"
         f"sys.path.insert(0, {str(ROOT)!r})\n"
-        "from tests.fakes.node.smi import main\n"
+        "from tests.kit.node.smi import main\n"
         "sys.exit(main(driver_root=Path(__file__).resolve().parents[2]))\n"
     )
     smi.chmod(0o755)

@@ -16,10 +16,10 @@ from typing import Any, Protocol
 
 import pytest
 
-from tests.fakes.libnvml import Installation, install, uninstall
-from tests.fakes.libnvml.clib import CLibNvml
-from tests.fakes.libnvml.device import Gpu
-from tests.fakes.libnvml.library import FakeLibNvml
+from tests.kit.node.libnvml import Installation, install, uninstall
+from tests.kit.node.libnvml.clib import CLibNvml
+from tests.kit.node.libnvml.device import Gpu
+from tests.kit.node.libnvml.library import FakeLibNvml
 
 
 class MakeFakeNvml(Protocol):

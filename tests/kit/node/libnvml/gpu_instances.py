@@ -12,13 +12,13 @@ from typing import Any
 
 import pynvml
 
-from tests.fakes.libnvml import codes, marshal
-from tests.fakes.libnvml.base import (
+from tests.kit.node.libnvml import codes, marshal
+from tests.kit.node.libnvml.base import (
     SymbolCore,
     c_symbol,
     status,
 )
-from tests.fakes.libnvml.models import GpuInstanceProfile, Placement
+from tests.kit.node.libnvml.models import GpuInstanceProfile, Placement
 
 # GPU-instance profile enums the played driver (580, as read in tests/data/nvml) knows: pynvml
 # also names NVML_GPU_INSTANCE_PROFILE_3_SLICE_GFX (17), which that driver calls invalid.

@@ -22,8 +22,8 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from tests.fakes.libnvml import codes
-from tests.fakes.libnvml.models import (
+from tests.kit.node.libnvml import codes
+from tests.kit.node.libnvml.models import (
     ComputeInstanceProfile,
     GpuInstanceProfile,
     Placement,

@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tests.fakes.libnvml import codes
-from tests.fakes.libnvml.base import SYMBOL_MARK
-from tests.fakes.libnvml.compute_instances import ComputeInstanceSymbols
-from tests.fakes.libnvml.device import Gpu
-from tests.fakes.libnvml.gpu_instances import GpuInstanceSymbols
-from tests.fakes.libnvml.symbols import InventorySymbols
+from tests.kit.node.libnvml import codes
+from tests.kit.node.libnvml.base import SYMBOL_MARK
+from tests.kit.node.libnvml.compute_instances import ComputeInstanceSymbols
+from tests.kit.node.libnvml.device import Gpu
+from tests.kit.node.libnvml.gpu_instances import GpuInstanceSymbols
+from tests.kit.node.libnvml.symbols import InventorySymbols
 
 
 class FakeLibNvml(InventorySymbols, GpuInstanceSymbols, ComputeInstanceSymbols):

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tests.fakes.libnvml import codes
-from tests.fakes.libnvml.device import Gpu
-from tests.fakes.libnvml.instances import ComputeInstance, GpuInstance
+from tests.kit.node.libnvml import codes
+from tests.kit.node.libnvml.device import Gpu
+from tests.kit.node.libnvml.instances import ComputeInstance, GpuInstance
 
 
 def uint(value: Any) -> int:

@@ -4,7 +4,7 @@ On a real node the GPUs' state lives in the driver, so the device plugin, the no
 ``nvidia-smi`` — separate processes — all see one truth. The simulated node keeps that truth in a
 JSON file: each Python process holds a ``FakeLibNvml`` and, under an exclusive ``flock``, reloads
 it when another process changed the file and writes it back after a call that changes GPU state.
-The node's C library, libnvidia-ml.so.1 (tests/fakes/libnvml/c, docs/simulated-nvml.md), reads
+The node's C library, libnvidia-ml.so.1 (tests/kit/node/libnvml/c, docs/simulated-nvml.md), reads
 and writes the same file under the same lock and keeps this format, so a change to the format
 is a change to both.
 
@@ -26,10 +26,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.libnvml.device import Gpu, Process
-from tests.fakes.libnvml.instances import ComputeInstance, GpuInstance
-from tests.fakes.libnvml.library import CSymbol, FakeLibNvml, LibraryView
-from tests.fakes.libnvml.models import Placement, compute_profiles
+from tests.kit.node.libnvml.device import Gpu, Process
+from tests.kit.node.libnvml.instances import ComputeInstance, GpuInstance
+from tests.kit.node.libnvml.library import CSymbol, FakeLibNvml, LibraryView
+from tests.kit.node.libnvml.models import Placement, compute_profiles
 
 # NVML calls after which the GPUs are no longer what the file says.
 _CHANGING = ("Set", "Create", "Destroy", "Reset")

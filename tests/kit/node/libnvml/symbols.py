@@ -14,16 +14,16 @@ from typing import Any
 
 import pynvml
 
-from tests.fakes.libnvml import codes, marshal
-from tests.fakes.libnvml.base import (
+from tests.kit.node.libnvml import codes, marshal
+from tests.kit.node.libnvml.base import (
     SymbolCore,
     c_symbol,
     c_symbol_any_time,
     status,
 )
-from tests.fakes.libnvml.device import MIB, NOT_AVAILABLE, Gpu
-from tests.fakes.libnvml.marshal import HandleTarget
-from tests.fakes.libnvml.models import mig_device_profile
+from tests.kit.node.libnvml.device import MIB, NOT_AVAILABLE, Gpu
+from tests.kit.node.libnvml.marshal import HandleTarget
+from tests.kit.node.libnvml.models import mig_device_profile
 
 # nvmlErrorString's texts for the codes pynvml has no string of its own for.
 _ERROR_STRINGS = {

@@ -1,4 +1,4 @@
-"""Regenerate the test-only gRPC stubs in tests/fakes/node/_proto/ from the .proto beside this.
+"""Regenerate the test-only gRPC stubs in tests/kit/node/_proto/ from the .proto beside this.
 
 Owns: the generation step for the kubelet's device-plugin, plugin-registration and DRA services as
 the simulated nodes' kubelet stand-in speaks them (protoc through grpcio-tools, as
@@ -8,8 +8,8 @@ code in any other way, or write into the product (its messages are imported from
 
 Usage, from the repository root::
 
-    .venv/bin/python tests/fakes/node/proto/generate.py            # writes tests/fakes/node/_proto/
-    .venv/bin/python tests/fakes/node/proto/generate.py --out DIR  # writes DIR/ (tests compare)
+    .venv/bin/python tests/kit/node/proto/generate.py            # writes tests/kit/node/_proto/
+    .venv/bin/python tests/kit/node/proto/generate.py --out DIR  # writes DIR/ (tests compare)
 """
 
 from __future__ import annotations
@@ -34,14 +34,14 @@ REWRITES = {
         "from kubectl_gpu._proto.deviceplugin.v1beta1 import allocate_pb2 as "
     ),
     "from deviceplugin.v1beta1 import service_pb2 as ": (
-        "from tests.fakes.node._proto.deviceplugin.v1beta1 import service_pb2 as "
+        "from tests.kit.node._proto.deviceplugin.v1beta1 import service_pb2 as "
     ),
     "from pluginregistration.v1 import registration_pb2 as ": (
-        "from tests.fakes.node._proto.pluginregistration.v1 import registration_pb2 as "
+        "from tests.kit.node._proto.pluginregistration.v1 import registration_pb2 as "
     ),
-    "from dra.v1 import dra_pb2 as ": "from tests.fakes.node._proto.dra.v1 import dra_pb2 as ",
+    "from dra.v1 import dra_pb2 as ": "from tests.kit.node._proto.dra.v1 import dra_pb2 as ",
 }
-INIT_TEXT = '"""Generated protobuf stubs ({what}); see tests/fakes/node/proto/generate.py."""\n'
+INIT_TEXT = '"""Generated protobuf stubs ({what}); see tests/kit/node/proto/generate.py."""\n'
 
 
 def generate(out: Path) -> None:

@@ -1,1 +1,1 @@
-"""Generated protobuf stubs (deviceplugin); see tests/fakes/node/proto/generate.py."""
+"""Generated protobuf stubs (deviceplugin); see tests/kit/node/proto/generate.py."""

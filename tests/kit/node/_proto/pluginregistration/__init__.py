@@ -1,1 +1,1 @@
-"""Generated protobuf stubs (pluginregistration); see tests/fakes/node/proto/generate.py."""
+"""Generated protobuf stubs (pluginregistration); see tests/kit/node/proto/generate.py."""

@@ -2,7 +2,7 @@
  *
  * Owns: parsing a document into a tree, reading and changing it, and writing it back.
  * Objects keep their keys in order and unknown keys survive a load-change-save cycle, so
- * fields other writers add (tests/fakes/libnvml/statefile.py and its users) are kept.
+ * fields other writers add (tests/kit/node/libnvml/statefile.py and its users) are kept.
  * Must not: know what the document means (node.c does).
  */
 #ifndef SIM_JSON_H

@@ -2,12 +2,12 @@
  *
  * Owns: finding the node's state file from the library's own path (no environment variable:
  * NVIDIA's binaries run unmodified against a driver root), holding the same flock
- * tests/fakes/libnvml/statefile.py holds while a call reads or changes the GPUs, loading the
+ * tests/kit/node/libnvml/statefile.py holds while a call reads or changes the GPUs, loading the
  * JSON document that module writes and saving it back as the next generation, and the GPU and
  * MIG rules: MIG mode with its pending state, GPU-instance profiles and placements as the
  * file lists them, compute-instance profiles derived from them, create and destroy with
  * overlap, cap and in-use checks, instance IDs and MIG UUIDs. The rules are those of
- * tests/fakes/libnvml/{device,instances,models}.py, documented in docs/simulated-nvml.md.
+ * tests/kit/node/libnvml/{device,instances,models}.py, documented in docs/simulated-nvml.md.
  * Must not: know NVML's C structs or handles (nvml.c).
  */
 #ifndef SIM_NODE_H

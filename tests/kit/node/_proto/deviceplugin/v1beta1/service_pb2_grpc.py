@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from tests.fakes.node._proto.deviceplugin.v1beta1 import service_pb2 as deviceplugin_dot_v1beta1_dot_service__pb2
+from tests.kit.node._proto.deviceplugin.v1beta1 import service_pb2 as deviceplugin_dot_v1beta1_dot_service__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__

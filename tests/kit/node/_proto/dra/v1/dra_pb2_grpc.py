@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from tests.fakes.node._proto.dra.v1 import dra_pb2 as dra_dot_v1_dot_dra__pb2
+from tests.kit.node._proto.dra.v1 import dra_pb2 as dra_dot_v1_dot_dra__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__

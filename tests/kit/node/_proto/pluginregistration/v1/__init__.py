@@ -1,1 +1,1 @@
-"""Generated protobuf stubs (pluginregistration/v1); see tests/fakes/node/proto/generate.py."""
+"""Generated protobuf stubs (pluginregistration/v1); see tests/kit/node/proto/generate.py."""
