@@ -48,7 +48,7 @@ test: $(VENV)/.installed bins corpora
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check kubectl_gpu tests benchmarks scripts
 	$(VENV)/bin/ruff format --check kubectl_gpu tests benchmarks scripts
-	$(VENV)/bin/mypy kubectl_gpu
+	$(VENV)/bin/mypy kubectl_gpu tests/kit
 	$(VENV)/bin/lint-imports
 
 test-gpu: $(VENV)/.installed

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib
 import json
 import os
 import shutil
@@ -105,12 +106,11 @@ def chosen_version() -> str:
 
 
 def _gobins() -> Any:
-    sys.path.insert(0, str(ROOT / "scripts"))
+    sys.path.insert(0, str(ROOT / "scripts"))  # a script of the repository's, not a package
     try:
-        import gobins
+        return importlib.import_module("gobins")
     finally:
         sys.path.pop(0)
-    return gobins
 
 
 def binaries(version: str = DEFAULT_VERSION) -> dict[str, Path]:
@@ -572,7 +572,8 @@ class ControlPlane:
         return self.request("GET", path)
 
     def _ready(self, path: str) -> bool:
-        return self.get(path) == "ok"
+        answer: object = self.get(path)
+        return answer == "ok"
 
     def _write_kubeconfig(self) -> None:
         assert self.creds is not None

@@ -172,9 +172,9 @@ def reset(timeout: float = 90.0) -> None:
             _quietly(
                 cp.request, "DELETE", _object_path(path, namespaced, meta) + "?gracePeriodSeconds=0"
             )
-        for namespace in emptying:
-            if namespace["metadata"]["name"] not in occupied:
-                _finalize(cp, namespace)
+        for emptied in emptying:
+            if emptied["metadata"]["name"] not in occupied:
+                _finalize(cp, emptied)
         if not left:
             return
         if time.monotonic() > deadline:
