@@ -3,9 +3,8 @@
 Owns nothing itself; it names the public pieces: `SimCluster` (a real control plane with the
 node side simulated: kubelet device allocation, NVIDIA's own device plugin and GFD, the GPU
 Operator, the agent processes), `NodeSpec`, the deployment `layouts` and `Allocation`. Tests use
-the `sim_cluster` fixture (tests/kit/cluster/fixture.py); `python -m tests.kit.cluster`
-starts one for a demo. Must not be imported by product
-code.
+the `sim_cluster` fixture (`fixture.py`, registered by tests/conftest.py); `python -m
+tests.kit.cluster` starts one for a demo. The top floor of the kit: nothing in it imports this.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """What the tests say to and about Kubernetes, whichever real API server answers (test code only).
 
 Owns `ApiError` (a failed request as the server's `kind: Status` tells it), plain object
-builders (`objects`: nodes, pods, CustomResourceDefinitions) and `KubectlRunner`
+builders (`objects`: nodes, pods, CustomResourceDefinitions; `layouts` and `manifests`: the
+objects of NVIDIA's three deployments of its device plugin) and `KubectlRunner`
 (the real kubectl binary, isolated from the user's setup). Must not start or imitate a server:
 the servers are real (tests/kit/plane).
 """

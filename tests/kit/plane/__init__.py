@@ -1,7 +1,11 @@
 """A real Kubernetes control plane for the tests and the demo (test code only).
 
 `ControlPlane` (plane.py) runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
-KWOK from binaries built by scripts/gobins.py; `fixtures.py` shares one per test session.
+KWOK from binaries built by scripts/gobins.py; `sharedplane.py` and `fixtures.py` share one
+per test session, `staticplane.py` one with no controllers, `helmplane.py` lays NVIDIA's Helm
+chart on it. `ApiStore` (store.py) and `ControlLoop` (loop.py) are what the kit writes and
+reacts with; `netns.py` gives nodes their network namespaces, `faults.py` a proxy that
+misbehaves on demand. Must not import the node or cluster floors.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ A real node's processes reach NVML through the driver's library under a driver r
 `--driver-root`/`NVIDIA_DRIVER_ROOT`, and pynvml loads `libnvidia-ml.so.1` through the dynamic
 linker. A simulated node's root holds:
 
-    <root>/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.<driver>   the C library (tests/kit/node/libnvml/c)
+    <root>/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.<driver>   the C library (libnvml/c)
     <root>/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1          -> libnvidia-ml.so.<driver>
     <root>/usr/bin/nvidia-smi                                   tests/kit/node/smi.py, this node
     <root>/gpus.json (+ .lock)                                  the GPUs' state (statefile.py)
