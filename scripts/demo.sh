@@ -4,8 +4,8 @@
 # scripts/gobins.py) with KWOK nodes; the node side is simulated (NVML at the C ABI, the kubelet's
 # files, device-plugin and DRA gRPC), the DRA node runs NVIDIA's own gpu-kubelet-plugin v0.4.1,
 # and once installed each GPU node runs the real kubectl-gpu-agent and NVIDIA's own
-# nvidia-device-plugin v0.19.3, unmodified, as processes of their own (see tests/kit/plane,
-# tests/kit/, docs/simulated-node.md, docs/simulated-dra.md). Every step is checked:
+# nvidia-device-plugin v0.19.3, unmodified, as processes of their own (see tests/kit/,
+# docs/architecture.md, docs/simulated-node.md, docs/simulated-dra.md). Every step is checked:
 # the demo exits non-zero if one does not do what it says. Against a real cluster, run the same
 # kubectl gpu commands with your own kubeconfig.
 set -uo pipefail
