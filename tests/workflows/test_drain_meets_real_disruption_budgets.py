@@ -63,6 +63,14 @@ def where(control_plane: ControlPlane, request: pytest.FixtureRequest) -> Iterat
     try:
         yield client, NODE, NS
     finally:
+        # no kubelet finishes a pod's graceful deletion here: without the force, the namespace
+        # stays Terminating until the pod garbage collector finds the node gone, and the next
+        # simulated cluster on this session's plane waits for it
+        subprocess.run(
+            [str(control_plane.kubectl), "--kubeconfig", str(control_plane.kubeconfig),
+             "delete", "pods", "--all", "-n", NS, "--grace-period=0", "--force", "--wait=false"],
+            capture_output=True, check=False,
+        )  # fmt: skip
         subprocess.run(
             [str(control_plane.kubectl), "--kubeconfig", str(control_plane.kubeconfig),
              "delete", "namespace", NS, "--wait=false"], capture_output=True, check=False,
