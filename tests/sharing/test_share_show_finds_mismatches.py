@@ -130,6 +130,10 @@ def test_a_plugin_between_crashes_on_an_invalid_key_reads_as_a_crash_loop() -> N
     restarted_cleanly = dataclasses.replace(between, last_exit_code=0)
     rows = survey(cluster, {"a": between, "b": restarted_cleanly})
     assert (rows["a"].plugin_status, rows["a"].plugin_down) == ("CrashLoopBackOff", True)
+    assert (
+        "plugin pod plugin-x is CrashLoopBackOff (3 restarts): its last run exited with code 1"
+        in rows["a"].problems
+    )
     assert (rows["b"].plugin_status, rows["b"].plugin_down) == ("Running", False)
     valid = state(helm(), {"any": ts(2)}, [gpu_node("a", 2, replicas=2)])
     assert survey(valid, {"a": between})["a"].plugin_status == "Running"  # one crash, now fine

@@ -167,7 +167,8 @@ def _node_status(
     if resource != names.DEFAULT_RESOURCE or not _partitioned(node):
         # GPUs in MIG mode are advertised as nvidia.com/mig-*, not as nvidia.com/gpu
         problems += _capacity_problems(node, resource, name, replicas, counted)
-    problems += _plugin_problems(state.deployment, pod)
+    plugin_status = _plugin_status(pod, bool(selection_problems))
+    problems += _plugin_problems(state.deployment, pod, plugin_status)
     problems += _overcommit_problems(node, name, in_use.get(name, 0))
     if not isinstance(doc, Unknown) and chosen.key:
         problems += _override_problems(state.deployment, chosen.key, doc)
@@ -183,7 +184,7 @@ def _node_status(
         allocatable=node.allocatable.get(name, 0),
         in_use=in_use.get(name, 0),
         plugin_pod=pod.name if pod else "",
-        plugin_status=_plugin_status(pod, bool(selection_problems)),
+        plugin_status=plugin_status,
         problems=tuple(problems),
         config_error=selection_problems[0] if selection_problems else "",
     )
@@ -256,13 +257,19 @@ def _overcommit_problems(node: GpuNode, name: str, held: int) -> list[str]:
     ]
 
 
-def _plugin_problems(deployment: deployments.Deployment, pod: PluginPod | None) -> list[str]:
+def _plugin_problems(
+    deployment: deployments.Deployment, pod: PluginPod | None, status: str
+) -> list[str]:
+    """`status`: the plugin's state as `_plugin_status` reads it."""
     if pod is None:
         return [f"no device plugin pod ({deployment.selector}) runs on this node"]
-    if pod.running:
+    if pod.running and status == pod.status:
         return []
-    detail = f": {pod.message}" if pod.message else ""
-    return [f"plugin pod {pod.name} is {pod.status} ({pod.restarts} restarts){detail}"]
+    if status != pod.status:  # between two crashes
+        detail = f": its last run exited with code {pod.last_exit_code}"
+    else:
+        detail = f": {pod.message}" if pod.message else ""
+    return [f"plugin pod {pod.name} is {status} ({pod.restarts} restarts){detail}"]
 
 
 def _override_problems(deployment: deployments.Deployment, key: str, doc: object) -> list[str]:
