@@ -97,7 +97,10 @@ class ContainerLogFiles(LogStore):
         # the pod's other containers wrote nothing yet: an empty log, as on a kubelet (KWOK
         # takes the first entry without `containers` for a container no entry names)
         empty = self.dir / "empty.log"
-        empty.touch()
+        try:
+            empty.touch()
+        except FileNotFoundError:  # the cluster's files are gone: a last line after its end
+            return
         self._apply(namespace, pod, [*spec, {"logsFile": str(empty)}])
 
     def _entry(self, namespace: str, pod: str, container: str, previous: bool) -> dict[str, Any]:
