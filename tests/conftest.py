@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -83,6 +84,15 @@ REAL_PLANE_TIMEOUT_S = 180
 @pytest.fixture
 def real_control_plane() -> None:
     """Marks a test as running on the session's real control plane (see pytest_collection…)."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Commands the tests start get Ctrl-C as a terminal gives it, however pytest was started:
+    a shell's background job (`make test &`, nohup) inherits SIGINT ignored, and so would every
+    command a test interrupts (it would then wait out its `--timeout`). A handler set here is
+    reset to the default in each child at exec."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -55,12 +55,18 @@ def sim_cluster(tmp_path: Path, real_control_plane: None) -> Iterator[MakeSimClu
     try:
         yield make
     finally:
+        stopped: list[Exception] = []
         for cluster in made:
-            cluster.stop()
+            try:
+                cluster.stop()
+            except Exception as exc:  # the plane is still reset: the next test must not inherit
+                stopped.append(exc)
         if any(not cluster.owns_plane for cluster in made):
             from tests.kit.plane import sharedplane
 
             sharedplane.reset()
+        if stopped:
+            raise stopped[0]
     errors = [e for cluster in made for e in cluster.errors]
     assert not errors, f"simulated controllers raised: {errors!r}"
     leftover = [
