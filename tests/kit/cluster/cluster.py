@@ -308,8 +308,15 @@ class SimCluster(NodeHandles, KubeletView):
         dranodes.start(runtime, partial(planeparts.create, self.store), self.store.list)
 
     def stop(self) -> None:
-        """Stop the node side, the store's watches and a plane of the cluster's own."""
-        self._stop_node_side()
+        """Stop the node side, the store's watches and a plane of the cluster's own. The loop
+        and the watches stop even when a node program did not: left running, they would act on
+        the next test's objects on the shared plane."""
+        try:
+            self._stop_node_side()
+        finally:
+            self._stop_control()
+
+    def _stop_control(self) -> None:
         if self._started:
             self.loop.stop()
             self._started = False

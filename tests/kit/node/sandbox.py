@@ -235,7 +235,8 @@ def stop_program(process: subprocess.Popen[str], reader: threading.Thread | None
             process.wait()
         except ProcessLookupError:  # it ended between the look and the signal
             pass
-    if reader is not None and reader is not threading.current_thread():
+    # a run stopped before anyone read it (spawned, then its pod went) has no reader yet
+    if reader is not None and reader is not threading.current_thread() and reader.ident:
         reader.join(_STOP_GRACE)
 
 
