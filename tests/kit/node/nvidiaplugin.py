@@ -228,6 +228,7 @@ class NvidiaPluginRuntime(ProgramRuntime):
         return path
 
     def _spawn(self, state: ProgramPod, side: NodeSide, config: Path | None) -> None:
+        self._stop_predecessors(state)
         root = str(side.driver.path)
         # the DaemonSet's own defaults otherwise: device discovery "auto" finds NVML as on a
         # real node ("Detected platform: nvml")
@@ -251,6 +252,23 @@ class NvidiaPluginRuntime(ProgramRuntime):
             old = self._procs.get(state.uid)
             self._procs[state.uid] = _Run(program, startup)
         program.start(replacing=old.program if old is not None else None)
+
+    def _stop_predecessors(self, state: ProgramPod) -> None:
+        """Stop a run of the same DaemonSet's earlier pod on this node before the new one
+        starts: a kubelet has killed a pod's containers before the pod object goes, and the two
+        would share the node's one socket path (the old one removes it as it stops)."""
+        family = state.name.rpartition("-")[0]
+        with self._plock:
+            earlier = [
+                uid
+                for uid in self._procs
+                if uid != state.uid
+                and (pod := self.pods.get(uid)) is not None
+                and (pod.node, pod.namespace) == (state.node, state.namespace)
+                and pod.name.rpartition("-")[0] == family
+            ]
+        for uid in earlier:
+            self.stop(uid)
 
     def _heard(self, state: ProgramPod, startup: _StartUp, line: str) -> None:
         """A line of the container's log (at its end the kubelet looks: `on_exit`)."""
