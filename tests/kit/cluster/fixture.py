@@ -13,6 +13,7 @@ Registered for the whole suite by `pytest_plugins` in tests/conftest.py; no test
 from __future__ import annotations
 
 import threading
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,17 +23,25 @@ import pytest
 from tests.kit.cluster.cluster import SimCluster
 from tests.kit.kube.kubectl import KubectlRunner
 
+_CLUSTERS = pytest.StashKey[list[SimCluster]]()
+# How much of each node program's log a failed test's report shows.
+_LOG_LINES = 40
+
 
 class MakeSimCluster(Protocol):
     def __call__(self, *args: Any, **kwargs: Any) -> SimCluster: ...
 
 
 @pytest.fixture
-def sim_cluster(tmp_path: Path, real_control_plane: None) -> Iterator[MakeSimCluster]:
+def sim_cluster(
+    request: pytest.FixtureRequest, tmp_path: Path, real_control_plane: None
+) -> Iterator[MakeSimCluster]:
     """`sim_cluster(nodes, layout, configs, default_config, controllers=…)` → started cluster
     on the session's real control plane."""
     made: list[SimCluster] = []
     before = set(threading.enumerate())
+
+    request.node.stash[_CLUSTERS] = made  # for the node-side logs of a failed test
 
     def make(*args: Any, **kwargs: Any) -> SimCluster:
         from tests.kit.node import sandbox
@@ -68,7 +77,7 @@ def sim_cluster(tmp_path: Path, real_control_plane: None) -> Iterator[MakeSimClu
         if stopped:
             raise stopped[0]
     errors = [e for cluster in made for e in cluster.errors]
-    assert not errors, f"simulated controllers raised: {errors!r}"
+    assert not errors, f"simulated controllers raised: {errors!r}\n{_first_traceback(errors)}"
     leftover = [
         t
         for t in set(threading.enumerate()) - before
@@ -90,3 +99,24 @@ def _standard_crds(cluster: SimCluster) -> list[str]:
     objects = cluster.layout.objects if cluster.layout else ()
     names = [o["metadata"]["name"] for o in objects if o.get("kind") == "CustomResourceDefinition"]
     return names + (cluster.nfd_master.crd_names if cluster.nfd_master else [])
+
+
+def _first_traceback(errors: list[BaseException]) -> str:
+    return "".join(traceback.format_exception(errors[0])) if errors else ""
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failed test's report shows the end of every node program's log (NVIDIA's device
+    plugin, GFD, the agents): on CI that is the only place a crash's own words survive."""
+    report = yield
+    clusters = item.stash.get(_CLUSTERS, [])
+    if call.when == "call" and report.failed and clusters:
+        for index, cluster in enumerate(clusters):
+            for (namespace, pod, container, previous), text in sorted(cluster.logs.texts().items()):
+                tail = "\n".join(text.splitlines()[-_LOG_LINES:])
+                run = " (previous run)" if previous else ""
+                report.sections.append(
+                    (f"cluster {index}: {namespace}/{pod} {container}{run}", tail)
+                )
+    return report

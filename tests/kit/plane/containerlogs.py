@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-import urllib.error
 import urllib.parse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from tests.kit.kube import ApiError
 
 if TYPE_CHECKING:
     from tests.kit.plane.plane import ControlPlane
@@ -49,6 +50,11 @@ class LogStore:
     def get(self, namespace: str, pod: str, container: str, previous: bool = False) -> str | None:
         with self._lock:
             return self._texts.get((namespace, pod, container, previous))
+
+    def texts(self) -> dict[LogKey, str]:
+        """Every container instance's log so far."""
+        with self._lock:
+            return dict(self._texts)
 
 
 class ContainerLogFiles(LogStore):
@@ -125,7 +131,7 @@ class ContainerLogFiles(LogStore):
         )
         try:
             self.plane.request("PATCH", path, body, "application/apply-patch+yaml")
-        except urllib.error.HTTPError as exc:
+        except ApiError as exc:
             # the pod's namespace is gone or going: nobody can ask for its logs any more
             if exc.code not in (403, 404):
                 raise

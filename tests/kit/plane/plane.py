@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
@@ -37,6 +38,7 @@ from typing import Any
 
 import yaml
 
+from tests.kit.kube import errors
 from tests.kit.plane import certs
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -564,8 +566,11 @@ class ControlPlane:
         request.add_header("Authorization", f"Bearer {self.creds.admin_token}")
         if data is not None:
             request.add_header("Content-Type", content_type)
-        with urllib.request.urlopen(request, context=self._context(), timeout=10) as response:
-            payload = response.read()
+        try:
+            with urllib.request.urlopen(request, context=self._context(), timeout=10) as response:
+                payload = response.read()
+        except urllib.error.HTTPError as exc:  # as the harness's other clients: an ApiError
+            raise errors.from_response(exc.code, exc.read()) from None
         return json.loads(payload) if payload[:1] in (b"{", b"[") else payload.decode()
 
     def get(self, path: str) -> Any:
