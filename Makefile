@@ -43,7 +43,7 @@ $(CORPORA)/pyyaml/.fetched: $(CORPORA)/pyyaml.txt $(VENV)/.installed
 	touch $@
 
 test: $(VENV)/.installed bins corpora
-	PATH="$(KUBE_BIN):$$PATH" KUBECTL_GPU_CONTROL_PLANE=$(K8S) $(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal
+	PATH="$(KUBE_BIN):$$PATH" KUBECTL_GPU_CONTROL_PLANE=$(K8S) $(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=30
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check kubectl_gpu tests benchmarks scripts
