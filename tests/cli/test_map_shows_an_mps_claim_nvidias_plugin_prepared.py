@@ -20,8 +20,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import CliResult, eventually
-from tests.kit.cluster import NodeSpec, SimCluster
-from tests.kit.cluster import drachart
+from tests.kit.cluster import NodeSpec, SimCluster, drachart
 from tests.kit.cluster.fixture import MakeSimCluster
 from tests.kit.node import sandbox
 
@@ -37,7 +36,10 @@ MPS = {
     "kind": "GpuConfig",
     "sharing": {
         "strategy": "MPS",
-        "mpsConfig": {"defaultActiveThreadPercentage": 50, "defaultPinnedDeviceMemoryLimit": "10Gi"},
+        "mpsConfig": {
+            "defaultActiveThreadPercentage": 50,
+            "defaultPinnedDeviceMemoryLimit": "10Gi",
+        },
     },
 }
 
