@@ -12,8 +12,8 @@ node's device-plugin directory bound at `/var/lib/kubelet/device-plugins`, and t
 `vgpu.present`). A program that reads a file of its image at a path the host lacks
 (`Sandbox.templates`: NVIDIA's DRA plugin's `/templates`) runs chrooted into a root of the
 node's own, made of bind mounts of the host's `/` plus that directory. Where the node has a
-network namespace (tests/kit/plane/netns.py) the process joins it first. Needs root and util-linux's `unshare`
-and `nsenter`.
+network namespace (tests/kit/plane/netns.py) the process joins it first. Needs root and
+util-linux's `unshare` and `nsenter`.
 
 Owns `Sandbox` (one node's directories, the command line that runs a program inside and
 `spawn`, the one way a node program is started), `NodeProgram` (one run: its process, the
