@@ -139,7 +139,8 @@ class Sandbox:
         driver's MIG minors (what `write_mig_capabilities` numbers from) and the GPUs' PCI
         functions (`command` lays them out; a caller that writes more there first calls it)."""
         self.device_plugins.mkdir(parents=True, exist_ok=True)
-        self.root.mkdir(exist_ok=True)
+        if self.templates is not None:
+            self.root.mkdir(exist_ok=True)
         write_mig_minors(self.proc_driver / "nvidia-caps" / "mig-minors")
         write_pci_devices(self.pci_devices, self.directory / "driver" / "gpus.json")
 
