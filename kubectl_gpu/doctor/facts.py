@@ -171,6 +171,13 @@ class Node:
     def is_gpu_node(self) -> bool:
         return bool(self.capacity) or self.labels.get(keys.GPU_PRESENT_LABEL) == "true"
 
+    @property
+    def device_plugin_off(self) -> bool:
+        """No device plugin is meant to run here (`nvidia.com/gpu.deploy.device-plugin=false`:
+        the GPU Operator's switch, which NVIDIA's DRA driver asks for on the nodes it serves),
+        so the node advertises no extended GPU resources by design."""
+        return self.labels.get(keys.DEPLOY_DEVICE_PLUGIN_LABEL) == "false"
+
 
 @dataclasses.dataclass(frozen=True)
 class Event:

@@ -1,8 +1,9 @@
 """`kubectl gpu doctor` without a pod: the cluster's GPU health, node by node.
 
 Owns the cluster-wide verdicts: GPUs the plugin marked unhealthy (allocatable < capacity), GPU
-nodes advertising nothing, MIG `single` nodes with an invalid layout (GFD's `-MIG-INVALID`
-product), MIG reconfiguration failed or still pending (the operator's and our state labels)
+nodes advertising nothing (unless their device plugin is off on purpose: DRA nodes), MIG
+`single` nodes with an invalid layout (GFD's `-MIG-INVALID` product), MIG reconfiguration
+failed or still pending (the operator's and our state labels)
 or stuck (kubectl_gpu.mig.stuck's reasons, with `mig recover` as the fix), GPU nodes without
 a GPU taint, GPU pods that choose no product where several exist, the device plugin failing on
 nodes without GPUs, and the sharing survey's problems (capacity ≠ physical × replicas, labels
@@ -134,8 +135,8 @@ def _stale_mig(node: Node) -> list[Diagnosis]:
 
 
 def _advertises_nothing(node: Node) -> list[Diagnosis]:
-    if any(node.capacity.values()):
-        return []
+    if any(node.capacity.values()) or node.device_plugin_off:
+        return []  # with its device plugin off on purpose (a DRA node), it advertises nothing
     return [
         Diagnosis(
             "kubelet",

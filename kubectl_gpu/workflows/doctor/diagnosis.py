@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from kubectl_gpu import cluster, doctor, errors
@@ -111,18 +111,10 @@ def cluster_health(api: cluster.Api) -> Result:
     try:
         status = show(api, Options())
     except deployments.DeploymentError as e:
-        found.append(
-            doctor.Diagnosis(
-                "kubelet",
-                "error",
-                "daemonset/nvidia-device-plugin",
-                e.message,
-                (e.hint,) if e.hint else (),
-                e.hint
-                if len(e.hint) <= SHORT_FIX
-                else "follow the steps in the evidence (-o wide)",
-            )
-        )
+        if _all_plugins_off(nodes):  # DRA serves every GPU node: no device plugin is wanted
+            log.info("device plugin not checked: %s", e.message)
+        else:
+            found.append(_no_plugin(e))
     else:
         survey = status.nodes
         elsewhere = _plugins_off(api, status.deployment, {n.name for n in nodes if n.is_gpu_node})
@@ -132,6 +124,19 @@ def cluster_health(api: cluster.Api) -> Result:
         nodes, pods, survey, elsewhere=elsewhere, stuck=_stuck(api, nodes), blocked=blocked
     )
     return Result("Cluster", "", "", doctor.ordered(found))
+
+
+def _all_plugins_off(nodes: Sequence[facts.Node]) -> bool:
+    gpu_nodes = [n for n in nodes if n.is_gpu_node]
+    return bool(gpu_nodes) and all(n.device_plugin_off for n in gpu_nodes)
+
+
+def _no_plugin(e: deployments.DeploymentError) -> doctor.Diagnosis:
+    fix = e.hint if len(e.hint) <= SHORT_FIX else "follow the steps in the evidence (-o wide)"
+    evidence = (e.hint,) if e.hint else ()
+    return doctor.Diagnosis(
+        "kubelet", "error", "daemonset/nvidia-device-plugin", e.message, evidence, fix
+    )
 
 
 def _survey(api: cluster.Api) -> tuple[PluginNodeStatus, ...]:

@@ -240,7 +240,8 @@ class SimCluster(NodeHandles, KubeletView):
             token = self.plane.token(drachart.SERVICE_ACCOUNT, drachart.NAMESPACE)
             self.plane.kubeconfig_for(path, token, drachart.NAMESPACE)
 
-        runtime = DraPluginRuntime({n: self.sides[n] for n in names}, kubeconfig, gates)
+        account = (drachart.NAMESPACE, drachart.SERVICE_ACCOUNT)
+        runtime = DraPluginRuntime({n: self.sides[n] for n in names}, kubeconfig, gates, account)
 
         def relook(node: str) -> None:  # the node's PodResources lists the prepared claims
             if self.node_kubelets is not None:

@@ -44,7 +44,8 @@ def start(
     """What NVIDIA's chart installs (its classes, the plugin's account and role), then a plugin
     on each DRA node; return once each registered with its kubelet and then published its
     ResourceSlices (`slices("resourceslices")` lists them)."""
-    for obj in [*drachart.kubelet_plugin_rbac(), *drachart.device_classes()]:
+    chart = [*drachart.kubelet_plugin_rbac(runtime.feature_gates), *drachart.device_classes()]
+    for obj in chart:
         create(obj)
     runtime.start()
     runtime.wait_registered()

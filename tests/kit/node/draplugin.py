@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from tests.kit.kube import ApiError
+from tests.kit.node import mpstemplate
 from tests.kit.node.admission import admitted, not_prepared
 from tests.kit.node.agents import NodeSide
 from tests.kit.node.dramanager import ClaimRef, DraManager, PreparedDevice, PrepareError
@@ -98,9 +99,13 @@ class DraPluginRuntime:
         sides: dict[str, NodeSide],
         kubeconfig: Callable[[str, Path], None],
         feature_gates: Sequence[str] = (),
+        account: tuple[str, str] = ("default", ""),
     ) -> None:
         self.sides = sides  # the DRA nodes' own directories
         self.feature_gates = tuple(feature_gates)  # e.g. "DynamicMIG=true", as the chart sets
+        # the chart's NAMESPACE and SERVICE_ACCOUNT_NAME (its pod's own): where MPS control
+        # daemons are made, and the account they run as (the binary's defaults: "default", "")
+        self.namespace, self.service_account = account
         self._kubeconfig = kubeconfig  # (node, path): writes the plugin's kubeconfig at path
         self.binary = plugin_binary()
         self.managers = {name: DraManager(name, registry_dir(side)) for name, side in sides.items()}
@@ -151,12 +156,15 @@ class DraPluginRuntime:
             f"--kubelet-registrar-directory-path={registry_dir(side)}",
             f"--kubelet-plugins-directory-path={side.kubelet_root / PLUGINS}",
             f"--kubeconfig={kubeconfig}", f"--image-name={IMAGE}",
+            f"--namespace={self.namespace}", f"--service-account-name={self.service_account}",
             "--v=3",  # the helper's start-up steps: a start that stalls says at which
         ]  # fmt: skip
         if self.feature_gates:
             argv.append(f"--feature-gates={','.join(self.feature_gates)}")
         env = {"PATH": SYSTEM_PATH, "NODE_NAME": node}
-        sandbox = Sandbox(side.dir, side.network)
+        # the image's /templates: the MPS control daemon's Deployment (mpstemplate.py)
+        sandbox = Sandbox(side.dir, side.network, templates=side.dir / "templates")
+        mpstemplate.write(side.dir / "templates")
         write_proc_devices(sandbox.proc_devices)
         sandbox.lay_out()  # the driver's MIG minors
         minors = [g.minor_number for g in side.node.gpus]

@@ -9,9 +9,11 @@ node's device-plugin directory bound at `/var/lib/kubelet/device-plugins`, and t
 `proc-driver` directory bound over `/proc/driver`, holding the driver's `nvidia-caps/mig-minors`
 (what NVIDIA's plugin reads for MIG devices), and its `sys-pci-devices` bound over
 `/sys/bus/pci/devices`, one PCI function per GPU (what GFD reads for `gpu.mode` and
-`vgpu.present`). Where the node has a network namespace (tests/kit/plane/netns.py) the
-process joins it first. Needs root and util-linux's `unshare`
-and `nsenter`.
+`vgpu.present`). A program that reads a file of its image at a path the host lacks
+(`Sandbox.templates`: NVIDIA's DRA plugin's `/templates`) runs chrooted into a root of the
+node's own, made of bind mounts of the host's `/` plus that directory. Where the node has a
+network namespace (tests/kit/plane/netns.py) the process joins it first. Needs root and
+util-linux's `unshare` and `nsenter`.
 
 Owns `Sandbox` (one node's directories, the command line that runs a program inside and
 `spawn`, the one way a node program is started), `NodeProgram` (one run: its process, the
@@ -48,7 +50,10 @@ MAX_GPUS, MAX_GPU_INSTANCES, MAX_COMPUTE_INSTANCES = 32, 15, 8
 PCI_DEVICES = "/sys/bus/pci/devices"
 _GPU_CLASS = "0x030200"
 # $1: the node's device-plugin directory, $2: its /proc/driver stand-in, $3: its PCI devices,
-# $4: its /proc/devices stand-in or "" (the host's stays), then the program.
+# $4: its /proc/devices stand-in or "" (the host's stays), $5: what it shows at /templates or ""
+# (then the program runs chrooted into $6, a copy of the host's root made of bind mounts with
+# /templates added: a directory at / cannot be made without writing the host's root file
+# system; $6 is unbindable, so the recursive binds leave it out of its own copy), then the program.
 _SETUP = """set -e
 mount -t tmpfs -o size=1m,mode=0755 simulated-node /var/lib
 mkdir -p /var/lib/kubelet/device-plugins
@@ -56,7 +61,23 @@ mount --bind "$1" /var/lib/kubelet/device-plugins
 mount --bind "$2" /proc/driver
 mount --bind "$3" /sys/bus/pci/devices
 if [ -n "$4" ]; then mount --bind "$4" /proc/devices; fi
-shift 4
+if [ -n "$5" ]; then
+  root="$6"
+  mount -t tmpfs -o size=1m,mode=0755 simulated-root "$root"
+  mount --make-unbindable "$root"
+  for entry in /*; do
+    name="${entry#/}"
+    if [ -L "$entry" ]; then ln -s "$(readlink "$entry")" "$root/$name"
+    elif [ -d "$entry" ]; then mkdir "$root/$name"; mount --rbind "$entry" "$root/$name"
+    elif [ -f "$entry" ]; then : > "$root/$name"; mount --bind "$entry" "$root/$name"
+    fi
+  done
+  mkdir "$root/templates"
+  mount --bind "$5" "$root/templates"
+  shift 6
+  exec chroot "$root" sh -c 'cd "$1" && shift && exec "$@"' node-root "$PWD" "$@"
+fi
+shift 6
 exec "$@"
 """
 # The driver's character devices as /proc/devices lists them: nvidia's major is fixed, the
@@ -84,6 +105,7 @@ class Sandbox:
 
     directory: Path  # the node's own directory on the host (tests/kit/node/agents.py)
     network: NodeNetwork | None = None
+    templates: Path | None = None  # what the node's programs see at /templates, if anything
 
     @property
     def device_plugins(self) -> Path:
@@ -107,11 +129,18 @@ class Sandbox:
         (`write_proc_devices`); otherwise they see the host's."""
         return self.directory / "proc-devices"
 
+    @property
+    def root(self) -> Path:
+        """Where the node's programs find their root directory when it shows `templates`."""
+        return self.directory / "root"
+
     def lay_out(self) -> None:
         """The node's directories as its programs see them: the device-plugin directory, the
         driver's MIG minors (what `write_mig_capabilities` numbers from) and the GPUs' PCI
         functions (`command` lays them out; a caller that writes more there first calls it)."""
         self.device_plugins.mkdir(parents=True, exist_ok=True)
+        if self.templates is not None:
+            self.root.mkdir(exist_ok=True)
         write_mig_minors(self.proc_driver / "nvidia-caps" / "mig-minors")
         write_pci_devices(self.pci_devices, self.directory / "driver" / "gpus.json")
 
@@ -123,7 +152,8 @@ class Sandbox:
             "unshare", "--mount", "--propagation", "private", "--fork", "--kill-child",
             "sh", "-c", _SETUP, "node-sandbox", str(self.device_plugins), str(self.proc_driver),
             str(self.pci_devices),
-            str(self.proc_devices) if self.proc_devices.is_file() else "", *argv,
+            str(self.proc_devices) if self.proc_devices.is_file() else "",
+            str(self.templates or ""), str(self.root), *argv,
         ]  # fmt: skip
         return self.network.command(inner) if self.network is not None else inner
 
