@@ -310,7 +310,7 @@ def write_mig_minors(path: Path) -> None:
                 lines.append(f"gpu{gpu}/gi{gi}/ci{ci}/access {minor}")
                 minor += 1
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _write(path, ("\n".join(lines) + "\n").encode())
 
 
 def write_pci_devices(directory: Path, state: Path) -> None:
@@ -341,8 +341,8 @@ def write_pci_devices(directory: Path, state: Path) -> None:
             "resource": "0x0000000000000000 0x0000000000000000 0x0000000000000000",
         }
         for name, text in files.items():
-            (function / name).write_text(text + "\n", encoding="ascii")
-        (function / "config").write_bytes(_config_space(device, subsystem))
+            _write(function / name, (text + "\n").encode())
+        _write(function / "config", _config_space(device, subsystem))
 
 
 def _config_space(device: int, subsystem: int) -> bytes:
@@ -371,7 +371,7 @@ def write_mig_capabilities(proc_driver: Path, gpu_minors: list[int]) -> None:
         path = proc_driver / "nvidia" / "capabilities" / gpu / "mig" / rest
         path.parent.mkdir(parents=True, exist_ok=True)
         text = f"DeviceFileMinor: {int(number)}\nDeviceFileMode: 292\nDeviceFileModify: 1\n"
-        path.write_text(text, encoding="ascii")
+        _write(path, text.encode())
 
 
 def write_proc_devices(path: Path) -> None:
@@ -381,4 +381,16 @@ def write_proc_devices(path: Path) -> None:
     at = lines.index("Character devices:") + 1 if "Character devices:" in lines else 0
     known = {line.split()[-1] for line in lines if line.strip()}
     added = [f"{n:>3} {name}" for n, name in map(str.split, DRIVER_DEVICES) if name not in known]
-    path.write_text("\n".join([*lines[:at], *added, *lines[at:]]) + "\n", encoding="ascii")
+    _write(path, ("\n".join([*lines[:at], *added, *lines[at:]]) + "\n").encode())
+
+
+def _write(path: Path, data: bytes) -> None:
+    """Write a file the node's running programs may be reading: each program's start lays the
+    node out again (GFD's beside the plugin's when a rollout restarts both), so a reader must
+    see the old bytes or the new, never a file cut short; unchanged bytes are left alone."""
+    with contextlib.suppress(OSError):
+        if path.read_bytes() == data:
+            return
+    partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+    partial.write_bytes(data)
+    os.replace(partial, path)
