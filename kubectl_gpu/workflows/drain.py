@@ -9,20 +9,16 @@ Every step is recorded on the Node (`kubectl-gpu.io/drain`: the change, the step
 we cordoned it, the pods, since when) before it is taken, so that a run that was interrupted
 is resumed by running it again, or undone by `kubectl gpu mig recover NODE`. Before any of
 that, pods no controller recreates are refused unless --force, as `kubectl drain` refuses
-them (`unmanaged`). A batch's nodes go through each step side by side (`each`), so a batch
-takes about one node's time, not the sum of its nodes'. Must not decide which pods are hit
-(kubectl_gpu.doctor.preview does).
+them (`unmanaged`). Must not decide which pods are hit (kubectl_gpu.doctor.preview does).
 """
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import datetime as dt
 import json
 import logging
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from kubectl_gpu import cluster, errors, keys
@@ -32,8 +28,6 @@ from kubectl_gpu.workflows.waiting import Timing
 
 log = logging.getLogger(__name__)
 Json = dict[str, Any]
-PARALLEL = 16  # nodes through a step at once: bounded, so a batch of hundreds does not open
-# hundreds of connections to the API server at the same moment
 
 
 class DrainBlocked(errors.GpuError):
@@ -61,45 +55,6 @@ class Drain:
     change: str  # e.g. "mig apply all-3g@0123456789ab", recorded on the node
     timeout: float = 300.0  # --drain-timeout, per node
     timing: Timing = Timing()
-
-
-def each(nodes: Sequence[str], step: Callable[[str], None]) -> None:
-    """`step(node)` for every node, side by side (at most PARALLEL at once): one after another,
-    a batch of 100 nodes took 100 times one node's cordon, evictions and wait for its pods to
-    terminate (docs/performance.md, "mig apply --drain across the fleet"). Every node is tried;
-    then the first failure, in the nodes' order, is raised. The workers are daemon threads: an
-    interrupted run (Ctrl-C) ends at once, as it did between two nodes, its nodes' records
-    saying where each stood."""
-    if len(nodes) <= 1:
-        for node in nodes:
-            step(node)
-        return
-    left = collections.deque(nodes)
-    failures: dict[str, Exception] = {}
-    lock = threading.Lock()
-
-    def work() -> None:
-        while True:
-            with lock:
-                if not left:
-                    return
-                node = left.popleft()
-            try:
-                step(node)
-            except Exception as e:  # noqa: BLE001 - raised below, once every node was tried
-                failures[node] = e
-
-    workers = [
-        threading.Thread(target=work, name=f"drain-{i}", daemon=True)
-        for i in range(min(PARALLEL, len(nodes)))
-    ]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    failure = next((failures[n] for n in nodes if n in failures), None)
-    if failure is not None:
-        raise failure
 
 
 def begin(api: cluster.Api, node: str, drain: Drain, pods: Sequence[str]) -> None:

@@ -133,32 +133,28 @@ def _drain_batch(
     request, key, hit = job.request, job.content[1], job.hit
     by_node = {r.node: r for r in job.rows}
     rows = [by_node[f.name] for f in batch]
-    names = [f.name for f in batch]
-    facts_of = {f.name: f for f in batch}
-
-    def ask(node: str) -> None:
-        drain.applying(api, node, step)
-        store.ask(api, facts_of[node], request, key)
-
-    # every node of the batch cordoned before any is emptied: an evicted pod's replacement
-    # must not land on a node of the same batch
-    drain.each(names, lambda node: drain.begin(api, node, step, hit[node]))
     try:
-        drain.each(names, lambda node: drain.evict(api, node, step, hit[node]))
+        for facts in batch:
+            drain.begin(api, facts.name, step, hit[facts.name])
+        for facts in batch:
+            drain.evict(api, facts.name, step, hit[facts.name])
     except drain.DrainBlocked as e:
         for row in rows:
             row.result, row.reason = "drain-blocked", f"{e.message}; {e.hint}"
             drain.failed(api, row.node, step, "evicting", e.message)
         return False
-    drain.each(names, ask)
+    for facts in batch:
+        drain.applying(api, facts.name, step)
+        store.ask(api, facts, request, key)
     for row in rows:
         row.result = "requested"
     progress.waiting(WAITED_FOR, [r.node for r in rows])
     waits.wait(api, request, rows, key, step.timing)
-    drain.each([r.node for r in rows if r.result == "success"], lambda n: drain.finish(api, n))
     ok = True
     for row in rows:
-        if row.result != "success":
+        if row.result == "success":
+            drain.finish(api, row.node)
+        else:
             ok = False
             drain.failed(api, row.node, step, "applying", row.reason or row.result)
             row.reason = (
