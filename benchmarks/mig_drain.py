@@ -96,6 +96,7 @@ class Result:
     allocatable_after_s: float = 0.0  # after the command's end, until every node's was right
     replacements_pending: int = 0
     rss_mib: dict[str, float] = dataclasses.field(default_factory=dict)  # by program
+    agent_logs: dict[str, str] = dataclasses.field(default_factory=dict)  # nodes not done
 
     @property
     def requests(self) -> int:
@@ -124,7 +125,7 @@ def rss_by_program() -> dict[str, float]:
     mib: collections.Counter[str] = collections.Counter()
     for pid in ours - {os.getpid()}:
         try:
-            argv = (Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"))
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
             rss = Path(f"/proc/{pid}/statm").read_text().split()[1]
         except OSError:
             continue
@@ -274,6 +275,20 @@ def apply(cluster: Any, result: Result, directory: Path) -> None:
         result.rows = []
 
 
+def agent_logs(cluster: Any, nodes: set[str], lines: int = 6) -> dict[str, str]:
+    """The end of the agent's log on each of `nodes` (what it said about the change)."""
+    found = {}
+    for pod in cluster.store.list("pods", keys.NAMESPACE):
+        node, name = pod["spec"].get("nodeName"), pod["metadata"]["name"]
+        if node in nodes:
+            text = "".join(
+                t for (_, p, _, previous), t in cluster.logs.texts().items()
+                if p == name and not previous
+            )  # fmt: skip
+            found[node] = "\n".join(text.splitlines()[-lines:])
+    return found
+
+
 def measure(nodes: int, gpus: int, max_unavailable: int) -> Result:
     from tests.kit.cluster import NodeSpec, SimCluster
     from tests.kit.kube import layouts
@@ -302,14 +317,20 @@ def measure(nodes: int, gpus: int, max_unavailable: int) -> Result:
             def ends() -> list[NodeEnd]:
                 return [node_end(n) for n in cluster.store.list("nodes")]
 
+            applied = {r.get("node") for r in result.rows if r.get("result") == "success"}
+
+            def allocatable() -> bool:  # NVIDIA's plugin re-enumerates after the change
+                return all(e.done(gpus) for e in ends() if e.name in applied)
+
             try:
-                _wait("every node's MIG allocatable", lambda: all(e.done(gpus) for e in ends()),
-                      120)  # fmt: skip
+                _wait("every applied node's MIG allocatable", allocatable, 120)
             except RuntimeError:
                 pass  # reported below, node by node
             result.allocatable_after_s = time.monotonic() - ended
             result.ends = ends()
             count(result, _audit_since(cluster.plane, offset))
+            wrong = {e.name for e in result.ends if not e.done(gpus)}
+            result.agent_logs = agent_logs(cluster, wrong)
             pods = cluster.store.list("pods", "default")
             result.replacements_pending = sum(
                 1 for p in pods if (p.get("status") or {}).get("phase") == "Pending"
@@ -329,25 +350,37 @@ def report(r: Result) -> None:
           f"{machine.load()}")  # fmt: skip
     print(f"  exit {r.exit}, {r.wall_s:.1f} s wall = {r.wall_s / n:.2f} s per node; "
           f"rows: {dict(collections.Counter(row.get('result') for row in r.rows))}")  # fmt: skip
-    print(f"  evictions: {evicted} answered 201, {refused} answered 429 (budget); "
-          f"{r.gpus * n} pods hit; {r.replacements_pending} replacements Pending after")
-    print(f"  the command's requests: {r.requests} = {r.requests / n:.1f} per node; LISTs of "
-          "pods: " + (", ".join(f"{v} {k}" for k, v in sorted(r.pod_lists.items())) or "none"))
+    print(
+        f"  evictions: {evicted} answered 201, {refused} answered 429 (budget); "
+        f"{r.gpus * n} pods hit; {r.replacements_pending} replacements Pending after"
+    )
+    print(
+        f"  the command's requests: {r.requests} = {r.requests / n:.1f} per node; LISTs of "
+        "pods: " + (", ".join(f"{v} {k}" for k, v in sorted(r.pod_lists.items())) or "none")
+    )
     print("    " + ", ".join(f"{v} {k}" for k, v in r.calls.most_common()))
     agents = sum(r.agent_calls.values())
-    print(f"  the agents' requests meanwhile: {agents} = {agents / n:.1f} per node: "
-          + ", ".join(f"{v} {k}" for k, v in r.agent_calls.most_common(8)))
+    print(
+        f"  the agents' requests meanwhile: {agents} = {agents / n:.1f} per node: "
+        + ", ".join(f"{v} {k}" for k, v in r.agent_calls.most_common(8))
+    )
     print(f"  final state: {len(done)} of {n} nodes applied, uncordoned, no drain record and "
           f"allocatable {PER_GPU} x {r.gpus} (all right {r.allocatable_after_s:.1f} s after "
           "the command ended)")  # fmt: skip
+    reasons = {row.get("node"): row.get("reason") for row in r.rows}
     for e in r.ends:
         if not e.done(r.gpus):
-            print(f"    NOT DONE {e}")
+            print(f"    NOT DONE {e}; the command's reason: {reasons.get(e.name)}")
+            for line in r.agent_logs.get(e.name, "").splitlines():
+                print(f"      agent: {line}")
     for e in r.ends[:3]:
         print(f"    {e.name}: state {e.state}, cordoned {e.cordoned}, {e.allocatable}")
     node_mib = sum(v for k, v in r.rss_mib.items() if k in NODE_PROGRAMS)
-    print(f"  memory of the node side: {node_mib:.0f} MiB = {node_mib / n:.0f} MiB per node ("
-          + ", ".join(f"{k} {v:.0f}" for k, v in sorted(r.rss_mib.items())) + " MiB)")
+    print(
+        f"  memory of the node side: {node_mib:.0f} MiB = {node_mib / n:.0f} MiB per node ("
+        + ", ".join(f"{k} {v:.0f}" for k, v in sorted(r.rss_mib.items()))
+        + " MiB)"
+    )
     print(f"  progress: {len(r.lines)} lines on stderr, {len(batches)} of batches:")
     for t, line in batches[:3] + [(0.0, "...")] + batches[-3:]:
         print(f"    {t:7.1f}  {line}")
