@@ -32,7 +32,6 @@ import argparse
 import collections
 import dataclasses
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -42,7 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks import machine
+from benchmarks import machine, processes
 from kubectl_gpu import keys
 
 BIN = Path(sys.executable).parent
@@ -101,38 +100,6 @@ class Result:
     @property
     def requests(self) -> int:
         return sum(self.calls.values())
-
-
-NODE_PROGRAMS = ("kubectl-gpu-agent", "nvidia-device-plugin", "gpu-feature-discovery")
-
-
-def rss_by_program() -> dict[str, float]:
-    """MiB resident in this process's descendants, by program (the node side's per node)."""
-    parents: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parents[int(stat.parent.name)] = int(fields[1])
-    ours, found = {os.getpid()}, True
-    while found:
-        found = False
-        for pid, parent in parents.items():
-            if parent in ours and pid not in ours:
-                ours.add(pid)
-                found = True
-    mib: collections.Counter[str] = collections.Counter()
-    for pid in ours - {os.getpid()}:
-        try:
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            rss = Path(f"/proc/{pid}/statm").read_text().split()[1]
-        except OSError:
-            continue
-        words = [Path(a.decode(errors="replace")).name for a in argv if a]
-        name = next((p for p in NODE_PROGRAMS if p in words), words[0] if words else "?")
-        mib[name] += int(rss) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    return dict(mib)
 
 
 def _wait(what: str, check: Callable[[], Any], timeout: float) -> float:
@@ -309,7 +276,7 @@ def measure(nodes: int, gpus: int, max_unavailable: int) -> Result:
             install_agents(cluster, names)
             workloads(cluster, names, gpus)
             result.setup_s = time.monotonic() - began
-            result.rss_mib = rss_by_program()
+            result.rss_mib = processes.rss_by_program()
             offset = cluster.plane.audit_log.stat().st_size
             apply(cluster, result, directory)
             ended = time.monotonic()
@@ -375,7 +342,7 @@ def report(r: Result) -> None:
                 print(f"      agent: {line}")
     for e in r.ends[:3]:
         print(f"    {e.name}: state {e.state}, cordoned {e.cordoned}, {e.allocatable}")
-    node_mib = sum(v for k, v in r.rss_mib.items() if k in NODE_PROGRAMS)
+    node_mib = sum(v for k, v in r.rss_mib.items() if k in processes.NODE_PROGRAMS)
     print(
         f"  memory of the node side: {node_mib:.0f} MiB = {node_mib / n:.0f} MiB per node ("
         + ", ".join(f"{k} {v:.0f}" for k, v in sorted(r.rss_mib.items()))
