@@ -9,14 +9,15 @@ same interpreter's `python -c pass`. Every cluster figure is taken on the real c
 (tests/kit/plane; its binaries are built on first use): `share --dry-run=client` on 5,000
 nodes (benchmarks.share_scale, baseline `kubectl get nodes -o json`), one agent at rest in a
 child process (benchmarks.agent_at_rest), the readers on 5,000 KWOK nodes and 40,000 pods
-(benchmarks.fleet: `map -A` against `kubectl get pods -A -o json`), and 1,000 real agent loops
-at rest and restarting together (benchmarks.agent_burst). Prints the machine (CPUs, model,
-memory, Python) and the load average before, between steps and after, since the machine may be
-shared. Must not assert on time nor be imported by tests.
+(benchmarks.fleet: `map -A` against `kubectl get pods -A -o json`), 1,000 real agent loops
+at rest and restarting together (benchmarks.agent_burst), and `mig apply --drain` across 20
+simulated nodes with an agent process and GPUs each (benchmarks.mig_drain). Prints the
+machine (CPUs, model, memory, Python) and the load average before, between steps and after,
+since the machine may be shared. Must not assert on time nor be imported by tests.
 
 Run: `.venv/bin/python -m benchmarks.run_all [--quick]` (`make bench`); `--quick`: 500 nodes,
-4,000 pods, 200 agents, fewer runs and a 20 s agent window — a smoke check, not figures to
-quote.
+4,000 pods, 200 agents, 5 nodes to drain, fewer runs and a 20 s agent window — a smoke check,
+not figures to quote.
 """
 
 from __future__ import annotations
@@ -182,6 +183,31 @@ def burst_rows(agents: int, rest: float) -> list[Row]:
     ]  # fmt: skip
 
 
+def drain_rows(nodes: int, max_unavailable: int) -> list[Row]:
+    """`mig apply --drain` across simulated nodes, each with its agent process and its own
+    GPUs (benchmarks.mig_drain)."""
+    from benchmarks import mig_drain
+    from tests.kit.node import sandbox
+
+    if not _control_plane_built() or sandbox.unavailable() is not None:
+        return [Row("mig apply --drain across nodes", "", "no control plane binaries or node "
+                    "sandbox (root, unshare): not measured")]  # fmt: skip
+    r = mig_drain.measure(nodes, 2, max_unavailable)
+    mig_drain.report(r)
+    done = sum(e.done(r.gpus) for e in r.ends)
+    at = f"{nodes} nodes, --max-unavailable {max_unavailable}"
+    return [
+        Row(f"mig apply --drain, {at}", "(none)", f"{r.wall_s:.1f} s (exit {r.exit})"),
+        Row(f"mig apply --drain requests per node, {at}", "constant in nodes",
+            f"{r.requests / nodes:.1f}"),
+        Row(f"mig apply --drain evictions, {at}", f"{r.gpus * nodes} (every pod, none refused)",
+            f"{r.evictions.get(201, 0)} (429: {r.evictions.get(429, 0)})",
+            passed=r.evictions.get(201, 0) == r.gpus * nodes),
+        Row(f"mig apply --drain nodes applied, uncordoned, MIG allocatable, {at}",
+            f"{nodes}", f"{done}", passed=done == nodes),
+    ]  # fmt: skip
+
+
 def _control_plane_built() -> bool:
     from tests.kit.plane.plane import binaries
 
@@ -206,7 +232,7 @@ def main() -> None:
         "--skip",
         action="append",
         default=[],
-        choices=["startup", "share", "agent", "fleet", "burst"],
+        choices=["startup", "share", "agent", "fleet", "burst", "drain"],
     )
     options = parser.parse_args()
     nodes = options.nodes or (500 if options.quick else 5000)
@@ -223,6 +249,9 @@ def main() -> None:
         "burst": lambda: burst_rows(
             options.agents or (200 if options.quick else 1000), 20.0 if options.quick else 60.0
         ),  # fmt: skip
+        # every node is a process group of its own (agent, NVIDIA's plugin and GFD: about
+        # 150 MiB); docs/performance.md extrapolates to 1,000 nodes from the per-node cost
+        "drain": lambda: drain_rows(5 if options.quick else 20, 2 if options.quick else 5),
     }
     for name, step in steps.items():
         if name not in options.skip:

@@ -63,10 +63,12 @@ def refuse_unready(
     is not Running, or evict pods no controller recreates (refused without --force, as
     `kubectl drain` does). Refuses every such node, naming why."""
     hits = {n.node: n.hit for n in seen.nodes if n.hit}
+    pods = {a: silence.actuator_pods(api, a) for a in {r.actuator for r in rows}}
     refused = False
     for row in rows:
         drained = request.drain and row.node in hits
-        problems = [silence.will_not_act(api, row.node, row.actuator, running=drained)]
+        problems = [silence.will_not_act(row.node, row.actuator, pods[row.actuator],
+                                         running=drained)]  # fmt: skip
         if drained:
             problems.append(drain.unmanaged(row.node, hits[row.node], request.force))
         problems = [p for p in problems if p]

@@ -3,7 +3,8 @@
 Owns looking at what should act on the node: our agent's pod (none on the node, not running,
 or running without taking up the request) or the GPU Operator's MIG manager pod. Once a wait is
 over, the answer is one sentence for the node's REASON cell; before anything is written,
-`will_not_act` says when no such pod is there to act at all. Must not wait or write.
+`will_not_act` says when no such pod is there to act at all (from one LIST of the actuator's
+pods for all nodes, `actuator_pods`). Must not wait or write.
 """
 
 from __future__ import annotations
@@ -28,17 +29,32 @@ def reason(api: cluster.Api, node: str, actuator: Actuator, last_seen: str, wait
         return f"{head} (the actuator's pod could not be read: {e.message})"
 
 
-def will_not_act(api: cluster.Api, node: str, actuator: Actuator, *, running: bool) -> str:
+def actuator_pods(api: cluster.Api, actuator: Actuator) -> dict[str, list[Json]] | None:
+    """Every pod of `actuator` (its DaemonSet's label), by node: one LIST however many nodes a
+    change asks (a LIST per node was 1,000 requests before a 1,000-node drain began); None
+    when pods may not be read."""
+    selector = MIG_MANAGER_SELECTOR if actuator is Actuator.OPERATOR else AGENT_SELECTOR
+    found: dict[str, list[Json]] = {}
+    try:
+        for pod in api.list(cluster.path("pods"), label_selector=selector):
+            found.setdefault(str((pod.get("spec") or {}).get("nodeName") or ""), []).append(pod)
+    except ClusterError:
+        return None
+    return found
+
+
+def will_not_act(
+    node: str, actuator: Actuator, pods: dict[str, list[Json]] | None, *, running: bool
+) -> str:
     """Why nothing will act on a MIG request on `node` ("" when its actuator's pod is there,
-    and Running when `running`: a drain must not empty a node nobody will change). A pod
-    list the user may not read is no reason to refuse."""
+    and Running when `running`: a drain must not empty a node nobody will change), from
+    `actuator_pods`. A pod list the user may not read (None) is no reason to refuse."""
     operator = actuator is Actuator.OPERATOR
     who = "GPU Operator MIG manager" if operator else "kubectl-gpu agent"
-    try:
-        pods = _pods_on(api, node, MIG_MANAGER_SELECTOR if operator else AGENT_SELECTOR)
-    except ClusterError:
+    if pods is None:
         return ""
-    if not pods:
+    on_node = pods.get(node, [])
+    if not on_node:
         fix = (
             f"is migManager enabled in the ClusterPolicy, and {keys.DEPLOY_MIG_MANAGER_LABEL}="
             "true on the node?"
@@ -46,8 +62,8 @@ def will_not_act(api: cluster.Api, node: str, actuator: Actuator, *, running: bo
             else "run `kubectl gpu install`, then `kubectl gpu status`"
         )
         return f"no {who} pod runs on {node}, so nothing would act on the change ({fix})"
-    if running and not any(_running(p) for p in pods):
-        return f"{_pod_says(pods[0], f'the {who}')}; nothing would act on the change yet"
+    if running and not any(_running(p) for p in on_node):
+        return f"{_pod_says(on_node[0], f'the {who}')}; nothing would act on the change yet"
     return ""
 
 

@@ -252,7 +252,7 @@ class SimCluster(NodeHandles, KubeletView):
     def _node_side(self, interval: float) -> AgentRuntime:
         """Each GPU node's disk (GPU state, kubelet root) and the agent processes on them."""
         sides = self.sides
-        self.node_kubelets = NodeKubelets(sides, self.podresources)
+        self.node_kubelets = NodeKubelets(sides, self.podresources, self.pods_in_api)
         self.agents = AgentRuntime(
             self.loop, sides, self.logs, interval=interval,
             credentials=self._pod_token,

@@ -80,6 +80,12 @@ class KubeletView:
         healthy = tuple(podresources.Devices(r, ids) for r, ids in self.advertised(node).items())
         return pods, podresources.Allocatable(devices=healthy)
 
+    def pods_in_api(self, node: str) -> set[tuple[str, str]]:
+        """(namespace, name) of `node`'s pods the API server has now: all a kubelet's
+        PodResources List may report (its pods leave the API only after they stopped)."""
+        found = self.store.list("pods", field_selector=f"spec.nodeName={node}")
+        return {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in found}
+
     def _prepared_claims(self, pod: Obj) -> dict[str, tuple[Any, ...]]:
         """Container -> the DRA claims NVIDIA's kubelet plugin prepared for it (PodResources)."""
         if self.dra_kubelet is None:

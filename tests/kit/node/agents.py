@@ -13,6 +13,7 @@ what the simulated kubelet allocated). Must not: decide what the agent does (tha
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import threading
@@ -238,15 +239,23 @@ class NodeKubelets:
     name = "node-kubelets"
 
     def __init__(
-        self, sides: dict[str, NodeSide], podresources: Callable[[str], tuple[list[Any], Any]]
+        self,
+        sides: dict[str, NodeSide],
+        podresources: Callable[[str], tuple[list[Any], Any]],
+        active: Callable[[str], set[tuple[str, str]]] | None = None,
     ) -> None:
+        """`active(node)`: (namespace, name) of the node's pods the API server has now, which
+        each List then keeps to (the loop's `reconcile` may come after a deletion)."""
         from tests.kit.node.kubelet import FakeKubelet  # lazy: it imports grpc and the stubs
 
         self._podresources = podresources
+        self._active = active
         self.kubelets = {name: FakeKubelet(side.kubelet_root) for name, side in sides.items()}
 
     def start(self) -> None:
-        for kubelet in self.kubelets.values():
+        for name, kubelet in self.kubelets.items():
+            if self._active is not None:
+                kubelet.set_active(functools.partial(self._active, name))
             kubelet.start()  # the checkpoint is written by reconcile, on the loop's thread only
 
     def stop(self) -> None:

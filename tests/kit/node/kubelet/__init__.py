@@ -17,7 +17,7 @@ docs/upstream-facts.md N1–N3.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent import futures
 from pathlib import Path
 
@@ -142,6 +142,14 @@ class FakeKubelet:
         """Replace what GetAllocatableResources reports (healthy devices only)."""
         with self._state.lock:
             self._state.allocatable = allocatable
+
+    def set_active(self, active: Callable[[], set[tuple[str, str]]] | None) -> None:
+        """Ask `active()` at each List and Get for the (namespace, name) of the node's pods the
+        API server still has, and leave out the others: a kubelet deletes a pod's API object
+        only after the pod stopped being active, so a pod gone from the API is never in List,
+        however late `set_pods` learns of it."""
+        with self._state.lock:
+            self._state.active = active
 
     def set_get_enabled(self, enabled: bool) -> None:
         """Model the KubeletPodResourcesGet gate (off by default before 1.34)."""

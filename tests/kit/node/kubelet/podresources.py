@@ -5,7 +5,7 @@ the servicer answering from the node's state. Must not start a server (`FakeKube
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import grpc
 
@@ -86,6 +86,10 @@ class NodeState:
         self.allocatable = Allocatable()
         self.get_enabled = True
         self.calls: list[str] = []
+        # (namespace, name) of the node's pods the API server still has, asked at each call:
+        # a kubelet deletes a pod's API object only once the pod has stopped and left its
+        # active pods, which are all List reports (docs/upstream-facts.md N3); None: not asked
+        self.active: Callable[[], set[tuple[str, str]]] | None = None
 
 
 class PodResourcesServicer(api_pb2_grpc.PodResourcesListerServicer):
@@ -97,7 +101,17 @@ class PodResourcesServicer(api_pb2_grpc.PodResourcesListerServicer):
     def _record(self, method: str) -> tuple[tuple[Pod, ...], Allocatable, bool]:
         with self._state.lock:
             self._state.calls.append(method)
-            return self._state.pods, self._state.allocatable, self._state.get_enabled
+            pods, allocatable, enabled = (
+                self._state.pods, self._state.allocatable, self._state.get_enabled,
+            )  # fmt: skip
+            active = self._state.active
+        if active is not None:  # never a pod the API server no longer has
+            try:
+                still = active()
+            except Exception:  # noqa: BLE001 - the server unreachable (a test's teardown):
+                return pods, allocatable, enabled  # what the stand-in last learnt, as before
+            pods = tuple(p for p in pods if (p.namespace, p.name) in still)
+        return pods, allocatable, enabled
 
     def List(
         self, request: api_pb2.ListPodResourcesRequest, context: grpc.ServicerContext
