@@ -43,7 +43,7 @@ from kubectl_gpu.gpumap.allocations import Gpu
 from kubectl_gpu.usage import document
 from kubectl_gpu.usage.readings import GpuReading, MigReading, ProcessReading
 from tests.kit.plane import netns
-from tests.kit.plane.plane import LIFECYCLE_BY_TEST
+from tests.kit.plane.kwok import LIFECYCLE_BY_TEST
 
 AGENT_NS = keys.NAMESPACE
 PORT = 9402

@@ -21,9 +21,9 @@ import pytest
 
 from tests.cli.test_doctor_names_the_dra_layer import pending_claim
 from tests.conftest import ROOT
-from tests.differential import oracle
 from tests.kit.cluster import NodeSpec
 from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.kube import builds
 
 KUBECTL = shutil.which("kubectl")
 GIT = shutil.which("git")
@@ -38,11 +38,11 @@ pytestmark = [
 def release(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """The krew binary's directory, and the manifest beside the archive release.py built."""
     try:
-        krew_dir = oracle.gobins.ensure("krew", quiet=True)
-    except oracle.gobins.BuildError as error:
+        krew_dir = builds.built("krew")
+    except builds.NotBuilt as error:
         if os.environ.get("CI"):
             raise
-        pytest.skip(f"cannot build krew here: {error}")
+        pytest.skip(str(error))
     root = tmp_path_factory.mktemp("krew-release")
     spec = importlib.util.spec_from_file_location("release", ROOT / "scripts" / "release.py")
     assert spec and spec.loader

@@ -20,8 +20,9 @@ from kubectl_gpu import cluster, errors
 from tests.adapters.test_cluster_requests_time_out_and_retry_once import RawServer
 from tests.conftest import CliResult
 from tests.kit.plane.faults import Fault, FaultProxy
-from tests.kit.plane.plane import ControlPlane, plain_kubeconfig, write_kubeconfig
+from tests.kit.plane.plane import ControlPlane
 from tests.kit.plane.ports import refused_port
+from tests.kit.plane.users import plain_kubeconfig, write_kubeconfig
 
 SECRETS = ("alice", "S3CRET-PASSWORD", "Q-TOKEN-42", "FRAGMENT-7")
 NODE = cluster.path("nodes", "gpu-a")

@@ -17,7 +17,8 @@ import pytest
 
 from kubectl_gpu import cluster, errors
 from tests.kit.plane.faults import Fault, FaultProxy
-from tests.kit.plane.plane import ControlPlane, write_kubeconfig
+from tests.kit.plane.plane import ControlPlane
+from tests.kit.plane.users import write_kubeconfig
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -16,7 +16,7 @@ import pytest
 
 from kubectl_gpu import cluster, errors
 from tests.kit.plane.faults import Fault, FaultProxy
-from tests.kit.plane.plane import plain_kubeconfig
+from tests.kit.plane.users import plain_kubeconfig
 
 NODE = cluster.path("nodes", "gpu-a")
 

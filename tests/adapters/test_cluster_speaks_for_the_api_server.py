@@ -14,8 +14,9 @@ from kubernetes.client.exceptions import ApiException
 from kubectl_gpu import cluster
 from kubectl_gpu.errors import ClusterError, ExitCode
 from tests.kit.plane.faults import FaultProxy
-from tests.kit.plane.plane import ControlPlane, plain_kubeconfig
+from tests.kit.plane.plane import ControlPlane
 from tests.kit.plane.ports import refused_port
+from tests.kit.plane.users import plain_kubeconfig
 
 Obj = dict[str, Any]
 _names = itertools.count()

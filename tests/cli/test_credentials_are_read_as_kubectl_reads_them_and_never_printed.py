@@ -18,7 +18,8 @@ import pytest
 
 from kubectl_gpu.workflows import map as reading
 from tests.conftest import CliResult
-from tests.kit.plane.plane import ControlPlane, write_kubeconfig
+from tests.kit.plane.plane import ControlPlane
+from tests.kit.plane.users import write_kubeconfig
 
 pytestmark = pytest.mark.usefixtures("real_control_plane")
 

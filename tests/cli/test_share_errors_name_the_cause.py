@@ -13,8 +13,8 @@ import pytest
 from tests.conftest import CliResult
 from tests.kit.cluster import NodeSpec, SimCluster
 from tests.kit.cluster.fixture import MakeSimCluster
-from tests.kit.plane.plane import plain_kubeconfig
 from tests.kit.plane.ports import refused_port
+from tests.kit.plane.users import plain_kubeconfig
 
 Run = Callable[..., CliResult]
 pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane

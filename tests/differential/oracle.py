@@ -4,33 +4,18 @@ Each oracle takes many files per run and prints one JSON verdict per file; this 
 a batch of texts to a temporary directory, runs the oracle once, and returns the verdicts in
 order. The binaries are built once per machine into gobins' cache (a session-scoped fixture
 asks for them); where Go is missing or the module proxy cannot be reached, the tests that need
-them skip with gobins' reason.
+them skip with the reason tests/kit/kube/builds.py gives.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _gobins() -> Any:
-    """scripts/gobins.py (a script, not a package: loaded by path)."""
-    spec = importlib.util.spec_from_file_location("gobins", ROOT / "scripts" / "gobins.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gobins"] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-gobins = _gobins()
+from tests.kit.kube import builds
 
 DEVICE_PLUGIN = "device-plugin-oracle"
 MIG_PARTED = "mig-parted-oracle"
@@ -39,8 +24,8 @@ CEL = "cel-oracle"
 
 
 def build(name: str) -> Path:
-    """The oracle's binary, built first if this machine's cache lacks it (gobins.BuildError)."""
-    return gobins.ensure(name, quiet=True) / name
+    """The oracle's binary, built first if this machine's cache lacks it (builds.NotBuilt)."""
+    return builds.program(name)
 
 
 def verdicts(program: Path, texts: list[str] | list[bytes], *options: str) -> list[dict[str, Any]]:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.kit.plane.plane import ROOT, wait_for
+from tests.conftest import ROOT
+from tests.kit.plane.plane import wait_for
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -15,7 +15,7 @@ import pytest
 
 from tests.kit.cluster import NodeSpec
 from tests.kit.cluster.fixture import MakeSimCluster, kubectl_for
-from tests.kit.plane.plane import ADMITTED
+from tests.kit.plane.kwok import ADMITTED
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.timeout(180)]
 

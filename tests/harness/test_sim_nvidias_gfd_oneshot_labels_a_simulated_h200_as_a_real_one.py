@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.kit.kube import builds
 from tests.kit.node import sandbox
 from tests.kit.node.libnvml.driver import DriverRoot, lay_out
 from tests.kit.node.nodes import NodeSpec, SimNode
-from tests.kit.node.nvidiagfd import gfd_binary
 
 pytestmark = [
     pytest.mark.timeout(120),
@@ -44,7 +44,8 @@ def run(
     root.trace()
     output = tmp_path / "labels"
     argv = [
-        str(gfd_binary()), "--oneshot", "--use-node-feature-api=false", "--no-timestamp",
+        str(builds.program("gpu-feature-discovery")),
+        "--oneshot", "--use-node-feature-api=false", "--no-timestamp",
         f"--output-file={output}", f"--driver-root-ctr-path={root.path}",
         f"--machine-type-file={tmp_path / 'no-dmi'}", *flags,
     ]  # fmt: skip

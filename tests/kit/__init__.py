@@ -16,7 +16,8 @@ setup.cfg; docs/architecture.md, "The test world"):
   the network namespaces its nodes live in, the session's shared plane, the static plane and
   NVIDIA's Helm chart on it, the fault proxy;
 - `kube/`: what the tests say to and about Kubernetes whichever server answers: object
-  builders (NVIDIA's three deployments among them), `ApiError`, the kubectl runner.
+  builders (NVIDIA's three deployments among them), `ApiError`, the kubectl runner, and
+  where each program scripts/gobins.py builds lies (`builds`, the one lookup every floor uses).
 
 The kit imports nothing of `kubectl_gpu` but the kubelet's generated gRPC stubs; it runs the
 agent as a process, as a DaemonSet would (the `kit-alone` contract). Its own tests are in

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from tests.kit.node.libnvml import FakeLibNvml, Gpu
 from tests.kit.node.nodes import NodeSpec, SimNode
 from tests.kit.node.workloads import GpuProcess, GpuWorkloads
-from tests.kit.plane.plane import NODE_SIDE_KUBELET
+from tests.kit.plane.kwok import NODE_SIDE_KUBELET
 
 if TYPE_CHECKING:
     from tests.kit.node.agents import AgentRuntime

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tests.kit.kube import ApiError
+from tests.kit.plane.kwok import LIFECYCLE_BY_TEST
 from tests.kit.plane.netns import certified_addresses
-from tests.kit.plane.plane import LIFECYCLE_BY_TEST
 
 if TYPE_CHECKING:
     from tests.kit.plane import ControlPlane

@@ -1,6 +1,6 @@
 """The kubelet stand-in's admission gate: a pod on a simulated node runs only once admitted.
 
-On a node whose kubelet is simulated (annotated NODE_SIDE_KUBELET, tests/kit/plane/plane.py),
+On a node whose kubelet is simulated (annotated NODE_SIDE_KUBELET, tests/kit/plane/kwok.py),
 KWOK holds a pod that asks for an extended resource in Pending until the pod carries ADMITTED;
 the kubelet stand-in (podlifecycle.py) sets it with `admitted` once the pod's device-plugin
 Allocate calls succeeded, as a kubelet starts a pod's containers only after admission. A pod
@@ -17,7 +17,7 @@ from typing import Any
 
 from tests.kit.kube import ApiError
 from tests.kit.node import events, podstatus
-from tests.kit.plane.plane import ADMITTED
+from tests.kit.plane.kwok import ADMITTED
 from tests.kit.plane.store import ApiStore
 
 Obj = dict[str, Any]
@@ -25,7 +25,7 @@ Obj = dict[str, Any]
 
 def awaits_admission(pod: Obj) -> bool:
     """Whether KWOK holds `pod` in Pending until this kubelet admits it: it asks for an extended
-    resource, is not admitted yet, and is not past Pending (tests/kit/plane/plane.py gates
+    resource, is not admitted yet, and is not past Pending (tests/kit/plane/kwok.py gates
     the pod-ready stage of nodes with a kubelet stand-in on ADMITTED)."""
     notes = pod["metadata"].get("annotations") or {}
     phase = (pod.get("status") or {}).get("phase") or ""
@@ -42,7 +42,7 @@ def awaits_admission(pod: Obj) -> bool:
 
 def prepared_by_dra(pod: Obj) -> bool:
     """Whether `pod` uses ResourceClaims: KWOK holds it until its claims were prepared
-    (tests/kit/plane/plane.py), so only the node's DRA side may admit it."""
+    (tests/kit/plane/kwok.py), so only the node's DRA side may admit it."""
     return bool((pod.get("spec") or {}).get("resourceClaims"))
 
 

@@ -25,8 +25,6 @@ write Node status.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterable, Sequence
@@ -35,7 +33,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
-from tests.kit.kube import ApiError
+from tests.kit.kube import ApiError, builds
 from tests.kit.node import mpstemplate
 from tests.kit.node.admission import admitted, not_prepared
 from tests.kit.node.agents import NodeSide
@@ -51,7 +49,6 @@ from tests.kit.node.sandbox import (
 from tests.kit.plane.loop import Change, ControlLoop
 
 Obj = dict[str, Any]
-REPO_ROOT = Path(__file__).resolve().parents[3]
 PROGRAM = "gpu-kubelet-plugin"
 # What the chart's pod sets as IMAGE_NAME (required; it names the image of MPS daemons it renders)
 IMAGE = "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.4.1"
@@ -61,17 +58,6 @@ PLUGINS = "plugins"
 _REGISTER_TIMEOUT = 120.0
 # The kubelet's pod worker tries a pod whose sync failed again after 10 s (workerBackOffPeriod)
 _RETRY = 10.0
-
-
-def plugin_binary() -> Path:
-    """NVIDIA's binary, built once per machine by scripts/gobins.py (about 4-6 min) and cached."""
-    spec = importlib.util.spec_from_file_location("gobins", REPO_ROOT / "scripts" / "gobins.py")
-    assert spec is not None and spec.loader is not None
-    gobins = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("gobins", gobins)
-    spec.loader.exec_module(gobins)
-    directory: Path = gobins.ensure(PROGRAM, quiet=True)
-    return directory / PROGRAM
 
 
 @dataclass
@@ -107,7 +93,7 @@ class DraPluginRuntime:
         # daemons are made, and the account they run as (the binary's defaults: "default", "")
         self.namespace, self.service_account = account
         self._kubeconfig = kubeconfig  # (node, path): writes the plugin's kubeconfig at path
-        self.binary = plugin_binary()
+        self.binary = builds.program(PROGRAM)
         self.managers = {name: DraManager(name, registry_dir(side)) for name, side in sides.items()}
         self._runs: dict[str, _Run] = {}
         self._lock = threading.Lock()

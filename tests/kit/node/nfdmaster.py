@@ -9,18 +9,16 @@ v0.19.0 by `scripts/gobins.py nfd-master`, with NFD's own CRDs (from the same mo
 the cluster's API server, run with what the NVIDIA device plugin's Helm chart gives its NFD
 dependency (`extraLabelNs: [nvidia.com]`) and its metrics/health port on an ephemeral one.
 
-Owns `NfdMaster` (install the CRDs, run the process, keep its log, stop it) and `master_binary`.
-Must not compute labels (NFD's code does) or touch GPU state.
+Owns `NfdMaster` (install the CRDs, run the process, keep its log, stop it; the binary is
+tests/kit/kube/builds.py's to find). Must not compute labels (NFD's code does) or touch GPU state.
 """
 
 from __future__ import annotations
 
 import copy
 import functools
-import importlib.util
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from collections import deque
@@ -29,26 +27,14 @@ from typing import Any
 
 import yaml
 
-from tests.kit.kube import ApiError
+from tests.kit.kube import ApiError, builds
 from tests.kit.node.sandbox import stop_program
 from tests.kit.plane.store import ApiStore
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
 PROGRAM = "nfd-master"
 CRDS = "nfd-api-crds.yaml"  # NFD's CRDs, copied beside the binary from its module
 NODE_FEATURES = "nodefeatures.nfd.k8s-sigs.io"
 _LOG_LINES = 200
-
-
-def master_binary() -> Path:
-    """NFD's master, built once per machine by scripts/gobins.py and cached."""
-    spec = importlib.util.spec_from_file_location("gobins", REPO_ROOT / "scripts" / "gobins.py")
-    assert spec is not None and spec.loader is not None
-    gobins = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("gobins", gobins)
-    spec.loader.exec_module(gobins)
-    directory: Path = gobins.ensure(PROGRAM, quiet=True)
-    return directory / PROGRAM
 
 
 def crds(binary: Path) -> list[dict[str, Any]]:
@@ -68,7 +54,7 @@ class NfdMaster:
     def __init__(self, store: ApiStore, kubeconfig: Path) -> None:
         self.store = store
         self.kubeconfig = kubeconfig
-        self.binary = master_binary()
+        self.binary = builds.program(PROGRAM)
         self.log: deque[str] = deque(maxlen=_LOG_LINES)
         self._process: subprocess.Popen[str] | None = None
         self._reader: threading.Thread | None = None

@@ -17,19 +17,17 @@ every sleep interval (the pod's `GFD_SLEEP_INTERVAL`, else the config's
 read in tests/data/nvidia (`gpu.machine=unknown`).
 
 Owns `NvidiaGfdRuntime`, the GFD program of every simulated cluster: a `ProgramRuntime` whose
-program is NVIDIA's process (the config-manager flow of programs.py is kept, as for the plugin),
-and `gfd_binary`. Must not compute labels (NVIDIA's binary does) or write Node labels (NFD's
-master does).
+program is NVIDIA's process (the config-manager flow of programs.py is kept, as for the plugin; the
+binary is tests/kit/kube/builds.py's to find). Must not compute labels (NVIDIA's binary does) or
+write Node labels (NFD's master does).
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 import re
 import signal
-import sys
 import threading
 from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
@@ -37,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from tests.kit.kube import ApiError
+from tests.kit.kube import ApiError, builds
 from tests.kit.node import sandbox
 from tests.kit.node.agents import NodeSide
 from tests.kit.node.nodes import SimNode
@@ -47,7 +45,6 @@ from tests.kit.plane.containerlogs import LogStore
 from tests.kit.plane.loop import Change, ControlLoop
 from tests.kit.plane.store import ApiStore
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
 PROGRAM = "gpu-feature-discovery"
 TIMESTAMP = "nvidia.com/gfd.timestamp"  # on every labelling: the pod's labels have arrived
 # Set by the runtime itself, as flags or from the pod (a stale one would mislead a reader).
@@ -62,17 +59,6 @@ MIN_SLEEP = 5.0
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 Credentials = Callable[[str, str, str, Path], None]
-
-
-def gfd_binary() -> Path:
-    """NVIDIA's binary, built once per machine by scripts/gobins.py and cached."""
-    spec = importlib.util.spec_from_file_location("gobins", REPO_ROOT / "scripts" / "gobins.py")
-    assert spec is not None and spec.loader is not None
-    gobins = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("gobins", gobins)
-    spec.loader.exec_module(gobins)
-    directory: Path = gobins.ensure(PROGRAM, quiet=True)
-    return directory / PROGRAM
 
 
 def sleep_interval(env: dict[str, str], config: str | None) -> float | None:
@@ -127,7 +113,7 @@ class NvidiaGfdRuntime(ProgramRuntime):
     @functools.cached_property
     def binary(self) -> Path:
         """Built on first need: clusters without a GFD DaemonSet never build it."""
-        return gfd_binary()
+        return builds.program(PROGRAM)
 
     # ---- the program ------------------------------------------------------------------------
 

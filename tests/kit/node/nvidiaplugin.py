@@ -14,21 +14,19 @@ config-manager switch sends it SIGHUP after rewriting its config file (it restar
 and re-reads the file); deleting the pod kills it (allocatable drops to 0, capacity stays); an
 exit is a crash the kubelet's back-off restarts.
 
-Owns `NvidiaPluginRuntime`, the device-plugin program of every simulated cluster: a
-`ProgramRuntime` whose program is NVIDIA's process (the config-manager flow of programs.py is
-kept: which key the init container and sidecar link is the layout's); `busy`, what a settling
-cluster still waits for (a process that has not finished starting its plugins); and
-`plugin_binary`. Must not: interpret the plugin's config (NVIDIA's binary does), or write Node
-status itself (the kubelet stand-in does).
+Owns `NvidiaPluginRuntime`, the device-plugin program of every simulated cluster: a `ProgramRuntime`
+whose program is NVIDIA's process (the config-manager flow of programs.py is kept: which key the
+init container and sidecar link is the layout's); `busy`, what a settling cluster still waits for (a
+process that has not finished starting its plugins); the binary is tests/kit/kube/builds.py's to
+find. Must not: interpret the plugin's config (NVIDIA's binary does), or write Node status itself
+(the kubelet stand-in does).
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -36,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.kit.kube import ApiError
+from tests.kit.kube import ApiError, builds
 from tests.kit.node import deviceallocation, mps
 from tests.kit.node.agents import NodeSide
 from tests.kit.node.allocation import Allocation, AllocationTable
@@ -48,7 +46,6 @@ from tests.kit.plane.containerlogs import LogStore
 from tests.kit.plane.loop import ControlLoop
 from tests.kit.plane.store import ApiStore
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
 PROGRAM = "nvidia-device-plugin"
 PLUGIN_CONTAINERS = ("nvidia-device-plugin-ctr", "nvidia-device-plugin")
 # Env the runtime sets itself (flags win over them in NVIDIA's CLI, but a stale one would
@@ -65,17 +62,6 @@ _START_UP_ENDS = (
 # A registration is followed at once by the next plugin's start: this long without a line, the
 # last one has registered.
 _QUIET = 0.3
-
-
-def plugin_binary() -> Path:
-    """NVIDIA's binary, built once per machine by scripts/gobins.py (about 70 s) and cached."""
-    spec = importlib.util.spec_from_file_location("gobins", REPO_ROOT / "scripts" / "gobins.py")
-    assert spec is not None and spec.loader is not None
-    gobins = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("gobins", gobins)
-    spec.loader.exec_module(gobins)
-    directory: Path = gobins.ensure(PROGRAM, quiet=True)
-    return directory / PROGRAM
 
 
 class _StartUp:
@@ -131,7 +117,7 @@ class NvidiaPluginRuntime(ProgramRuntime):
         super().__init__(store, loop, nodes)
         self.sides = sides
         self.logs = logs
-        self.binary = plugin_binary()
+        self.binary = builds.program(PROGRAM)
         self._procs: dict[str, _Run] = {}  # pod UID -> its running program
         # (pod UID, container, resource) -> NVIDIA's ContainerAllocateResponse
         self.responses: dict[tuple[str, str, str], Any] = {}

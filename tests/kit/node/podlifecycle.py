@@ -34,9 +34,9 @@ from tests.kit.node.nodes import SimNode
 from tests.kit.node.podstatus import ContainerRun, PodPlace
 from tests.kit.node.workloads import GpuWorkloads
 from tests.kit.plane.containerlogs import LogStore
+from tests.kit.plane.kwok import LIFECYCLE_BY_TEST
 from tests.kit.plane.loop import Change, ControlLoop
 from tests.kit.plane.netns import NodeNetwork
-from tests.kit.plane.plane import LIFECYCLE_BY_TEST
 from tests.kit.plane.store import ApiStore
 
 Obj = dict[str, Any]

@@ -1,12 +1,12 @@
 """The admission of pods on nodes that no test simulates the kubelet of, on a gated plane.
 
-On a plane started with `node_side_gate` (plane.py), KWOK holds a pod that asks for an extended
-resource, or uses ResourceClaims, in Pending until it is annotated ADMITTED. A node annotated
-NODE_SIDE_KUBELET has a kubelet stand-in that admits its pods itself
-(tests/kit/node/admission.py); a node made bare (a control-plane test's, with its capacity
-written by hand) has nobody to ask, so `Admitter` admits such a pod as soon as it is bound
-there, as the bare plane always did. Owns `Admitter`. Must not know anything about GPUs, or
-admit a pod on a NODE_SIDE_KUBELET node.
+On a plane started with `node_side_gate` (plane.py; the gate is kwok.py's), KWOK holds a pod
+that asks for an extended resource, or uses ResourceClaims, in Pending until it is annotated
+ADMITTED. A node annotated NODE_SIDE_KUBELET has a kubelet stand-in that admits its pods
+itself (tests/kit/node/admission.py); a node made bare (a control-plane test's, with its
+capacity written by hand) has nobody to ask, so `Admitter` admits such a pod as soon as it is
+bound there, as the bare plane always did. Owns `Admitter`. Must not know anything about GPUs,
+or admit a pod on a NODE_SIDE_KUBELET node.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.kit.kube import ApiError
-from tests.kit.plane.plane import ADMITTED, NODE_SIDE_KUBELET
+from tests.kit.plane.kwok import ADMITTED, NODE_SIDE_KUBELET
 from tests.kit.plane.store import ApiStore
 
 Obj = dict[str, Any]

@@ -20,14 +20,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
-if TYPE_CHECKING:
-    from tests.kit.plane.plane import ControlPlane
-
-from tests.kit.plane.plane import ControlPlane, write_kubeconfig
+from tests.kit.plane.plane import ControlPlane
+from tests.kit.plane.users import write_kubeconfig
 
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade"}
 

@@ -21,13 +21,14 @@ scripts/gobins.py, cached outside the clone) and reading the logs. Must not: wri
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+
+from tests.kit.kube import builds
 
 ROOT = Path(__file__).resolve().parents[4]
 LIB_DIR = Path("usr/lib/x86_64-linux-gnu")
@@ -41,13 +42,7 @@ IN_PROCESS = "libnvidia-ml-in-process.so"  # the same library without a SONAME (
 @cache
 def library(name: str = SONAME) -> Path:
     """The built library (scripts/gobins.py compiles it once per source change, in a second)."""
-    spec = importlib.util.spec_from_file_location("gobins", ROOT / "scripts" / "gobins.py")
-    assert spec is not None and spec.loader is not None
-    gobins = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("gobins", gobins)
-    spec.loader.exec_module(gobins)
-    directory: Path = gobins.ensure("libnvml", quiet=True)
-    return directory / name
+    return builds.program(name, "libnvml")
 
 
 @dataclass(frozen=True)
