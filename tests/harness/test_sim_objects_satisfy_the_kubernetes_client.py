@@ -32,21 +32,27 @@ def gpu_pod(name: str, gpus: int, node: str = "") -> dict[str, object]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
 
 
+# This cluster never rests for long: gpu-a's plugin, GFD and gpu-b's sidecar crash-loop on
+# their own back-offs and GFD relabels the other nodes every few seconds, so on a loaded
+# machine two quiet looks in a row may take longer than `settle`'s default 30 s.
+SETTLE_S = 90.0
+
+
 def busy(cluster: SimCluster) -> None:
     """Put the cluster in every state the controllers can write."""
     labels = {"gpu-a": "bad", "gpu-b": "missing"}
     for node, key in labels.items():
         body = {"metadata": {"labels": {"nvidia.com/device-plugin.config": key}}}
         cluster.store.patch("nodes", node, body)
-    cluster.settle()
+    cluster.settle(SETTLE_S)
     pod = cluster.plugin_pod("gpu-b")
     if pod is not None:  # a fresh pod under a missing key: init container blocked
         cluster.store.delete("pods", pod["metadata"]["name"], pod["metadata"]["namespace"])
-        cluster.settle()  # else the scheduler may still see gpu-b's old allocatable
+        cluster.settle(SETTLE_S)  # else the scheduler may still see gpu-b's old allocatable
     cluster.store.create(gpu_pod("fits", 1))
     cluster.store.create(gpu_pod("too-big", 64))
     cluster.store.create(gpu_pod("pinned", 9, node="gpu-c"))
-    cluster.settle()
+    cluster.settle(SETTLE_S)
 
 
 @pytest.mark.parametrize("layout", ["gpu-operator", "helm", "static"])
