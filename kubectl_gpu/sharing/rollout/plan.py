@@ -98,6 +98,8 @@ class NodePlan:
     restart: bool  # whether its plugin must restart to read its config
     reason: str
     beyond: bool = False  # restarted though the user did not select it (the operator's roll)
+    product: str = ""  # GFD's nvidia.com/gpu.product label ("" when unlabelled): a config
+    # is proven per (key, product) on the rollout's first node of each (docs/first-try-safety.md)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -254,6 +256,7 @@ def _node_plan(state: ClusterState, after: After, node: GpuNode, rolled: bool) -
         restart=restart,
         reason=reason,
         beyond=beyond,
+        product=node.labels.get(keys.GPU_PRODUCT_LABEL, ""),
     )
 
 
