@@ -38,8 +38,8 @@ from tests.kit.kube import layouts
 
 BIN = Path(sys.executable).parent
 RESOURCES = {"Namespace": "namespaces", "ServiceAccount": "serviceaccounts",
-             "ConfigMap": "configmaps", "DaemonSet": "daemonsets",
-             "ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings"}  # fmt: skip
+             "ConfigMap": "configmaps", "DaemonSet": "daemonsets", "ClusterRole": "clusterroles",
+             "ClusterRoleBinding": "clusterrolebindings"}  # fmt: skip
 
 
 def rollout_plane() -> Any:

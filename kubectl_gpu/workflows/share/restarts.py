@@ -115,8 +115,7 @@ def roll(
     try:
         while at < len(order) and not run.failed and not run.overall.passed:
             if not startable(order[at]):  # its pair's proof must pass the steady check first
-                proof = run.nodes[proofs[nodes[order[at]]]]
-                run.until(lambda: run.failed or proof.result is not None, STAYING)
+                run.until_proven(run.nodes[proofs[nodes[order[at]]]])
             elif run.unavailable() < size:  # a free place: start as many as fit
                 free = size - run.unavailable()
                 ready = list(itertools.takewhile(startable, order[at : at + free]))
@@ -202,6 +201,13 @@ class _Rollout:
             log.info("restarting the device plugin on %s (pod %s)", node, meta.get("name"))
             doomed.append(pod)
         _delete_all(self.api, doomed)
+
+    def until_proven(self, proof: _Node) -> None:
+        """Wait for `proof`'s new pod to be Ready, or for its steady check to end."""
+        if proof.result is None and proof.ready is None:
+            self.until(lambda: self.failed or proof.ready is not None, WAITED_FOR)
+        else:
+            self.until(lambda: self.failed or proof.result is not None, STAYING)
 
     def until(self, done: Callable[[], bool], what: str) -> None:
         """Look (and wait between looks) until `done()` or the rollout's deadline."""
