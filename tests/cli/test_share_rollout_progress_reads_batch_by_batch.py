@@ -59,6 +59,7 @@ def test_each_batch_says_its_number_the_nodes_done_and_what_it_waits_for(
         "batch 2 of 3 ended: 4 of 5 nodes done",
         "batch 3 of 3 ended: 5 of 5 nodes done",
     ]
+    lines = [re.sub(r" \(\d+s\)$", "", line) for line in lines]  # seconds since the start
     waits = [line for line in lines if ": waiting for " in line]
     # the proof, gpu-0, is waited for alone: Ready, then its steady check, before any other
     # node starts (the first wait may be skipped when its pod was Ready at the first look)

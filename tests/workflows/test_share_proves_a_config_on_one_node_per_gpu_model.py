@@ -6,10 +6,11 @@ whole `--max-unavailable` batch; one that only one model rejects (MPS or a MIG s
 model without it) is caught on that model's first node.
 
 The static API of tests/workflows/conftest.py (the real kube-apiserver, no controllers) with six
-one-GPU nodes of two models, four restarts allowed at once, and the node side played on the
-test's clock: a deleted plugin pod is replaced by a new one that stays Ready, or, on a model
-that rejects the config, shows Ready and crash-loops 1.5 s later (the plugin has no readiness
-probe: docs/first-try-safety.md).
+one-GPU nodes of two models (one labelled `-SHARED`, as GFD labels a shared GPU: the same
+model), four restarts allowed at once, and the node side played on the test's clock: a deleted
+plugin pod is replaced by a new one that stays Ready, or, on a model that rejects the config,
+shows Ready and crash-loops 1.5 s later (the plugin has no readiness probe:
+docs/first-try-safety.md).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from tests.workflows.sharebuilders import gpu_node
 
 H100, L4 = "NVIDIA-H100-80GB-HBM3", "NVIDIA-L4"
 MODELS = {"gpu-0": H100, "gpu-1": H100, "gpu-2": L4, "gpu-3": H100, "gpu-4": L4, "gpu-5": L4}
+# gpu-3 already shares its GPU (an earlier config): GFD's label says so, the model is the same
+LABELS = {**MODELS, "gpu-3": f"{H100}-SHARED"}
 PLUGIN = "nvidia-device-plugin-ctr"
 CRASH_AFTER_S = 1.5
 
@@ -39,8 +42,8 @@ CRASH_AFTER_S = 1.5
 def fleet(static_store: ApiStore, static_plane: ControlPlane) -> cluster.Api:
     layout = layouts.helm({"any": "version: v1\n"}, "any")
     install(static_store, layout)
-    for name, model in MODELS.items():
-        static_store.create(gpu_node(name, 1, extra={keys.GPU_PRODUCT_LABEL: model}))
+    for name, label in LABELS.items():
+        static_store.create(gpu_node(name, 1, extra={keys.GPU_PRODUCT_LABEL: label}))
         static_store.create(pod(f"plugin-{name}", name, layout.plugin_daemonset, PLUGIN))
         gfd = str(layout.gfd_daemonset)
         static_store.create(pod(f"gfd-{name}", name, gfd, "gpu-feature-discovery-ctr"))
