@@ -71,7 +71,8 @@ def test_each_batch_says_its_number_the_nodes_done_and_what_it_waits_for(
     steady = lines.index(proof[1])
     assert [w for w in waits if lines.index(w) <= steady] in (proof, proof[1:]), waits
     assert steady < lines.index(begun[1])
-    assert any(w.startswith("batch 3 of 3: waiting for") and "gpu-4" in w for w in waits)
+    # (which nodes it names depends on how far the others are: up to four may be open)
+    assert any(w.startswith("batch 3 of 3: waiting for") for w in waits), waits
     # after the proof, the batches overlap and end in order
     order = [i for i, line in enumerate(lines) if line in begun or " ended: " in line]
     assert [re.sub(r"( ended)?: .*", r"\1", lines[i]) for i in order][:2] == [
