@@ -87,9 +87,12 @@ def test_a_crash_looping_plugin_is_reported_with_the_rollback_hint(
 def test_restarts_stop_at_the_first_node_that_does_not_come_back(
     run_cli: Run, sim_cluster: MakeSimCluster
 ) -> None:
+    # Two nodes of one model: gpu-a proves the config for it, so gpu-b waits for its steady
+    # check (a node of another model is that model's own proof and starts beside it:
+    # tests/workflows/test_share_proves_a_config_on_one_node_per_gpu_model.py).
     nodes = [
         NodeSpec("gpu-a", "A100-SXM4-80GB", 1, mig={0: ["3g.40gb"]}),
-        NodeSpec("gpu-b", "L4", 1),
+        NodeSpec("gpu-b", "A100-SXM4-80GB", 1, mig={0: ["3g.40gb"]}),
     ]
     single = "version: v1\nflags:\n  migStrategy: single\n"
     controllers = ("kubelet", "device-plugin")

@@ -14,7 +14,7 @@ import logging
 import jsonschema
 import pytest
 
-from kubectl_gpu import cluster
+from kubectl_gpu import cluster, keys
 from kubectl_gpu.sharing import rollout
 from kubectl_gpu.workflows.share import change, report
 from kubectl_gpu.workflows.share.options import Options
@@ -93,6 +93,11 @@ def test_the_result_document_matches_its_schema(api: cluster.Api) -> None:
 
 
 def test_max_unavailable_restarts_nodes_together(api: cluster.Api, static_store: ApiStore) -> None:
+    # two GPU models: each node is its model's proof of the config, so neither waits for the
+    # other (one model's nodes: the first alone, tests/workflows/
+    # test_share_proves_a_config_on_one_node_per_gpu_model.py)
+    for name, model in (("gpu-a", "NVIDIA-H100-80GB-HBM3"), ("gpu-b", "NVIDIA-L4")):
+        static_store.patch("nodes", name, {"metadata": {"labels": {keys.GPU_PRODUCT_LABEL: model}}})
     clock = FakeClock()
     options = Options(timeout=5, max_unavailable=2)
     result = change.share(

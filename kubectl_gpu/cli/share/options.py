@@ -71,7 +71,8 @@ def rollout_options(f: F) -> F:
             metavar="N",
             default=1,
             show_default=True,
-            help="How many nodes' plugins restart at a time.",
+            help="How many nodes' plugins restart at a time (each GPU model's first node "
+            "restarts first and proves the config for that model).",
         ),
         click.option(
             "--configmap",

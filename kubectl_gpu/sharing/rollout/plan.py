@@ -98,6 +98,8 @@ class NodePlan:
     restart: bool  # whether its plugin must restart to read its config
     reason: str
     beyond: bool = False  # restarted though the user did not select it (the operator's roll)
+    product: str = ""  # GFD's nvidia.com/gpu.product, less -SHARED ("" unlabelled): a config
+    # is proven per (key, product) on the rollout's first node of each (docs/first-try-safety.md)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -254,7 +256,15 @@ def _node_plan(state: ClusterState, after: After, node: GpuNode, rolled: bool) -
         restart=restart,
         reason=reason,
         beyond=beyond,
+        product=_model(node.labels.get(keys.GPU_PRODUCT_LABEL, "")),
     )
+
+
+def _model(product: str) -> str:
+    """The GPU model from GFD's product label, less the `-SHARED` GFD adds while the GPUs are
+    shared (docs/upstream-facts.md P2.3): a node already shared and one not yet are one model to
+    prove a config on."""
+    return product.removesuffix("-SHARED")
 
 
 def _moves(before: Selection, after: Selection, unknown_before: bool) -> bool:

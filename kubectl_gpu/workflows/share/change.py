@@ -175,7 +175,7 @@ def _roll(
     if options.restart and plan.restarts:
         pods.update(_plugin_uids(api, draft))
         batch = (options.max_unavailable, options.timeout)
-        nodes = {n.node: n.key for n in plan.restarts}
+        nodes = {n.node: (n.key, n.product) for n in plan.restarts}
         for restart in restarts.roll(api, plan.deployment, nodes, batch, timing):
             done.append(restart)
         restarted = {r.node: r for r in done}

@@ -12,10 +12,13 @@ one not Ready by the timeout, ends the rollout: no later batch starts.
 Batches overlap as Kubernetes' own DaemonSet rollout does: at most `max_unavailable` nodes
 are without a Ready plugin at any time (the DaemonSet's maxUnavailable), and a node starts the
 moment another's new pod is Ready, while the steady check of those before goes on beside it;
-a batch's line is said when its first node starts. The first nodes onto a config key (up to a
-batch of them, in order) start alone and must pass the steady check before any other node
-starts: a config the plugin rejects is caught there, as before; a later failure (one node's
-own) stops the rollout with at most `max_unavailable` more nodes restarted beside it. Deletes
+a batch's line is said when its first node starts. A config is proven per (config key, GPU
+product): the first node of each pair (by GFD's `nvidia.com/gpu.product`) is moved to the front
+of the order and starts with no other node of its pair, which starts only once that proof
+passed the steady check; nodes of a proven pair fill the free places at once. A config the
+plugin rejects is caught on one node per product (a model without the MIG strategy or MPS it
+asks for, on that model's first node), not on a whole batch; a later failure (one node's own)
+stops the rollout with at most `max_unavailable` more nodes restarted beside it. Deletes
 run side by side (at most `PARALLEL` at a time; the cluster port sends a request turned away
 with 429 again after its Retry-After). The pods are looked at through one LIST and one watch
 of the plugin's namespace (`pluginpods`): no request per look, none per node, and no pause
@@ -25,8 +28,9 @@ longer than the next thing due. Must not decide which nodes to restart (the plan
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -79,44 +83,42 @@ class _Node:
     result: Restart | None = None
 
 
+Proof = tuple[str, str]  # (config key read afterwards, GPU product): proven on one node
+
+
 def roll(
     api: cluster.Api,
     deployment: Deployment,
-    nodes: Mapping[str, str],
+    nodes: Mapping[str, Proof],
     batch: tuple[int, float],
     timing: Timing,
 ) -> Iterator[Restart]:
-    """Restart the plugin on `nodes` (in order; each with the config key it reads afterwards:
-    the first batch onto a key proves it); `batch` is (max unavailable, seconds for all
-    batches).
+    """Restart the plugin on `nodes` (in order; each with the (config key, GPU product) it
+    proves or relies on: the first node of each pair proves it); `batch` is (max unavailable,
+    seconds for all batches).
 
     Yields each node's restart as it ends, so that a caller interrupted mid-way (Ctrl-C, an
     API failure) can say which nodes were restarted.
     """
     size = max(1, batch[0])
-    order = list(nodes)
+    proofs = {pair: name for name, pair in reversed(list(nodes.items()))}  # first of each
+    first = [n for n in nodes if proofs[nodes[n]] == n]
+    order = first + [n for n in nodes if proofs[nodes[n]] != n]
     pods = PluginPods(api, deployment, timing).start()
     run = _Rollout(api, pods, timing, order, (size, batch[1]))
-    proven: set[str] = set()
+
+    def startable(name: str) -> bool:  # its pair's proof, or a node of a proven pair
+        proof = run.nodes.get(proofs[nodes[name]])
+        return proofs[nodes[name]] == name or (proof is not None and _ok(proof))
+
     at = 0  # the next node to start
     try:
         while at < len(order) and not run.failed and not run.overall.passed:
-            key = nodes[order[at]]
-            if key not in proven:  # the first nodes onto a key start alone and prove it
-                run.until(run.all_final, STAYING)
-                yield from run.take()
-                if run.failed:
-                    break
-                proven |= {nodes[n] for n, r in run.nodes.items() if _ok(r)}
-            if key not in proven:
-                canary = _prefix(order[at : at + size], nodes, {key})
-                run.start(canary, at)
-                at += len(canary)
-                run.until(run.all_ready, WAITED_FOR)
-                run.until(run.all_final, STAYING)
+            if not startable(order[at]):  # its pair's proof must pass the steady check first
+                run.until_proven(run.nodes[proofs[nodes[order[at]]]])
             elif run.unavailable() < size:  # a free place: start as many as fit
                 free = size - run.unavailable()
-                ready = _prefix(order[at : at + free], nodes, proven)
+                ready = list(itertools.takewhile(startable, order[at : at + free]))
                 run.start(ready, at)
                 at += len(ready)
             else:  # woken as soon as one of those restarting is Ready again
@@ -200,6 +202,13 @@ class _Rollout:
             doomed.append(pod)
         _delete_all(self.api, doomed)
 
+    def until_proven(self, proof: _Node) -> None:
+        """Wait for `proof`'s new pod to be Ready, or for its steady check to end."""
+        if proof.result is None and proof.ready is None:
+            self.until(lambda: self.failed or proof.ready is not None, WAITED_FOR)
+        else:
+            self.until(lambda: self.failed or proof.result is not None, STAYING)
+
     def until(self, done: Callable[[], bool], what: str) -> None:
         """Look (and wait between looks) until `done()` or the rollout's deadline."""
         interval = min(self.timing.first_poll, self.timing.poll)
@@ -278,16 +287,6 @@ class _Rollout:
                 return
             self.progress.end(sum(_ok(n) for n in mine if n is not None), number)
             self._ended = number
-
-
-def _prefix(names: Sequence[str], keys: Mapping[str, str], wanted: Collection[str]) -> list[str]:
-    """The leading `names` whose key is one of `wanted`."""
-    found = []
-    for name in names:
-        if keys[name] not in wanted:
-            break
-        found.append(name)
-    return found
 
 
 def _ok(node: _Node) -> bool:
