@@ -147,8 +147,9 @@ def reset(timeout: float = 90.0) -> None:
     which takes about 4 s to notice what it no longer has to delete (most of a reset).
 
     A pass reads every collection; the passes between read only those that still held
-    something (and the namespaces), until they are empty; the reset ends with a full pass that
-    finds nothing. The deletes of a pass go side by side, in two waves (`_FIRST`, then the rest)."""
+    something (and the namespaces), until they are empty or all that was left were namespaces
+    it finalized; the reset ends with a full pass that finds nothing. The deletes of a pass go
+    side by side, in two waves (`_FIRST`, then the rest)."""
     plane()
     cp = _api
     assert cp is not None
@@ -173,9 +174,9 @@ def reset(timeout: float = 90.0) -> None:
             )
         for wave in waves:
             list(_readers().map(lambda found: _delete(cp, *found), wave))
-        for emptied in emptying:
-            if emptied["metadata"]["name"] not in occupied:
-                _finalize(cp, emptied)
+        finalized = [e for e in emptying if e["metadata"]["name"] not in occupied]
+        for emptied in finalized:
+            _finalize(cp, emptied)
         if not left and collections is every:
             return
         if time.monotonic() > deadline:
@@ -185,8 +186,8 @@ def reset(timeout: float = 90.0) -> None:
             )
         dirty = {line.split(" ", 1)[0] for line in left}
         collections = [c for c in every if c[0] in dirty or c[0].endswith("/namespaces")]
-        if not left:
-            collections = every  # the last pass: nothing anywhere
+        if len(finalized) == len(left):  # all that was left is gone now: the last pass
+            collections = every
         else:
             time.sleep(0.1)
 
