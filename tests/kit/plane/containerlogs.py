@@ -73,20 +73,28 @@ class ContainerLogFiles(LogStore):
     ) -> None:
         super().set(namespace, pod, container, text, previous)
         lines = text.splitlines()
-        with self._files_lock:
-            path = self.file(namespace, pod, container, previous)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text("".join(_cri_line(line) for line in lines))
-        self._name(namespace, pod, container, previous)
+        if self._write(self.file(namespace, pod, container, previous), "w", lines):
+            self._name(namespace, pod, container, previous)
 
     def append(self, namespace: str, pod: str, container: str, line: str) -> None:
         super().append(namespace, pod, container, line)
+        if self._write(self.file(namespace, pod, container, False), "a", [line.rstrip("\n")]):
+            self._name(namespace, pod, container, False)
+
+    def _write(self, path: Path, mode: str, lines: list[str]) -> bool:
+        """Write (or add) an instance's lines; False, writing nothing, once the cluster's log
+        root is gone: a node program's last line after its cluster ended (its reader thread
+        may still be draining the pipe while the cluster's files are removed)."""
         with self._files_lock:
-            path = self.file(namespace, pod, container, False)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with path.open("a") as handle:
-                handle.write(_cri_line(line.rstrip("\n")))
-        self._name(namespace, pod, container, False)
+            if not self.dir.is_dir():
+                return False
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with path.open(mode) as handle:
+                    handle.write("".join(_cri_line(line) for line in lines))
+            except FileNotFoundError:  # removed between the look and the write
+                return False
+        return True
 
     def file(self, namespace: str, pod: str, container: str, previous: bool = False) -> Path:
         """Where the log of one container instance is kept (as under /var/log/pods)."""
