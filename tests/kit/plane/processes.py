@@ -80,29 +80,13 @@ class Processes:
 
     def wait(self, component: Component, deadline: float, ready: Callable[[], object]) -> None:
         """Until `ready()` is truthy (any exception it raises counts as not yet)."""
-        while time.monotonic() < deadline:
-            exited = component.exited()
-            if exited is not None:
-                raise exited
-            with contextlib.suppress(Exception):
-                if ready():
-                    return
-            time.sleep(0.2)
-        raise ControlPlaneError(f"{component.name} was not ready in time:\n{component.tail()}")
+        _until([component], deadline, ready,
+               lambda: f"{component.name} was not ready in time:\n{component.tail()}")  # fmt: skip
 
     def wait_all(self, deadline: float, ready: Callable[[], object], *, failure: str) -> None:
         """Until `ready()` is truthy, failing at once when any component has exited, and with
         `failure` at the deadline."""
-        while time.monotonic() < deadline:
-            for component in self.components:
-                exited = component.exited()
-                if exited is not None:
-                    raise exited
-            with contextlib.suppress(Exception):
-                if ready():
-                    return
-            time.sleep(0.2)
-        raise ControlPlaneError(failure)
+        _until(self.components, deadline, ready, lambda: failure)
 
     def on_free_ports(self, start: Callable[[], None], tries: int = 3) -> None:
         """`start` (pick free ports, spawn, wait) again when a port it picked was taken before
@@ -164,3 +148,24 @@ def _terminate(process: subprocess.Popen[bytes], grace: float = 5.0) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+
+
+def _until(
+    components: list[Component],
+    deadline: float,
+    ready: Callable[[], object],
+    failure: Callable[[], str],
+) -> None:
+    """Look every 0.2 s until `ready()` is truthy (an exception it raises counts as not yet);
+    a component that exited meanwhile raises its own error at once, the deadline `failure()`
+    (read then: a component's tail at the end)."""
+    while time.monotonic() < deadline:
+        for component in components:
+            exited = component.exited()
+            if exited is not None:
+                raise exited
+        with contextlib.suppress(Exception):
+            if ready():
+                return
+        time.sleep(0.2)
+    raise ControlPlaneError(failure())
