@@ -42,8 +42,12 @@ $(CORPORA)/pyyaml/.fetched: $(CORPORA)/pyyaml.txt $(VENV)/.installed
 		-r $(CORPORA)/pyyaml.txt -d $(CORPORA)/pyyaml
 	touch $@
 
+# A failed test runs once more (--reruns 1) and, if it then passes, is listed under "RERUN" in
+# the summary: on a loaded 2-core machine the real controllers and NVIDIA's node programs now and
+# then miss a deadline that a quiet machine meets. A test that fails twice fails the run; a rerun
+# listed in a CI log is a flake to explain (tests/README.md).
 test: $(VENV)/.installed bins corpora
-	PATH="$(KUBE_BIN):$$PATH" KUBECTL_GPU_CONTROL_PLANE=$(K8S) $(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=30
+	PATH="$(KUBE_BIN):$$PATH" KUBECTL_GPU_CONTROL_PLANE=$(K8S) $(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=30 --reruns 1 -rfER
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check kubectl_gpu tests benchmarks scripts

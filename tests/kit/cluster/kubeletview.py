@@ -147,12 +147,21 @@ class KubeletView:
         self.logs.set(namespace, pod, container, text, previous=previous)
         query = urllib.parse.urlencode({"container": container, "previous": str(previous).lower()})
         path = f"/api/v1/namespaces/{namespace}/pods/{pod}/log?{query}"
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+        start = time.monotonic()
+        answer: object = None
+        named_again = start
+        while time.monotonic() < start + 60:
             try:
-                if self.store.request("GET", path) == text:
+                answer = self.store.request("GET", path)
+                if answer == text:
                     return
-            except ApiError:
-                pass
+            except ApiError as exc:
+                answer = exc
+            if time.monotonic() - named_again > 10:
+                self.logs.name_again(namespace, pod)
+                named_again = time.monotonic()
             time.sleep(0.2)
-        raise TimeoutError(f"the log of {namespace}/{pod} {container} was not served in 30 s")
+        raise TimeoutError(
+            f"the log of {namespace}/{pod} {container} was not served in 60 s; "
+            f"the API server's last answer: {answer!r}"
+        )

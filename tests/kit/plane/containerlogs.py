@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from tests.kit.plane.plane import ControlPlane
 
 _MANAGER = "kubectl-gpu-tests-container-logs"
+_WRITTEN = "test.kubectl-gpu.io/logs-written"  # changes each time a Logs object is named again
 LogKey = tuple[str, str, str, bool]  # namespace, pod, container, previous
 
 
@@ -50,6 +51,9 @@ class LogStore:
     def get(self, namespace: str, pod: str, container: str, previous: bool = False) -> str | None:
         with self._lock:
             return self._texts.get((namespace, pod, container, previous))
+
+    def name_again(self, namespace: str, pod: str) -> None:
+        """Point the server at the pod's logs once more (only logs a server reads need it)."""
 
     def texts(self) -> dict[LogKey, str]:
         """Every container instance's log so far."""
@@ -117,6 +121,17 @@ class ContainerLogFiles(LogStore):
             return
         self._apply(namespace, pod, [*spec, {"logsFile": str(empty)}])
 
+    def name_again(self, namespace: str, pod: str) -> None:
+        """Write the pod's `Logs` object again, marked as a new generation: KWOK's server reads
+        Logs through an informer, and on a loaded machine one was seen not to serve a log
+        named 30 s earlier; a fresh update event makes it read the object again."""
+        with self._files_lock:
+            named = dict(self._named.get((namespace, pod), {}))
+        if not named:
+            return
+        spec = [self._entry(namespace, pod, c, prev) for c, prev in sorted(named.items())]
+        self._apply(namespace, pod, [*spec, {"logsFile": str(self.dir / "empty.log")}], fresh=True)
+
     def _entry(self, namespace: str, pod: str, container: str, previous: bool) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "containers": [container],
@@ -126,11 +141,16 @@ class ContainerLogFiles(LogStore):
             entry["previousLogsFile"] = str(self.file(namespace, pod, container, True))
         return entry
 
-    def _apply(self, namespace: str, pod: str, logs: list[dict[str, Any]]) -> None:
+    def _apply(
+        self, namespace: str, pod: str, logs: list[dict[str, Any]], fresh: bool = False
+    ) -> None:
+        metadata: dict[str, Any] = {"name": pod, "namespace": namespace}
+        if fresh:
+            metadata["annotations"] = {_WRITTEN: _now()}
         body = {
             "apiVersion": "kwok.x-k8s.io/v1alpha1",
             "kind": "Logs",
-            "metadata": {"name": pod, "namespace": namespace},
+            "metadata": metadata,
             "spec": {"logs": logs},
         }
         path = (
@@ -145,6 +165,9 @@ class ContainerLogFiles(LogStore):
                 raise
 
 
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 def _cri_line(text: str) -> str:
-    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return f"{now} stdout F {text}\n"
+    return f"{_now()} stdout F {text}\n"
