@@ -141,7 +141,7 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def measure(nodes: int, max_unavailable: int) -> dict[str, Any]:
+def measure(nodes: int, max_unavailable: int, profile: Path | None = None) -> dict[str, Any]:
     result: dict[str, Any] = {"nodes": nodes, "max_unavailable": max_unavailable}
     plane = rollout_plane()
     plane.start(timeout=180)
@@ -152,7 +152,9 @@ def measure(nodes: int, max_unavailable: int) -> dict[str, Any]:
         result["version"] = plane.server_version()
         result["native_s"] = native_rollout(plane, layout, max_unavailable)
         offset = plane.audit_log.stat().st_size
-        command = [str(BIN / "kubectl-gpu"), "--kubeconfig", str(plane.kubeconfig), "share",
+        # with --profile, share runs under cProfile (its start-up and its rollout loop)
+        prefix = [sys.executable, "-m", "cProfile", "-o", str(profile)] if profile else []
+        command = [*prefix, str(BIN / "kubectl-gpu"), "--kubeconfig", str(plane.kubeconfig), "share",
                    "--replicas", "4", "--max-unavailable", str(max_unavailable),
                    "--timeout", "30m"]  # fmt: skip
         began, cpu = time.monotonic(), _children_cpu()
@@ -186,9 +188,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--max-unavailable", type=int, default=100)
+    parser.add_argument("--profile", type=Path, help="write share's cProfile statistics here")
     options = parser.parse_args()
     print(f"machine: {machine.describe()}; {machine.load()}", flush=True)
-    r = measure(options.nodes, options.max_unavailable)
+    r = measure(options.nodes, options.max_unavailable, options.profile)
     n = r["nodes"]
     total = sum(r["calls"].values())
     lines = r["lines"]

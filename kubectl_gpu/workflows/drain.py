@@ -7,9 +7,12 @@ cordon (unless already cordoned), evict the pods the change hits through the Evi
 wait for them to be gone, and after the change uncordon (only a node this drain cordoned).
 Every step is recorded on the Node (`kubectl-gpu.io/drain`: the change, the step, whether
 we cordoned it, the pods, since when) before it is taken, so that a run that was interrupted
-is resumed by running it again, or undone by `kubectl gpu mig recover NODE`. Before any of
-that, pods no controller recreates are refused unless --force, as `kubectl drain` refuses
-them (`unmanaged`). Must not decide which pods are hit (kubectl_gpu.doctor.preview does).
+is resumed by running it again, or undone by `kubectl gpu mig recover NODE`. The record goes in
+the same PATCH as the cordon (and leaves in the same PATCH as the uncordon), and a run reads a
+node's record once, at its first step, then writes each step from what it wrote last: a few
+requests per node, however many steps. Before any of that, pods no controller recreates are
+refused unless --force, as `kubectl drain` refuses them (`unmanaged`). Must not decide which
+pods are hit (kubectl_gpu.doctor.preview does).
 """
 
 from __future__ import annotations
@@ -55,19 +58,23 @@ class Drain:
     change: str  # e.g. "mig apply all-3g@0123456789ab", recorded on the node
     timeout: float = 300.0  # --drain-timeout, per node
     timing: Timing = Timing()
+    # the record this run last wrote on each node: a later step builds on it, unread
+    written: dict[str, Json] = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
 
 def begin(api: cluster.Api, node: str, drain: Drain, pods: Sequence[str]) -> None:
-    """Record the drain, then cordon the node (remembering whether it was cordoned already)."""
+    """Record the drain and cordon the node in one write (remembering whether it was cordoned
+    already): the record is never missing from a node this drain cordoned."""
     current = api.get(cluster.path("nodes", node))
     earlier = record_of(current)
     was = bool((current.get("spec") or {}).get("unschedulable"))
     # resuming: a node an earlier run of ours cordoned is still ours to uncordon
     ours = bool(earlier.get("cordoned")) if earlier else not was
-    _record(api, node, drain, "cordoning", cordoned=ours, pods=list(pods))
+    body = _record_body(drain, node, earlier, "cordoning", cordoned=ours, pods=list(pods))
     if not was:
         log.info("node %s: cordoning", node)
-        api.patch(cluster.path("nodes", node), {"spec": {"unschedulable": True}})
+        body["spec"] = {"unschedulable": True}
+    api.patch(cluster.path("nodes", node), body)
 
 
 def evict(api: cluster.Api, node: str, drain: Drain, pods: Sequence[str]) -> None:
@@ -106,16 +113,16 @@ def applying(api: cluster.Api, node: str, drain: Drain) -> None:
     _record(api, node, drain, "applying")
 
 
-def finish(api: cluster.Api, node: str) -> None:
-    """Uncordon the node if this drain cordoned it, and drop the record."""
-    current = api.get(cluster.path("nodes", node))
-    record = record_of(current)
+def finish(api: cluster.Api, node: str, drain: Drain) -> None:
+    """Drop the record and, if this drain cordoned the node, uncordon it, in one write."""
+    record = drain.written.pop(node, None)
+    if record is None:  # not begun in this run: what the node says
+        record = record_of(api.get(cluster.path("nodes", node)))
+    body: Json = {"metadata": {"annotations": {keys.DRAIN_ANNOTATION: None}}}
     if record.get("cordoned"):
         log.info("node %s: uncordoning", node)
-        body: Json = {"spec": {"unschedulable": None}}
-        api.patch(cluster.path("nodes", node), body)
-    annotations = {keys.DRAIN_ANNOTATION: None}
-    api.patch(cluster.path("nodes", node), {"metadata": {"annotations": annotations}})
+        body["spec"] = {"unschedulable": None}
+    api.patch(cluster.path("nodes", node), body)
 
 
 def failed(api: cluster.Api, node: str, drain: Drain, step: str, reason: str) -> None:
@@ -134,13 +141,20 @@ def record_of(node: Json) -> Json:
 
 
 def _record(api: cluster.Api, node: str, drain: Drain, step: str, **fields: Any) -> None:
-    current = record_of(api.get(cluster.path("nodes", node)))
+    current = drain.written.get(node)
+    if current is None:  # not begun in this run: build on what the node says
+        current = record_of(api.get(cluster.path("nodes", node)))
+    api.patch(cluster.path("nodes", node), _record_body(drain, node, current, step, **fields))
+
+
+def _record_body(drain: Drain, node: str, current: Json, step: str, **fields: Any) -> Json:
+    """The PATCH body that records `step` on `node` (building on `current`), remembered as
+    what this run last wrote there."""
     now = stuck.timestamp(dt.datetime.now(dt.timezone.utc))
     record = {**current, "change": drain.change, "step": step, "since": now, **fields}
+    drain.written[node] = record
     text = json.dumps(record, sort_keys=True)
-    api.patch(
-        cluster.path("nodes", node), {"metadata": {"annotations": {keys.DRAIN_ANNOTATION: text}}}
-    )
+    return {"metadata": {"annotations": {keys.DRAIN_ANNOTATION: text}}}
 
 
 def _await_gone(api: cluster.Api, node: str, drain: Drain, pods: Sequence[str]) -> None:

@@ -10,7 +10,8 @@ A watch the server ends is started again from the last resourceVersion seen; one
 (410 Gone, an ERROR event) or drops is replaced by a new LIST; one the user may not open (403)
 leaves the waiter polling: one LIST per look, as before. With an injected clock (`Timing.live`
 false: tests) it always polls, so time passes only as the test says. Each object is kept only
-as `keep` trims it (None: not kept), so memory follows what is waited for, not the collection.
+as `keep` trims it (None: not kept), so memory follows what is waited for, not the collection,
+and a waiter wakes only when what is kept changed.
 Must not decide what an object's state means.
 """
 
@@ -107,15 +108,17 @@ class Watched:
             self._objects, self._version = found, version
             self._changed.notify_all()
 
-    def _put(self, into: dict[str, Json], item: Any) -> None:
+    def _put(self, into: dict[str, Json], item: Any) -> bool:
+        """Keep `item` as trimmed (or drop it); whether what is kept changed."""
         if not isinstance(item, dict):
-            return
+            return False
         uid = str((item.get("metadata") or {}).get("uid") or "")
         kept = self.keep(item)
         if uid and kept is not None:
+            changed = into.get(uid) != kept
             into[uid] = kept
-        elif uid:
-            into.pop(uid, None)
+            return changed
+        return bool(uid) and into.pop(uid, None) is not None
 
     def _watch(self) -> None:
         while not self._stop.is_set():
@@ -147,12 +150,15 @@ class Watched:
                 return
             meta = obj.get("metadata") or {} if isinstance(obj, dict) else {}
             with self._changed:
+                changed = False
                 if kind == "DELETED":
-                    self._objects.pop(str(meta.get("uid") or ""), None)
+                    changed = self._objects.pop(str(meta.get("uid") or ""), None) is not None
                 elif kind in ("ADDED", "MODIFIED"):
-                    self._put(self._objects, obj)
+                    changed = self._put(self._objects, obj)
                 self._version = str(meta.get("resourceVersion") or self._version)
-                if kind != "BOOKMARK":
+                # the waiter wakes only for what it keeps: a node's heartbeat, or a pod of
+                # another workload, changes nothing it reads
+                if changed:
                     self._changed.notify_all()
 
     def _relist(self) -> None:

@@ -30,6 +30,13 @@ def test_two_nodes_in_one_batch_are_drained_changed_and_given_back() -> None:
     assert "delete pods" not in result.calls  # never deleted directly
     # the agents' pods read with one LIST for all nodes, not one LIST per node
     assert "one node" not in result.pod_lists, result.pod_lists
+    # requests per node stay constant however long the agents take: the wait follows the
+    # nodes with one watch (no GET of each node per poll), each drain step is one PATCH with
+    # its record (cordon and record together, uncordon and its removal together), and a
+    # node's record is read once
+    assert result.calls["watch nodes"] >= 1, result.calls
+    assert result.calls["get nodes"] <= 2 * 2, result.calls
+    assert result.calls["patch nodes"] <= 5 * 2, result.calls
     assert [e.name for e in result.ends if e.done(gpus=1)] == ["gpu-0000", "gpu-0001"]
     assert result.ends[0].allocatable == {
         "nvidia.com/gpu": 0,

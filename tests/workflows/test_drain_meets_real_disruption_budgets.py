@@ -108,7 +108,7 @@ def test_once_the_budget_allows_it_the_drain_finishes_and_uncordons(where: Where
 
     drain.begin(api, NODE, plan, pods)
     drain.evict(api, NODE, plan, pods)
-    drain.finish(api, NODE)
+    drain.finish(api, NODE, plan)
 
     assert not _exists(api, "train-a", NS) and not _exists(api, "train-b", NS)
     node = api.get(cluster.path("nodes", NODE))

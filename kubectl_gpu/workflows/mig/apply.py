@@ -153,7 +153,7 @@ def _drain_batch(
     ok = True
     for row in rows:
         if row.result == "success":
-            drain.finish(api, row.node)
+            drain.finish(api, row.node, step)
         else:
             ok = False
             drain.failed(api, row.node, step, "applying", row.reason or row.result)

@@ -55,7 +55,7 @@ class NodeFacts:
 def read(api: cluster.Api, scope: Scope, policies: Sequence[Json]) -> list[NodeFacts]:
     """The GPU nodes in `scope`, in the order named (or by name)."""
     scope.check()
-    found = [_facts(node, policies) for node in _nodes(api, scope)]
+    found = [facts_of(node, policies) for node in _nodes(api, scope)]
     if not found:
         what = f"matching {scope.selector!r}" if scope.selector else "in the cluster"
         raise GpuError(
@@ -105,7 +105,8 @@ def is_gpu_node(node: Json) -> bool:
     return any(r == _GPU_RESOURCE or r.startswith(keys.MIG_RESOURCE_PREFIX) for r in capacity)
 
 
-def _facts(node: Json, policies: Sequence[Json]) -> NodeFacts:
+def facts_of(node: Json, policies: Sequence[Json]) -> NodeFacts:
+    """One node's facts from its object (only its metadata is read)."""
     meta = node.get("metadata") or {}
     name = _name(node)
     labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}

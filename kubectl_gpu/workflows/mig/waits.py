@@ -1,15 +1,19 @@
-"""`mig apply --wait`: poll each node until its actuator reports a final state for the request.
+"""`mig apply --wait`: look at each node until its actuator reports a final state for the request.
 
-Owns the wait: one read of each waiting node per poll, progress per node on stderr, and at the
-deadline the reason each silent node gives (`silence`). A node whose request another writer
-replaced meanwhile (a second `mig apply` changed its label, or the config's content in our
-ConfigMap) stops being waited for at once, as `replaced`, naming the other request. A node's
-row gets its final state, seconds and layout. Must not write anything.
+Owns the wait: the nodes are read with one LIST, made after the request was written (so the
+first look sees it), then kept current by one watch (`workflows.watched`, as `share` follows
+its pods): a look costs no request, however many nodes wait, and a node's change wakes the wait
+(where the user may list but not watch nodes, each look is one LIST). Progress per node on
+stderr, and at the deadline the reason each silent node gives (`silence`). A node whose request
+another writer replaced meanwhile (a second `mig apply` changed its label, or the config's
+content in our ConfigMap) stops being waited for at once, as `replaced`, naming the other
+request. A node's row gets its final state, seconds and layout. Must not write anything.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from kubectl_gpu import cluster, keys
 from kubectl_gpu.errors import ClusterError
@@ -21,6 +25,11 @@ from kubectl_gpu.workflows.mig.results import NodeResult
 from kubectl_gpu.workflows.mig.targets import NodeFacts, Scope
 from kubectl_gpu.workflows.progress import Progress
 from kubectl_gpu.workflows.waiting import Deadline, Timing
+from kubectl_gpu.workflows.watched import Watched, picked
+
+Json = dict[str, Any]
+# what a node's MIG state is read from
+_KEPT: dict[str, tuple[str, ...]] = {"metadata": ("name", "labels", "annotations")}
 
 
 def wait(
@@ -29,23 +38,44 @@ def wait(
     deadline = timing.deadline(request.timeout)
     progress = Progress(timing.heartbeat)
     waiting = list(rows)
-    while waiting:
-        stored = _stored(api, request) if any(_ours(r) for r in waiting) else None
-        for row in list(waiting):
-            facts = targets.read(api, Scope(names=(row.node,)), [])[0]
-            # its own final state first: a request that ended was not replaced
-            if _look(facts, request, row, deadline, progress) or _replaced(
-                facts, request, row, stored, deadline
-            ):
-                waiting.remove(row)
-        if waiting and deadline.passed:
-            for row in waiting:
-                row.result, row.seconds = "timeout", deadline.elapsed()
-                last = progress.last(row.node)
-                row.reason = silence.reason(api, row.node, row.actuator, last, request.timeout)
-            return
-        if waiting:
-            deadline.pause()
+    names = {r.node for r in rows}
+
+    def keep(node: Json) -> Json | None:
+        return picked(node, _KEPT) if (node.get("metadata") or {}).get("name") in names else None
+
+    stored: str | None = None
+    read_at = float("-inf")  # when our ConfigMap was last read
+    with Watched(api, cluster.path("nodes"), keep, timing) as view:
+        while waiting:
+            # a node's events may wake the wait often; our ConfigMap is read once a poll at most
+            if any(_ours(r) for r in waiting) and timing.clock() - read_at >= timing.poll:
+                stored, read_at = _stored(api, request), timing.clock()
+            seen = {str(n["metadata"]["name"]): n for n in view.look()}
+            for row in list(waiting):
+                facts = _facts(api, row.node, seen.get(row.node))
+                # its own final state first: a request that ended was not replaced
+                if _look(facts, request, row, deadline, progress) or _replaced(
+                    facts, request, row, stored, deadline
+                ):
+                    waiting.remove(row)
+            if waiting and deadline.passed:
+                for row in waiting:
+                    row.result, row.seconds = "timeout", deadline.elapsed()
+                    last = progress.last(row.node)
+                    row.reason = silence.reason(api, row.node, row.actuator, last, request.timeout)
+                return
+            if waiting and timing.live:  # woken by the watch, or at the next poll at the latest
+                view.pause(min(timing.poll, max(0.0, deadline.end - timing.clock())))
+            elif waiting:
+                deadline.pause()
+
+
+def _facts(api: cluster.Api, name: str, node: Json | None) -> NodeFacts:
+    """The node as the watch has it; one it does not have (deleted meanwhile) is read on its
+    own, which names a node that is gone."""
+    if node is None:
+        return targets.read(api, Scope(names=(name,)), [])[0]
+    return targets.facts_of(node, [])
 
 
 def _ours(row: NodeResult) -> bool:

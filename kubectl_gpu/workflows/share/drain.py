@@ -84,7 +84,7 @@ def give_back(api: cluster.Api, hit: Mapping[str, list[str]], failed: Mapping[st
             why = "its plugin did not come back with the new capacity"
             drain.failed(api, node, step, "applying", why)
         else:
-            drain.finish(api, node)
+            drain.finish(api, node, step)
 
 
 def _writes(options: Options) -> bool:
