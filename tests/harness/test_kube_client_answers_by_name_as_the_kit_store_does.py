@@ -1,7 +1,8 @@
 """`KubeClient`, the by-name facade product tests use over the official kubernetes client,
 answers as the kit's own `ApiStore` does on a real kube-apiserver (the same calls, the same
 plain dicts, the same `ApiError` code, reason and message), finds a CRD made after it read
-discovery, and reads discovery again only then."""
+discovery, and reads discovery again only then. It names itself in the server's audit log,
+apart from the CLI, which speaks through the same client (tests/cli/clirequests.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from tests.conftest import eventually
 from tests.kit.kube import ApiError
-from tests.kit.kube.client import ByName, KubeClient
+from tests.kit.kube.client import USER_AGENT, ByName, KubeClient
 from tests.kit.kube.objects import custom_resource_definition, node
 from tests.kit.plane import ControlPlane, sharedplane
 from tests.kit.plane.store import ApiStore
@@ -105,3 +106,14 @@ def _created(client: KubeClient, obj: dict[str, object]) -> bool:
         if error.code not in (400, 404):
             raise
         return False
+
+
+def test_its_requests_are_not_taken_for_the_clis(control_plane: ControlPlane) -> None:
+    start = len(control_plane.audit())
+    control_plane.client.get("namespaces", "kube-system")
+    agents = {
+        str(e.get("userAgent"))
+        for e in control_plane.audit()[start:]
+        if e.get("requestURI") == "/api/v1/namespaces/kube-system"
+    }
+    assert agents == {USER_AGENT}

@@ -32,6 +32,7 @@ PATCH_TYPES = {
     "strategic": "application/strategic-merge-patch+json",
 }
 TIMEOUT = 30  # seconds a request may take, as ApiStore's
+USER_AGENT = "kubectl-gpu-tests/KubeClient"
 
 
 class ByName(Protocol):
@@ -78,10 +79,11 @@ class KubeClient:
         from kubernetes import config
         from kubernetes.dynamic import DynamicClient
 
-        self._dynamic: DynamicClient = DynamicClient(
-            config.new_client_from_config(config_file=str(kubeconfig)),
-            cache_file=str(discovery_cache),
-        )
+        api = config.new_client_from_config(config_file=str(kubeconfig))
+        # its own name in the server's audit log: the CLI under test speaks through the same
+        # client, and tests count the CLI's requests by the client's default user agent
+        api.user_agent = USER_AGENT
+        self._dynamic: DynamicClient = DynamicClient(api, cache_file=str(discovery_cache))
         self._lock = threading.Lock()
         self._by_name: dict[str, Resource] = {}
         self._by_kind: dict[tuple[str, str], Resource] = {}
