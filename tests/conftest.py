@@ -19,7 +19,7 @@ from click.testing import CliRunner
 # lives in that folder's conftest.py. Which fixture gives which world: tests/README.md.
 pytest_plugins = [
     "tests.kit.plane.fixtures",  # control_plane, module_plane, fault_proxy, proxied_kubeconfig
-    "tests.kit.plane.staticplane",  # static_plane, static_store
+    "tests.kit.plane.staticplane",  # static_plane, static_client, static_store
     "tests.kit.cluster.fixture",  # sim_cluster
     "tests.kit.node.kubelet.fixture",  # fake_kubelet
     "tests.kit.node.libnvml.fixture",  # fake_nvml

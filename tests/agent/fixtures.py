@@ -77,15 +77,15 @@ def store_config(cluster: SimCluster, name: str, devices: dict[str, int] | None)
 def store_text(cluster: SimCluster, name: str, text: str) -> None:
     """Put `text` into our ConfigMap under key `name`, as anyone with write access could."""
     try:
-        cluster.store.create(m.namespace(keys.NAMESPACE))
+        cluster.client.create(m.namespace(keys.NAMESPACE))
     except Exception:  # noqa: BLE001 (already there)
         pass
     try:
-        cluster.store.get("configmaps", keys.MIG_CONFIGMAP, keys.NAMESPACE)
+        cluster.client.get("configmaps", keys.MIG_CONFIGMAP, keys.NAMESPACE)
     except Exception:  # noqa: BLE001
-        cluster.store.create(m.configmap(keys.MIG_CONFIGMAP, keys.NAMESPACE, {name: text}))
+        cluster.client.create(m.configmap(keys.MIG_CONFIGMAP, keys.NAMESPACE, {name: text}))
         return
-    cluster.store.patch(
+    cluster.client.patch(
         "configmaps", keys.MIG_CONFIGMAP, {"data": {name: text}}, namespace=keys.NAMESPACE
     )
 
@@ -93,15 +93,15 @@ def store_text(cluster: SimCluster, name: str, text: str) -> None:
 def ask(cluster: SimCluster, node: str, name: str, **annotations: str) -> None:
     """Set the desired label (and annotations) on a node."""
     body = {"metadata": {"labels": {keys.MIG_DESIRED_LABEL: name}, "annotations": annotations}}
-    cluster.store.patch("nodes", node, body)
+    cluster.client.patch("nodes", node, body)
 
 
 def labels(cluster: SimCluster, node: str) -> dict[str, str]:
-    return dict(cluster.store.get("nodes", node)["metadata"].get("labels") or {})
+    return dict(cluster.client.get("nodes", node)["metadata"].get("labels") or {})
 
 
 def notes(cluster: SimCluster, node: str) -> dict[str, str]:
-    return dict(cluster.store.get("nodes", node)["metadata"].get("annotations") or {})
+    return dict(cluster.client.get("nodes", node)["metadata"].get("annotations") or {})
 
 
 Agent = Callable[..., Start]
@@ -224,12 +224,12 @@ def agent_pod(cluster: SimCluster, node: str) -> None:
     """The agent DaemonSet's pod on `node`, Running (what `mig apply` looks for before it
     waits or drains); the agent's passes themselves run in the test's process."""
     try:
-        cluster.store.get("namespaces", keys.NAMESPACE)
+        cluster.client.get("namespaces", keys.NAMESPACE)
     except ApiError:
-        cluster.store.create({"apiVersion": "v1", "kind": "Namespace",
+        cluster.client.create({"apiVersion": "v1", "kind": "Namespace",
                               "metadata": {"name": keys.NAMESPACE}})  # fmt: skip
     try:
-        cluster.store.create({
+        cluster.client.create({
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": f"kubectl-gpu-agent-{node}", "namespace": keys.NAMESPACE,
                          "labels": {"app.kubernetes.io/name": "kubectl-gpu-agent"}},

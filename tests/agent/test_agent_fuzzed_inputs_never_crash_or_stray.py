@@ -124,7 +124,7 @@ def test_fuzzed_configs_and_labels_never_crash_or_stray(
 ) -> None:
     text = _text(specs, raw)
     store_text(cluster, "fuzz", text)
-    cluster.store.patch("nodes", NODE, {"metadata": {"labels": labels}})
+    cluster.client.patch("nodes", NODE, {"metadata": {"labels": labels}})
     before = {i: cluster.nvml(NODE).gpu(i).snapshot() for i in GPUS}
 
     try:

@@ -35,9 +35,9 @@ def test_one_pass_publishes_the_report_and_beats(
         status = run_once("gpu-a", fake_kubelet.root, heartbeat, sim.kubeconfig)
 
     assert status == 0 and heartbeat.exists()
-    stored = sim.store.get("gpunodereports.kubectl-gpu.io", "gpu-a")
+    stored = sim.client.get("gpunodereports.kubectl-gpu.io", "gpu-a")
     assert [g["uuid"] for g in stored["status"]["gpus"]] == [g.uuid for g in sim.node_gpus("gpu-a")]
-    assert keys.MIG_STATE_LABEL not in sim.store.get("nodes", "gpu-a")["metadata"]["labels"]
+    assert keys.MIG_STATE_LABEL not in sim.client.get("nodes", "gpu-a")["metadata"]["labels"]
 
 
 def test_a_report_that_cannot_be_written_fails_the_pass_but_still_beats(

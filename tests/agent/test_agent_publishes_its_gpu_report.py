@@ -50,9 +50,9 @@ def node_with_three_pods(sim_cluster: MakeSimCluster, kubelet: FakeKubelet) -> S
         configs={"ts": TIME_SLICED},
         default_config="ts",
     )
-    sim.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    sim.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
     for i in range(3):
-        sim.store.create(gpu_pod(f"train-{i}"))
+        sim.client.create(gpu_pod(f"train-{i}"))
     sim.settle()
     pods, allocatable = sim.podresources("gpu-a")
     kubelet.set_pods(pods)

@@ -48,7 +48,7 @@ def test_the_operators_pending_change_is_timed_too(
 ) -> None:
     cluster = sim_cluster(["gpu-1=H100-SXM5-80GB:1"], "gpu-operator")
     pending = {"metadata": {"labels": {keys.MIG_CONFIG_STATE_LABEL: "pending"}}}
-    cluster.store.patch("nodes", "gpu-1", pending)
+    cluster.client.patch("nodes", "gpu-1", pending)
 
     agent(cluster, "gpu-1")
     first = notes(cluster, "gpu-1")[SINCE]
@@ -56,6 +56,6 @@ def test_the_operators_pending_change_is_timed_too(
     assert notes(cluster, "gpu-1")[SINCE] == first  # kept, not renewed each pass
 
     done = {"metadata": {"labels": {keys.MIG_CONFIG_STATE_LABEL: "success"}}}
-    cluster.store.patch("nodes", "gpu-1", done)
+    cluster.client.patch("nodes", "gpu-1", done)
     agent(cluster, "gpu-1")
     assert SINCE not in notes(cluster, "gpu-1")

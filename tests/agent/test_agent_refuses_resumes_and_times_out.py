@@ -45,7 +45,7 @@ def test_a_crash_mid_apply_resumes_from_desired_state(
             "annotations": {keys.MIG_PHASE_ANNOTATION: "configuring"},
         }
     }
-    cluster.store.patch("nodes", "gpu-1", body)
+    cluster.client.patch("nodes", "gpu-1", body)
 
     assert agent(cluster, "gpu-1") is Start.CONFIGURE
 
@@ -97,7 +97,7 @@ def test_a_timed_out_wait_ends_failed_with_the_plugin_back_and_no_label_paused(
         controllers=controllers,
     )  # fmt: skip
     policy = {"spec": {"migManager": {"enabled": False}}}
-    cluster.store.patch("clusterpolicies", "cluster-policy", policy)
+    cluster.client.patch("clusterpolicies", "cluster-policy", policy)
     cluster.settle()
     store_config(cluster, "balanced", BALANCED)
     ask(cluster, "gpu-1", "balanced")

@@ -33,14 +33,14 @@ def test_the_agent_reports_a_claims_device_and_map_shows_its_physical_gpu(
 ) -> None:
     sim = sim_cluster([NodeSpec("dra-1", "A100-SXM4-80GB", 2, dra=True)], controllers=())
     gpus = sim.node_gpus("dra-1")
-    sim.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
-    sim.store.create({
+    sim.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    sim.client.create({
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
         "metadata": {"name": "train-gpu", "namespace": "ml"},
         "spec": {"devices": {"requests": [
             {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}},
     })  # fmt: skip
-    sim.store.create({
+    sim.client.create({
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train", "namespace": "ml"},
         "spec": {"nodeSelector": {"kubernetes.io/hostname": "dra-1"},
                  "resourceClaims": [{"name": "gpu", "resourceClaimName": "train-gpu"}],
@@ -48,7 +48,7 @@ def test_the_agent_reports_a_claims_device_and_map_shows_its_physical_gpu(
                                  "resources": {"claims": [{"name": "gpu"}]}}]},
     })  # fmt: skip
     sim.settle()  # the scheduler allocated the claim, KWOK ran the pod, NVIDIA's plugin prepared
-    result = sim.store.get("resourceclaims", "train-gpu", "ml")["status"]["allocation"]
+    result = sim.client.get("resourceclaims", "train-gpu", "ml")["status"]["allocation"]
     device = result["devices"]["results"][0]["device"]
     pods, _ = sim.podresources("dra-1")  # what the node's kubelet lists: NVIDIA's prepared device
     [pod] = [p for p in pods if p.name == "train"]

@@ -182,7 +182,7 @@ def install_bundle(run_cli: Callable[..., CliResult], cluster: SimCluster) -> No
 
 def plugin_pods_on(cluster: SimCluster, node: str) -> list[dict[str, Any]]:
     pods = []
-    for pod in cluster.store.list("pods"):
+    for pod in cluster.client.list("pods"):
         names = {c["name"] for c in pod["spec"]["containers"]}
         on_node = pod["spec"].get("nodeName") == node
         if on_node and names & {"nvidia-device-plugin-ctr", "nvidia-device-plugin"}:
@@ -200,7 +200,7 @@ def test_a_gpu_reset_runs_with_nvml_shut_down_and_the_plugin_off_the_node(
         install_bundle(run_cli, cluster)
     elif layout == "gpu-operator":
         cluster = sim_cluster([node], layouts.gpu_operator(mig_strategy="mixed"))
-        cluster.store.patch("clusterpolicies", "cluster-policy",
+        cluster.client.patch("clusterpolicies", "cluster-policy",
                             {"spec": {"migManager": {"enabled": False}}})  # fmt: skip
         cluster.settle()
     else:

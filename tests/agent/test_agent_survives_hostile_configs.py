@@ -89,7 +89,7 @@ def test_removing_the_desired_label_mid_change_ends_pending(
             },
         }
     }
-    cluster.store.patch("nodes", "gpu-1", body)
+    cluster.client.patch("nodes", "gpu-1", body)
 
     assert agent(cluster, "gpu-1") is Start.ABANDON
 
@@ -114,7 +114,7 @@ def test_a_changed_desired_label_mid_change_moves_on(
             },
         }
     }
-    cluster.store.patch("nodes", "gpu-1", body)
+    cluster.client.patch("nodes", "gpu-1", body)
 
     agent(cluster, "gpu-1")
 

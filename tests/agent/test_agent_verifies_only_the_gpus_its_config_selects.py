@@ -74,7 +74,7 @@ def _operator_without_mig_manager(sim_cluster: MakeSimCluster) -> object:
         ["gpu-1=H100-SXM5-80GB:1"], layouts.gpu_operator(mig_strategy="mixed"),
         controllers=controllers,
     )  # fmt: skip
-    cluster.store.patch(
+    cluster.client.patch(
         "clusterpolicies", "cluster-policy", {"spec": {"migManager": {"enabled": False}}}
     )
     cluster.settle()
@@ -86,7 +86,7 @@ def test_a_paused_plugin_note_outside_a_change_does_not_switch_the_plugin_off(
 ) -> None:
     cluster = _operator_without_mig_manager(sim_cluster)
     body = {"metadata": {"annotations": {keys.MIG_PAUSED_PLUGIN_ANNOTATION: "false"}}}
-    cluster.store.patch("nodes", "gpu-1", body)  # type: ignore[attr-defined]
+    cluster.client.patch("nodes", "gpu-1", body)  # type: ignore[attr-defined]
 
     agent(cluster, "gpu-1")
 
@@ -100,7 +100,7 @@ def test_a_state_label_set_by_hand_without_a_request_is_corrected(
     cluster = sim_cluster(["gpu-1=H100-SXM5-80GB:1"], layouts.helm(env={"MIG_STRATEGY": "mixed"}))
     for hand_set in ("success", "pending", "failed"):
         body = {"metadata": {"labels": {keys.MIG_STATE_LABEL: hand_set}}}
-        cluster.store.patch("nodes", "gpu-1", body)
+        cluster.client.patch("nodes", "gpu-1", body)
 
         assert agent(cluster, "gpu-1") is Start.NOTHING
 

@@ -36,7 +36,7 @@ def wakeups(real: SimCluster) -> Iterator[watches.Wakeups]:
 
 
 def label(real: SimCluster, node: str, key: str, value: str) -> None:
-    real.store.patch("nodes", node, {"metadata": {"labels": {key: value}}})
+    real.client.patch("nodes", node, {"metadata": {"labels": {key: value}}})
 
 
 def test_churn_on_the_node_does_not_wake_the_agent(
@@ -45,7 +45,7 @@ def test_churn_on_the_node_does_not_wake_the_agent(
     label(real, "gpu-1", keys.GFD_TIMESTAMP_LABEL, "1764100000")
     label(real, "gpu-1", "topology.kubernetes.io/zone", "b")
     label(real, "gpu-2", keys.MIG_DESIRED_LABEL, "all-balanced")  # another node
-    real.store.patch("nodes", "gpu-1", {"status": {"allocatable": {"cpu": "3"}}}, status=True)
+    real.client.patch("nodes", "gpu-1", {"status": {"allocatable": {"cpu": "3"}}}, status=True)
 
     assert not wakeups.wait(1.5)
 
@@ -60,8 +60,8 @@ def test_the_desired_label_wakes_the_agent(wakeups: watches.Wakeups, real: SimCl
 def test_the_mig_configmap_wakes_the_agent_when_it_appears(
     wakeups: watches.Wakeups, real: SimCluster
 ) -> None:
-    real.store.create(m.namespace(keys.NAMESPACE))
-    real.store.create(
+    real.client.create(m.namespace(keys.NAMESPACE))
+    real.client.create(
         m.configmap(keys.MIG_CONFIGMAP, keys.NAMESPACE, {"all-balanced": "version: v1"})
     )
     assert wakeups.wait(10)

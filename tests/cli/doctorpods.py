@@ -41,7 +41,7 @@ def gpu_pod(
 
 def run_pods(cluster: SimCluster, *pods: dict[str, Any]) -> None:
     for pod in pods:
-        cluster.store.create(pod, keep_status=False)
+        cluster.client.create(pod, keep_status=False)
     cluster.settle()
 
 

@@ -20,7 +20,7 @@ def adopt(cluster: SimCluster, pod: Obj, owner: str) -> None:
     """ReplicaSet `owner` (one replica, selecting `pod`'s labels) takes the running `pod`."""
     meta = pod["metadata"]
     labels, namespace = meta["labels"], meta.get("namespace", "default")
-    cluster.store.create({
+    cluster.client.create({
         "apiVersion": "apps/v1", "kind": "ReplicaSet",
         "metadata": {"name": owner, "namespace": namespace},
         "spec": {"replicas": 1, "selector": {"matchLabels": labels},
@@ -28,7 +28,9 @@ def adopt(cluster: SimCluster, pod: Obj, owner: str) -> None:
     })  # fmt: skip
 
     def controller() -> str:
-        refs = cluster.store.get("pods", meta["name"], namespace)["metadata"].get("ownerReferences")
+        refs = cluster.client.get("pods", meta["name"], namespace)["metadata"].get(
+            "ownerReferences"
+        )
         return next((str(r["name"]) for r in refs or [] if r.get("controller")), "")
 
     wait_for(f"ReplicaSet {owner} to adopt {meta['name']}", lambda: controller() == owner)
@@ -37,13 +39,13 @@ def adopt(cluster: SimCluster, pod: Obj, owner: str) -> None:
 def budget(cluster: SimCluster, spec: Obj, name: str = "train-pdb") -> None:
     """PodDisruptionBudget `name` in default, once the disruption controller has counted it
     (until then an eviction is refused as "still being processed")."""
-    cluster.store.create({
+    cluster.client.create({
         "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
         "metadata": {"name": name, "namespace": "default"}, "spec": spec,
     })  # fmt: skip
 
     def counted() -> bool:
-        found = cluster.store.get("poddisruptionbudgets", name, "default")
+        found = cluster.client.get("poddisruptionbudgets", name, "default")
         status = found.get("status") or {}
         return bool(status.get("observedGeneration") == found["metadata"].get("generation"))
 
@@ -52,6 +54,6 @@ def budget(cluster: SimCluster, spec: Obj, name: str = "train-pdb") -> None:
 
 def replacements(cluster: SimCluster, owner: str, namespace: str = "default") -> list[Obj]:
     """The pods of `namespace`, each checked to be one `owner` made."""
-    pods = cluster.store.list("pods", namespace)
+    pods = cluster.client.list("pods", namespace)
     assert all(p["metadata"].get("generateName") == f"{owner}-" for p in pods), pods
     return pods

@@ -40,7 +40,7 @@ def test_doctor_takes_the_pod_as_kubectl_users_type_it(
 ) -> None:
     pod = gpu_pod("train", tolerate=True)
     pod["metadata"]["namespace"] = "ml"
-    cluster.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    cluster.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
     run_pods(cluster, pod)
     extra = () if written.startswith("ml/") else ("-n", "ml")
 

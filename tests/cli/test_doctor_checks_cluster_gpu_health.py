@@ -30,7 +30,7 @@ def test_allocatable_below_capacity_names_unhealthy_gpus(
     # once a plugin reports one of eight GPUs unhealthy, written by the test.
     cluster = sim_cluster([NodeSpec("gpu-a", "H100-SXM5-80GB", 8, gpu_taint=True)], controllers=())
     status = {"capacity": {"nvidia.com/gpu": "8"}, "allocatable": {"nvidia.com/gpu": "7"}}
-    cluster.store.patch("nodes", "gpu-a", {"status": status}, status=True)
+    cluster.client.patch("nodes", "gpu-a", {"status": status}, status=True)
     result = doctor(run_cli, cluster)
     assert result.exit_code == 1
     [driver] = by_layer(result.json, "driver")

@@ -43,7 +43,7 @@ def test_under_strategy_single_the_fix_names_the_product_label_a_node_has(
     cluster = sim_cluster([node], "gpu-operator")
     run_pods(cluster, gpu_pod("m", resource="nvidia.com/mig-1g.10gb", tolerate=True))
     [why] = by_layer(run(run_cli, cluster, "doctor", "m", "-o", "json").json, "scheduler")
-    label = cluster.store.get("nodes", "gpu-a")["metadata"]["labels"]["nvidia.com/gpu.product"]
+    label = cluster.client.get("nodes", "gpu-a")["metadata"]["labels"]["nvidia.com/gpu.product"]
     assert why["fix"] == f"request nvidia.com/gpu with nodeSelector nvidia.com/gpu.product={label}"
 
 

@@ -21,6 +21,7 @@ from tests.conftest import CliResult
 from tests.kit.cluster import NodeSpec, SimCluster
 from tests.kit.cluster.fixture import MakeSimCluster
 from tests.kit.kube import objects
+from tests.kit.kube.client import KubeClient
 from tests.kit.node import sandbox
 
 Run = Callable[..., CliResult]
@@ -35,19 +36,19 @@ def planes(sim_cluster: MakeSimCluster) -> SimCluster:
         pytest.skip(str(sandbox.unavailable()))
     nodes = [NodeSpec("gpu-a", "L4", 2), NodeSpec("dra-1", "A100-SXM4-80GB", 2, dra=True)]
     cluster = sim_cluster(nodes, "helm", {"any": "version: v1\n"}, "any")
-    cluster.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    cluster.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
     return cluster
 
 
-def claimed(store: Any, name: str) -> None:
+def claimed(client: KubeClient, name: str) -> None:
     """Pod ml/NAME using claim NAME for any GPU of gpu.nvidia.com."""
     request = {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}
-    store.create({
+    client.create({
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
         "metadata": {"name": name, "namespace": "ml"},
         "spec": {"devices": {"requests": [request]}},
     })  # fmt: skip
-    store.create({
+    client.create({
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "ml"},
         "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": name}],
                  "containers": [{"name": "main", "image": "cuda:12",
@@ -56,7 +57,7 @@ def claimed(store: Any, name: str) -> None:
 
 
 def test_an_unmet_claim_selector_is_the_one_finding(run_cli: Run, planes: SimCluster) -> None:
-    pending_claim(planes.store, "v1")
+    pending_claim(planes.client, "v1")
     planes.settle()
 
     result, _ = doctor(run_cli, planes, "train", "-n", "ml", "-o", "json")
@@ -73,7 +74,7 @@ def test_too_many_gpus_without_a_claim_is_one_finding_with_dra_as_evidence(
 ) -> None:
     nine = objects.pod("nine", "ml", gpus=9)
     del nine["status"]
-    planes.store.create(nine)
+    planes.client.create(nine)
     planes.settle()
 
     result, _ = doctor(run_cli, planes, "nine", "-n", "ml", "-o", "json")
@@ -88,7 +89,7 @@ def test_too_many_gpus_without_a_claim_is_one_finding_with_dra_as_evidence(
 
 
 def test_a_running_dra_pod_is_said_to_hold_its_gpu(run_cli: Run, planes: SimCluster) -> None:
-    claimed(planes.store, "runs")
+    claimed(planes.client, "runs")
     planes.settle()
     mapped = run_cli("--kubeconfig", str(planes.kubeconfig), "map", "-A", "-o", "json")
     [row] = [r for r in mapped.json["items"] if r["pod"] == "runs"]
@@ -106,7 +107,7 @@ def test_a_running_dra_pod_is_said_to_hold_its_gpu(run_cli: Run, planes: SimClus
 def test_a_krew_user_without_cel_is_told_to_install_cel_python_alone(
     run_cli: Run, planes: SimCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pending_claim(planes.store, "v1")
+    pending_claim(planes.client, "v1")
     planes.settle()
     monkeypatch.setitem(sys.modules, "celpy", None)  # cel-python not installed
     monkeypatch.delitem(sys.modules, "kubectl_gpu.cel", raising=False)

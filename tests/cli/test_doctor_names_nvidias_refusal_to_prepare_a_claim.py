@@ -34,11 +34,11 @@ def claim_and_pod(cluster: SimCluster, name: str, parameters: Obj | None) -> Non
     devices: Obj = {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}
     if parameters is not None:
         devices["config"] = [{"opaque": {"driver": "gpu.nvidia.com", "parameters": parameters}}]
-    cluster.store.create({
+    cluster.client.create({
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
         "metadata": {"name": name, "namespace": "default"}, "spec": {"devices": devices},
     })  # fmt: skip
-    cluster.store.create({
+    cluster.client.create({
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
         "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": name}],
                  "containers": [{"name": "main", "image": "cuda:12",
@@ -47,13 +47,13 @@ def claim_and_pod(cluster: SimCluster, name: str, parameters: Obj | None) -> Non
 
 
 def phase(cluster: SimCluster, pod: str) -> str:
-    return str((cluster.store.get("pods", pod, "default").get("status") or {}).get("phase"))
+    return str((cluster.client.get("pods", pod, "default").get("status") or {}).get("phase"))
 
 
 def prepare_events(cluster: SimCluster, pod: str) -> list[Obj]:
     return [
         e
-        for e in cluster.store.list("events", namespace="default")
+        for e in cluster.client.list("events", namespace="default")
         if e["involvedObject"]["name"] == pod and e["reason"] == "FailedPrepareDynamicResources"
     ]
 

@@ -31,7 +31,7 @@ REFUSED = re.compile(
 def quota(cluster: SimCluster, name: str, hard: str) -> None:
     """A GPU quota, once the quota controller has given it a status (until then the admission
     plugin refuses every pod in the namespace: "status unknown for quota")."""
-    cluster.store.create({
+    cluster.client.create({
         "apiVersion": "v1", "kind": "ResourceQuota",
         "metadata": {"name": name, "namespace": "default"},
         "spec": {"hard": {GPU_QUOTA: hard}},
@@ -40,7 +40,7 @@ def quota(cluster: SimCluster, name: str, hard: str) -> None:
 
 
 def _status(cluster: SimCluster, name: str) -> dict[str, Any]:
-    return cluster.store.get("resourcequotas", name, "default").get("status") or {}
+    return cluster.client.get("resourcequotas", name, "default").get("status") or {}
 
 
 def _used(cluster: SimCluster, name: str) -> str:
@@ -62,7 +62,7 @@ def failed_create(cluster: SimCluster) -> str:
     """The ReplicaSet controller's FailedCreate message, once it has one."""
 
     def message() -> str:
-        events = cluster.store.list("events", "default")
+        events = cluster.client.list("events", "default")
         found = [e["message"] for e in events if e.get("reason") == "FailedCreate"]
         return found[-1] if found else ""
 
@@ -78,7 +78,7 @@ def test_a_pod_the_quota_refused_is_explained_with_the_quotas_numbers(
 ) -> None:
     cluster = sim_cluster([NodeSpec("gpu-a", "L4", 8)], controllers=())
     quota(cluster, "gpus", "4")
-    cluster.store.create(replica_set("train-7d9f4", 5))  # the fifth pod is one too many
+    cluster.client.create(replica_set("train-7d9f4", 5))  # the fifth pod is one too many
     message = failed_create(cluster)
     assert (refused_pod := REFUSED.match(message)), message
     assert _status(cluster, "gpus")["used"] == {GPU_QUOTA: "4"}

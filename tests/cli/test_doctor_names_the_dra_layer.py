@@ -26,6 +26,7 @@ from tests.kit.cluster import NodeSpec, SimCluster, drastandin
 from tests.kit.cluster.drastandin import DraGpu
 from tests.kit.cluster.fixture import MakeSimCluster
 from tests.kit.kube import objects
+from tests.kit.kube.client import ByName
 from tests.kit.node import sandbox
 from tests.kit.plane.drareleases import serving
 
@@ -36,7 +37,7 @@ GPUS = {"dra-1": [DraGpu(0, "GPU-a0"), DraGpu(1, "GPU-a1")]}
 Obj = dict[str, Any]
 
 
-def pending_claim(store: Any, version: str) -> None:
+def pending_claim(client: ByName, version: str) -> None:
     """Pod ml/train whose claim wants an H100 (namespace ml made already)."""
     wanted = {
         "deviceClassName": "gpu.nvidia.com",
@@ -47,12 +48,12 @@ def pending_claim(store: Any, version: str) -> None:
     request = (
         {"name": "gpu", **wanted} if version == "v1beta1" else {"name": "gpu", "exactly": wanted}
     )
-    store.create({
+    client.create({
         "apiVersion": f"resource.k8s.io/{version}", "kind": "ResourceClaim",
         "metadata": {"name": "h100", "namespace": "ml"},
         "spec": {"devices": {"requests": [request]}},
     })  # fmt: skip
-    store.create({
+    client.create({
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train", "namespace": "ml"},
         "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": "h100"}],
                  "containers": [{"name": "main", "image": "cuda:12",
@@ -79,8 +80,8 @@ def doctor(run_cli: Run, cluster: SimCluster, *args: str) -> tuple[CliResult, li
 def test_a_pending_claim_names_the_attribute_no_device_satisfies(
     run_cli: Run, dra: SimCluster
 ) -> None:
-    dra.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
-    pending_claim(dra.store, "v1")
+    dra.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    pending_claim(dra.client, "v1")
     dra.settle()  # the scheduler has found no device and left the pod pending
 
     result, requests = doctor(run_cli, dra, "train", "-n", "ml", "-o", "json")
@@ -101,9 +102,9 @@ def test_a_pending_claim_names_the_attribute_no_device_satisfies(
 
 def test_at_v1beta1_the_claim_is_read_at_v1beta1(run_cli: Run) -> None:
     with serving("v1beta1") as served:
-        drastandin.install(served.store, GPUS, "v1beta1")
+        drastandin.install(served.plane.client, GPUS, "v1beta1")
         served.namespace("ml")
-        pending_claim(served.store, "v1beta1")
+        pending_claim(served.plane.client, "v1beta1")
         mark = served.mark()
 
         kubeconfig = str(served.plane.kubeconfig)
@@ -119,7 +120,7 @@ def test_at_v1beta1_the_claim_is_read_at_v1beta1(run_cli: Run) -> None:
 def test_a_pod_without_claims_reads_no_dra_objects(run_cli: Run, dra: SimCluster) -> None:
     web = objects.pod("web", "default")
     web["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "dra-1"}
-    dra.store.create(web)
+    dra.client.create(web)
     dra.settle()
 
     result, requests = doctor(run_cli, dra, "web")
@@ -129,9 +130,9 @@ def test_a_pod_without_claims_reads_no_dra_objects(run_cli: Run, dra: SimCluster
 
 
 def test_a_bound_gpu_pod_without_claims_reads_no_dra_objects(run_cli: Run, dra: SimCluster) -> None:
-    dra.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
-    pending_claim(dra.store, "v1")
-    dra.store.create(objects.pod("cuda", "ml", node_name="dra-1", gpus=1))
+    dra.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    pending_claim(dra.client, "v1")
+    dra.client.create(objects.pod("cuda", "ml", node_name="dra-1", gpus=1))
     dra.settle()
 
     result, requests = doctor(run_cli, dra, "cuda", "-n", "ml")

@@ -41,23 +41,23 @@ def crashed(sim_cluster: MakeSimCluster) -> SimCluster:
     """`train` on gpu-a (an L4 time-sliced 4 ways) crash-loops; its last run's log ends in
     CUDA's out-of-memory."""
     cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1)], controllers=())
-    cluster.store.patch(
+    cluster.client.patch(
         "nodes",
         "gpu-a",
         {"metadata": {"labels": {keys.GPU_SHARING_STRATEGY_LABEL: "time-slicing"}}},
     )
     pod: dict[str, Any] = gpu_pod("train")
     pod["spec"]["nodeName"] = "gpu-a"
-    cluster.store.create(pod, keep_status=False)
+    cluster.client.create(pod, keep_status=False)
     wait_for(
         "KWOK to start the pod",
-        lambda: cluster.store.get("pods", "train", "default")["status"].get("phase") == "Running",
+        lambda: cluster.client.get("pods", "train", "default")["status"].get("phase") == "Running",
     )
     ended = {"terminated": {"exitCode": 1, "reason": "Error"}}
     waiting = {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s"}}
     status = {"name": "cuda", "ready": False, "restartCount": 3, "state": waiting}
     statuses = [{**status, "lastState": ended, "image": "cuda", "imageID": ""}]
-    cluster.store.patch(
+    cluster.client.patch(
         "pods", "train", {"status": {"containerStatuses": statuses}},
         namespace="default", patch_type="strategic", status=True,
     )  # fmt: skip
@@ -84,7 +84,7 @@ def test_the_neighbour_holding_most_of_the_memory_is_named(
 ) -> None:
     answers, kubeconfig = proxy
     agent = t.agent_pod(crashed, "gpu-a")
-    train = crashed.store.get("pods", "train", "default")
+    train = crashed.client.get("pods", "train", "default")
     hog = t.running_pod(crashed, "hog", "gpu-a")
     small = t.running_pod(crashed, "small", "gpu-a")
     answers.answers[(agent, "/v1/usage")] = t.Answer(
@@ -130,7 +130,7 @@ def test_a_pod_alone_on_its_gpu_ran_out_of_its_own_memory(
 ) -> None:
     answers, kubeconfig = proxy
     agent = t.agent_pod(crashed, "gpu-a")
-    train = crashed.store.get("pods", "train", "default")
+    train = crashed.client.get("pods", "train", "default")
     answers.answers[(agent, "/v1/usage")] = t.Answer(
         body=t.usage_doc("gpu-a", [l4(0.4)], [], [t.held(GPU, GPU, train)])
     )

@@ -113,10 +113,10 @@ def test_driver_errors_in_container_messages_name_the_driver(
     cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1)], controllers=())
     pod = gpu_pod("cuda")
     pod["spec"]["nodeName"] = "gpu-a"
-    cluster.store.create(pod, keep_status=False)
+    cluster.client.create(pod, keep_status=False)
     wait_for(
         "KWOK to start the pod",
-        lambda: cluster.store.get("pods", "cuda", "default")["status"].get("phase") == "Running",
+        lambda: cluster.client.get("pods", "cuda", "default")["status"].get("phase") == "Running",
     )
     crashed = {"terminated": {"exitCode": 1, "reason": "Error", "message": MISMATCH}}
     status = {
@@ -128,7 +128,7 @@ def test_driver_errors_in_container_messages_name_the_driver(
         "image": "cuda",
         "imageID": "",
     }
-    cluster.store.patch(
+    cluster.client.patch(
         "pods", "cuda", {"status": {"containerStatuses": [status]}},
         namespace="default", patch_type="strategic", status=True,
     )  # fmt: skip

@@ -131,7 +131,7 @@ def test_a_pod_is_looked_up_in_the_kubeconfig_contexts_namespace(
     run_cli: Run, busy_h100s: SimCluster, tmp_path: Path
 ) -> None:
     # as kubectl does: -n, else the context's namespace, else default
-    busy_h100s.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    busy_h100s.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
     in_ml = gpu_pod("train", selector={PRODUCT: H100})
     in_ml["metadata"]["namespace"] = "ml"
     run_pods(busy_h100s, in_ml)

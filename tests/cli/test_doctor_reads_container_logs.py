@@ -37,7 +37,7 @@ def running(sim_cluster: MakeSimCluster) -> SimCluster:
     """A GPU pod the kubelet started on gpu-a, whose program found no GPU."""
     cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1)], "helm", {"any": "version: v1\n"}, "any")
     run_pods(cluster, gpu_pod("train"))
-    assert cluster.store.get("pods", "train", "default")["status"]["phase"] == "Running"
+    assert cluster.client.get("pods", "train", "default")["status"]["phase"] == "Running"
     filler = "".join(f"step {i}\n" for i in range(200))
     cluster.keep_log("default", "train", "cuda", f"{NO_DEVICE}\n{filler}")
     return cluster
@@ -77,16 +77,16 @@ def crash_looping(cluster: SimCluster) -> None:
     then its status says what a kubelet reports of a crash loop (KWOK has no such stage)."""
     pod: dict[str, Any] = gpu_pod("train")
     pod["spec"]["nodeName"] = "gpu-a"
-    cluster.store.create(pod, keep_status=False)
+    cluster.client.create(pod, keep_status=False)
     wait_for(
         "KWOK to start the pod",
-        lambda: cluster.store.get("pods", "train", "default")["status"].get("phase") == "Running",
+        lambda: cluster.client.get("pods", "train", "default")["status"].get("phase") == "Running",
     )
     ended = {"terminated": {"exitCode": 1, "reason": "Error"}}
     waiting = {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 20s"}}
     status = {"name": "cuda", "ready": False, "restartCount": 2, "state": waiting}
     statuses = [{**status, "lastState": ended, "image": "cuda", "imageID": ""}]
-    cluster.store.patch(
+    cluster.client.patch(
         "pods", "train", {"status": {"containerStatuses": statuses}},
         namespace="default", patch_type="strategic", status=True,
     )  # fmt: skip

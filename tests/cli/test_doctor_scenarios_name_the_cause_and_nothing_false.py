@@ -56,7 +56,7 @@ def crash_loop(make: MakeSimCluster) -> SimCluster:
     run_pods(cluster, gpu_pod("before", tolerate=True))  # one GPU in use before the change
     configs = "nvdp-nvidia-device-plugin-configs"
     body = {"data": {"any": BAD_FLAG}}
-    cluster.store.patch("configmaps", configs, body, namespace="nvidia-device-plugin")
+    cluster.client.patch("configmaps", configs, body, namespace="nvidia-device-plugin")
     cluster.restart_plugin("gpu-a")
 
     def crash_looping() -> bool:  # NVIDIA's process starts, refuses the config and exits
@@ -102,7 +102,7 @@ def stuck_mig(make: MakeSimCluster) -> SimCluster:
         keys.DEPLOY_DEVICE_PLUGIN_LABEL: keys.PAUSED_FOR_MIG_CHANGE,
     }
     notes = {keys.MIG_PENDING_SINCE_ANNOTATION: "2026-01-01T00:00:00Z"}
-    cluster.store.patch("nodes", "gpu-a", {"metadata": {"labels": labels, "annotations": notes}})
+    cluster.client.patch("nodes", "gpu-a", {"metadata": {"labels": labels, "annotations": notes}})
     cluster.settle()  # the plugin pod leaves, allocatable falls to 0
     return with_pod(cluster)
 
@@ -118,7 +118,7 @@ def product(make: MakeSimCluster) -> SimCluster:
 def quota(make: MakeSimCluster) -> SimCluster:
     cluster = helm(make)
     hard = {"requests.nvidia.com/gpu": "0"}
-    cluster.store.create(
+    cluster.client.create(
         {
             "apiVersion": "v1",
             "kind": "ResourceQuota",
@@ -132,7 +132,7 @@ def quota(make: MakeSimCluster) -> SimCluster:
         "requests.nvidia.com/gpu=1, used: requests.nvidia.com/gpu=0, limited: "
         "requests.nvidia.com/gpu=0"
     )
-    cluster.store.create(
+    cluster.client.create(
         {
             "apiVersion": "v1",
             "kind": "Event",
@@ -160,7 +160,7 @@ def unhealthy(make: MakeSimCluster) -> SimCluster:
     node = NodeSpec("gpu-a", "H100-SXM5-80GB", 8, gpu_taint=True)
     cluster = make([node], "helm", controllers=("kubelet",))
     status = {"capacity": {"nvidia.com/gpu": "8"}, "allocatable": {"nvidia.com/gpu": "7"}}
-    cluster.store.patch("nodes", "gpu-a", {"status": status}, status=True)
+    cluster.client.patch("nodes", "gpu-a", {"status": status}, status=True)
     return with_pod(cluster, amount="8")
 
 

@@ -57,12 +57,12 @@ def test_printed_manifests_applied_by_kubectl_are_what_install_would_apply(
 
 def test_server_dry_run_keeps_nothing(run_cli: Run, sim_cluster: MakeSimCluster) -> None:
     cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1)])
-    roles = cluster.store.list("clusterroles")  # a real server has its bootstrap roles
+    roles = cluster.client.list("clusterroles")  # a real server has its bootstrap roles
     result = run_cli("--kubeconfig", str(cluster.kubeconfig), "install", "--dry-run=server")
     assert result.exit_code == 0, result.stderr
     assert "daemonset/kubectl-gpu-agent -n kubectl-gpu created (server dry run)" in result.stdout
-    assert cluster.store.list("daemonsets") == []
-    assert cluster.store.list("clusterroles") == roles
+    assert cluster.client.list("daemonsets") == []
+    assert cluster.client.list("clusterroles") == roles
 
 
 def test_an_unknown_device_plugin_version_is_refused_with_the_known_ones(run_cli: Run) -> None:

@@ -46,11 +46,11 @@ def test_map_shows_the_device_plugin_and_dra_nodes_side_by_side(
 ) -> None:
     dra = NodeSpec("dra-1", "A100-SXM4-80GB", 2, dra=True, mig={1: ("3g.40gb",)})
     sim = sim_cluster([NodeSpec("gpu-a", "L4", 1), dra], layout="helm")
-    store = sim.store
+    client = sim.client
     whole, parent = (g.uuid for g in sim.node_gpus("dra-1"))
     [mig] = [m.uuid for m in sim.nodes["dra-1"].gpu_views()[1].mig_devices]
-    store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
-    store.create({
+    client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    client.create({
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "legacy", "namespace": "ml"},
         "spec": {"nodeSelector": {"kubernetes.io/hostname": "gpu-a"},
                  "containers": [{"name": "cuda", "image": "cuda:12",
@@ -58,12 +58,12 @@ def test_map_shows_the_device_plugin_and_dra_nodes_side_by_side(
     })  # fmt: skip
     for name, cls in (("whole", "gpu.nvidia.com"), ("slice", "mig.nvidia.com")):
         request = {"name": "gpu", "exactly": {"deviceClassName": cls}}
-        store.create({
+        client.create({
             "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
             "metadata": {"name": name, "namespace": "ml"},
             "spec": {"devices": {"requests": [request]}},
         })  # fmt: skip
-        store.create(claim_pod(f"{name}-pod", name))
+        client.create(claim_pod(f"{name}-pod", name))
     sim.settle()
     pods, allocatable = sim.podresources("gpu-a")
     fake_kubelet.set_pods(pods)
@@ -87,12 +87,12 @@ def test_map_shows_the_device_plugin_and_dra_nodes_side_by_side(
     # what NVIDIA's plugin prepared for each pod's claim is the device the scheduler allocated
     assert sim.dra_kubelet is not None
     for pod in ("whole-pod", "slice-pod"):
-        uid = store.get("pods", pod, "ml")["metadata"]["uid"]
+        uid = client.get("pods", pod, "ml")["metadata"]["uid"]
         [claim] = sim.dra_kubelet.claims_of(uid)
-        allocated = store.get("resourceclaims", claim.name, "ml")["status"]["allocation"]
+        allocated = client.get("resourceclaims", claim.name, "ml")["status"]["allocation"]
         [result] = allocated["devices"]["results"]
         assert [(d.pool, d.device) for d in claim.devices] == [("dra-1", result["device"])]
-    assert store.get("pods", "whole-pod", "ml")["status"]["phase"] == "Running"
+    assert client.get("pods", "whole-pod", "ml")["status"]["phase"] == "Running"
     kubectl = kubectl_for(sim, tmp_path)
     listed = kubectl("get", "resourceclaims", "-n", "ml", "-o", "json")
     assert listed.returncode == 0, listed.stderr

@@ -29,7 +29,7 @@ def api_for(real: SimCluster) -> cluster.Api:
 
 def add_node(real: SimCluster, name: str, gpu: bool = True, **labels: str) -> None:
     labels = {**({"nvidia.com/gpu.present": "true"} if gpu else {}), **labels}
-    real.store.create(b.objects.node(name, labels=labels))
+    real.client.create(b.objects.node(name, labels=labels))
 
 
 def test_a_gpu_node_without_a_report_is_listed_with_the_reason(
@@ -55,7 +55,7 @@ def test_a_node_advertising_nvidia_capacity_counts_as_a_gpu_node(
     api_for(real)
     node = b.objects.node("unlabelled")
     node["status"]["capacity"]["nvidia.com/mig-1g.5gb"] = "7"
-    real.store.create(node)
+    real.client.create(node)
 
     result = run_cli("--kubeconfig", str(kubeconfig), "map")
 

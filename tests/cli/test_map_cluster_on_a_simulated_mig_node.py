@@ -104,7 +104,7 @@ def test_each_mig_pod_resolves_to_its_parent_gpu_profile_and_replica(
         ("small-1", "nvidia.com/mig-1g.10gb"),
         ("whole", "nvidia.com/gpu"),
     ):
-        sim.store.create(mig_pod(name, resource))
+        sim.client.create(mig_pod(name, resource))
     sim.settle()
     publish_from_node(sim, "gpu-a")
 

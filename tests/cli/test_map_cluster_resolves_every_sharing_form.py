@@ -165,11 +165,11 @@ def test_dra_claims_resolve_through_resource_slices_to_gpus_and_mig_devices(
     whole = b.gpus(1, b.A100, node=7)[0]
     [mig] = gpu.mig_devices
     b.publish_node(api, "dra-a", [whole, gpu], [])  # the agent knows NVML indices
-    store = real.store
-    store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    client = real.client
+    client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
     for obj in drachart.device_classes("v1"):
-        store.create(obj)
-    store.create(
+        client.create(obj)
+    client.create(
         b.resource_slice(
             "dra-a",
             [
@@ -179,8 +179,8 @@ def test_dra_claims_resolve_through_resource_slices_to_gpus_and_mig_devices(
         )
     )
     for pod, cls, container in (("train", "gpu", "trainer"), ("infer", "mig", "server")):
-        store.create(claim_template(pod, f"{cls}.nvidia.com"))
-        store.create(claim_pod(pod, "dra-a", container))
+        client.create(claim_template(pod, f"{cls}.nvidia.com"))
+        client.create(claim_pod(pod, "dra-a", container))
     real.settle()
     made = {pod: claim_of(real, pod) for pod in ("train", "infer")}
 
@@ -226,7 +226,7 @@ def claim_of(real: SimCluster, pod: str) -> str:
     and KWOK runs the pod."""
 
     def made() -> str:
-        found = real.store.get("pods", pod, "ml")
+        found = real.client.get("pods", pod, "ml")
         statuses = (found.get("status") or {}).get("resourceClaimStatuses") or []
         running = (found.get("status") or {}).get("phase") == "Running"
         return str(statuses[0].get("resourceClaimName") or "") if statuses and running else ""

@@ -33,8 +33,8 @@ from tests.gpumap import reportbuilders as b
 from tests.kit.cluster import drascheduler, drastandin
 from tests.kit.cluster.drastandin import DraGpu, MigSlot
 from tests.kit.kube import objects
+from tests.kit.kube.client import KubeClient
 from tests.kit.plane.drareleases import BETAS, ServedPlane, betas_on, serving
-from tests.kit.plane.store import ApiStore
 
 Run = Callable[..., CliResult]
 Obj = dict[str, Any]
@@ -84,11 +84,11 @@ def exact(name: str, cls: str, version: str, **fields: Any) -> Obj:
     return {"name": name, **body} if version == "v1beta1" else {"name": name, "exactly": body}
 
 
-def claim_pod(store: ApiStore, name: str, node_name: str, claim_name: str) -> None:
+def claim_pod(client: KubeClient, name: str, node_name: str, claim_name: str) -> None:
     made = objects.pod(name, NS, node_name=node_name)
     made["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim_name}]
     made["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
-    store.create(made)
+    client.create(made)
 
 
 def recent(served: ServedPlane) -> bool:
@@ -97,39 +97,39 @@ def recent(served: ServedPlane) -> bool:
 
 def build(served: ServedPlane) -> None:
     """A device-plugin node with an agent report, and two DRA nodes with claims allocated."""
-    store, version = served.store, served.version
+    client, version = served.plane.client, served.version
     api = cluster.connect(str(served.plane.kubeconfig))
     b.install(api)
-    store.create(b.node("dp-1"))
+    client.create(b.node("dp-1"))
     gpus = b.gpus(1, node=7)
     b.publish_node(api, "dp-1", gpus, [b.held("legacy", [gpus[0].uuid])])
     nodes = dra_nodes() if recent(served) else {"dra-1": dra_nodes()["dra-1"]}
     for name in nodes:
-        store.create(b.node(name, gpu=False))
+        client.create(b.node(name, gpu=False))
     served.namespace(NS)
-    drastandin.install(store, nodes, version)
+    drastandin.install(client, nodes, version)
     config = [{"requests": ["gpu"], "opaque": {"driver": "gpu.nvidia.com",
                                                "parameters": TIME_SLICING}}]  # fmt: skip
-    store.create(claim("train", [exact("gpu", "gpu.nvidia.com", version)], version, config))
-    claim_pod(store, "train", "dra-1", "train")
-    drascheduler.allocate(store)
+    client.create(claim("train", [exact("gpu", "gpu.nvidia.com", version)], version, config))
+    claim_pod(client, "train", "dra-1", "train")
+    drascheduler.allocate(served.store)
     if not recent(served):
         return
     if version == "v1":  # extended resources served by DRA are v1 only (Kubernetes 1.34+)
-        store.create(objects.pod("legacy-style", NS, node_name="dra-1", gpus=1))
-        drascheduler.serve_extended_resource(store, NS, "legacy-style", version)
+        client.create(objects.pod("legacy-style", NS, node_name="dra-1", gpus=1))
+        drascheduler.serve_extended_resource(served.store, NS, "legacy-style", version)
     capacity = {"capacity": {"requests": {"memory": "10Gi"}}}
     for name in ("share-a", "share-b") if version != "v1beta1" else ():  # consumable capacity
-        store.create(claim(name, [exact("gpu", "gpu.nvidia.com", version, **capacity)], version))
-        claim_pod(store, name, "dra-1", name)
-        drascheduler.allocate(store)
+        client.create(claim(name, [exact("gpu", "gpu.nvidia.com", version, **capacity)], version))
+        claim_pod(client, name, "dra-1", name)
+        drascheduler.allocate(served.store)
     alternatives = [
         {"name": "whole", "deviceClassName": "gpu.nvidia.com"},
         {"name": "slice", "deviceClassName": "mig.nvidia.com"},
     ]
-    store.create(claim("infer", [{"name": "gpu", "firstAvailable": alternatives}], version))
-    claim_pod(store, "infer", "dra-2", "infer")
-    drascheduler.allocate(store)
+    client.create(claim("infer", [{"name": "gpu", "firstAvailable": alternatives}], version))
+    claim_pod(client, "infer", "dra-2", "infer")
+    drascheduler.allocate(served.store)
 
 
 @pytest.fixture(scope="module")
@@ -225,7 +225,7 @@ def test_a_server_without_dra_maps_the_device_plugin_nodes_alone(
 ) -> None:
     api = cluster.connect(str(served.plane.kubeconfig))
     b.install(api)
-    served.store.create(b.node("dp-1"))
+    served.plane.client.create(b.node("dp-1"))
     gpus = b.gpus(1, node=7)
     b.publish_node(api, "dp-1", gpus, [b.held("legacy", [gpus[0].uuid])])
     mark = served.mark()

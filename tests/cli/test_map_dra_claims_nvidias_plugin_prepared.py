@@ -65,32 +65,32 @@ def claim_pod(name: str, node: str, claim_name: str) -> Obj:
 
 
 def build(cluster: SimCluster) -> None:
-    store = cluster.store
-    store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    client = cluster.client
+    client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
     config = [{"requests": ["gpu"], "opaque": {"driver": "gpu.nvidia.com",
                                                "parameters": TIME_SLICING}}]  # fmt: skip
     whole = {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}
-    store.create(claim("train", whole, config))
-    store.create(claim_pod("train", "dra-1", "train"))
+    client.create(claim("train", whole, config))
+    client.create(claim_pod("train", "dra-1", "train"))
     alternatives = [
         {"name": "whole", "deviceClassName": "gpu.nvidia.com",
          "selectors": [{"cel": {"expression": NO_SUCH_GPU}}]},
         {"name": "slice", "deviceClassName": "mig.nvidia.com",
          "selectors": [{"cel": {"expression": ONE_G}}]},
     ]  # fmt: skip
-    store.create(claim("infer", {"name": "gpu", "firstAvailable": alternatives}))
-    store.create(claim_pod("infer", "dra-2", "infer"))
+    client.create(claim("infer", {"name": "gpu", "firstAvailable": alternatives}))
+    client.create(claim_pod("infer", "dra-2", "infer"))
 
 
 def running(cluster: SimCluster, *pods: str) -> bool:
-    phases = {(cluster.store.get("pods", p, NS).get("status") or {}).get("phase") for p in pods}
+    phases = {(cluster.client.get("pods", p, NS).get("status") or {}).get("phase") for p in pods}
     return phases == {"Running"}
 
 
 def slice_uuids(cluster: SimCluster) -> dict[tuple[str, str], str]:
     """(node, device) → the GPU UUID NVIDIA's slice gives it (a MIG device: its parent's)."""
     found = {}
-    for piece in cluster.store.list("resourceslices"):
+    for piece in cluster.client.list("resourceslices"):
         for device in piece["spec"].get("devices") or []:
             attributes = device["attributes"]
             uuid = attributes.get("uuid") or attributes.get("parentUUID") or {}
@@ -99,7 +99,7 @@ def slice_uuids(cluster: SimCluster) -> dict[tuple[str, str], str]:
 
 
 def allocated(cluster: SimCluster, name: str) -> Obj:
-    [result] = cluster.store.get("resourceclaims", name, NS)["status"]["allocation"]["devices"][
+    [result] = cluster.client.get("resourceclaims", name, NS)["status"]["allocation"]["devices"][
         "results"
     ]
     return dict(result)
@@ -117,7 +117,7 @@ def test_claims_nvidias_plugin_prepared_are_mapped_to_their_gpus(
     assert cluster.dra_kubelet is not None
     assert eventually(lambda: running(cluster, "train", "infer"), 90), cluster.dra_kubelet.errors
     for pod in ("train", "infer"):  # NVIDIA's plugin prepared what the scheduler allocated
-        uid = cluster.store.get("pods", pod, NS)["metadata"]["uid"]
+        uid = cluster.client.get("pods", pod, NS)["metadata"]["uid"]
         [prepared] = cluster.dra_kubelet.claims_of(uid)
         assert [d.device for d in prepared.devices] == [allocated(cluster, pod)["device"]]
     kubeconfig = str(cluster.kubeconfig)

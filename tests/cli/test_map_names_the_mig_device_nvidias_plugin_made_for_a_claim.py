@@ -37,21 +37,21 @@ def test_a_dynamic_mig_claim_is_mapped_to_the_mig_device_made_for_it(
     [gpu] = cluster.node_gpus("dra-1")
     installed = run_cli("--kubeconfig", str(cluster.kubeconfig), "install")  # the agent
     assert installed.exit_code == 0, installed.stderr
-    cluster.store.create({
+    cluster.client.create({
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
         "metadata": {"name": "small", "namespace": "default"},
         "spec": {"devices": {"requests": [{"name": "mig", "exactly": {
             "deviceClassName": "mig.nvidia.com", "selectors": [{"cel": {"expression": ONE_G}}],
         }}]}},
     })  # fmt: skip
-    cluster.store.create({
+    cluster.client.create({
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "infer", "namespace": "default"},
         "spec": {"resourceClaims": [{"name": "mig", "resourceClaimName": "small"}],
                  "containers": [{"name": "main", "image": "cuda:12",
                                  "resources": {"claims": [{"name": "mig"}]}}]},
     })  # fmt: skip
     cluster.settle(60)
-    [result] = cluster.store.get("resourceclaims", "small", "default")["status"]["allocation"][
+    [result] = cluster.client.get("resourceclaims", "small", "default")["status"]["allocation"][
         "devices"
     ]["results"]
     start = int(result["device"].rsplit("-", 1)[1])  # where NVIDIA's name puts the instance

@@ -45,9 +45,9 @@ MPS = {
 
 
 def create_claim_and_pod(cluster: SimCluster) -> None:
-    store = cluster.store
-    store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-    store.create({
+    client = cluster.client
+    client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    client.create({
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
         "metadata": {"name": "shared", "namespace": NS},
         "spec": {"devices": {
@@ -55,7 +55,7 @@ def create_claim_and_pod(cluster: SimCluster) -> None:
             "config": [{"requests": ["gpu"],
                         "opaque": {"driver": "gpu.nvidia.com", "parameters": MPS}}]}},
     })  # fmt: skip
-    store.create({
+    client.create({
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "infer", "namespace": NS},
         "spec": {"nodeSelector": {"kubernetes.io/hostname": "dra-1"},
                  "resourceClaims": [{"name": "gpu", "resourceClaimName": "shared"}],
@@ -65,16 +65,16 @@ def create_claim_and_pod(cluster: SimCluster) -> None:
 
 
 def phase(cluster: SimCluster, pod: str) -> str | None:
-    return (cluster.store.get("pods", pod, NS).get("status") or {}).get("phase")
+    return (cluster.client.get("pods", pod, NS).get("status") or {}).get("phase")
 
 
 def daemons(cluster: SimCluster) -> list[Obj]:
-    found = cluster.store.list("deployments", namespace=drachart.NAMESPACE)
+    found = cluster.client.list("deployments", namespace=drachart.NAMESPACE)
     return [d for d in found if d["metadata"]["name"].startswith("mps-control-daemon-")]
 
 
 def daemon_pods(cluster: SimCluster) -> list[Obj]:
-    found = cluster.store.list("pods", namespace=drachart.NAMESPACE)
+    found = cluster.client.list("pods", namespace=drachart.NAMESPACE)
     return [p for p in found if p["metadata"]["name"].startswith("mps-control-daemon-")]
 
 
@@ -96,7 +96,7 @@ def test_an_mps_claim_nvidias_plugin_prepared_runs_and_is_mapped_to_its_gpu(
     assert eventually(lambda: phase(cluster, "infer") == "Running", 120), (
         cluster.dra_kubelet.errors, cluster.dra.log("dra-1")[-15:]
     )  # fmt: skip
-    claim = cluster.store.get("resourceclaims", "shared", NS)
+    claim = cluster.client.get("resourceclaims", "shared", NS)
     [result] = claim["status"]["allocation"]["devices"]["results"]
     gpu = next(g for g in cluster.node_gpus("dra-1") if g.minor_number == int(
         result["device"].removeprefix("gpu-")))  # fmt: skip
@@ -141,6 +141,6 @@ def test_an_mps_claim_nvidias_plugin_prepared_runs_and_is_mapped_to_its_gpu(
     assert not [d for d in named if d["severity"] in ("error", "warning")], named
 
     # the pod gone, NVIDIA's unprepare stops the daemon and unmounts its shared memory
-    cluster.store.delete("pods", "infer", NS)
+    cluster.client.delete("pods", "infer", NS)
     assert eventually(lambda: not daemons(cluster), 60), cluster.dra.log("dra-1")[-15:]
     assert eventually(lambda: not tmpfs_mounts(pid), 30)

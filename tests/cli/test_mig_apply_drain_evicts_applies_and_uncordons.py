@@ -39,11 +39,11 @@ def busy(sim_cluster: MakeSimCluster) -> SimCluster:
     cluster = sim_cluster(["gpu-1=H100-SXM5-80GB:1"], layouts.helm(env={"MIG_STRATEGY": "mixed"}))
     pod = mig_pod("train", "nvidia.com/gpu")
     pod["metadata"]["labels"] = {"app": "train"}
-    cluster.store.create(pod)
+    cluster.client.create(pod)
     cluster.settle()
     replicasets.adopt(cluster, pod, OWNER)
     agent_pod(cluster, "gpu-1")
-    assert cluster.store.get("pods", "train", "default")["status"]["phase"] == "Running"
+    assert cluster.client.get("pods", "train", "default")["status"]["phase"] == "Running"
     return cluster
 
 
@@ -54,7 +54,7 @@ def apply(run_cli: Run, cluster: SimCluster, tmp_path: Path, *args: str) -> CliR
 
 
 def node(cluster: SimCluster) -> dict[str, Any]:
-    return cluster.store.get("nodes", "gpu-1")
+    return cluster.client.get("nodes", "gpu-1")
 
 
 def test_drain_evicts_applies_and_uncordons(
@@ -104,7 +104,7 @@ def test_a_budget_that_forbids_the_eviction_stops_the_run_and_recover_undoes_it(
     assert "The disruption budget train-pdb needs 1 healthy pods and has 1 currently" in (
         result.stderr
     )
-    assert busy.store.get("pods", "train", "default")  # never deleted
+    assert busy.client.get("pods", "train", "default")  # never deleted
     stopped = node(busy)
     assert stopped["spec"]["unschedulable"] is True
     record = json.loads(stopped["metadata"]["annotations"][keys.DRAIN_ANNOTATION])
@@ -129,7 +129,7 @@ def test_a_budget_that_forbids_the_eviction_stops_the_run_and_recover_undoes_it(
 def test_a_node_cordoned_before_the_drain_stays_cordoned(
     run_cli: Run, busy: SimCluster, tmp_path: Path, background_agent: Any
 ) -> None:
-    busy.store.patch("nodes", "gpu-1", {"spec": {"unschedulable": True}})
+    busy.client.patch("nodes", "gpu-1", {"spec": {"unschedulable": True}})
     background_agent(busy, "gpu-1")
     result = apply(run_cli, busy, tmp_path, "--drain")
     assert result.exit_code == 0, result.stderr
@@ -146,7 +146,7 @@ def test_an_interrupted_drain_is_resumed_by_running_it_again(
         "spec": {"unschedulable": True},
         "metadata": {"annotations": {keys.DRAIN_ANNOTATION: json.dumps(record)}},
     }
-    busy.store.patch("nodes", "gpu-1", body)
+    busy.client.patch("nodes", "gpu-1", body)
     background_agent(busy, "gpu-1")
 
     result = apply(run_cli, busy, tmp_path, "--drain")
@@ -160,7 +160,7 @@ def test_an_interrupted_drain_is_resumed_by_running_it_again(
 def test_a_drain_that_nothing_would_follow_refuses_before_cordoning(
     run_cli: Run, busy: SimCluster, tmp_path: Path
 ) -> None:
-    busy.store.delete("pods", "kubectl-gpu-agent-gpu-1", keys.NAMESPACE)
+    busy.client.delete("pods", "kubectl-gpu-agent-gpu-1", keys.NAMESPACE)
     busy.settle()
 
     result = apply(run_cli, busy, tmp_path, "--drain")
@@ -170,7 +170,7 @@ def test_a_drain_that_nothing_would_follow_refuses_before_cordoning(
         result.stderr
     )
     assert "nothing was written" in result.stderr
-    assert busy.store.get("pods", "train", "default")  # not evicted
+    assert busy.client.get("pods", "train", "default")  # not evicted
     untouched = node(busy)
     assert not untouched["spec"].get("unschedulable")  # not cordoned
     assert keys.DRAIN_ANNOTATION not in untouched["metadata"].get("annotations", {})
@@ -182,11 +182,11 @@ def test_a_drain_that_nothing_would_follow_refuses_before_cordoning(
 def test_a_pod_without_a_controller_is_refused_as_kubectl_drain_does_unless_forced(
     run_cli: Run, busy: SimCluster, tmp_path: Path, background_agent: Any
 ) -> None:
-    busy.store.create(mig_pod("notebook", "nvidia.com/gpu"))  # Pending: the GPU is taken
-    busy.store.delete("replicasets", OWNER, "default")  # and with it, `train`
-    wait_for("train to go", lambda: not busy.store.list("pods", "default", label_selector="app"))
+    busy.client.create(mig_pod("notebook", "nvidia.com/gpu"))  # Pending: the GPU is taken
+    busy.client.delete("replicasets", OWNER, "default")  # and with it, `train`
+    wait_for("train to go", lambda: not busy.client.list("pods", "default", label_selector="app"))
     busy.settle()
-    assert busy.store.get("pods", "notebook", "default")["spec"].get("nodeName") == "gpu-1"
+    assert busy.client.get("pods", "notebook", "default")["spec"].get("nodeName") == "gpu-1"
     background_agent(busy, "gpu-1")
 
     refused = apply(run_cli, busy, tmp_path, "--drain")
@@ -195,11 +195,11 @@ def test_a_pod_without_a_controller_is_refused_as_kubectl_drain_does_unless_forc
     assert (
         "cannot evict Pods that declare no controller (use --force to override): default/notebook"
     ) in refused.stderr
-    assert busy.store.get("pods", "notebook", "default")
+    assert busy.client.get("pods", "notebook", "default")
     assert not node(busy)["spec"].get("unschedulable")
 
     forced = apply(run_cli, busy, tmp_path, "--drain", "--force")
 
     assert forced.exit_code == 0, forced.stderr
     assert "evicting Pods that declare no controller: default/notebook" in forced.stderr
-    assert not busy.store.list("pods", "default")
+    assert not busy.client.list("pods", "default")

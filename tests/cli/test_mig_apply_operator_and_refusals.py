@@ -18,7 +18,7 @@ from tests.agent.fixtures import agent_pod, labels
 from tests.conftest import CliResult
 from tests.kit.cluster import SimCluster
 from tests.kit.cluster.fixture import MakeSimCluster
-from tests.kit.kube import layouts
+from tests.kit.kube import ApiError, layouts
 from tests.kit.kube import manifests as m
 
 pytestmark = pytest.mark.timeout(120)  # clusters on the real control plane
@@ -43,7 +43,7 @@ def gpu(cluster: SimCluster, run_cli: Run, *args: str) -> CliResult:
 
 def our_configmaps(cluster: SimCluster) -> list[str]:
     """ConfigMaps in our namespace but the CA bundle the real server puts in every one."""
-    found = cluster.store.list("configmaps", keys.NAMESPACE)
+    found = cluster.client.list("configmaps", keys.NAMESPACE)
     return [c["metadata"]["name"] for c in found if c["metadata"]["name"] != "kube-root-ca.crt"]
 
 
@@ -65,7 +65,7 @@ def helm(sim_cluster: MakeSimCluster) -> SimCluster:
 
 def mig_manager_pod(cluster: SimCluster) -> None:
     """The operator's MIG manager pod on gpu-1 (what `mig apply --wait` looks for first)."""
-    cluster.store.create({
+    cluster.client.create({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "nvidia-mig-manager-x1", "namespace": "gpu-operator",
                      "labels": {"app": "nvidia-mig-manager"}},
@@ -83,7 +83,7 @@ def play_mig_manager(cluster: SimCluster, state: str) -> threading.Thread:
         for _ in range(200):
             if labels(cluster, "gpu-1").get(keys.MIG_CONFIG_LABEL) == "all-3g":
                 body = {"metadata": {"labels": {keys.MIG_CONFIG_STATE_LABEL: state}}}
-                cluster.store.patch("nodes", "gpu-1", body)
+                cluster.client.patch("nodes", "gpu-1", body)
                 return
             threading.Event().wait(0.02)
 
@@ -108,7 +108,7 @@ def test_an_operator_node_is_driven_through_the_operators_label_and_configmap(
     assert node[keys.MIG_CONFIG_LABEL] == "all-3g"
     assert keys.MIG_DESIRED_LABEL not in node  # not ours
     assert our_configmaps(operator) == []
-    stored = yaml.safe_load(operator.store.get(*OPERATOR_CM)["data"]["config.yaml"])
+    stored = yaml.safe_load(operator.client.get(*OPERATOR_CM)["data"]["config.yaml"])
     assert stored["mig-configs"]["all-3g"][0]["mig-devices"] == ALL_3G
     status = gpu(operator, run_cli, "status", "-o", "json").json["nodes"][0]
     assert (status["actuator"], status["desired"], status["applied"], status["state"]) == (
@@ -137,7 +137,7 @@ def test_a_different_config_of_the_same_name_in_the_operators_configmap_is_not_o
         "mig-configs": {"all-3g": [{"devices": "all", "mig-enabled": False}]},
     }
     mig_manager_pod(operator)
-    operator.store.create(
+    operator.client.create(
         m.configmap(OPERATOR_CM[1], OPERATOR_CM[2], {"config.yaml": yaml.safe_dump(theirs)})
     )
     config = write_config(tmp_path, "all-3g", ALL_3G)
@@ -148,13 +148,13 @@ def test_a_different_config_of_the_same_name_in_the_operators_configmap_is_not_o
     assert "already has a different config named all-3g" in result.stderr
     assert "another name" in result.stderr
     assert keys.MIG_CONFIG_LABEL not in labels(operator, "gpu-1")
-    assert yaml.safe_load(operator.store.get(*OPERATOR_CM)["data"]["config.yaml"]) == theirs
+    assert yaml.safe_load(operator.client.get(*OPERATOR_CM)["data"]["config.yaml"]) == theirs
 
 
 def test_a_node_with_our_label_is_refused_where_the_operator_acts(
     operator: SimCluster, run_cli: Run, tmp_path: Path
 ) -> None:
-    operator.store.patch("nodes", "gpu-1", {"metadata": {"labels": {keys.MIG_DESIRED_LABEL: "x"}}})
+    operator.client.patch("nodes", "gpu-1", {"metadata": {"labels": {keys.MIG_DESIRED_LABEL: "x"}}})
     config = write_config(tmp_path, "all-3g", ALL_3G)
 
     result = gpu(operator, run_cli, "apply", "-f", config, "-c", "all-3g", "--node", "gpu-1")
@@ -163,14 +163,15 @@ def test_a_node_with_our_label_is_refused_where_the_operator_acts(
     assert "refused" in result.stdout
     assert f"kubectl label node gpu-1 {keys.MIG_DESIRED_LABEL}-" in result.stderr
     assert keys.MIG_CONFIG_LABEL not in labels(operator, "gpu-1")
-    with pytest.raises(Exception):  # noqa: B017, PT011 (the store's not-found)
-        operator.store.get(*OPERATOR_CM)
+    with pytest.raises(ApiError) as missing:
+        operator.client.get(*OPERATOR_CM)
+    assert missing.value.code == 404
 
 
 def test_a_mig_manager_label_is_refused_where_our_agent_acts(
     helm: SimCluster, run_cli: Run, tmp_path: Path
 ) -> None:
-    helm.store.patch("nodes", "gpu-1", {"metadata": {"labels": {keys.MIG_CONFIG_LABEL: "x"}}})
+    helm.client.patch("nodes", "gpu-1", {"metadata": {"labels": {keys.MIG_CONFIG_LABEL: "x"}}})
     config = write_config(tmp_path, "all-3g", ALL_3G)
 
     result = gpu(helm, run_cli, "apply", "-f", config, "-c", "all-3g", "--node", "gpu-1")
@@ -261,4 +262,4 @@ def test_a_wait_on_an_operator_node_without_a_mig_manager_pod_is_refused_at_the_
     assert "no GPU Operator MIG manager pod runs on gpu-1" in result.stderr
     assert keys.MIG_CONFIG_LABEL not in labels(operator, "gpu-1")
     assert OPERATOR_CM[1] not in [c["metadata"]["name"] for c in
-                                  operator.store.list("configmaps", "gpu-operator")]  # fmt: skip
+                                  operator.client.list("configmaps", "gpu-operator")]  # fmt: skip

@@ -37,11 +37,11 @@ def busy(sim_cluster: MakeSimCluster) -> SimCluster:
     cluster = sim_cluster([spec], "helm", {"mixed": MIXED}, "mixed")
     agent_pod(cluster, "gpu-a")
     for name, resource in (("big", "nvidia.com/mig-3g.40gb"), ("whole", "nvidia.com/gpu")):
-        cluster.store.create(mig_pod(name, resource))
+        cluster.client.create(mig_pod(name, resource))
     cluster.settle()
     waiting = mig_pod("waiting", "nvidia.com/mig-3g.40gb")
     waiting["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/mig-3g.40gb"] = "2"
-    cluster.store.create(waiting)
+    cluster.client.create(waiting)
     cluster.settle()
     publish_from_node(cluster, "gpu-a")
     report_gpus(cluster, "gpu-a")
@@ -54,7 +54,7 @@ def report_gpus(cluster: SimCluster, node: str) -> None:
         {"index": g.index, "pci": "0x20B210DE", "name": g.name} for g in cluster.node_gpus(node)
     ]
     body = {"metadata": {"annotations": {keys.MIG_GPUS_ANNOTATION: json.dumps(gpus)}}}
-    cluster.store.patch("nodes", node, body)
+    cluster.client.patch("nodes", node, body)
 
 
 def apply(run_cli: Run, cluster: SimCluster, tmp_path: Path, *args: str) -> CliResult:
@@ -117,12 +117,12 @@ def test_a_change_that_hits_pods_is_refused_with_their_names(
         "node gpu-a: refused: pods would lose their GPUs: default/big, default/whole; "
         "evict them first with --drain, or change the GPUs under them with --force"
     ) in result.stderr
-    labels = busy.store.get("nodes", "gpu-a")["metadata"]["labels"]
+    labels = busy.client.get("nodes", "gpu-a")["metadata"]["labels"]
     assert keys.MIG_DESIRED_LABEL not in labels  # nothing was written
 
     forced = apply(run_cli, busy, tmp_path, "--force")
     assert forced.exit_code == 0, forced.stderr
-    labels = busy.store.get("nodes", "gpu-a")["metadata"]["labels"]
+    labels = busy.client.get("nodes", "gpu-a")["metadata"]["labels"]
     assert labels[keys.MIG_DESIRED_LABEL] == "all-3g"
 
 
@@ -132,7 +132,7 @@ def test_without_a_report_pods_are_judged_by_their_requests(
     spec = NodeSpec("gpu-a", "A100-SXM4-80GB", 2)
     cluster = sim_cluster([spec], "helm", {"mixed": MIXED}, "mixed")
     agent_pod(cluster, "gpu-a")
-    cluster.store.create(mig_pod("whole", "nvidia.com/gpu"))
+    cluster.client.create(mig_pod("whole", "nvidia.com/gpu"))
     cluster.settle()
     report_gpus(cluster, "gpu-a")
     result = apply(run_cli, cluster, tmp_path, "--dry-run=client", "-o", "json")

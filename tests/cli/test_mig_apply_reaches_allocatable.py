@@ -74,7 +74,7 @@ def test_apply_then_one_agent_pass_updates_allocatable_and_status(
     assert row["resources"] == {"nvidia.com/mig-1g.10gb": 2, "nvidia.com/mig-2g.20gb": 1,
                                 "nvidia.com/mig-3g.40gb": 1}  # fmt: skip
     assert labels(cluster, "gpu-1")[keys.MIG_DESIRED_LABEL] == "balanced"
-    stored = cluster.store.get("configmaps", keys.MIG_CONFIGMAP, keys.NAMESPACE)["data"]
+    stored = cluster.client.get("configmaps", keys.MIG_CONFIGMAP, keys.NAMESPACE)["data"]
     assert json.loads(stored["balanced"])["mig-configs"]["balanced"][0]["mig-devices"] == BALANCED
 
     agent(cluster, "gpu-1")
@@ -110,7 +110,7 @@ def test_an_invalid_mix_is_refused_before_any_label_is_set(
     assert "does-not-fit" in result.stdout
     assert "nothing was written" in result.stderr
     assert keys.MIG_DESIRED_LABEL not in labels(cluster, "gpu-1")
-    assert not cluster.store.list("configmaps", keys.NAMESPACE)  # no agent pod: no namespace
+    assert not cluster.client.list("configmaps", keys.NAMESPACE)  # no agent pod: no namespace
 
 
 def test_wait_follows_the_agent_to_success(
@@ -189,7 +189,7 @@ def test_a_wait_without_an_agent_pod_is_refused_at_the_start(
     asked = gpu(cluster, run_cli, "apply", "-f", config, "-c", "balanced", "--node", "gpu-1")
     assert asked.exit_code == 1 and "no kubectl-gpu agent pod runs on gpu-1" in asked.stderr
     assert keys.MIG_DESIRED_LABEL not in labels(cluster, "gpu-1")
-    assert keys.NAMESPACE not in [n["metadata"]["name"] for n in cluster.store.list("namespaces")]
+    assert keys.NAMESPACE not in [n["metadata"]["name"] for n in cluster.client.list("namespaces")]
 
 
 def test_wait_names_an_agent_pod_that_never_took_up_the_request(
@@ -201,9 +201,9 @@ def test_wait_names_an_agent_pod_that_never_took_up_the_request(
                      "labels": {"app.kubernetes.io/name": "kubectl-gpu-agent"}},
         "spec": {"nodeName": "gpu-1", "containers": [{"name": "agent", "image": "agent"}]},
     }  # fmt: skip
-    cluster.store.create({"apiVersion": "v1", "kind": "Namespace",
+    cluster.client.create({"apiVersion": "v1", "kind": "Namespace",
                           "metadata": {"name": "kubectl-gpu"}})  # fmt: skip
-    cluster.store.create(agent_pod)
+    cluster.client.create(agent_pod)
     cluster.settle()
     config = write_config(tmp_path, balanced=BALANCED)
 

@@ -44,7 +44,7 @@ def stuck_labels(state_label: str, since: str = "2026-01-01T00:00:00Z") -> dict[
 @pytest.fixture
 def stuck_node(sim_cluster: MakeSimCluster) -> SimCluster:
     cluster = sim_cluster([NodeSpec("gpu-a", "A100-SXM4-80GB", 1, gpu_taint=True)], "gpu-operator")
-    cluster.store.patch("nodes", "gpu-a", stuck_labels(keys.MIG_CONFIG_STATE_LABEL))
+    cluster.client.patch("nodes", "gpu-a", stuck_labels(keys.MIG_CONFIG_STATE_LABEL))
     cluster.settle()
     assert cluster.plugin_pod("gpu-a") is None and cluster.allocatable("gpu-a") == 0
     return cluster
@@ -74,7 +74,7 @@ def test_a_pending_change_nobody_is_making_is_stuck_at_once(
     # pending since just now, but no MIG manager pod runs on the node to make the change
     cluster = sim_cluster([NodeSpec("gpu-a", "A100-SXM4-80GB", 1, gpu_taint=True)], "gpu-operator")
     now = stuck.timestamp(dt.datetime.now(dt.timezone.utc))
-    cluster.store.patch("nodes", "gpu-a", stuck_labels(keys.MIG_CONFIG_STATE_LABEL, since=now))
+    cluster.client.patch("nodes", "gpu-a", stuck_labels(keys.MIG_CONFIG_STATE_LABEL, since=now))
     cluster.settle()
     [node] = run(run_cli, cluster, "mig", "status", "-o", "json").json["nodes"]
     assert node["stuck"][0] == (
@@ -148,7 +148,7 @@ def test_recover_brings_the_plugin_back_and_marks_the_change_failed(
     assert "next: read why the MIG manager stopped" in result.stderr
 
     stuck_node.settle()
-    node = stuck_node.store.get("nodes", "gpu-a")["metadata"]
+    node = stuck_node.client.get("nodes", "gpu-a")["metadata"]
     assert node["labels"][keys.MIG_CONFIG_STATE_LABEL] == "failed"
     assert node["annotations"][keys.MIG_REASON_ANNOTATION].startswith(
         "recovered by kubectl gpu mig recover: nvidia.com/mig.config.state=pending for "
@@ -165,16 +165,16 @@ def test_a_node_that_is_not_stuck_is_refused_and_left_alone(
     run_cli: Run, sim_cluster: MakeSimCluster
 ) -> None:
     cluster = sim_cluster([NodeSpec("gpu-a", "A100-SXM4-80GB", 1, gpu_taint=True)], "gpu-operator")
-    cluster.store.create(mig_manager_pod("gpu-a"), keep_status=False)
+    cluster.client.create(mig_manager_pod("gpu-a"), keep_status=False)
     # a change that began just now, with the MIG manager running, is under way, not stuck
     now = stuck.timestamp(dt.datetime.now(dt.timezone.utc))
-    cluster.store.patch("nodes", "gpu-a", stuck_labels(keys.MIG_CONFIG_STATE_LABEL, since=now))
+    cluster.client.patch("nodes", "gpu-a", stuck_labels(keys.MIG_CONFIG_STATE_LABEL, since=now))
     cluster.settle()
-    before = cluster.store.get("nodes", "gpu-a")["metadata"]["resourceVersion"]
+    before = cluster.client.get("nodes", "gpu-a")["metadata"]["resourceVersion"]
     result = run(run_cli, cluster, "mig", "recover", "gpu-a")
     assert result.exit_code == 1
     assert "error: no stuck MIG change on gpu-a: nothing to recover" in result.stderr
-    assert cluster.store.get("nodes", "gpu-a")["metadata"]["resourceVersion"] == before
+    assert cluster.client.get("nodes", "gpu-a")["metadata"]["resourceVersion"] == before
 
 
 def test_our_agents_paused_plugin_goes_back_to_the_value_it_kept(
@@ -182,7 +182,7 @@ def test_our_agents_paused_plugin_goes_back_to_the_value_it_kept(
 ) -> None:
     # Our agent (the operator's MIG manager off) paused the plugin, kept "true", and died.
     cluster = sim_cluster([NodeSpec("gpu-a", "A100-SXM4-80GB", 1, gpu_taint=True)], "gpu-operator")
-    cluster.store.patch(
+    cluster.client.patch(
         "clusterpolicies", "cluster-policy", {"spec": {"migManager": {"enabled": False}}}
     )
     body = stuck_labels(keys.MIG_STATE_LABEL)
@@ -190,13 +190,13 @@ def test_our_agents_paused_plugin_goes_back_to_the_value_it_kept(
     body["metadata"]["labels"][keys.MIG_DESIRED_LABEL] = "balanced"
     body["metadata"]["annotations"][keys.MIG_PAUSED_PLUGIN_ANNOTATION] = "true"
     body["metadata"]["annotations"][keys.MIG_PHASE_ANNOTATION] = "configuring"
-    cluster.store.patch("nodes", "gpu-a", body)
+    cluster.client.patch("nodes", "gpu-a", body)
     cluster.settle()
 
     result = run(run_cli, cluster, "mig", "recover", "gpu-a", "-o", "json")
     assert result.exit_code == 0, result.stderr
     assert result.json["nodes"][0]["actuator"] == "kubectl-gpu"
-    node = cluster.store.get("nodes", "gpu-a")["metadata"]
+    node = cluster.client.get("nodes", "gpu-a")["metadata"]
     assert node["labels"][keys.MIG_STATE_LABEL] == "failed"
     assert node["labels"][keys.DEPLOY_DEVICE_PLUGIN_LABEL] == "true"
     gone = {keys.MIG_PHASE_ANNOTATION, keys.MIG_PAUSED_PLUGIN_ANNOTATION}

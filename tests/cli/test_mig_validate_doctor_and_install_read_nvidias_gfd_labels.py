@@ -48,11 +48,11 @@ def labelled(cluster: SimCluster, node: str, key: str, value: str) -> dict[str, 
     """The node's labels once NVIDIA's GFD (through NFD's master) has set `key` to `value`."""
 
     def check() -> dict[str, str]:
-        labels = cluster.store.get("nodes", node)["metadata"].get("labels") or {}
+        labels = cluster.client.get("nodes", node)["metadata"].get("labels") or {}
         return dict(labels) if labels.get(key) == value else {}
 
     found: dict[str, str] = eventually(check, 90)
-    now = cluster.store.get("nodes", node)["metadata"].get("labels")
+    now = cluster.client.get("nodes", node)["metadata"].get("labels")
     assert found, f"{node}: {key} never became {value}: {now}"
     return found
 
@@ -137,7 +137,7 @@ def test_install_places_its_pods_on_nodes_gfd_labelled(
     labelled(cluster, "gpu-1", "nvidia.com/gpu.count", "1")
     # NFD's and the operator's labels gone: GFD's gpu.count alone still places our pods
     gone = {"feature.node.kubernetes.io/pci-10de.present": None, "nvidia.com/gpu.present": None}
-    cluster.store.patch("nodes", "gpu-1", {"metadata": {"labels": gone}})
+    cluster.client.patch("nodes", "gpu-1", {"metadata": {"labels": gone}})
     result = gpu(run_cli, cluster, "install", "--dry-run")
     assert "would not run on" not in result.stderr, result.stderr
     assert "no node carries a GPU label" not in result.stderr, result.stderr

@@ -42,9 +42,9 @@ def other_writer(cluster: SimCluster, proxy: FaultProxy, edit: Callable[[Any], N
     """Before our first update of the ConfigMap, someone else updates it."""
 
     def write() -> None:
-        current = cluster.store.get("configmaps", CONFIGMAP, NAMESPACE)
+        current = cluster.client.get("configmaps", CONFIGMAP, NAMESPACE)
         edit(current)
-        cluster.store.update(current)
+        cluster.client.update(current)
 
     proxy.add(Fault("PUT", UPDATE, before=write))
 
@@ -54,7 +54,7 @@ def updates(proxy: FaultProxy) -> int:
 
 
 def data(cluster: SimCluster) -> dict[str, str]:
-    return dict(cluster.store.get("configmaps", CONFIGMAP, NAMESPACE)["data"])
+    return dict(cluster.client.get("configmaps", CONFIGMAP, NAMESPACE)["data"])
 
 
 def test_another_key_added_meanwhile_survives(

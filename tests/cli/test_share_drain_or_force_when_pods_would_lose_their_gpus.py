@@ -44,7 +44,7 @@ def share(run_cli: Run, cluster: SimCluster, *args: str) -> CliResult:
 
 
 def configmaps(cluster: SimCluster) -> list[dict[str, Any]]:
-    return [c["data"] for c in cluster.store.list("configmaps", "gpu-operator")]
+    return [c["data"] for c in cluster.client.list("configmaps", "gpu-operator")]
 
 
 def test_a_change_that_takes_the_pods_resource_is_refused_by_name(
@@ -72,7 +72,7 @@ def test_drain_evicts_restarts_waits_and_uncordons(run_cli: Run, used: SimCluste
     assert (row["result"], row["after"]) == ("verified", 2)
     assert "evicted pod default/train" in result.stderr
     replicasets.replacements(used, OWNER)  # train is gone; its ReplicaSet's new pod waits
-    node = used.store.get("nodes", "gpu-a")
+    node = used.client.get("nodes", "gpu-a")
     assert not node["spec"].get("unschedulable")
     assert keys.DRAIN_ANNOTATION not in node["metadata"].get("annotations", {})
 
@@ -91,8 +91,8 @@ def test_a_budget_stops_the_rollout_and_the_node_stays_cordoned(
     # status (a bare pod under maxUnavailable: "does not allow evicting pods currently")
     assert "Cannot evict pod as it would violate the pod's disruption budget." in result.stderr
     assert "The disruption budget train-pdb " in result.stderr
-    assert used.store.get("pods", "train", "default")
-    node = used.store.get("nodes", "gpu-a")
+    assert used.client.get("pods", "train", "default")
+    node = used.client.get("nodes", "gpu-a")
     assert node["spec"]["unschedulable"] is True
     record = json.loads(node["metadata"]["annotations"][keys.DRAIN_ANNOTATION])
     assert record["step"] == "evicting" and record["cordoned"] is True
@@ -104,12 +104,12 @@ def test_running_it_again_once_the_budget_allows_resumes_and_gives_the_node_back
 ) -> None:
     replicasets.budget(used, {"minAvailable": 1, "selector": TRAIN})
     assert share(run_cli, used, *RENAME, "--drain", "--drain-timeout", "0.3s").exit_code == 1
-    used.store.delete("poddisruptionbudgets", "train-pdb", "default")
+    used.client.delete("poddisruptionbudgets", "train-pdb", "default")
 
     again = share(run_cli, used, *RENAME, "--drain", "--timeout", "10s")
 
     assert again.exit_code == 0, again.stderr
-    node = used.store.get("nodes", "gpu-a")
+    node = used.client.get("nodes", "gpu-a")
     assert not node["spec"].get("unschedulable")  # the earlier run's cordon, given back
     assert keys.DRAIN_ANNOTATION not in node["metadata"].get("annotations", {})
     assert used.allocatable("gpu-a", "nvidia.com/gpu.shared") == 2
@@ -129,10 +129,10 @@ def test_drain_refuses_a_pod_without_a_controller_before_cordoning_unless_forced
         "node gpu-a: cannot evict Pods that declare no controller (use --force to override): "
         "default/notebook; nothing was written, no node was cordoned"
     ) in refused.stderr
-    node = cluster.store.get("nodes", "gpu-a")
+    node = cluster.client.get("nodes", "gpu-a")
     assert not node["spec"].get("unschedulable")
     assert keys.DRAIN_ANNOTATION not in node["metadata"].get("annotations", {})
-    assert cluster.store.get("pods", "notebook", "default")
+    assert cluster.client.get("pods", "notebook", "default")
     dry = share(run_cli, cluster, *RENAME, "--drain", "--dry-run")
     assert dry.exit_code == 1 and "declare no controller" in dry.stderr
 
@@ -140,7 +140,7 @@ def test_drain_refuses_a_pod_without_a_controller_before_cordoning_unless_forced
 
     assert forced.exit_code == 0, forced.stderr
     assert "evicting Pods that declare no controller: default/notebook" in forced.stderr
-    assert cluster.store.list("pods", "default") == []
+    assert cluster.client.list("pods", "default") == []
 
 
 def test_mig_recover_undoes_a_stopped_share_drain_without_a_mig_failure(
@@ -154,7 +154,7 @@ def test_mig_recover_undoes_a_stopped_share_drain_without_a_mig_failure(
     assert undo.exit_code == 0, undo.stderr
     header, row = undo.stdout.splitlines()
     assert "RESTORED" in header and "uncordoned" in row, undo.stdout  # the table says what
-    node = used.store.get("nodes", "gpu-a")
+    node = used.client.get("nodes", "gpu-a")
     assert not node["spec"].get("unschedulable")
     annotations, labels = node["metadata"].get("annotations", {}), node["metadata"]["labels"]
     assert keys.DRAIN_ANNOTATION not in annotations

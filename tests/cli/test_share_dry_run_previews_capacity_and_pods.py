@@ -27,7 +27,7 @@ def full(sim_cluster: MakeSimCluster) -> SimCluster:
     """One L4, held by `train`; `next` waits for a GPU."""
     cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1, gpu_taint=True)], "gpu-operator")
     run_pods(cluster, gpu_pod("train", tolerate=True), gpu_pod("next", tolerate=True))
-    assert cluster.store.get("pods", "next", "default")["status"]["phase"] == "Pending"
+    assert cluster.client.get("pods", "next", "default")["status"]["phase"] == "Pending"
     return cluster
 
 
@@ -103,7 +103,7 @@ def test_every_dry_run_form_exits_as_the_real_run_and_names_the_pods(
         assert result.exit_code == real.exit_code == 1, (dry, result.stderr)
         assert "running pods would lose their resource" in result.stderr
         assert "  default/train: uses nvidia.com/gpu, which disappears (1 → 0)" in result.stderr
-    names = [c["metadata"]["name"] for c in full.store.list("configmaps", "gpu-operator")]
+    names = [c["metadata"]["name"] for c in full.client.list("configmaps", "gpu-operator")]
     assert "device-plugin-config" not in names  # nothing was written
 
 

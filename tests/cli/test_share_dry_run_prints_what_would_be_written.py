@@ -39,13 +39,13 @@ def world(cluster: SimCluster) -> dict[str, Any]:
     cluster.settle()
     return {
         "configmaps": sorted(
-            c["metadata"]["name"] for c in cluster.store.list("configmaps", "gpu-operator")
+            c["metadata"]["name"] for c in cluster.client.list("configmaps", "gpu-operator")
         ),
-        "policy": cluster.store.get("clusterpolicies.nvidia.com", "cluster-policy")["spec"][
+        "policy": cluster.client.get("clusterpolicies.nvidia.com", "cluster-policy")["spec"][
             "devicePlugin"
         ],
         "labels": {
-            n: cluster.store.get("nodes", n)["metadata"]["labels"].get(LABEL)
+            n: cluster.client.get("nodes", n)["metadata"]["labels"].get(LABEL)
             for n in ("gpu-a", "gpu-b")
         },
     }
@@ -75,17 +75,17 @@ def test_client_dry_run_prints_exactly_what_the_real_run_writes(
     real = share(run_cli, cluster, *args, "--wait")
     assert real.exit_code == 0, real.stderr
     [configmap] = objects["ConfigMap"]
-    stored = cluster.store.get("configmaps", configmap["metadata"]["name"], "gpu-operator")
+    stored = cluster.client.get("configmaps", configmap["metadata"]["name"], "gpu-operator")
     assert stored["data"] == configmap["data"]
     assert stored["metadata"]["annotations"] == configmap["metadata"]["annotations"]
     [node] = objects["Node"]
     assert node["metadata"]["name"] == "gpu-b"
     assert (
         node["metadata"]["labels"][LABEL]
-        == cluster.store.get("nodes", "gpu-b")["metadata"]["labels"][LABEL]
+        == cluster.client.get("nodes", "gpu-b")["metadata"]["labels"][LABEL]
     )
     [policy] = objects["ClusterPolicy"]
-    stored_policy = cluster.store.get("clusterpolicies.nvidia.com", "cluster-policy")
+    stored_policy = cluster.client.get("clusterpolicies.nvidia.com", "cluster-policy")
     assert (
         stored_policy["spec"]["devicePlugin"]["config"] == policy["spec"]["devicePlugin"]["config"]
     )

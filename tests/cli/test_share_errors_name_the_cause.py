@@ -54,7 +54,7 @@ def test_forbidden_node_label_says_what_was_already_written(
     assert "Nodes that keep their previous key: gpu-a, gpu-b" in result.stderr
     assert "grant 'patch' on 'nodes'" in result.stderr
     assert "kubectl gpu share rollback" in result.stderr
-    labels = cluster.store.get("nodes", "gpu-a")["metadata"]["labels"]
+    labels = cluster.client.get("nodes", "gpu-a")["metadata"]["labels"]
     assert (
         "nvidia.com/device-plugin.config" not in labels
     )  # consistent: no node selects anything new
@@ -174,7 +174,7 @@ def test_a_user_who_may_not_read_cluster_policies_shares_a_helm_plugin(
     result = share(run_cli, cluster, "--replicas", "2")
 
     assert result.exit_code == 0, result.stderr
-    data = cluster.store.get("configmaps", CONFIGMAP, NAMESPACE)["data"]
+    data = cluster.client.get("configmaps", CONFIGMAP, NAMESPACE)["data"]
     assert "replicas: 2" in data["any"]
 
 

@@ -41,14 +41,14 @@ def world(cluster: SimCluster, namespace: str) -> dict[str, Any]:
     found: dict[str, Any] = {
         "configmaps": {
             c["metadata"]["name"]: (c.get("data"), c["metadata"].get("annotations"))
-            for c in cluster.store.list("configmaps", namespace)
+            for c in cluster.client.list("configmaps", namespace)
         },
         "labels": {
             n["metadata"]["name"]: (n["metadata"].get("labels") or {}).get(LABEL)
-            for n in cluster.store.list("nodes")
+            for n in cluster.client.list("nodes")
         },
     }
-    policies = cluster.store.list("clusterpolicies.nvidia.com") if namespace == OPERATOR_NS else []
+    policies = cluster.client.list("clusterpolicies.nvidia.com") if namespace == OPERATOR_NS else []
     found["policies"] = {p["metadata"]["name"]: p["spec"] for p in policies}
     return found
 
@@ -78,8 +78,8 @@ def relabelled(run_cli: Run, sim_cluster: MakeSimCluster) -> SimCluster:
     )
     shared = cli(run_cli, cluster, "--replicas", "2", "--node", "gpu-a")
     assert shared.exit_code == 0, shared.stderr
-    assert cluster.store.get("nodes", "gpu-a")["metadata"]["labels"][LABEL] == "kubectl-gpu-ts-2"
-    cluster.store.patch("nodes", "gpu-a", {"metadata": {"labels": {LABEL: "mine"}}})
+    assert cluster.client.get("nodes", "gpu-a")["metadata"]["labels"][LABEL] == "kubectl-gpu-ts-2"
+    cluster.client.patch("nodes", "gpu-a", {"metadata": {"labels": {LABEL: "mine"}}})
     return cluster
 
 
@@ -106,7 +106,7 @@ def test_a_hand_edited_node_label_is_refused_unless_forced(
     assert f"  node gpu-a: {LABEL}=kubectl-gpu-ts-2 last written by kubectl gpu, now mine" in (
         forced.stderr
     )
-    assert relabelled.store.get("nodes", "gpu-a")["metadata"]["labels"][LABEL] != "mine"
+    assert relabelled.client.get("nodes", "gpu-a")["metadata"]["labels"][LABEL] != "mine"
 
 
 # ---- the ClusterPolicy's devicePlugin.config (the GPU Operator) -----------------------------
@@ -121,10 +121,10 @@ def repointed(run_cli: Run, sim_cluster: MakeSimCluster) -> SimCluster:
     assert shared.exit_code == 0, shared.stderr
     config = policy_config(cluster)
     assert config == {"name": "device-plugin-config", "default": "default"}
-    cluster.store.patch(
+    cluster.client.patch(
         "configmaps", config["name"], {"data": {"hand-made": PLAIN}}, namespace=OPERATOR_NS
     )
-    cluster.store.patch(
+    cluster.client.patch(
         "clusterpolicies",
         "cluster-policy",
         {"spec": {"devicePlugin": {"config": {**config, "default": "hand-made"}}}},
@@ -133,7 +133,7 @@ def repointed(run_cli: Run, sim_cluster: MakeSimCluster) -> SimCluster:
 
 
 def policy_config(cluster: SimCluster) -> Any:
-    policy = cluster.store.get("clusterpolicies.nvidia.com", "cluster-policy")
+    policy = cluster.client.get("clusterpolicies.nvidia.com", "cluster-policy")
     return policy["spec"]["devicePlugin"].get("config")
 
 

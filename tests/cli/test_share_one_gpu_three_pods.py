@@ -91,7 +91,7 @@ def test_share_show_explains_the_one_gpu_node(run_cli: Run, cluster: SimCluster)
     base = ("--kubeconfig", str(cluster.kubeconfig), "share")
     assert run_cli(*base, "--replicas", "3", "--wait").exit_code == 0
     for i in range(3):
-        cluster.store.create(cuda_pod(f"cuda-{i}"), keep_status=False)
+        cluster.client.create(cuda_pod(f"cuda-{i}"), keep_status=False)
     cluster.settle()
     shown = run_cli(*base, "show")
     assert shown.exit_code == 0, shown.stderr
@@ -130,7 +130,7 @@ def test_share_off_under_running_pods_warns_before_and_show_says_so_after(
     gpu = ("--kubeconfig", str(cluster.kubeconfig))
     assert run_cli(*gpu, "share", "--replicas", "3", "--wait").exit_code == 0
     for i in range(3):
-        cluster.store.create(cuda_pod(f"cuda-{i}"), keep_status=False)
+        cluster.client.create(cuda_pod(f"cuda-{i}"), keep_status=False)
     cluster.settle()
 
     refused = run_cli(*gpu, "share", "off", "--wait")  # pods would be hit: named, not done

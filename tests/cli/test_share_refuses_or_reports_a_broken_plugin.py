@@ -17,7 +17,7 @@ NAMESPACE, CONFIGMAP = "nvidia-device-plugin", "nvdp-nvidia-device-plugin-config
 
 
 def snapshot(cluster: SimCluster) -> tuple[str, str | None]:
-    cm = cluster.store.get("configmaps", CONFIGMAP, NAMESPACE)
+    cm = cluster.client.get("configmaps", CONFIGMAP, NAMESPACE)
     pod = cluster.plugin_pod("gpu-a")
     return cm["metadata"]["resourceVersion"], pod["metadata"]["uid"] if pod else None
 

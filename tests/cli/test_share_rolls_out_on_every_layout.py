@@ -112,11 +112,11 @@ def test_one_node_alone_gets_its_own_key(run_cli: Run, cluster: SimCluster) -> N
     assert result.exit_code == 0, result.stderr
     assert rows(result)["gpu-b"]["after"] == 12 and set(rows(result)) == {"gpu-b"}
     assert (cluster.allocatable("gpu-a"), cluster.allocatable("gpu-b")) == (8, 12)
-    labels = cluster.store.get("nodes", "gpu-b")["metadata"]["labels"]
+    labels = cluster.client.get("nodes", "gpu-b")["metadata"]["labels"]
     assert labels["nvidia.com/device-plugin.config"] == "kubectl-gpu-ts-3"
     assert (
         "nvidia.com/device-plugin.config"
-        not in cluster.store.get("nodes", "gpu-a")["metadata"]["labels"]
+        not in cluster.client.get("nodes", "gpu-a")["metadata"]["labels"]
     )
 
 
@@ -138,7 +138,7 @@ def test_rollback_restores_the_previous_config(run_cli: Run, cluster: SimCluster
     assert (cluster.allocatable("gpu-a"), cluster.allocatable("gpu-b")) == (32, 16)
     assert (
         "nvidia.com/device-plugin.config"
-        not in cluster.store.get("nodes", "gpu-a")["metadata"]["labels"]
+        not in cluster.client.get("nodes", "gpu-a")["metadata"]["labels"]
     )
     again = share(run_cli, cluster, "rollback", "--wait")  # one change further back
     assert again.exit_code == 0, again.stderr

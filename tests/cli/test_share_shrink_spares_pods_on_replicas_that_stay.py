@@ -41,7 +41,7 @@ def leave_only(cluster: SimCluster, replicas: set[int]) -> None:
     """Delete the pods on other replicas, then publish the agent's report of the node."""
     for pod, replica in replicas_held(cluster).items():
         if replica not in replicas:
-            cluster.store.delete("pods", pod, "default")
+            cluster.client.delete("pods", pod, "default")
     cluster.settle()
     publish_from_node(cluster, "gpu-a")
 

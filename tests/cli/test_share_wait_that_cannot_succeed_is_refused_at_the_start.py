@@ -23,7 +23,7 @@ def share(run_cli: Run, cluster: SimCluster, *args: str) -> CliResult:
 
 def key_text(cluster: SimCluster) -> str:
     configmap = ("configmaps", "nvdp-nvidia-device-plugin-configs", "nvidia-device-plugin")
-    return str(cluster.store.get(*configmap)["data"]["mixed"])
+    return str(cluster.client.get(*configmap)["data"]["mixed"])
 
 
 @pytest.fixture

@@ -61,8 +61,8 @@ def test_what_validate_refuses_nvidias_plugin_refuses_at_prepare(
         path.write_text(yaml.safe_dump(obj))
         result = run_cli("validate", "-f", str(path))
         verdicts[name] = (result.exit_code, result.stdout + result.stderr)
-        cluster.store.create(obj)
-        cluster.store.create({
+        cluster.client.create(obj)
+        cluster.client.create({
             "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
             "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": name}],
                      "containers": [{"name": "main", "image": "cuda:12",
@@ -70,7 +70,7 @@ def test_what_validate_refuses_nvidias_plugin_refuses_at_prepare(
         })  # fmt: skip
     cluster.settle(60)
     assert cluster.dra_kubelet is not None
-    uids = {n: cluster.store.get("pods", n, "default")["metadata"]["uid"] for n in CLAIMS}
+    uids = {n: cluster.client.get("pods", n, "default")["metadata"]["uid"] for n in CLAIMS}
     prepared = {n for n, uid in uids.items() if cluster.dra_kubelet.claims_of(uid)}
     refused = {n: cluster.dra_kubelet.errors.get(uid, "") for n, uid in uids.items()}
 

@@ -88,7 +88,7 @@ def gpu_node(real: SimCluster, name: str, strategy: str | None = None) -> None:
     labels = {"nvidia.com/gpu.present": "true"}
     if strategy:
         labels[keys.GPU_SHARING_STRATEGY_LABEL] = strategy
-    real.store.create(objects.node(name, labels=labels))
+    real.client.create(objects.node(name, labels=labels))
 
 
 def running_pod(
@@ -107,7 +107,7 @@ def running_pod(
     pod["status"]["podIPs"] = [{"ip": LOOPBACK}]
     if container_id:
         pod["status"]["containerStatuses"][0]["containerID"] = f"containerd://{container_id}"
-    created = real.store.create(pod)
+    created = real.client.create(pod)
     assert created["status"].get("podIP") in (None, LOOPBACK), created["status"]
     return created
 
@@ -131,7 +131,7 @@ def agent_pod(real: SimCluster, node: str) -> str:
 
 def ensure_namespace(real: SimCluster, name: str) -> None:
     try:
-        real.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        real.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     except Exception:  # noqa: BLE001 (already there)
         pass
 

@@ -85,7 +85,7 @@ def install(api: cluster.Api) -> None:
 
 
 def add_node(sim: SimCluster, name: str, gpu: bool = True) -> None:
-    sim.store.create(node(name, gpu))
+    sim.client.create(node(name, gpu))
 
 
 def node(name: str, gpu: bool = True) -> Obj:

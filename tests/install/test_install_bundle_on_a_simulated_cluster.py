@@ -23,7 +23,7 @@ from tests.kit.kube import ApiError
 Run = Callable[..., CliResult]
 pytestmark = pytest.mark.timeout(120)  # each test starts a cluster on a real control plane
 GPU_NODES = ("gpu-a", "gpu-b", "gpu-c")
-RESOURCES = objects.RESOURCES  # kind → the stand-in store's resource name
+RESOURCES = objects.RESOURCES  # kind → the resource name the server serves it by
 
 
 @pytest.fixture
@@ -53,7 +53,7 @@ def report_from_agent(cluster: SimCluster, node: str) -> None:
 
 
 def create_report(cluster: SimCluster, node: str) -> None:
-    cluster.store.create(
+    cluster.client.create(
         {
             "apiVersion": "kubectl-gpu.io/v1",
             "kind": "GPUNodeReport",
@@ -74,7 +74,7 @@ def create_report(cluster: SimCluster, node: str) -> None:
 def stored(cluster: SimCluster, obj: dict[str, Any]) -> dict[str, Any] | None:
     kind, namespace, name = bundle.identity(obj)
     try:
-        return cluster.store.get(RESOURCES[kind], name, namespace)
+        return cluster.client.get(RESOURCES[kind], name, namespace)
     except ApiError:
         return None
 
@@ -108,13 +108,13 @@ def test_bundle_install_is_ready_on_every_gpu_node_and_status_is_green(
         "kubectl-gpu-device-plugin": "Ready on 3/3 GPU nodes",
         "kubectl-gpu-agent": "Ready on 3/3 GPU nodes",
     }
-    pods = cluster.store.list("pods", "kubectl-gpu")
+    pods = cluster.client.list("pods", "kubectl-gpu")
     assert sorted({p["spec"]["nodeName"] for p in pods}) == list(GPU_NODES)
 
 
 def test_share_finds_the_installed_bundle(run_cli: Run, cluster: SimCluster) -> None:
     assert gpu(run_cli, cluster, "install").exit_code == 0
-    found = deployment.detect([], cluster.store.list("daemonsets"))
+    found = deployment.detect([], cluster.client.list("daemonsets"))
     assert (found.kind, found.namespace, found.configmap) == (
         "bundle",
         "kubectl-gpu",
@@ -144,20 +144,20 @@ def test_install_repairs_drift_but_keeps_configs_share_wrote(
 ) -> None:
     assert gpu(run_cli, cluster, "install").exit_code == 0
     shared = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n"
-    cluster.store.patch(
+    cluster.client.patch(
         "configmaps", bundle.DEVICE_PLUGIN_CONFIGMAP, {"data": {"default": shared}},
         namespace="kubectl-gpu",
     )  # fmt: skip
-    cluster.store.patch("clusterroles", bundle.AGENT, {"rules": []})  # someone widened/cut it
+    cluster.client.patch("clusterroles", bundle.AGENT, {"rules": []})  # someone widened/cut it
 
     result = gpu(run_cli, cluster, "install")
 
     assert result.exit_code == 0, result.stderr
     assert "clusterrole/kubectl-gpu-agent configured" in result.stdout
     assert "configmap/kubectl-gpu-device-plugin-configs -n kubectl-gpu unchanged" in result.stdout
-    role = cluster.store.get("clusterroles", bundle.AGENT)
+    role = cluster.client.get("clusterroles", bundle.AGENT)
     assert any("nodes" in r["resources"] for r in role["rules"])
-    configs = cluster.store.get("configmaps", bundle.DEVICE_PLUGIN_CONFIGMAP, "kubectl-gpu")
+    configs = cluster.client.get("configmaps", bundle.DEVICE_PLUGIN_CONFIGMAP, "kubectl-gpu")
     assert configs["data"]["default"] == shared
 
 
@@ -166,7 +166,7 @@ def test_uninstall_leaves_nothing_of_ours(run_cli: Run, cluster: SimCluster) -> 
     cluster.settle(10)
     report_from_agent(cluster, "gpu-a")
     labels = {keys.MIG_STATE_LABEL: "success", "team": "ml"}
-    cluster.store.patch("nodes", "gpu-a", {"metadata": {"labels": labels}})
+    cluster.client.patch("nodes", "gpu-a", {"metadata": {"labels": labels}})
 
     result = gpu(run_cli, cluster, "uninstall")
 
@@ -174,8 +174,8 @@ def test_uninstall_leaves_nothing_of_ours(run_cli: Run, cluster: SimCluster) -> 
     assert "node/gpu-a cleaned" in result.stdout
     cluster.settle(10)
     assert ours(cluster) == []
-    assert cluster.store.list("pods", "kubectl-gpu") == []
-    node_labels = cluster.store.get("nodes", "gpu-a")["metadata"]["labels"]
+    assert cluster.client.list("pods", "kubectl-gpu") == []
+    node_labels = cluster.client.get("nodes", "gpu-a")["metadata"]["labels"]
     assert not [k for k in node_labels if k.startswith(keys.PREFIX)]
     assert node_labels["team"] == "ml"  # not ours: kept
     again = gpu(run_cli, cluster, "uninstall", "-o", "json")
@@ -190,16 +190,16 @@ def test_uninstall_removes_the_per_node_config_labels_share_set(
     shared = gpu(run_cli, cluster, "share", "--replicas", "2", "--node", "gpu-a")
     assert shared.exit_code == 0, shared.stderr
     label = keys.DEVICE_PLUGIN_CONFIG_LABEL
-    assert cluster.store.get("nodes", "gpu-a")["metadata"]["labels"][label].startswith(
+    assert cluster.client.get("nodes", "gpu-a")["metadata"]["labels"][label].startswith(
         keys.PER_NODE_KEY_PREFIX
     )
-    cluster.store.patch("nodes", "gpu-c", {"metadata": {"labels": {label: "site-default"}}})
+    cluster.client.patch("nodes", "gpu-c", {"metadata": {"labels": {label: "site-default"}}})
 
     assert gpu(run_cli, cluster, "uninstall").exit_code == 0
 
     # the key it named went with our ConfigMap; a value someone else set is not ours
-    assert label not in cluster.store.get("nodes", "gpu-a")["metadata"]["labels"]
-    assert cluster.store.get("nodes", "gpu-c")["metadata"]["labels"][label] == "site-default"
+    assert label not in cluster.client.get("nodes", "gpu-a")["metadata"]["labels"]
+    assert cluster.client.get("nodes", "gpu-c")["metadata"]["labels"][label] == "site-default"
 
 
 def test_status_names_what_is_missing_and_nodes_without_a_report(
@@ -209,7 +209,7 @@ def test_status_names_what_is_missing_and_nodes_without_a_report(
     cluster.settle(10)
     report_from_agent(cluster, "gpu-a")
     report_from_agent(cluster, "gpu-b")
-    cluster.store.delete("rolebindings", "kubectl-gpu-agent-plugin-restart", "kubectl-gpu")
+    cluster.client.delete("rolebindings", "kubectl-gpu-agent-plugin-restart", "kubectl-gpu")
 
     result = gpu(run_cli, cluster, "status")
 
@@ -255,7 +255,7 @@ def test_status_does_not_expect_the_device_plugin_on_a_node_labelled_off_it(
     }
     plugin_nodes = {
         p["spec"]["nodeName"]
-        for p in cluster.store.list("pods", "kubectl-gpu")
+        for p in cluster.client.list("pods", "kubectl-gpu")
         if p["metadata"]["name"].startswith(bundle.DEVICE_PLUGIN)
     }
     assert plugin_nodes == {"gpu-a"}

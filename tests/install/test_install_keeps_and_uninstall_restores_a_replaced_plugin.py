@@ -32,13 +32,13 @@ def test_uninstall_restores_the_plugin_replace_plugin_deleted(
     where: tuple[str, str],
 ) -> None:
     cluster = sim_cluster(NODES, layout)
-    before = cluster.store.get("daemonsets", where[1], where[0])
+    before = cluster.client.get("daemonsets", where[1], where[0])
 
     installed = gpu(run_cli, cluster, "install", "--mode", "bundle", "--replace-plugin")
 
     assert installed.exit_code == 0, installed.stderr
     assert f"configmap/{replaced.REPLACED_CONFIGMAP} -n kubectl-gpu kept" in installed.stdout
-    kept = cluster.store.get("configmaps", replaced.REPLACED_CONFIGMAP, "kubectl-gpu")
+    kept = cluster.client.get("configmaps", replaced.REPLACED_CONFIGMAP, "kubectl-gpu")
     assert json.loads(kept["data"][f"{where[0]}.{where[1]}"])["spec"] == before["spec"]
 
     removed = gpu(run_cli, cluster, "uninstall")
@@ -47,7 +47,7 @@ def test_uninstall_restores_the_plugin_replace_plugin_deleted(
     assert f"daemonset/{where[1]} -n {where[0]} restored" in removed.stdout
     cluster.settle(10)
     assert plugin_daemonsets(cluster) == [where]
-    again = cluster.store.get("daemonsets", where[1], where[0])
+    again = cluster.client.get("daemonsets", where[1], where[0])
     assert again["spec"]["template"] == before["spec"]["template"]
     assert cluster.capacity("gpu-a") == 1
 

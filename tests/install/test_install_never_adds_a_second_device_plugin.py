@@ -34,7 +34,7 @@ def gpu(run_cli: Run, cluster: SimCluster, *args: str) -> CliResult:
 def plugin_daemonsets(cluster: SimCluster) -> list[tuple[str, str]]:
     """Every DaemonSet that runs NVIDIA's device plugin, GFD aside."""
     found = []
-    for ds in cluster.store.list("daemonsets"):
+    for ds in cluster.client.list("daemonsets"):
         containers = ds["spec"]["template"]["spec"]["containers"]
         names = {c["name"] for c in containers}
         if names & {"nvidia-device-plugin-ctr", "nvidia-device-plugin"}:
@@ -44,12 +44,12 @@ def plugin_daemonsets(cluster: SimCluster) -> list[tuple[str, str]]:
 
 
 def everything(cluster: SimCluster) -> dict[tuple[str, str, str], str]:
-    """Every object in the store but pods, events and nodes: (resource, ns, name) -> rv."""
+    """Every object on the server but pods, events and nodes: (resource, ns, name) -> rv."""
     kept = {}
     for resource in objects.RESOURCES.values():
         if resource in ("nodes",):
             continue
-        for obj in cluster.store.list(resource):
+        for obj in cluster.client.list(resource):
             meta = obj["metadata"]
             kept[(resource, meta.get("namespace", ""), meta["name"])] = meta["resourceVersion"]
     return kept
@@ -57,7 +57,7 @@ def everything(cluster: SimCluster) -> dict[tuple[str, str, str], str]:
 
 def node_keys(cluster: SimCluster) -> dict[str, dict[str, Any]]:
     found = {}
-    for node in cluster.store.list("nodes"):
+    for node in cluster.client.list("nodes"):
         meta = node["metadata"]
         found[meta["name"]] = {**meta.get("labels", {}), **meta.get("annotations", {})}
     return found
@@ -78,7 +78,7 @@ def test_beside_the_gpu_operator_install_adds_the_agent_only_and_says_so(
     assert (
         plugin_daemonsets(cluster) == before == [("gpu-operator", "nvidia-device-plugin-daemonset")]
     )
-    assert cluster.store.get("roles", "kubectl-gpu-agent-plugin-restart", "gpu-operator")
+    assert cluster.client.get("roles", "kubectl-gpu-agent-plugin-restart", "gpu-operator")
     status = gpu(run_cli, cluster, "status", "-o", "json")
     assert status.json["mode"] == "operator"
 
@@ -120,7 +120,7 @@ def test_agent_only_beside_a_helm_or_static_plugin(
     assert "installing the agent only, beside it" in result.stderr
     cluster.settle(10)
     assert plugin_daemonsets(cluster) == [where]
-    assert cluster.store.get("roles", "kubectl-gpu-agent-plugin-restart", where[0])
+    assert cluster.client.get("roles", "kubectl-gpu-agent-plugin-restart", where[0])
 
 
 @pytest.mark.parametrize(("layout", "where"), [("helm", HELM_DS), ("static", STATIC_DS)])
@@ -190,8 +190,8 @@ def test_gpu_nodes_our_pods_would_not_reach_stop_the_install(
 ) -> None:
     cluster = sim_cluster(NODES, controllers=())
     labels = {"feature.node.kubernetes.io/pci-10de.present": None, "nvidia.com/gpu.present": None}
-    cluster.store.patch("nodes", "gpu-b", {"metadata": {"labels": labels}})
-    cluster.store.patch(
+    cluster.client.patch("nodes", "gpu-b", {"metadata": {"labels": labels}})
+    cluster.client.patch(
         "nodes", "gpu-b", {"status": {"capacity": {"nvidia.com/gpu": "1"}}}, status=True
     )
     result = gpu(run_cli, cluster, "install")
@@ -209,7 +209,7 @@ def test_install_uninstall_install_leaves_no_object_or_label_behind(
     for _ in range(2):
         assert gpu(run_cli, cluster, "install", "--mode", mode).exit_code == 0
         cluster.settle(10)
-        cluster.store.patch("nodes", "gpu-a", {"metadata": {"labels": {
+        cluster.client.patch("nodes", "gpu-a", {"metadata": {"labels": {
             "kubectl-gpu.io/mig.state": "success"}}})  # fmt: skip
         result = gpu(run_cli, cluster, "uninstall")
         assert result.exit_code == 0, result.stderr
@@ -223,10 +223,10 @@ def test_switching_modes_leaves_nothing_of_the_other_mode(
     run_cli: Run, sim_cluster: MakeSimCluster
 ) -> None:
     cluster = sim_cluster(NODES, "helm")
-    cluster.store.create({"apiVersion": "v1", "kind": "Namespace",
+    cluster.client.create({"apiVersion": "v1", "kind": "Namespace",
                           "metadata": {"name": "gpu-operator"}})  # fmt: skip
     assert gpu(run_cli, cluster, "install", "--mode", "operator").exit_code == 0
-    assert cluster.store.get("roles", "kubectl-gpu-agent-plugin-restart", HELM_DS[0])
+    assert cluster.client.get("roles", "kubectl-gpu-agent-plugin-restart", HELM_DS[0])
 
     result = gpu(run_cli, cluster, "install", "--mode", "bundle", "--replace-plugin")
 
@@ -235,8 +235,8 @@ def test_switching_modes_leaves_nothing_of_the_other_mode(
     assert f"rolebinding/kubectl-gpu-agent-plugin-restart -n {HELM_DS[0]} deleted" in result.stdout
     for resource in ("roles", "rolebindings"):
         with pytest.raises(ApiError):
-            cluster.store.get(resource, "kubectl-gpu-agent-plugin-restart", HELM_DS[0])
-        assert cluster.store.get(resource, "kubectl-gpu-agent-plugin-restart", "kubectl-gpu")
+            cluster.client.get(resource, "kubectl-gpu-agent-plugin-restart", HELM_DS[0])
+        assert cluster.client.get(resource, "kubectl-gpu-agent-plugin-restart", "kubectl-gpu")
 
 
 def test_a_write_that_fails_half_way_leaves_nothing_half_installed(
@@ -265,11 +265,11 @@ def test_uninstall_brings_back_a_plugin_an_agent_left_paused(
     # An agent stopped in the middle of a MIG change: the operator's plugin is still paused.
     paused = {"labels": {"nvidia.com/gpu.deploy.device-plugin": "paused-for-mig-change"},
               "annotations": {"kubectl-gpu.io/mig.paused-plugin": "true"}}  # fmt: skip
-    cluster.store.patch("nodes", "gpu-a", {"metadata": paused})
+    cluster.client.patch("nodes", "gpu-a", {"metadata": paused})
 
     assert gpu(run_cli, cluster, "uninstall").exit_code == 0
 
-    meta = cluster.store.get("nodes", "gpu-a")["metadata"]
+    meta = cluster.client.get("nodes", "gpu-a")["metadata"]
     assert meta["labels"]["nvidia.com/gpu.deploy.device-plugin"] == "true"
     assert "kubectl-gpu.io/mig.paused-plugin" not in meta.get("annotations", {})
 

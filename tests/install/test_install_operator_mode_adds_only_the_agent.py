@@ -31,11 +31,11 @@ def test_operator_mode_installs_the_agent_beside_the_operators_plugin(
     assert "kubectl-gpu-device-plugin" not in result.stdout
     cluster.settle(10)
     try:
-        cluster.store.get("daemonsets", "kubectl-gpu-device-plugin", "kubectl-gpu")
+        cluster.client.get("daemonsets", "kubectl-gpu-device-plugin", "kubectl-gpu")
         raise AssertionError("operator mode must not install a second device plugin")
     except ApiError:
         pass
-    role = cluster.store.get("roles", "kubectl-gpu-agent-plugin-restart", "gpu-operator")
+    role = cluster.client.get("roles", "kubectl-gpu-agent-plugin-restart", "gpu-operator")
     assert role["rules"] == [
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "delete"]}
     ]

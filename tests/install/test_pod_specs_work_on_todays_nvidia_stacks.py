@@ -15,6 +15,7 @@ from kubectl_gpu import bundle
 from tests.conftest import ROOT, CliResult
 from tests.kit.cluster import NodeSpec
 from tests.kit.cluster.fixture import MakeSimCluster
+from tests.kit.kube.client import KubeClient
 from tests.kit.node.matching import selector_matches
 
 Run = Callable[..., CliResult]
@@ -39,9 +40,9 @@ def pod_of(objects: list[Obj], name: str) -> Obj:
     return spec
 
 
-def runtime_class(store: Any, name: str = "nvidia", handler: str = "nvidia") -> None:
-    store.create({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
-                  "metadata": {"name": name}, "handler": handler})  # fmt: skip
+def runtime_class(client: KubeClient, name: str = "nvidia", handler: str = "nvidia") -> None:
+    client.create({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+                   "metadata": {"name": name}, "handler": handler})  # fmt: skip
 
 
 def test_dry_run_shows_runtime_class_privileged_agent_psa_label_probe_and_image(
@@ -117,15 +118,15 @@ def test_install_uses_the_nvidia_runtime_class_it_finds(
     run_cli: Run, sim_cluster: MakeSimCluster
 ) -> None:
     cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1)])
-    runtime_class(cluster.store, "nvidia-cdi", handler="nvidia")
-    runtime_class(cluster.store, "kata", handler="kata")
+    runtime_class(cluster.client, "nvidia-cdi", handler="nvidia")
+    runtime_class(cluster.client, "kata", handler="kata")
 
     result = run_cli("--kubeconfig", str(cluster.kubeconfig), "install")
 
     assert result.exit_code == 0, result.stderr
     assert "runtime class: nvidia-cdi" in result.stderr
     for name in (bundle.AGENT, bundle.DEVICE_PLUGIN):
-        ds = cluster.store.get("daemonsets", name, "kubectl-gpu")
+        ds = cluster.client.get("daemonsets", name, "kubectl-gpu")
         assert ds["spec"]["template"]["spec"]["runtimeClassName"] == "nvidia-cdi"
 
 
@@ -136,7 +137,7 @@ def test_without_a_nvidia_runtime_class_none_is_set_and_the_user_is_told(
     result = run_cli("--kubeconfig", str(cluster.kubeconfig), "install")
     assert result.exit_code == 0, result.stderr
     assert "assuming nvidia is the nodes' default runtime" in result.stderr
-    ds = cluster.store.get("daemonsets", bundle.AGENT, "kubectl-gpu")
+    ds = cluster.client.get("daemonsets", bundle.AGENT, "kubectl-gpu")
     assert "runtimeClassName" not in ds["spec"]["template"]["spec"]
 
 
@@ -144,9 +145,9 @@ def test_a_runtime_class_that_does_not_exist_stops_the_install_before_any_write(
     run_cli: Run, sim_cluster: MakeSimCluster
 ) -> None:
     cluster = sim_cluster([NodeSpec("gpu-a", "L4", 1)])
-    runtime_class(cluster.store, "nvidia")
-    before = cluster.store.list("namespaces")
-    roles = cluster.store.list("clusterroles")  # a real server has its bootstrap roles
+    runtime_class(cluster.client, "nvidia")
+    before = cluster.client.list("namespaces")
+    roles = cluster.client.list("clusterroles")  # a real server has its bootstrap roles
 
     result = run_cli("--kubeconfig", str(cluster.kubeconfig), "install",
                      "--runtime-class", "nvidia-legacy")  # fmt: skip
@@ -154,8 +155,8 @@ def test_a_runtime_class_that_does_not_exist_stops_the_install_before_any_write(
     assert result.exit_code == 1
     assert "RuntimeClass nvidia-legacy does not exist (the cluster has: nvidia)" in result.stderr
     assert "nothing was written" in result.stderr
-    assert cluster.store.list("namespaces") == before
-    assert cluster.store.list("clusterroles") == roles
+    assert cluster.client.list("namespaces") == before
+    assert cluster.client.list("clusterroles") == roles
 
 
 def test_status_names_gpu_nodes_our_daemonsets_do_not_select(
@@ -166,8 +167,8 @@ def test_status_names_gpu_nodes_our_daemonsets_do_not_select(
     assert run_cli(*base, "install").exit_code == 0
     cluster.settle(10)
     # Someone relabels gpu-b by hand; its GPUs are still advertised.
-    cluster.store.patch("nodes", "gpu-b", {"metadata": {"labels": {NFD: None, PRESENT: None}}})
-    cluster.store.patch(
+    cluster.client.patch("nodes", "gpu-b", {"metadata": {"labels": {NFD: None, PRESENT: None}}})
+    cluster.client.patch(
         "nodes", "gpu-b", {"status": {"capacity": {"nvidia.com/gpu": "1"}}}, status=True
     )
 

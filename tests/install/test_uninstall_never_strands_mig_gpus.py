@@ -60,7 +60,7 @@ def test_uninstall_refuses_to_leave_mig_gpus_to_a_plugin_with_strategy_none(
         assert "kubectl gpu mig apply -f FILE -c all-disabled --node gpu-1" in run.stderr
         assert "--force" in run.stderr
     # nothing was deleted: the bundle still runs and serves the MIG devices
-    assert cluster.store.get("daemonsets", bundle.DEVICE_PLUGIN, keys.NAMESPACE)
+    assert cluster.client.get("daemonsets", bundle.DEVICE_PLUGIN, keys.NAMESPACE)
     assert cluster.allocatable("gpu-1", MIG) == 2
 
     forced = k("gpu", "uninstall", "--force")

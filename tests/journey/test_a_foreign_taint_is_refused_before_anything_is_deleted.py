@@ -73,7 +73,7 @@ def test_share_off_and_rollback_refuse_then_the_hinted_toleration_lets_them_thro
     refused_alike([k("gpu", "share", "rollback", "--dry-run")], rollback)
 
     assert plugin_uid(cluster, "gpu-a") == before  # never deleted
-    node = cluster.store.get("nodes", "gpu-a")
+    node = cluster.client.get("nodes", "gpu-a")
     assert not node["spec"].get("unschedulable")  # never cordoned
     assert json.loads(k("get", *CONFIGMAP, "-o", "json").stdout)["data"] == configmap["data"]
     assert cluster.allocatable("gpu-a") == 4
@@ -136,7 +136,7 @@ def test_mig_apply_refuses_where_the_paused_plugin_would_not_come_back(
         k(*apply, "--wait", "--timeout", "60s"),
     )
 
-    labels = cluster.store.get("nodes", "gpu-a")["metadata"].get("labels") or {}
+    labels = cluster.client.get("nodes", "gpu-a")["metadata"].get("labels") or {}
     assert keys.MIG_DESIRED_LABEL not in labels
     assert not any(g.mig_enabled for g in cluster.node_gpus("gpu-a"))
     assert cluster.plugin_pod("gpu-a") is not None
@@ -146,7 +146,7 @@ def test_mig_recover_refuses_to_bring_back_a_plugin_its_daemonset_would_not_run(
     sim_cluster: MakeSimCluster, kubectl: Callable[[SimCluster], Kubectl]
 ) -> None:
     cluster = sim_cluster([NodeSpec("gpu-a", "A100-SXM4-80GB", 1, gpu_taint=True)], "gpu-operator")
-    cluster.store.patch("nodes", "gpu-a", stuck_labels(keys.MIG_CONFIG_STATE_LABEL))
+    cluster.client.patch("nodes", "gpu-a", stuck_labels(keys.MIG_CONFIG_STATE_LABEL))
     cluster.settle()
     k = kubectl(cluster)
     assert k("taint", "node", "gpu-a", TAINT).returncode == 0
@@ -157,6 +157,6 @@ def test_mig_recover_refuses_to_bring_back_a_plugin_its_daemonset_would_not_run(
     assert "does not tolerate taint dedicated=ml:NoSchedule of node gpu-a" in refused.stderr
     assert "ClusterPolicy's spec.daemonsets.tolerations" in refused.stderr
     assert "nothing was written" in refused.stderr
-    labels = cluster.store.get("nodes", "gpu-a")["metadata"]["labels"]
+    labels = cluster.client.get("nodes", "gpu-a")["metadata"]["labels"]
     assert labels[keys.DEPLOY_DEVICE_PLUGIN_LABEL] == keys.PAUSED_FOR_MIG_CHANGE  # untouched
     assert labels[keys.MIG_CONFIG_STATE_LABEL] == "pending"

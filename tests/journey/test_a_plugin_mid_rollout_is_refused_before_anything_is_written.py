@@ -58,5 +58,5 @@ def test_share_refuses_while_the_plugin_rolls_out(
         assert f"kubectl rollout status -n {NAMESPACE} daemonset/{DAEMONSET}" in run.stderr
         assert "nothing was written" in run.stderr and "Traceback" not in run.stderr
     assert json.loads(k("get", *CONFIGMAP, "-o", "json").stdout)["data"] == before
-    labels = cluster.store.get("nodes", "gpu-a")["metadata"]["labels"]
+    labels = cluster.client.get("nodes", "gpu-a")["metadata"]["labels"]
     assert keys.DEVICE_PLUGIN_CONFIG_LABEL not in labels

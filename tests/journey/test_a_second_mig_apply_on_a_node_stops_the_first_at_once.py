@@ -33,7 +33,7 @@ def mig_file(path: Path, **configs: object) -> str:
 
 
 def desired(cluster: SimCluster) -> str:
-    labels = cluster.store.get("nodes", "gpu-1")["metadata"].get("labels") or {}
+    labels = cluster.client.get("nodes", "gpu-1")["metadata"].get("labels") or {}
     return str(labels.get(keys.MIG_DESIRED_LABEL, ""))
 
 

@@ -68,5 +68,5 @@ def test_a_stopped_wait_says_which_nodes_it_asked_and_exits_with_the_signal(
     ) in stderr
     assert "to finish, run the same command again" in stderr
     assert "to undo, apply the config each had before: gpu-1: none (MIG as it was)" in stderr
-    labels = cluster.store.get("nodes", "gpu-1")["metadata"]["labels"]
+    labels = cluster.client.get("nodes", "gpu-1")["metadata"]["labels"]
     assert labels[keys.MIG_DESIRED_LABEL] == "all-3g"  # what it said it wrote

@@ -142,7 +142,7 @@ def test_install_share_map_mig_doctor_uninstall(
     cluster.settle(10)
     assert eventually(lambda: not cluster.agents.pid("gpu-a") and not cluster.agents.pid("gpu-b"))
     for node in ("gpu-a", "gpu-b"):
-        meta = cluster.store.get("nodes", node)["metadata"]
+        meta = cluster.client.get("nodes", node)["metadata"]
         assert not [k_ for k_ in meta.get("labels", {}) if k_.startswith(keys.PREFIX)]
 
 
@@ -162,7 +162,7 @@ def test_a_killed_agent_is_restarted_by_the_kubelet_and_finishes_the_change(
     os.kill(first, signal.SIGKILL)  # as the OOM killer would: before, during or after its work
 
     def state() -> str | None:
-        labels = cluster.store.get("nodes", "gpu-b")["metadata"].get("labels") or {}
+        labels = cluster.client.get("nodes", "gpu-b")["metadata"].get("labels") or {}
         found = labels.get(keys.MIG_STATE_LABEL)
         return found if found in ("success", "failed") else None
 

@@ -25,18 +25,18 @@ ALL_3G = [{"devices": "all", "mig-enabled": True, "mig-devices": {"3g.40gb": 2}}
 
 
 def untouched(cluster: SimCluster) -> None:
-    node = cluster.store.get("nodes", "gpu-1")
+    node = cluster.client.get("nodes", "gpu-1")
     assert not node["spec"].get("unschedulable")  # never cordoned
     assert keys.DRAIN_ANNOTATION not in node["metadata"].get("annotations", {})
     assert keys.MIG_DESIRED_LABEL not in node["metadata"]["labels"]
-    assert cluster.store.get("pods", "notebook", "default")  # never evicted
+    assert cluster.client.get("pods", "notebook", "default")  # never evicted
 
 
 def test_a_drain_refuses_before_cordoning_what_would_go_wrong(
     sim_cluster: MakeSimCluster, kubectl: Callable[[SimCluster], Kubectl], tmp_path: Path
 ) -> None:
     cluster = sim_cluster(["gpu-1=A100-SXM4-80GB:1"], layouts.helm(env={"MIG_STRATEGY": "mixed"}))
-    cluster.store.create(mig_pod("notebook", "nvidia.com/gpu"))  # a bare pod, no controller
+    cluster.client.create(mig_pod("notebook", "nvidia.com/gpu"))  # a bare pod, no controller
     cluster.settle()
     k = kubectl(cluster)
     config = tmp_path / "mig.yaml"

@@ -37,9 +37,9 @@ def config_file(tmp_path: Path) -> str:
 
 
 def nothing_written(cluster: SimCluster) -> None:
-    labels = cluster.store.get("nodes", "gpu-1")["metadata"].get("labels") or {}
+    labels = cluster.client.get("nodes", "gpu-1")["metadata"].get("labels") or {}
     assert keys.MIG_DESIRED_LABEL not in labels and keys.MIG_CONFIG_LABEL not in labels
-    found = cluster.store.list("configmaps", keys.NAMESPACE)
+    found = cluster.client.list("configmaps", keys.NAMESPACE)
     assert [c["metadata"]["name"] for c in found] in ([], ["kube-root-ca.crt"])  # the server's
     assert not any(g.mig_enabled for g in cluster.node_gpus("gpu-1"))
 

@@ -21,7 +21,7 @@ LABEL = keys.DEVICE_PLUGIN_CONFIG_LABEL
 
 
 def label_of(cluster: SimCluster, node: str) -> str | None:
-    labels = cluster.store.get("nodes", node)["metadata"].get("labels") or {}
+    labels = cluster.client.get("nodes", node)["metadata"].get("labels") or {}
     return labels.get(LABEL)
 
 

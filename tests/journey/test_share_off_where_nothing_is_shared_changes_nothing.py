@@ -35,7 +35,7 @@ def test_nothing_shared_nothing_written_nothing_restarted(
     after = json.loads(k("get", *CONFIGMAP, "-o", "json").stdout)
     assert after["data"] == before["data"]
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
-    labels = cluster.store.get("nodes", "gpu-a")["metadata"]["labels"]
+    labels = cluster.client.get("nodes", "gpu-a")["metadata"]["labels"]
     assert keys.DEVICE_PLUGIN_CONFIG_LABEL not in labels
     assert (cluster.plugin_pod("gpu-a") or {})["metadata"]["uid"] == pod
     assert cluster.allocatable("gpu-a") == 2

@@ -11,20 +11,20 @@ import pytest
 
 from kubectl_gpu import cluster
 from tests.kit.kube import layouts
+from tests.kit.kube.client import KubeClient
 from tests.kit.plane.helmplane import install, pod
 from tests.kit.plane.plane import ControlPlane
-from tests.kit.plane.store import ApiStore
 from tests.workflows.sharebuilders import gpu_node
 
 
 @pytest.fixture
-def api(static_store: ApiStore, static_plane: ControlPlane) -> cluster.Api:
+def api(static_client: KubeClient, static_plane: ControlPlane) -> cluster.Api:
     """Helm's objects, two GPU nodes, a plugin and a GFD pod on each; no controllers."""
     layout = layouts.helm({"any": "version: v1\n"}, "any")
-    install(static_store, layout)
+    install(static_client, layout)
     plugin, gfd = layout.plugin_daemonset, str(layout.gfd_daemonset)
     for name, gpus in (("gpu-a", 2), ("gpu-b", 1)):
-        static_store.create(gpu_node(name, gpus))
-        static_store.create(pod(f"plugin-{name}", name, plugin, "nvidia-device-plugin-ctr"))
-        static_store.create(pod(f"gfd-{name}", name, gfd, "gpu-feature-discovery-ctr"))
+        static_client.create(gpu_node(name, gpus))
+        static_client.create(pod(f"plugin-{name}", name, plugin, "nvidia-device-plugin-ctr"))
+        static_client.create(pod(f"gfd-{name}", name, gfd, "gpu-feature-discovery-ctr"))
     return cluster.connect(str(static_plane.kubeconfig))

@@ -48,7 +48,7 @@ def test_an_interruption_at_any_request_tells_the_truth(
         stopped: errors.GpuError | None = e
     else:
         stopped = None  # `at` is past the run's last request
-    asked = node.store.get("nodes", "gpu-1")["metadata"]["labels"].get(keys.MIG_DESIRED_LABEL)
+    asked = node.client.get("nodes", "gpu-1")["metadata"]["labels"].get(keys.MIG_DESIRED_LABEL)
 
     if stopped is None:  # what it sent and answered says why, should it not have asked
         assert asked == "all-3g", (stopping.sent, result)

@@ -16,8 +16,8 @@ from kubectl_gpu import cluster, errors, keys
 from kubectl_gpu.sharing import rollout
 from kubectl_gpu.workflows.share import change
 from kubectl_gpu.workflows.share.options import Options
+from tests.kit.kube.client import KubeClient
 from tests.kit.plane.helmplane import NAMESPACE
-from tests.kit.plane.store import ApiStore
 
 CONFIGMAP = ("configmaps", "nvdp-nvidia-device-plugin-configs", NAMESPACE)
 NO_RESTART = Options(restart=False)
@@ -51,22 +51,22 @@ class Interrupting(cluster.Api):
         raise KeyboardInterrupt if self.signum == signal.SIGINT else errors.Interrupted(self.signum)
 
 
-def state(store: ApiStore) -> tuple[dict[str, str], str | None]:
+def state(client: KubeClient) -> tuple[dict[str, str], str | None]:
     """The ConfigMap's keys and gpu-a's config label (the key gpu-a reads), on the server."""
-    labels = store.get("nodes", "gpu-a")["metadata"]["labels"]
-    return dict(store.get(*CONFIGMAP)["data"]), labels.get(keys.DEVICE_PLUGIN_CONFIG_LABEL)
+    labels = client.get("nodes", "gpu-a")["metadata"]["labels"]
+    return dict(client.get(*CONFIGMAP)["data"]), labels.get(keys.DEVICE_PLUGIN_CONFIG_LABEL)
 
 
 @pytest.mark.parametrize("after", [False, True], ids=["before-sending", "answer-lost"])
 @pytest.mark.parametrize("at", range(1, REQUESTS + 2))
 def test_an_interruption_at_any_request_tells_the_truth(
     api: cluster.Api,  # noqa: F811
-    static_store: ApiStore,
+    static_client: KubeClient,
     at: int,
     after: bool,
 ) -> None:
     change.share(api, rollout.ShareRequest(replicas=2), NO_RESTART)  # the change before
-    before = state(static_store)
+    before = state(static_client)
     fields = {f.name: getattr(api, f.name) for f in dataclasses.fields(cluster.Api)}
     stopping = Interrupting(**fields, at=at, after=after, signum=signal.SIGTERM)
     request = rollout.ShareRequest(replicas=4, nodes=("gpu-a",))  # a key and a label
@@ -77,7 +77,7 @@ def test_an_interruption_at_any_request_tells_the_truth(
         stopped: errors.GpuError | None = e
     else:
         stopped = None  # `at` is past the run's last request
-    now = state(static_store)
+    now = state(static_client)
 
     if stopped is None:
         assert now != before
@@ -95,5 +95,5 @@ def test_an_interruption_at_any_request_tells_the_truth(
         assert labelled == (now[1] is not None)
         assert "to undo, run `kubectl gpu share rollback`" in stopped.hint
         change.rollback(api, NO_RESTART)  # as the advice says: back to the change before
-        data, label = state(static_store)
+        data, label = state(static_client)
         assert (data["any"], label) == (before[0]["any"], before[1])  # added keys stay

@@ -17,6 +17,7 @@ from kubectl_gpu.workflows.share.options import Options
 from kubectl_gpu.workflows.share.show import show
 from kubectl_gpu.workflows.waiting import Timing
 from tests.kit.kube import layouts
+from tests.kit.kube.client import KubeClient
 from tests.kit.plane.helmplane import (
     NAMESPACE,
     FakeClock,
@@ -25,14 +26,13 @@ from tests.kit.plane.helmplane import (
     pod,
 )
 from tests.kit.plane.plane import ControlPlane
-from tests.kit.plane.store import ApiStore
 from tests.workflows.sharebuilders import gpu_node
 
 CONFIGMAP = "nvdp-nvidia-device-plugin-configs"
 
 
-def _text(store: ApiStore) -> dict[str, Any]:
-    return dict(store.get("configmaps", CONFIGMAP, NAMESPACE))
+def _text(client: KubeClient) -> dict[str, Any]:
+    return dict(client.get("configmaps", CONFIGMAP, NAMESPACE))
 
 
 class Interrupting(FakeClock):
@@ -46,26 +46,26 @@ class Recreating(FakeClock):
     """A DaemonSet that brings a deleted plugin pod back `delay` seconds later (under a new
     name, as a DaemonSet's pods have: the old one may still be Terminating)."""
 
-    def __init__(self, store: ApiStore, delay: float) -> None:
+    def __init__(self, client: KubeClient, delay: float) -> None:
         super().__init__()
-        self.store, self.delay, self.gone_since = store, delay, dict[str, float]()
+        self.client, self.delay, self.gone_since = client, delay, dict[str, float]()
 
     def sleep(self, seconds: float) -> None:
         super().sleep(seconds)
-        names = {p["metadata"]["name"] for p in live_pods(self.store)}
+        names = {p["metadata"]["name"] for p in live_pods(self.client)}
         for node in ("gpu-a", "gpu-b"):
             if not any(n.startswith(f"plugin-{node}") for n in names):
                 since = self.gone_since.setdefault(node, self.now - seconds)
                 if self.now - since >= self.delay:
                     plugin = "nvdp-nvidia-device-plugin"
-                    self.store.create(
+                    self.client.create(
                         pod(f"plugin-{node}-new", node, plugin, "nvidia-device-plugin-ctr")
                     )
                     del self.gone_since[node]
 
 
 def test_ctrl_c_mid_rollout_says_what_was_written_and_rollback_undoes_it(
-    api: cluster.Api, static_store: ApiStore
+    api: cluster.Api, static_client: KubeClient
 ) -> None:
     clock = Interrupting()
 
@@ -80,13 +80,13 @@ def test_ctrl_c_mid_rollout_says_what_was_written_and_rollback_undoes_it(
     assert "the device plugin was restarted on: gpu-a;" in e.message
     assert "not restarted (they still run the previous config): gpu-b" in e.message
     assert "kubectl gpu share rollback" in e.hint and "run the same command again" in e.hint
-    assert "replicas: 2" in _text(static_store)["data"]["any"]
+    assert "replicas: 2" in _text(static_client)["data"]["any"]
     shown = show(api, Options())
     assert shown.configmap.record  # `share show` reads the state the interruption left
 
     change.rollback(api, Options(restart=False))
 
-    assert _text(static_store)["data"]["any"] == "version: v1\n"
+    assert _text(static_client)["data"]["any"] == "version: v1\n"
 
 
 def test_a_denied_pod_delete_says_what_was_written_and_restarted(
@@ -108,9 +108,9 @@ def test_a_denied_pod_delete_says_what_was_written_and_restarted(
 
 
 def test_timeout_bounds_the_whole_rollout_not_each_batch(
-    api: cluster.Api, static_store: ApiStore
+    api: cluster.Api, static_client: KubeClient
 ) -> None:
-    clock = Recreating(static_store, delay=4)
+    clock = Recreating(static_client, delay=4)
     options = Options(timeout=10, max_unavailable=1)
 
     result = change.share(
@@ -127,13 +127,13 @@ def test_timeout_bounds_the_whole_rollout_not_each_batch(
 
 
 def test_no_plugin_is_deleted_once_the_timeout_has_passed(
-    api: cluster.Api, static_store: ApiStore
+    api: cluster.Api, static_client: KubeClient
 ) -> None:
     # gpu-a's new plugin is Ready after 1 s and still Ready when the 2.5 s run out (back, not
     # yet steady for 3 s): gpu-b must keep its plugin, not lose it with no time left to wait
-    clock = Recreating(static_store, delay=1)
+    clock = Recreating(static_client, delay=1)
     before = {
-        p["metadata"]["name"] for p in live_pods(static_store) if "gpu-b" in p["metadata"]["name"]
+        p["metadata"]["name"] for p in live_pods(static_client) if "gpu-b" in p["metadata"]["name"]
     }
     options = Options(timeout=2.5, max_unavailable=1)
 
@@ -146,23 +146,23 @@ def test_no_plugin_is_deleted_once_the_timeout_has_passed(
     assert rows["gpu-b"].result == "not-restarted"
     assert rows["gpu-b"].message == "not restarted: --timeout (2.5s) passed"
     after = {
-        p["metadata"]["name"] for p in live_pods(static_store) if "gpu-b" in p["metadata"]["name"]
+        p["metadata"]["name"] for p in live_pods(static_client) if "gpu-b" in p["metadata"]["name"]
     }
     assert after == before  # untouched
 
 
 def test_a_change_whose_record_cannot_be_kept_is_refused_up_front(
-    static_store: ApiStore, static_plane: ControlPlane
+    static_client: KubeClient, static_plane: ControlPlane
 ) -> None:
     huge = "version: v1\n# " + "x" * 211_000 + "\n"
-    install(static_store, layouts.helm({"any": huge}, "any"))
-    static_store.create(gpu_node("gpu-a", 1))
+    install(static_client, layouts.helm({"any": huge}, "any"))
+    static_client.create(gpu_node("gpu-a", 1))
     api = cluster.connect(str(static_plane.kubeconfig))
 
     with pytest.raises(rollout.RecordTooLarge, match="nothing was written"):
         change.share(api, rollout.ShareRequest(replicas=2), Options())
 
-    written = _text(static_store)
+    written = _text(static_client)
     assert written["data"]["any"] == huge
     assert keys.PREVIOUS_CONFIG_ANNOTATION not in (written["metadata"].get("annotations") or {})
 
@@ -170,21 +170,21 @@ def test_a_change_whose_record_cannot_be_kept_is_refused_up_front(
 class OtherWriter(FakeClock):
     """Another `share` writes the ConfigMap while this one waits for capacity."""
 
-    def __init__(self, store: ApiStore) -> None:
+    def __init__(self, client: KubeClient) -> None:
         super().__init__()
-        self.store = store
+        self.client = client
 
     def sleep(self, seconds: float) -> None:
         super().sleep(seconds)
         if len(self.slept) == 1:
             data = {"data": {"any": "version: v1\n"}}
-            self.store.patch("configmaps", CONFIGMAP, data, namespace=NAMESPACE)
+            self.client.patch("configmaps", CONFIGMAP, data, namespace=NAMESPACE)
 
 
 def test_a_concurrent_change_ends_the_wait_and_names_the_winner(
-    api: cluster.Api, static_store: ApiStore
+    api: cluster.Api, static_client: KubeClient
 ) -> None:
-    clock = OtherWriter(static_store)
+    clock = OtherWriter(static_client)
     options = Options(restart=False, wait=True, timeout=300)
 
     result = change.share(

@@ -37,7 +37,7 @@ def test_opening_comments_and_key_order_survive_an_edit(
     with caplog.at_level(logging.WARNING, logger="kubectl_gpu"):
         change.share(api, rollout.ShareRequest(replicas=2), Options(restart=False))
 
-    text = real.store.get("configmaps", CONFIGMAP, NAMESPACE)["data"]["any"]
+    text = real.client.get("configmaps", CONFIGMAP, NAMESPACE)["data"]["any"]
     assert text.startswith("# Owned by the platform team: ask #gpu-infra before changing.\n")
     assert text.index("version:") < text.index("flags:") < text.index("sharing:")
     assert text.index("migStrategy") < text.index("failOnInitError")

@@ -25,9 +25,9 @@ from kubectl_gpu.workflows.share import change
 from kubectl_gpu.workflows.share.options import Options
 from kubectl_gpu.workflows.waiting import Timing
 from tests.kit.kube import layouts
+from tests.kit.kube.client import KubeClient
 from tests.kit.plane.helmplane import NAMESPACE, FakeClock, install, live_pods, pod
 from tests.kit.plane.plane import ControlPlane
-from tests.kit.plane.store import ApiStore
 from tests.workflows.sharebuilders import gpu_node
 
 H100, L4 = "NVIDIA-H100-80GB-HBM3", "NVIDIA-L4"
@@ -39,14 +39,14 @@ CRASH_AFTER_S = 1.5
 
 
 @pytest.fixture
-def fleet(static_store: ApiStore, static_plane: ControlPlane) -> cluster.Api:
+def fleet(static_client: KubeClient, static_plane: ControlPlane) -> cluster.Api:
     layout = layouts.helm({"any": "version: v1\n"}, "any")
-    install(static_store, layout)
+    install(static_client, layout)
     for name, label in LABELS.items():
-        static_store.create(gpu_node(name, 1, extra={keys.GPU_PRODUCT_LABEL: label}))
-        static_store.create(pod(f"plugin-{name}", name, layout.plugin_daemonset, PLUGIN))
+        static_client.create(gpu_node(name, 1, extra={keys.GPU_PRODUCT_LABEL: label}))
+        static_client.create(pod(f"plugin-{name}", name, layout.plugin_daemonset, PLUGIN))
         gfd = str(layout.gfd_daemonset)
-        static_store.create(pod(f"gfd-{name}", name, gfd, "gpu-feature-discovery-ctr"))
+        static_client.create(pod(f"gfd-{name}", name, gfd, "gpu-feature-discovery-ctr"))
     return cluster.connect(str(static_plane.kubeconfig))
 
 
@@ -55,9 +55,9 @@ class NodeSide:
     deleted gets a new one `late[model]` seconds later."""
 
     def __init__(
-        self, store: ApiStore, rejects: Collection[str] = (), late: Mapping[str, float] = {}
+        self, client: KubeClient, rejects: Collection[str] = (), late: Mapping[str, float] = {}
     ) -> None:
-        self.store, self.rejects, self.late = store, rejects, late
+        self.client, self.rejects, self.late = client, rejects, late
         self.clock = FakeClock()
         self.deleted: dict[str, float] = {}  # node -> when its old plugin pod was seen gone
         self.came: dict[str, float] = {}  # node -> when its new plugin pod started
@@ -65,7 +65,7 @@ class NodeSide:
 
     def sleep(self, seconds: float) -> None:
         self.clock.sleep(seconds)
-        now, live = self.clock.now, {p["metadata"]["name"] for p in live_pods(self.store)}
+        now, live = self.clock.now, {p["metadata"]["name"] for p in live_pods(self.client)}
         for node, model in MODELS.items():
             if f"plugin-{node}" not in live:
                 self.deleted.setdefault(node, now)
@@ -73,7 +73,7 @@ class NodeSide:
                 continue
             new = f"plugin-{node}-2"
             if node not in self.came and now - self.deleted[node] >= self.late.get(model, 0):
-                self.store.create(pod(new, node, "nvdp-nvidia-device-plugin", PLUGIN))
+                self.client.create(pod(new, node, "nvdp-nvidia-device-plugin", PLUGIN))
                 self.came[node] = now
             elif (
                 model in self.rejects
@@ -85,7 +85,7 @@ class NodeSide:
                 self.crashed.add(node)
 
     def crash(self, name: str) -> None:
-        crashed = self.store.get("pods", name, NAMESPACE)
+        crashed = self.client.get("pods", name, NAMESPACE)
         crashed["status"] = {
             "phase": "Running",
             "conditions": [{"type": "Ready", "status": "False"}],
@@ -95,7 +95,7 @@ class NodeSide:
                                       "message": "back-off 10s restarting"}},
             }],
         }  # fmt: skip
-        self.store.update_status(crashed)
+        self.client.update_status(crashed)
 
 
 def share(api: cluster.Api, side: NodeSide) -> dict[str, str]:
@@ -107,9 +107,9 @@ def share(api: cluster.Api, side: NodeSide) -> dict[str, str]:
 
 
 def test_a_rejected_config_stops_after_one_node_per_gpu_model(
-    fleet: cluster.Api, static_store: ApiStore
+    fleet: cluster.Api, static_client: KubeClient
 ) -> None:
-    side = NodeSide(static_store, rejects={H100, L4})
+    side = NodeSide(static_client, rejects={H100, L4})
 
     results = share(fleet, side)
 
@@ -120,14 +120,14 @@ def test_a_rejected_config_stops_after_one_node_per_gpu_model(
         "gpu-3": "not-restarted", "gpu-4": "not-restarted", "gpu-5": "not-restarted",
     }  # fmt: skip
     assert sorted(side.deleted) == ["gpu-0", "gpu-2"]
-    untouched = {p["metadata"]["name"] for p in live_pods(static_store)}
+    untouched = {p["metadata"]["name"] for p in live_pods(static_client)}
     assert {f"plugin-{n}" for n in ("gpu-1", "gpu-3", "gpu-4", "gpu-5")} <= untouched
 
 
 def test_a_config_only_one_model_rejects_is_caught_on_that_models_first_node(
-    fleet: cluster.Api, static_store: ApiStore
+    fleet: cluster.Api, static_client: KubeClient
 ) -> None:
-    side = NodeSide(static_store, rejects={L4})
+    side = NodeSide(static_client, rejects={L4})
 
     results = share(fleet, side)
 
@@ -140,9 +140,9 @@ def test_a_config_only_one_model_rejects_is_caught_on_that_models_first_node(
 
 
 def test_each_models_first_node_proves_the_config_for_that_model_alone(
-    fleet: cluster.Api, static_store: ApiStore
+    fleet: cluster.Api, static_client: KubeClient
 ) -> None:
-    side = NodeSide(static_store, late={L4: 5.0})  # the L4s' new pods come 5 s late
+    side = NodeSide(static_client, late={L4: 5.0})  # the L4s' new pods come 5 s late
 
     results = share(fleet, side)
 

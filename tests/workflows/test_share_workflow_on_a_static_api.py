@@ -20,12 +20,12 @@ from kubectl_gpu.workflows.share import change, report
 from kubectl_gpu.workflows.share.options import Options
 from kubectl_gpu.workflows.waiting import Timing
 from tests.conftest import ROOT
+from tests.kit.kube.client import KubeClient
 from tests.kit.plane.helmplane import NAMESPACE, FakeClock, live_pods, pod
-from tests.kit.plane.store import ApiStore
 
 
 def test_a_plugin_that_never_comes_back_fails_at_the_deadline(
-    api: cluster.Api, static_store: ApiStore
+    api: cluster.Api, static_client: KubeClient
 ) -> None:
     clock = FakeClock()
     options = Options(timeout=30, max_unavailable=1)
@@ -43,18 +43,18 @@ def test_a_plugin_that_never_comes_back_fails_at_the_deadline(
     assert 29 <= sum(clock.slept) <= 30.5  # backed-off polls, never past the deadline
     assert max(clock.slept) <= 1.0
     # the GFD pod beside the plugin was restarted with it; the other node's was left alone
-    pods = {p["metadata"]["name"] for p in live_pods(static_store)}
+    pods = {p["metadata"]["name"] for p in live_pods(static_client)}
     assert "gfd-gpu-a" not in pods and "gfd-gpu-b" in pods
 
 
 def test_no_restart_leaves_the_plugins_and_says_so(
-    api: cluster.Api, static_store: ApiStore
+    api: cluster.Api, static_client: KubeClient
 ) -> None:
-    before = {p["metadata"]["uid"] for p in live_pods(static_store)}
+    before = {p["metadata"]["uid"] for p in live_pods(static_client)}
     result = change.share(api, rollout.ShareRequest(replicas=2), Options(restart=False))
     assert {r.result for r in result.nodes} == {"not-restarted"}
     assert "reads a changed key only at start" in result.nodes[0].message
-    assert {p["metadata"]["uid"] for p in live_pods(static_store)} == before
+    assert {p["metadata"]["uid"] for p in live_pods(static_client)} == before
     assert not result.failed
 
 
@@ -92,12 +92,16 @@ def test_the_result_document_matches_its_schema(api: cluster.Api) -> None:
     assert document["changes"]["keys"][0]["before"] == "version: v1\n"
 
 
-def test_max_unavailable_restarts_nodes_together(api: cluster.Api, static_store: ApiStore) -> None:
+def test_max_unavailable_restarts_nodes_together(
+    api: cluster.Api, static_client: KubeClient
+) -> None:
     # two GPU models: each node is its model's proof of the config, so neither waits for the
     # other (one model's nodes: the first alone, tests/workflows/
     # test_share_proves_a_config_on_one_node_per_gpu_model.py)
     for name, model in (("gpu-a", "NVIDIA-H100-80GB-HBM3"), ("gpu-b", "NVIDIA-L4")):
-        static_store.patch("nodes", name, {"metadata": {"labels": {keys.GPU_PRODUCT_LABEL: model}}})
+        static_client.patch(
+            "nodes", name, {"metadata": {"labels": {keys.GPU_PRODUCT_LABEL: model}}}
+        )
     clock = FakeClock()
     options = Options(timeout=5, max_unavailable=2)
     result = change.share(
@@ -105,7 +109,7 @@ def test_max_unavailable_restarts_nodes_together(api: cluster.Api, static_store:
     )
     # one batch of two: both plugins were deleted at once, both then missed the deadline
     assert {r.node: r.result for r in result.nodes} == {"gpu-a": "failed", "gpu-b": "failed"}
-    assert live_pods(static_store) == []
+    assert live_pods(static_client) == []
     assert sum(clock.slept) <= 5.5  # one deadline for the batch, not one per node
 
 
@@ -119,26 +123,26 @@ def test_rollback_without_a_record_says_there_is_nothing_to_undo(api: cluster.Ap
 
 
 def test_a_plugin_ready_for_a_moment_then_crashing_is_a_failed_restart(
-    api: cluster.Api, static_store: ApiStore
+    api: cluster.Api, static_client: KubeClient
 ) -> None:
     # No readiness probe: kubelet shows the new plugin Ready as it starts, and one that
     # rejects its config exits a second later. share must not take that first look as "back".
-    store = static_store
+    client = static_client
     clock = FakeClock()
     sleep = clock.sleep
 
     def time_passes(seconds: float) -> None:
         sleep(seconds)
-        names = {p["metadata"]["name"] for p in live_pods(store)}
+        names = {p["metadata"]["name"] for p in live_pods(client)}
         if "plugin-gpu-a" not in names and "plugin-gpu-a-2" not in names:  # deleted by share
             started = clock.now
             new = pod("plugin-gpu-a-2", "gpu-a", "nvdp-nvidia-device-plugin",
                       "nvidia-device-plugin-ctr")  # fmt: skip
             new["metadata"]["annotations"] = {"started": str(started)}
-            store.create(new)
+            client.create(new)
             return
         if "plugin-gpu-a-2" in names:
-            crashed = store.get("pods", "plugin-gpu-a-2", NAMESPACE)
+            crashed = client.get("pods", "plugin-gpu-a-2", NAMESPACE)
             started = float(crashed["metadata"]["annotations"]["started"])
             if clock.now - started >= 1.5 and crashed["status"]["phase"] == "Running":
                 crashed["status"] = {
@@ -151,7 +155,7 @@ def test_a_plugin_ready_for_a_moment_then_crashing_is_a_failed_restart(
                                               "message": "back-off 10s restarting"}},
                     }],
                 }  # fmt: skip
-                store.update_status(crashed)
+                client.update_status(crashed)
 
     options = Options(timeout=60, max_unavailable=1)
     result = change.share(

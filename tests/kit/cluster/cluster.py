@@ -8,7 +8,7 @@ processes, each with a token the server issued for its pod, NVIDIA's DRA kubelet
 register the nodes (each with its GPUs in the project's libnvidia-ml), create a deployment
 layout with its configs, write the kubeconfig, and stop everything without leaving threads
 behind. The real DaemonSet controller and scheduler place pods and KWOK starts them. Also the
-test-facing handles of the cluster as a whole: `store`, `kubeconfig`, `settle`, `deny`,
+test-facing handles of the cluster as a whole: `client`, `store`, `kubeconfig`, `settle`, `deny`,
 `keep_log` (those on its nodes and on what their kubelets know come from nodehandles.py and
 kubeletview.py; what "settled" means is convergence.py's). Must not hold controller logic.
 """
@@ -40,6 +40,7 @@ from tests.kit.plane.loop import Controller, ControlLoop
 from tests.kit.plane.netns import NodeNetwork, Slot
 
 if TYPE_CHECKING:
+    from tests.kit.kube.client import KubeClient
     from tests.kit.node.draplugin import DraKubelet, DraPluginRuntime
     from tests.kit.node.nfdmaster import NfdMaster
     from tests.kit.node.nvidiagfd import NvidiaGfdRuntime
@@ -356,6 +357,11 @@ class SimCluster(NodeHandles, KubeletView):
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    @property
+    def client(self) -> KubeClient:
+        """The official client, by name: what a test arranges and inspects the cluster with."""
+        return self.plane.client
 
     @property
     def owns_plane(self) -> bool:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tests.kit.plane.store import ApiStore
+from tests.kit.kube.client import ByName
 
 Obj = dict[str, Any]
 DRIVER = "gpu.nvidia.com"
@@ -124,7 +124,7 @@ def _slice(node: str, name: str, version: str, pool_slices: int, **content: Any)
     }
 
 
-def install(store: ApiStore, nodes: dict[str, list[DraGpu]], version: str = "v1") -> None:
+def install(store: ByName, nodes: dict[str, list[DraGpu]], version: str = "v1") -> None:
     """Publish the chart's classes and each node's slice into `store`."""
     for obj in device_classes(version):
         store.create(obj)

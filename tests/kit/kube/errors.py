@@ -1,8 +1,9 @@
 """`ApiError`: a request the API server refused, as its `kind: Status` answer says.
 
-Owns the error type that `tests.kit.plane.store.ApiStore` raises and tests catch, with the
-server's HTTP code, reason and message, and `from_response`, reading a failed response into
-one. Must not build Status bodies of its own: the server's words are what a test sees.
+Owns the error type that `tests.kit.kube.client.KubeClient` and `tests.kit.plane.store.ApiStore`
+raise and tests catch, with the server's HTTP code, reason and message, and `from_response`,
+reading a failed response into one. Must not build Status bodies of its own: the server's
+words are what a test sees.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.kit.kube import ApiError, layouts
-from tests.kit.plane.store import ApiStore
+from tests.kit.kube.client import ByName
 
 Obj = dict[str, Any]
 NAMESPACE = "nvidia-device-plugin"
@@ -74,7 +74,7 @@ def pod(name: str, node: str, owner: str, container: str) -> Obj:
 KEPT = ("Namespace", "ClusterRole", "ClusterRoleBinding")
 
 
-def install(store: ApiStore, layout: layouts.Layout) -> None:
+def install(store: ByName, layout: layouts.Layout) -> None:
     """The layout's objects, and the namespace's `default` ServiceAccount, which admission
     wants before it admits a pod (the controller-manager would have made it)."""
     account = {"apiVersion": "v1", "kind": "ServiceAccount",
@@ -87,6 +87,6 @@ def install(store: ApiStore, layout: layouts.Layout) -> None:
                 raise
 
 
-def live_pods(store: ApiStore) -> list[Obj]:
+def live_pods(store: ByName) -> list[Obj]:
     """The namespace's pods not being deleted."""
     return [p for p in store.list("pods", NAMESPACE) if not p["metadata"].get("deletionTimestamp")]

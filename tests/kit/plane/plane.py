@@ -13,7 +13,7 @@ files, the agent -- is simulated by tests/kit on top.
 Owns the plane as a whole: its options, the order its components start and stop in, its
 directory, ports and admin kubeconfig, the releases it runs and their binaries (found by
 tests/kit/kube/builds.py), and the one face the kit and the tests use (`request`, `get`,
-`token`, `user_denied`, `kubeconfig_for`, `with_kubelet`, `audit`, `requests`). Each noun
+`client`, `token`, `user_denied`, `kubeconfig_for`, `with_kubelet`, `audit`, `requests`). Each noun
 behind that face has its module: processes.py (spawn, keep, wait, end), components.py (the
 Kubernetes components' command lines), kwok.py (KWOK and its gate), crds.py, rawapi.py (the
 admin's raw requests), users.py (tokens, users, kubeconfigs), auditlog.py. Must not know
@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.kit.kube import builds
+from tests.kit.kube.client import KubeClient
 from tests.kit.plane import auditlog, certs, components, crds, kwok
 from tests.kit.plane.ports import free_port
 from tests.kit.plane.processes import Component, ControlPlaneError, Processes
@@ -144,6 +145,7 @@ class ControlPlane:
         self.creds: certs.Credentials | None = None
         self._processes = Processes(self.dir)
         self._api: RawApi | None = None  # the admin's, once the API server's port is known
+        self._client: KubeClient | None = None  # the official client's, once asked for
 
     # ---- lifetime ---------------------------------------------------------------------------
 
@@ -191,6 +193,14 @@ class ControlPlane:
     @property
     def url(self) -> str:
         return f"https://127.0.0.1:{self.port}"
+
+    @property
+    def client(self) -> KubeClient:
+        """The official kubernetes client as the administrator, by name (tests.kit.kube.client):
+        one per plane, so its discovery is read once for all the tests on the plane."""
+        if self._client is None:
+            self._client = KubeClient(self.kubeconfig, self.dir / "discovery-cache.json")
+        return self._client
 
     @property
     def kubectl(self) -> Path:

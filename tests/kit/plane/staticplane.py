@@ -5,7 +5,9 @@ there, and no kubelet finishes a pod's graceful deletion (it stays Terminating).
 
 Owns two fixtures, registered once by tests/conftest.py: `static_plane`, one per test session
 (per pytest-xdist worker; a few seconds to start), started only when a test asks for it;
-`static_store`, an `ApiStore` on it as the administrator. Everything a test wrote in its
+`static_client`, the official client on it as the administrator, by name (the plane's own, so
+its discovery is read once; tests.kit.kube.client), and `static_store`, an `ApiStore` on it,
+for what needs a raw request. With either, everything a test wrote in its
 namespaces and every node is deleted after the test (the namespaces stay: with no namespace
 controller a deleted one would never go). A test that uses it gets a real-plane test's timeout:
 the first one waits for the plane to start. What is laid out on it (NVIDIA's Helm chart) is in
@@ -17,6 +19,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.kit.kube.client import KubeClient
 from tests.kit.plane.plane import ControlPlane
 from tests.kit.plane.store import ApiStore
 
@@ -37,6 +40,13 @@ def static_plane() -> Iterator[ControlPlane]:
         yield plane
     finally:
         plane.stop()
+
+
+@pytest.fixture
+def static_client(static_plane: ControlPlane, static_store: ApiStore) -> KubeClient:
+    """The official client on the static plane; what the test wrote goes with `static_store`'s
+    clean-up."""
+    return static_plane.client
 
 
 @pytest.fixture
