@@ -154,8 +154,8 @@ def measure(nodes: int, max_unavailable: int, profile: Path | None = None) -> di
         offset = plane.audit_log.stat().st_size
         # with --profile, share runs under cProfile (its start-up and its rollout loop)
         prefix = [sys.executable, "-m", "cProfile", "-o", str(profile)] if profile else []
-        command = [*prefix, str(BIN / "kubectl-gpu"), "--kubeconfig", str(plane.kubeconfig), "share",
-                   "--replicas", "4", "--max-unavailable", str(max_unavailable),
+        command = [*prefix, str(BIN / "kubectl-gpu"), "--kubeconfig", str(plane.kubeconfig),
+                   "share", "--replicas", "4", "--max-unavailable", str(max_unavailable),
                    "--timeout", "30m"]  # fmt: skip
         began, cpu = time.monotonic(), _children_cpu()
         lines: list[tuple[float, str]] = []  # when each line of its output came
