@@ -33,7 +33,7 @@ class PluginPods:
     def __init__(self, api: cluster.Api, deployment: Deployment, timing: Timing) -> None:
         self.deployment = deployment
         url = cluster.path("pods", namespace=deployment.namespace)
-        self.watched = Watched(api, url, self._keep, timing)
+        self.watched = Watched(api, url, self._keep, timing, index=_node)
 
     def _keep(self, pod: Json) -> Json | None:
         """The pod trimmed to what the rollout reads, or None for pods of other workloads."""
@@ -62,11 +62,12 @@ class PluginPods:
     def plugins(self, nodes: Collection[str], *, look: bool = True) -> dict[str, Json]:
         """The live plugin pod on each of `nodes` (`look`: a fresh look, one LIST when
         polling; else what is known)."""
-        pods = self.watched.look() if look else self.watched.items()
+        if look:
+            self.watched.refresh()
         found: dict[str, Json] = {}
-        for pod in pods:
+        for pod in self.watched.items_at(nodes):
             node = _node(pod)
-            if node not in nodes or (pod.get("metadata") or {}).get("deletionTimestamp"):
+            if (pod.get("metadata") or {}).get("deletionTimestamp"):
                 continue
             labels = (pod.get("metadata") or {}).get("labels") or {}
             selected = all(labels.get(k) == v for k, v in self.deployment.pod_selector)
@@ -78,9 +79,9 @@ class PluginPods:
         """GFD / MPS-daemon pods on `nodes` that read the plugin's config (known now)."""
         wanted = set(self.deployment.companions)
         found = []
-        for pod in self.watched.items():
+        for pod in self.watched.items_at(nodes):
             owners = (pod.get("metadata") or {}).get("ownerReferences") or []
-            if _node(pod) in nodes and any(o.get("name") in wanted for o in owners):
+            if any(o.get("name") in wanted for o in owners):
                 found.append(pod)
         return found
 

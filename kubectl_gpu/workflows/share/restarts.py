@@ -79,6 +79,7 @@ class _Node:
     batch: int
     deadline: Deadline  # from its batch's start to the rollout's end
     seen: rollout.PluginPod | None = None
+    read: Json | None = None  # the pod object `seen` was read from (parsed again only if new)
     ready: tuple[float, int] | None = None  # when first seen Ready, and its restarts then
     result: Restart | None = None
 
@@ -251,7 +252,8 @@ class _Rollout:
             pod = found.get(name)
             if pod is None or str((pod.get("metadata") or {}).get("uid", "")) == node.old:
                 continue
-            node.seen = rollout.PluginPod.from_dict(pod, self.container)
+            if pod is not node.read:
+                node.seen, node.read = rollout.PluginPod.from_dict(pod, self.container), pod
             self._settle(node, _verdict(node, self.timing.clock()))
         self._end_batches()
 
