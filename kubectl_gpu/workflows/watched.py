@@ -106,11 +106,11 @@ class Watched:
 
     def _list(self) -> None:
         query = {"limit": str(cluster.PAGE_SIZE)}
-        found: list[Any] = []
+        found: list[tuple[str, Json | None]] = []  # trimmed page by page: memory follows keep
         version = ""
         while True:  # the pages by hand: the last page's resourceVersion is where a watch starts
             page = self.api.request("GET", self.url, query=query) or {}
-            found.extend(page.get("items") or [])
+            found.extend(self._trimmed(item) for item in page.get("items") or [])
             meta = page.get("metadata") or {}
             version = str(meta.get("resourceVersion") or version)
             if not meta.get("continue"):
@@ -119,16 +119,20 @@ class Watched:
         self.lists += 1
         with self._changed:
             self._objects, self._at, self._version = {}, {}, version
-            for item in found:
-                self._put(item)
+            for uid, kept in found:
+                self._set(uid, kept)
             self._changed.notify_all()
 
-    def _put(self, item: Any) -> bool:
-        """Keep `item` as trimmed (or drop it); whether what is kept changed. Holds the lock."""
+    def _trimmed(self, item: Any) -> tuple[str, Json | None]:
+        """The object's uid and what is kept of it (None: nothing)."""
         if not isinstance(item, dict):
-            return False
+            return "", None
         uid = str((item.get("metadata") or {}).get("uid") or "")
-        kept = self.keep(item) if uid else None
+        return uid, self.keep(item) if uid else None
+
+    def _set(self, uid: str, kept: Json | None) -> bool:
+        """Keep `kept` as the object `uid` (None: drop it); whether what is kept changed.
+        Holds the lock."""
         if kept is None:
             return self._drop(uid)
         was = self._objects.get(uid)
@@ -181,7 +185,7 @@ class Watched:
                 if kind == "DELETED":
                     changed = self._drop(str(meta.get("uid") or ""))
                 elif kind in ("ADDED", "MODIFIED"):
-                    changed = self._put(obj)
+                    changed = self._set(*self._trimmed(obj))
                 self._version = str(meta.get("resourceVersion") or self._version)
                 # the waiter wakes only for what it keeps: a node's heartbeat, or a pod of
                 # another workload, changes nothing it reads
