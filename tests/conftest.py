@@ -113,3 +113,24 @@ def eventually(check: Callable[[], Any], timeout: float, pause: float = 0.2) -> 
         if found or time.monotonic() > deadline:
             return found
         time.sleep(pause)
+
+
+# What a test that passed on its rerun said the first time (`make test` reruns a failed test
+# once, tests/README.md): kept so the summary can show it, as a rerun is a flake to explain.
+_RERUNS: list[tuple[str, str]] = []
+_RERUN_TAIL = 6000  # characters of each first failure shown
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.outcome == "rerun":
+        # the node programs' logs a simulated cluster adds (tests/kit/cluster/fixture.py)
+        logs = "".join(f"--- {title}\n{text}\n" for title, text in report.sections
+                       if title.startswith("cluster "))  # fmt: skip
+        text = report.longreprtext[-_RERUN_TAIL:] + ("\n" + logs[-_RERUN_TAIL:] if logs else "")
+        _RERUNS.append((report.nodeid, text))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    for nodeid, text in _RERUNS:
+        terminalreporter.write_sep("-", f"first failure of {nodeid} (passed on its rerun)")
+        terminalreporter.write_line(text)
