@@ -18,6 +18,9 @@ The baseline, first on the same plane and nodes: what a platform engineer does w
 both DaemonSets given the same `maxUnavailable`, `kubectl rollout restart` of the two, and
 `kubectl rollout status` of each to the end. Printed side by side with the ratio share/native.
 
+Each phase's plugin pod restarts are also cut into legs (benchmarks.podlegs: marked for
+deletion → created → bound → Ready), to see where one rollout is slower than the other.
+
 Run: `.venv/bin/python -m benchmarks.rollout [--nodes 1000] [--max-unavailable 100]`.
 """
 
@@ -33,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import machine, populate, synthetic
+from benchmarks import machine, podlegs, populate, synthetic
 from kubectl_gpu import cluster
 from tests.kit.kube import layouts
 
@@ -150,7 +153,11 @@ def measure(nodes: int, max_unavailable: int, profile: Path | None = None) -> di
         layout = install(plane, nodes)
         result["ready_s"] = ready(plane, layout, nodes) + (time.monotonic() - started)
         result["version"] = plane.server_version()
+        timeline = podlegs.PodTimeline(plane, layout.namespace).start()
+        native_began = time.monotonic()
         result["native_s"] = native_rollout(plane, layout, max_unavailable)
+        plugin = str(layout.plugin_daemonset)
+        result["native_legs"] = timeline.legs(plugin, native_began, time.monotonic())
         offset = plane.audit_log.stat().st_size
         # with --profile, share runs under cProfile (its start-up and its rollout loop)
         prefix = [sys.executable, "-m", "cProfile", "-o", str(profile)] if profile else []
@@ -165,6 +172,8 @@ def measure(nodes: int, max_unavailable: int, profile: Path | None = None) -> di
             for line in process.stdout:
                 lines.append((time.monotonic() - began, line.rstrip("\n")))
         result["wall_s"] = time.monotonic() - began
+        result["share_legs"] = timeline.legs(plugin, began, time.monotonic())
+        timeline.stop()
         # its own CPU seconds: on 2 cores it competes with the plane that recreates the pods
         result["cpu_s"] = _children_cpu() - cpu
         result["exit"] = process.returncode
@@ -223,6 +232,11 @@ def main() -> None:
         print(f"  phases: start-up, reads, checks and writes {first:.1f} s; restarts "
               f"{last - first:.1f} s (native: {r['native_s']:.1f} s); report "
               f"{r['wall_s'] - last:.1f} s")  # fmt: skip
+    print("  a plugin pod's restart, leg by leg (from a watch of the plugin's pods):")
+    for phase in ("native", "share"):
+        legs = r[f"{phase}_legs"]
+        print(f"    {phase}: {legs['restarts']} restarts; "
+              + "; ".join(f"{k}: {v}" for k, v in legs.items() if k != "restarts"))  # fmt: skip
     print(f"  where the rollout stands: {len(batches)} lines of batches; the first and last:")
     for t, line in batches[:4] + [(0.0, "...")] + batches[-3:]:
         print(f"    {t:6.1f}  {line}")
