@@ -144,7 +144,9 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def measure(nodes: int, max_unavailable: int, profile: Path | None = None) -> dict[str, Any]:
+def measure(
+    nodes: int, max_unavailable: int, profile: Path | None = None, nice: int = 0
+) -> dict[str, Any]:
     result: dict[str, Any] = {"nodes": nodes, "max_unavailable": max_unavailable}
     plane = rollout_plane()
     plane.start(timeout=180)
@@ -161,6 +163,9 @@ def measure(nodes: int, max_unavailable: int, profile: Path | None = None) -> di
         offset = plane.audit_log.stat().st_size
         # with --profile, share runs under cProfile (its start-up and its rollout loop)
         prefix = [sys.executable, "-m", "cProfile", "-o", str(profile)] if profile else []
+        # with --nice, share yields the CPU to the plane it shares the machine with (an
+        # experiment: is share slower because the plane here runs on the same two cores?)
+        prefix = ["nice", "-n", str(nice), *prefix] if nice else prefix
         command = [*prefix, str(BIN / "kubectl-gpu"), "--kubeconfig", str(plane.kubeconfig),
                    "share", "--replicas", "4", "--max-unavailable", str(max_unavailable),
                    "--timeout", "30m"]  # fmt: skip
@@ -198,9 +203,10 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--max-unavailable", type=int, default=100)
     parser.add_argument("--profile", type=Path, help="write share's cProfile statistics here")
+    parser.add_argument("--nice", type=int, default=0, help="run share at this niceness")
     options = parser.parse_args()
     print(f"machine: {machine.describe()}; {machine.load()}", flush=True)
-    r = measure(options.nodes, options.max_unavailable, options.profile)
+    r = measure(options.nodes, options.max_unavailable, options.profile, options.nice)
     n = r["nodes"]
     total = sum(r["calls"].values())
     lines = r["lines"]
