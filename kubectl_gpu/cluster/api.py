@@ -191,7 +191,10 @@ class Api:
             raw = raw_response(self.client, method, url, headers=headers, query=query, body=body,
                                timeouts=timeouts)  # fmt: skip
         except (HTTPError, ApiException):
-            if watch.expired:
+            # cut at the deadline, or the socket's own read timeout fired first (it may, when
+            # the timeout is the deadline and the cutting thread runs late on a busy machine):
+            # either way the server did not answer in time, which is not being unreachable
+            if watch.expired or time.monotonic() >= watch.at:
                 raise self._too_slow(method, url, query, 0) from None
             raise
         finally:

@@ -7,6 +7,7 @@ demand."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from kubectl_gpu import cluster, errors
+from kubectl_gpu.cluster import transport
 from tests.kit.plane.faults import Fault, FaultProxy
 from tests.kit.plane.users import plain_kubeconfig
 
@@ -103,6 +105,21 @@ def test_a_hung_server_is_given_up_on_after_the_read_timeout(
         api.get(NODE)
 
     assert raw.connections == 1  # a read timeout is not retried
+
+
+@pytest.mark.parametrize("raw", [_hang], indirect=True)
+def test_a_read_timeout_at_the_deadline_is_too_slow_not_unreachable(
+    raw: RawServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`top` asks each node with its read timeout equal to its deadline; on a busy machine the
+    socket's own timeout can fire before the thread that cuts the connection at the deadline
+    runs (seen in a CI run: "cannot reach the API server … Read timed out" for a node whose
+    agent did not answer in time, while every other node's answer came through that server)."""
+    monkeypatch.setattr(transport, "_cut", lambda sock, watch: None)  # the cutter runs late
+    api = dataclasses.replace(_api(raw.port, tmp_path, timeout=0.3), deadline=0.3)
+
+    with pytest.raises(errors.ClusterError, match="did not finish its answer within 0.3s"):
+        api.get(NODE)
 
 
 @pytest.mark.parametrize("raw", [_drop], indirect=True)
