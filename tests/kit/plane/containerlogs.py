@@ -111,15 +111,12 @@ class ContainerLogFiles(LogStore):
             if container in named and (named[container] or not previous):
                 return
             named[container] = named.get(container, False) or previous
-            spec = [self._entry(namespace, pod, c, prev) for c, prev in sorted(named.items())]
-        # the pod's other containers wrote nothing yet: an empty log, as on a kubelet (KWOK
-        # takes the first entry without `containers` for a container no entry names)
-        empty = self.dir / "empty.log"
+            now = dict(named)
         try:
-            empty.touch()
+            self._empty().touch()
         except FileNotFoundError:  # the cluster's files are gone: a last line after its end
             return
-        self._apply(namespace, pod, [*spec, {"logsFile": str(empty)}])
+        self._apply(namespace, pod, now)
 
     def name_again(self, namespace: str, pod: str) -> None:
         """Write the pod's `Logs` object again, marked as a new generation: KWOK's server reads
@@ -127,10 +124,12 @@ class ContainerLogFiles(LogStore):
         named 30 s earlier; a fresh update event makes it read the object again."""
         with self._files_lock:
             named = dict(self._named.get((namespace, pod), {}))
-        if not named:
-            return
-        spec = [self._entry(namespace, pod, c, prev) for c, prev in sorted(named.items())]
-        self._apply(namespace, pod, [*spec, {"logsFile": str(self.dir / "empty.log")}], fresh=True)
+        if named:
+            self._apply(namespace, pod, named, fresh=True)
+
+    def _empty(self) -> Path:
+        """The log of a container that wrote nothing yet (empty, as on a kubelet)."""
+        return self.dir / "empty.log"
 
     def _entry(self, namespace: str, pod: str, container: str, previous: bool) -> dict[str, Any]:
         entry: dict[str, Any] = {
@@ -141,9 +140,12 @@ class ContainerLogFiles(LogStore):
             entry["previousLogsFile"] = str(self.file(namespace, pod, container, True))
         return entry
 
-    def _apply(
-        self, namespace: str, pod: str, logs: list[dict[str, Any]], fresh: bool = False
-    ) -> None:
+    def _apply(self, namespace: str, pod: str, named: dict[str, bool], fresh: bool = False) -> None:
+        """Write the pod's `Logs` object naming each of `named` (container: has a previous
+        run); KWOK takes the first entry without `containers` for a container no entry names,
+        so the pod's other containers get the empty log."""
+        logs = [self._entry(namespace, pod, c, prev) for c, prev in sorted(named.items())]
+        logs.append({"logsFile": str(self._empty())})
         metadata: dict[str, Any] = {"name": pod, "namespace": namespace}
         if fresh:
             metadata["annotations"] = {_WRITTEN: _now()}

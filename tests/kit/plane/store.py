@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from tests.kit.kube import ApiError, errors
+from tests.kit.kube.client import PATCH_TYPES
 from tests.kit.plane import watches
 from tests.kit.plane.discovery import Api, Discovery
 
@@ -44,11 +45,6 @@ class ObjectKey(NamedTuple):
 
 
 Callback = Callable[[str, ObjectKey, Obj], None]
-PATCH_TYPES = {
-    "merge": "application/merge-patch+json",
-    "json": "application/json-patch+json",
-    "strategic": "application/strategic-merge-patch+json",
-}
 _GIVE_UP = object()
 
 
