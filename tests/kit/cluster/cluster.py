@@ -331,6 +331,7 @@ class SimCluster(NodeHandles, KubeletView):
             self._stopped = True
         if self._own_dir is not None:
             shutil.rmtree(self._own_dir, ignore_errors=True)
+        self.logs.close()  # a node program's reader may still be draining its pipe
         for root in (self._node_root, self._log_root):
             shutil.rmtree(root, ignore_errors=True)
 

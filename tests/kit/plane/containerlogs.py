@@ -55,6 +55,9 @@ class LogStore:
     def name_again(self, namespace: str, pod: str) -> None:
         """Point the server at the pod's logs once more (only logs a server reads need it)."""
 
+    def close(self) -> None:
+        """Keep nothing more on disk (only logs kept as files need it)."""
+
     def texts(self) -> dict[LogKey, str]:
         """Every container instance's log so far."""
         with self._lock:
@@ -69,6 +72,7 @@ class ContainerLogFiles(LogStore):
         self.plane = plane
         self.dir = directory
         self._files_lock = threading.Lock()
+        self._closed = False
         # (namespace, pod) -> {container: has a previous instance}: what each Logs object names
         self._named: dict[tuple[str, str], dict[str, bool]] = {}
 
@@ -90,15 +94,19 @@ class ContainerLogFiles(LogStore):
         root is gone: a node program's last line after its cluster ended (its reader thread
         may still be draining the pipe while the cluster's files are removed)."""
         with self._files_lock:
-            if not self.dir.is_dir():
+            if self._closed or not self.dir.is_dir():
                 return False
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                with path.open(mode) as handle:
-                    handle.write("".join(_cri_line(line) for line in lines))
-            except FileNotFoundError:  # removed between the look and the write
-                return False
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open(mode) as handle:
+                handle.write("".join(_cri_line(line) for line in lines))
         return True
+
+    def close(self) -> None:
+        """Write no file from now on; once this returns, no write is under way, so the
+        folder can go. (Checking that it exists before each write was not enough: a reader
+        thread's mkdir raced the removal and raised FileExistsError in a CI run.)"""
+        with self._files_lock:
+            self._closed = True
 
     def file(self, namespace: str, pod: str, container: str, previous: bool = False) -> Path:
         """Where the log of one container instance is kept (as under /var/log/pods)."""
@@ -112,10 +120,9 @@ class ContainerLogFiles(LogStore):
                 return
             named[container] = named.get(container, False) or previous
             now = dict(named)
-        try:
+            if self._closed:  # the cluster ended: its files are going
+                return
             self._empty().touch()
-        except FileNotFoundError:  # the cluster's files are gone: a last line after its end
-            return
         self._apply(namespace, pod, now)
 
     def name_again(self, namespace: str, pod: str) -> None:
