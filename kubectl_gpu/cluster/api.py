@@ -351,8 +351,10 @@ class Api:
         return result
 
     def delete(self, url: str, *, dry_run: bool = False) -> None:
-        """DELETE an object."""
-        self.request("DELETE", url, query=_dry(dry_run))
+        """DELETE an object. Its answer (the object as deleted) is not decoded: nobody reads
+        it, and decoding 2,000 pods was a tenth of a 1,000-node `share`'s CPU."""
+        headers = {"Accept": "application/json", "Content-Type": "application/json"}
+        self._send("DELETE", url, headers, _dry(dry_run), None)
 
     def evict(self, namespace: str, pod: str, *, dry_run: bool = False) -> None:
         """Evict a pod through `pods/eviction` (policy/v1), which honours its

@@ -8,7 +8,9 @@ that never ends and an endless body come from a raw socket (no proxy of a real a
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -113,6 +115,34 @@ def test_a_header_that_never_ends_is_given_up_on_at_the_deadline(
     with pytest.raises(errors.ClusterError, match="did not finish its answer within 0.3s"):
         api.get(NODE)
     assert raw.connections == 1  # not retried
+
+
+@pytest.mark.timeout(30)  # the slow one's deadline (60 s) must not be what ends the quick one
+@pytest.mark.parametrize("raw", [_drip_headers], indirect=True)
+def test_a_short_deadline_sent_after_a_long_one_is_cut_first(
+    raw: RawServer, tmp_path: Path
+) -> None:
+    """One thread cuts every request at its deadline: a request sent while another waits for
+    a later deadline must still be cut at its own, not when the first one's comes."""
+    config = str(plain_kubeconfig(tmp_path / "k", f"http://127.0.0.1:{raw.port}"))
+    slow, quick = cluster.connect(config), cluster.connect(config)
+    slow.deadline, quick.deadline = 60.0, 0.3
+    ended: list[str] = []
+
+    def ask(api: cluster.Api, name: str) -> None:
+        with contextlib.suppress(errors.ClusterError):
+            api.get(NODE)
+        ended.append(name)
+
+    waiting = threading.Thread(target=ask, args=(slow, "slow"), daemon=True)
+    waiting.start()
+    while raw.connections < 1:  # the slow one is waiting for its headers
+        time.sleep(0.01)
+
+    with pytest.raises(errors.ClusterError, match="did not finish its answer within 0.3s"):
+        quick.get(NODE)
+    assert ended == [] and waiting.is_alive()  # the slow one was not cut with the quick one
+    raw.close()  # let the slow one end
 
 
 @pytest.mark.parametrize("raw", [_flood], indirect=True)
