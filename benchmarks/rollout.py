@@ -21,7 +21,9 @@ both DaemonSets given the same `maxUnavailable`, `kubectl rollout restart` of th
 Each phase's plugin pod restarts are also cut into legs (benchmarks.podlegs: marked for
 deletion → created → bound → Ready), to see where one rollout is slower than the other.
 
-Run: `.venv/bin/python -m benchmarks.rollout [--nodes 1000] [--max-unavailable 100]`.
+Run: `.venv/bin/python -m benchmarks.rollout [--nodes 1000] [--max-unavailable 100] [--rounds 3]`
+(`--rounds N`: the two take turns N times, each share changing the replicas again, and the
+medians are compared).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import argparse
 import collections
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -145,8 +148,11 @@ def _children_cpu() -> float:
 
 
 def measure(
-    nodes: int, max_unavailable: int, profile: Path | None = None, nice: int = 0
+    nodes: int, max_unavailable: int, profile: Path | None = None, nice: int = 0, rounds: int = 1
 ) -> dict[str, Any]:
+    """Both rollouts on one plane, taking turns `rounds` times (native, share, native, share…):
+    on this machine one phase's pod restarts can run 30 % slower than the next one's whoever
+    deletes the pods, so a single pair can show a gap that is the machine's, not share's."""
     result: dict[str, Any] = {"nodes": nodes, "max_unavailable": max_unavailable}
     plane = rollout_plane()
     plane.start(timeout=180)
@@ -155,46 +161,60 @@ def measure(
         layout = install(plane, nodes)
         result["ready_s"] = ready(plane, layout, nodes) + (time.monotonic() - started)
         result["version"] = plane.server_version()
-        timeline = podlegs.PodTimeline(plane, layout.namespace).start()
-        native_began = time.monotonic()
-        result["native_s"] = native_rollout(plane, layout, max_unavailable)
         plugin = str(layout.plugin_daemonset)
-        result["native_legs"] = timeline.legs(plugin, native_began, time.monotonic())
-        offset = plane.audit_log.stat().st_size
-        # with --profile, share runs under cProfile (its start-up and its rollout loop)
-        prefix = [sys.executable, "-m", "cProfile", "-o", str(profile)] if profile else []
-        # with --nice, share yields the CPU to the plane it shares the machine with (an
-        # experiment: is share slower because the plane here runs on the same two cores?)
-        prefix = ["nice", "-n", str(nice), *prefix] if nice else prefix
-        command = [*prefix, str(BIN / "kubectl-gpu"), "--kubeconfig", str(plane.kubeconfig),
-                   "share", "--replicas", "4", "--max-unavailable", str(max_unavailable),
-                   "--timeout", "30m"]  # fmt: skip
-        began, cpu = time.monotonic(), _children_cpu()
-        lines: list[tuple[float, str]] = []  # when each line of its output came
-        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True) as process:  # fmt: skip
-            assert process.stdout is not None
-            for line in process.stdout:
-                lines.append((time.monotonic() - began, line.rstrip("\n")))
-        result["wall_s"] = time.monotonic() - began
-        result["share_legs"] = timeline.legs(plugin, began, time.monotonic())
-        timeline.stop()
-        # its own CPU seconds: on 2 cores it competes with the plane that recreates the pods
-        result["cpu_s"] = _children_cpu() - cpu
-        result["exit"] = process.returncode
-        result["lines"] = lines
-        events = requests_since(plane, offset)
-        calls: collections.Counter[str] = collections.Counter()
-        pod_lists: collections.Counter[str] = collections.Counter()
-        for e in events:
-            ref = e.get("objectRef") or {}
-            calls[f"{e['verb']} {ref.get('resource', '')}"] += 1
-            if e["verb"] == "list" and ref.get("resource") == "pods":
-                scoped = "spec.nodeName" in e.get("requestURI", "")
-                pod_lists["one node" if scoped else "namespace-wide"] += 1
-        result["calls"], result["pod_lists"] = calls, pod_lists
+        result["natives"], result["shares"] = [], []
+        for turn in range(rounds):
+            timeline = podlegs.PodTimeline(plane, layout.namespace).start()
+            began = time.monotonic()
+            wall = native_rollout(plane, layout, max_unavailable)
+            legs = timeline.legs(plugin, began, time.monotonic())
+            result["natives"].append({"wall_s": wall, "legs": legs})
+            # every turn changes the config, so that share restarts every node again
+            replicas = 4 if turn % 2 == 0 else 2
+            shared = share(plane, max_unavailable, replicas, profile if turn == 0 else None, nice)
+            shared["legs"] = timeline.legs(plugin, shared.pop("began"), time.monotonic())
+            timeline.stop()
+            result["shares"].append(shared)
     finally:
         plane.stop()
+    return result
+
+
+def share(
+    plane: Any, max_unavailable: int, replicas: int, profile: Path | None, nice: int
+) -> dict[str, Any]:
+    """One `kubectl gpu share --replicas N` across the fleet: its wall and CPU seconds, its
+    output lines with when each came, and its requests from the audit log."""
+    offset = plane.audit_log.stat().st_size
+    # with --profile, share runs under cProfile (its start-up and its rollout loop)
+    prefix = [sys.executable, "-m", "cProfile", "-o", str(profile)] if profile else []
+    # with --nice, share yields the CPU to the plane it shares the machine with (an
+    # experiment: is share slower because the plane here runs on the same two cores?)
+    prefix = ["nice", "-n", str(nice), *prefix] if nice else prefix
+    command = [*prefix, str(BIN / "kubectl-gpu"), "--kubeconfig", str(plane.kubeconfig),
+               "share", "--replicas", str(replicas), "--max-unavailable", str(max_unavailable),
+               "--timeout", "30m"]  # fmt: skip
+    began, cpu = time.monotonic(), _children_cpu()
+    lines: list[tuple[float, str]] = []  # when each line of its output came
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True) as process:  # fmt: skip
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append((time.monotonic() - began, line.rstrip("\n")))
+    result: dict[str, Any] = {"began": began, "wall_s": time.monotonic() - began}
+    # its own CPU seconds: on 2 cores it competes with the plane that recreates the pods
+    result["cpu_s"] = _children_cpu() - cpu
+    result["exit"] = process.returncode
+    result["lines"] = lines
+    calls: collections.Counter[str] = collections.Counter()
+    pod_lists: collections.Counter[str] = collections.Counter()
+    for e in requests_since(plane, offset):
+        ref = e.get("objectRef") or {}
+        calls[f"{e['verb']} {ref.get('resource', '')}"] += 1
+        if e["verb"] == "list" and ref.get("resource") == "pods":
+            scoped = "spec.nodeName" in e.get("requestURI", "")
+            pod_lists["one node" if scoped else "namespace-wide"] += 1
+    result["calls"], result["pod_lists"] = calls, pod_lists
     return result
 
 
@@ -204,45 +224,57 @@ def main() -> None:
     parser.add_argument("--max-unavailable", type=int, default=100)
     parser.add_argument("--profile", type=Path, help="write share's cProfile statistics here")
     parser.add_argument("--nice", type=int, default=0, help="run share at this niceness")
+    parser.add_argument("--rounds", type=int, default=1, help="native and share taking turns")
     options = parser.parse_args()
     print(f"machine: {machine.describe()}; {machine.load()}", flush=True)
-    r = measure(options.nodes, options.max_unavailable, options.profile, options.nice)
-    n = r["nodes"]
-    total = sum(r["calls"].values())
-    lines = r["lines"]
-    during = [t for t, _ in lines if t < r["wall_s"] - 2]
+    r = measure(options.nodes, options.max_unavailable, options.profile, options.nice,
+                options.rounds)  # fmt: skip
+    report(r)
+
+
+def report(r: dict[str, Any]) -> None:
+    n, natives, shares = r["nodes"], r["natives"], r["shares"]
     print(
-        f"kubectl gpu share --replicas 4 --max-unavailable {r['max_unavailable']} on {n} KWOK "
-        f"nodes (kube-apiserver {r['version']}, plugin Ready everywhere after "
-        f"{r['ready_s']:.0f} s); {machine.load()}"
+        f"kubectl gpu share --max-unavailable {r['max_unavailable']} on {n} KWOK nodes "
+        f"(kube-apiserver {r['version']}, plugin Ready everywhere after {r['ready_s']:.0f} s); "
+        f"{machine.load()}"
     )
+    for turn, (native, shared) in enumerate(zip(natives, shares, strict=True), 1):
+        print(
+            f"  round {turn}: native rollout (kubectl rollout restart + status, maxUnavailable "
+            f"{r['max_unavailable']}) {native['wall_s']:.1f} s; share "
+            f"{shared['wall_s']:.1f} s, exit {shared['exit']}; ratio "
+            f"{shared['wall_s'] / native['wall_s']:.2f}; share's own CPU {shared['cpu_s']:.1f} s"
+        )
+    native_s = statistics.median(x["wall_s"] for x in natives)
+    share_s = statistics.median(x["wall_s"] for x in shares)
+    print(f"  median of {len(natives)}: native {native_s:.1f} s, share {share_s:.1f} s, ratio "
+          f"share/native {share_s / native_s:.2f}")  # fmt: skip
+    first = shares[0]
+    total = sum(first["calls"].values())
     print(
-        f"  native rollout (kubectl rollout restart + status, maxUnavailable "
-        f"{r['max_unavailable']}): {r['native_s']:.1f} s; share: {r['wall_s']:.1f} s; "
-        f"ratio share/native {r['wall_s'] / r['native_s']:.2f}; share's own CPU "
-        f"{r['cpu_s']:.1f} s (user + system)"
+        f"  the first share: {total} requests = {total / n:.1f} per node; LISTs of pods: "
+        + ", ".join(f"{v} {k}" for k, v in sorted(first["pod_lists"].items()))
     )
-    print(
-        f"  exit {r['exit']}, {total} requests = {total / n:.1f} per node; LISTs of pods: "
-        + ", ".join(f"{v} {k}" for k, v in sorted(r["pod_lists"].items()))
-    )
-    print("  " + ", ".join(f"{v} {k}" for k, v in r["calls"].most_common()))
-    first = f"the first after {during[0]:.0f} s" if during else "none"
-    print(f"  output: {len(lines)} lines; before its last 2 s: {len(during)} ({first}); "
+    print("  " + ", ".join(f"{v} {k}" for k, v in first["calls"].most_common()))
+    lines = first["lines"]
+    during = [t for t, _ in lines if t < first["wall_s"] - 2]
+    began = f"the first after {during[0]:.0f} s" if during else "none"
+    print(f"  output: {len(lines)} lines; before its last 2 s: {len(during)} ({began}); "
           "first and last, with seconds since the start:")  # fmt: skip
     for t, line in lines[:6] + [(0.0, "...")] + lines[-6:]:
         print(f"    {t:6.1f}  {line}")
     batches = [(t, line) for t, line in lines if line.startswith("batch ")]
     if batches:
-        first, last = batches[0][0], max(t for t, line in batches if " ended: " in line)
-        print(f"  phases: start-up, reads, checks and writes {first:.1f} s; restarts "
-              f"{last - first:.1f} s (native: {r['native_s']:.1f} s); report "
-              f"{r['wall_s'] - last:.1f} s")  # fmt: skip
+        start, last = batches[0][0], max(t for t, line in batches if " ended: " in line)
+        print(f"  phases: start-up, reads, checks and writes {start:.1f} s; restarts "
+              f"{last - start:.1f} s (native: {natives[0]['wall_s']:.1f} s); report "
+              f"{first['wall_s'] - last:.1f} s")  # fmt: skip
     print("  a plugin pod's restart, leg by leg (from a watch of the plugin's pods):")
-    for phase in ("native", "share"):
-        legs = r[f"{phase}_legs"]
-        print(f"    {phase}: {legs['restarts']} restarts; "
-              + "; ".join(f"{k}: {v}" for k, v in legs.items() if k != "restarts"))  # fmt: skip
+    for turn, (native, shared) in enumerate(zip(natives, shares, strict=True), 1):
+        for phase, legs in (("native", native["legs"]), ("share", shared["legs"])):
+            print(f"    round {turn}, {phase}: {legs['restarts']} restarts; "
+                  + "; ".join(f"{k}: {v}" for k, v in legs.items() if k != "restarts"))  # fmt: skip
     print(f"  where the rollout stands: {len(batches)} lines of batches; the first and last:")
     for t, line in batches[:4] + [(0.0, "...")] + batches[-3:]:
         print(f"    {t:6.1f}  {line}")
