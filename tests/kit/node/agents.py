@@ -26,7 +26,7 @@ from tests.kit.node import agentflags
 from tests.kit.node.agent import agent_command
 from tests.kit.node.libnvml.driver import lay_out
 from tests.kit.node.nodes import SimNode
-from tests.kit.node.sandbox import stop_program
+from tests.kit.node.sandbox import stop_program, stop_programs
 from tests.kit.plane.containerlogs import LogStore
 from tests.kit.plane.loop import Change, ControlLoop
 from tests.kit.plane.netns import NodeNetwork
@@ -144,8 +144,7 @@ class AgentRuntime:
         with self._lock:
             runs = list(self._runs.values())
             self._runs.clear()
-        for run in runs:
-            _terminate(run)
+        stop_programs((r.process, r.reader) for r in runs if r.process is not None)
 
     # ---- test handles --------------------------------------------------------------------
 

@@ -43,6 +43,7 @@ from tests.kit.node.sandbox import (
     SYSTEM_PATH,
     NodeProgram,
     Sandbox,
+    stop_programs,
     write_mig_capabilities,
     write_proc_devices,
 )
@@ -122,8 +123,7 @@ class DraPluginRuntime:
         with self._lock:
             runs = list(self._runs.values())
             self._runs.clear()
-        for run in runs:
-            run.program.stop()
+        stop_programs((r.program.process, r.program.reader) for r in runs)
         for manager in self.managers.values():
             manager.stop()
 

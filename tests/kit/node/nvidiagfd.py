@@ -232,8 +232,7 @@ class NvidiaGfdRuntime(ProgramRuntime):
         with self._plock:
             procs = list(self._procs.values())
             self._procs.clear()
-        for proc in procs:
-            proc.stop()
+        sandbox.stop_programs((p.process, p.reader) for p in procs)
 
     # ---- test handles -------------------------------------------------------------------------
 

@@ -17,12 +17,12 @@ util-linux's `unshare` and `nsenter`.
 
 Owns `Sandbox` (one node's directories, the command line that runs a program inside and
 `spawn`, the one way a node program is started), `NodeProgram` (one run: its process, the
-thread that reads its output, finding and stopping it), `with_parent_death`, `find_program` and
-`stop_program` (ending a node program with the test, finding it below its `unshare`, ending it
-as the kubelet ends a container), the driver's /proc files (`write_mig_minors`,
-`write_mig_capabilities`, `write_proc_devices`) and the GPUs' sysfs PCI functions
-(`write_pci_devices`). Must not: mount anything in the host's namespace, or decide what runs
-inside.
+thread that reads its output, finding and stopping it), `with_parent_death`, `find_program`,
+`stop_program` and `stop_programs` (ending a node program with the test, finding it below its
+`unshare`, ending it as the kubelet ends a container, or a cluster's programs together), the
+driver's /proc files (`write_mig_minors`, `write_mig_capabilities`, `write_proc_devices`) and
+the GPUs' sysfs PCI functions (`write_pci_devices`). Must not: mount anything in the host's
+namespace, or decide what runs inside.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ import shutil
 import signal
 import subprocess
 import threading
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -256,18 +257,34 @@ def with_parent_death(command: list[str]) -> list[str]:
 def stop_program(process: subprocess.Popen[str], reader: threading.Thread | None) -> None:
     """End a node program started in its own session: SIGTERM to its process group, SIGKILL
     after `_STOP_GRACE`; then let the thread reading its log finish (unless that is us)."""
-    if process.poll() is None:
+    stop_programs([(process, reader)])
+
+
+def stop_programs(runs: Iterable[tuple[subprocess.Popen[str], threading.Thread | None]]) -> None:
+    """End several node programs together, as `stop_program` ends one: every one is signalled
+    before any is waited for, so a cluster's programs take one grace period to stop, not one
+    each (stopped one after another, 300 programs of a 100-node benchmark took minutes)."""
+    runs = list(runs)
+    for process, _ in runs:
+        _signal(process, signal.SIGTERM)
+    until = time.monotonic() + _STOP_GRACE
+    for process, _ in runs:
         try:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait(_STOP_GRACE)
+            process.wait(max(0.0, until - time.monotonic()))
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+            _signal(process, signal.SIGKILL)
             process.wait()
-        except ProcessLookupError:  # it ended between the look and the signal
-            pass
-    # a run stopped before anyone read it (spawned, then its pod went) has no reader yet
-    if reader is not None and reader is not threading.current_thread() and reader.ident:
-        reader.join(_STOP_GRACE)
+    until = time.monotonic() + _STOP_GRACE
+    for _, reader in runs:
+        # a run stopped before anyone read it (spawned, then its pod went) has no reader yet
+        if reader is not None and reader is not threading.current_thread() and reader.ident:
+            reader.join(max(0.0, until - time.monotonic()))
+
+
+def _signal(process: subprocess.Popen[str], number: int) -> None:
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):  # it ended between the look and this
+            os.killpg(process.pid, number)
 
 
 def find_program(pid: int, name: str, depth: int = 4) -> int | None:
