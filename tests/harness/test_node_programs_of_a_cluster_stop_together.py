@@ -1,6 +1,6 @@
 """A cluster's node programs are stopped together: every one is sent SIGTERM before any is
 waited for, so stopping a cluster takes one grace period, not one per program (a 100-node
-benchmark's 300 programs, stopped one after another, took minutes; tests/kit/node/sandbox.py).
+benchmark's 300 programs, stopped one after another, took minutes; tests/kit/node/stopping.py).
 
 Each program here, once told to stop, exits cleanly only after it has seen every program of
 the set told to stop; one stopped before the others were told would wait past its grace
@@ -12,7 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.kit.node import sandbox
+from tests.kit.node import stopping
 
 PROGRAMS = 3
 # On SIGTERM: say so, then wait (at most 10 s, past the 5 s grace) until every program said so.
@@ -41,6 +41,6 @@ def test_every_program_is_told_to_stop_before_any_is_waited_for(tmp_path: Path) 
     while len(list(tmp_path.glob("ready-*"))) < PROGRAMS and time.monotonic() < waited:
         time.sleep(0.05)  # each has set its trap
 
-    sandbox.stop_programs((process, None) for process in runs)
+    stopping.stop_programs((process, None) for process in runs)
 
     assert [p.returncode for p in runs] == [0] * PROGRAMS  # none killed, none gave up waiting

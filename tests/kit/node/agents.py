@@ -26,7 +26,7 @@ from tests.kit.node import agentflags
 from tests.kit.node.agent import agent_command
 from tests.kit.node.libnvml.driver import lay_out
 from tests.kit.node.nodes import SimNode
-from tests.kit.node.sandbox import stop_program, stop_programs
+from tests.kit.node.stopping import stop_program, stop_programs
 from tests.kit.plane.containerlogs import LogStore
 from tests.kit.plane.loop import Change, ControlLoop
 from tests.kit.plane.netns import NodeNetwork

@@ -43,10 +43,10 @@ from tests.kit.node.sandbox import (
     SYSTEM_PATH,
     NodeProgram,
     Sandbox,
-    stop_programs,
     write_mig_capabilities,
     write_proc_devices,
 )
+from tests.kit.node.stopping import stop_programs
 from tests.kit.plane.loop import Change, ControlLoop
 
 Obj = dict[str, Any]

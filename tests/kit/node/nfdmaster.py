@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from tests.kit.kube import ApiError, builds
-from tests.kit.node.sandbox import stop_program
+from tests.kit.node.stopping import stop_program
 from tests.kit.plane.store import ApiStore
 
 PROGRAM = "nfd-master"

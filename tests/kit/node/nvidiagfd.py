@@ -36,7 +36,7 @@ from typing import Any
 import yaml
 
 from tests.kit.kube import ApiError, builds
-from tests.kit.node import sandbox
+from tests.kit.node import sandbox, stopping
 from tests.kit.node.agents import NodeSide
 from tests.kit.node.nodes import SimNode
 from tests.kit.node.programs import ConfigView, ProgramPod, ProgramRuntime
@@ -232,7 +232,7 @@ class NvidiaGfdRuntime(ProgramRuntime):
         with self._plock:
             procs = list(self._procs.values())
             self._procs.clear()
-        sandbox.stop_programs((p.process, p.reader) for p in procs)
+        stopping.stop_programs((p.process, p.reader) for p in procs)
 
     # ---- test handles -------------------------------------------------------------------------
 

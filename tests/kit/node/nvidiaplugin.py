@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.kit.kube import ApiError, builds
-from tests.kit.node import deviceallocation, mps, sandbox
+from tests.kit.node import deviceallocation, mps, stopping
 from tests.kit.node.agents import NodeSide
 from tests.kit.node.allocation import Allocation, AllocationTable
 from tests.kit.node.devicemanager import DeviceManager
@@ -141,7 +141,7 @@ class NvidiaPluginRuntime(ProgramRuntime):
         with self._plock:
             procs = list(self._procs.values())
             self._procs.clear()
-        sandbox.stop_programs((p.program.process, p.program.reader) for p in procs)
+        stopping.stop_programs((p.program.process, p.program.reader) for p in procs)
         for manager in self.managers.values():
             manager.stop()
 

@@ -17,12 +17,11 @@ util-linux's `unshare` and `nsenter`.
 
 Owns `Sandbox` (one node's directories, the command line that runs a program inside and
 `spawn`, the one way a node program is started), `NodeProgram` (one run: its process, the
-thread that reads its output, finding and stopping it), `with_parent_death`, `find_program`,
-`stop_program` and `stop_programs` (ending a node program with the test, finding it below its
-`unshare`, ending it as the kubelet ends a container, or a cluster's programs together), the
-driver's /proc files (`write_mig_minors`, `write_mig_capabilities`, `write_proc_devices`) and
-the GPUs' sysfs PCI functions (`write_pci_devices`). Must not: mount anything in the host's
-namespace, or decide what runs inside.
+thread that reads its output, finding and stopping it), `with_parent_death` and `find_program`
+(ending a node program with the test, finding it below its `unshare`; stopping one is
+stopping.py's), the driver's /proc files (`write_mig_minors`, `write_mig_capabilities`,
+`write_proc_devices`) and the GPUs' sysfs PCI functions (`write_pci_devices`). Must not: mount
+anything in the host's namespace, or decide what runs inside.
 """
 
 from __future__ import annotations
@@ -31,14 +30,13 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import threading
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.kit.node.stopping import STOP_GRACE, stop_program
 from tests.kit.plane.netns import NodeNetwork
 
 DEVICE_PLUGINS = "/var/lib/kubelet/device-plugins"
@@ -87,7 +85,6 @@ DRIVER_DEVICES = ("195 nvidia", "508 nvidia-uvm", "509 nvidia-caps")
 # What a node program finds on PATH besides what its container adds (the driver's utilities)
 SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 # How long a program has to end after SIGTERM (and its output to close) before SIGKILL
-_STOP_GRACE = 5.0
 
 
 def unavailable() -> str | None:
@@ -242,7 +239,7 @@ class NodeProgram:
         # The pipe closes while the process exits, a moment before it can be waited for: wait,
         # so that whoever looks at it next (`on_exit`: the kubelet) sees it ended.
         with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(_STOP_GRACE)
+            self.process.wait(STOP_GRACE)
         if self._on_exit is not None:
             self._on_exit()
 
@@ -252,39 +249,6 @@ def with_parent_death(command: list[str]) -> list[str]:
     `unshare` (which exec into each other), and `unshare --kill-child` for the program."""
     setpriv = shutil.which("setpriv")
     return [setpriv, "--pdeathsig", "TERM", "--", *command] if setpriv else command
-
-
-def stop_program(process: subprocess.Popen[str], reader: threading.Thread | None) -> None:
-    """End a node program started in its own session: SIGTERM to its process group, SIGKILL
-    after `_STOP_GRACE`; then let the thread reading its log finish (unless that is us)."""
-    stop_programs([(process, reader)])
-
-
-def stop_programs(runs: Iterable[tuple[subprocess.Popen[str], threading.Thread | None]]) -> None:
-    """End several node programs together, as `stop_program` ends one: every one is signalled
-    before any is waited for, so a cluster's programs take one grace period to stop, not one
-    each (stopped one after another, 300 programs of a 100-node benchmark took minutes)."""
-    runs = list(runs)
-    for process, _ in runs:
-        _signal(process, signal.SIGTERM)
-    until = time.monotonic() + _STOP_GRACE
-    for process, _ in runs:
-        try:
-            process.wait(max(0.0, until - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            _signal(process, signal.SIGKILL)
-            process.wait()
-    until = time.monotonic() + _STOP_GRACE
-    for _, reader in runs:
-        # a run stopped before anyone read it (spawned, then its pod went) has no reader yet
-        if reader is not None and reader is not threading.current_thread() and reader.ident:
-            reader.join(max(0.0, until - time.monotonic()))
-
-
-def _signal(process: subprocess.Popen[str], number: int) -> None:
-    if process.poll() is None:
-        with contextlib.suppress(ProcessLookupError):  # it ended between the look and this
-            os.killpg(process.pid, number)
 
 
 def find_program(pid: int, name: str, depth: int = 4) -> int | None:
