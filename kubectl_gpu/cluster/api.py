@@ -352,7 +352,7 @@ class Api:
 
     def delete(self, url: str, *, dry_run: bool = False) -> None:
         """DELETE an object. Its answer (the object as deleted) is not decoded: nobody reads
-        it, and decoding 2,000 pods was a tenth of a 1,000-node `share`'s CPU."""
+        it, and a 1,000-node `share` deletes 2,000 pods."""
         headers = {"Accept": "application/json", "Content-Type": "application/json"}
         self._send("DELETE", url, headers, _dry(dry_run), None)
 

@@ -84,7 +84,6 @@ exec "$@"
 DRIVER_DEVICES = ("195 nvidia", "508 nvidia-uvm", "509 nvidia-caps")
 # What a node program finds on PATH besides what its container adds (the driver's utilities)
 SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
-# How long a program has to end after SIGTERM (and its output to close) before SIGKILL
 
 
 def unavailable() -> str | None:
