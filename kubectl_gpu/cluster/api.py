@@ -102,8 +102,7 @@ class Api:
     ) -> Any:
         """Send one request; return the decoded JSON body (None when there is none). An
         answer over `max_answer` bytes raises `AnswerTooLarge`."""
-        headers = {"Accept": "application/json", "Content-Type": content_type}
-        data = self._send(method, url, headers, query, body)
+        data = self._send(method, url, _json_headers(content_type), query, body)
         try:
             return json.loads(data) if data else None
         except (ValueError, RecursionError) as e:  # e.g. a 5,000-digit number in an object
@@ -353,8 +352,7 @@ class Api:
     def delete(self, url: str, *, dry_run: bool = False) -> None:
         """DELETE an object. Its answer (the object as deleted) is not decoded: nobody reads
         it, and a 1,000-node `share` deletes 2,000 pods."""
-        headers = {"Accept": "application/json", "Content-Type": "application/json"}
-        self._send("DELETE", url, headers, _dry(dry_run), None)
+        self._send("DELETE", url, _json_headers(), _dry(dry_run), None)
 
     def evict(self, namespace: str, pod: str, *, dry_run: bool = False) -> None:
         """Evict a pod through `pods/eviction` (policy/v1), which honours its
@@ -384,6 +382,10 @@ def _events(response: Any, what: str) -> Iterator[Json]:
                 raise ClusterError(f"{what}: a watch event cannot be read: {e}") from e
             if isinstance(event, dict):
                 yield event
+
+
+def _json_headers(content_type: str = "application/json") -> dict[str, str]:
+    return {"Accept": "application/json", "Content-Type": content_type}
 
 
 def _dry(dry_run: bool) -> dict[str, str] | None:

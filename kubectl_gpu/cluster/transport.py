@@ -107,6 +107,9 @@ class _Cutter:
     start for each: 2,000 in a 1,000-node `share`, on the cores the cluster runs on.)"""
 
     def __init__(self) -> None:
+        self._start()
+
+    def _start(self) -> None:
         self._lock = threading.Condition()
         self._armed: dict[int, tuple[socket.socket, Deadline]] = {}
         self._due: list[tuple[float, int]] = []  # (deadline, key), a heap; disarmed ones linger
@@ -130,10 +133,10 @@ class _Cutter:
         with self._lock:
             self._armed.pop(key, None)
 
-    def forget_thread(self) -> None:
-        """In a forked child the thread is gone: the next request starts another."""
-        self._lock = threading.Condition()
-        self._thread = None
+    def forget_parent(self) -> None:
+        """In a forked child the thread is gone and none of the parent's requests is the
+        child's to cut (their sockets are shared with the parent): start empty."""
+        self._start()
 
     def _run(self) -> None:
         with self._lock:
@@ -153,7 +156,7 @@ class _Cutter:
 
 
 _CUTTER = _Cutter()
-os.register_at_fork(after_in_child=_CUTTER.forget_thread)
+os.register_at_fork(after_in_child=_CUTTER.forget_parent)
 
 
 def _watched(base: Any) -> Any:
