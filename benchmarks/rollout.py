@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import machine, podlegs, populate, synthetic
+from benchmarks import machine, podlegs, populate, processes, synthetic
 from kubectl_gpu import cluster
 from tests.kit.kube import layouts
 
@@ -165,14 +165,20 @@ def measure(
         result["natives"], result["shares"] = [], []
         for turn in range(rounds):
             timeline = podlegs.PodTimeline(plane, layout.namespace).start()
+            plane_cpu, kubectl_cpu = processes.cpu_by_program(), _children_cpu()
             began = time.monotonic()
             wall = native_rollout(plane, layout, max_unavailable)
             legs = timeline.legs(plugin, began, time.monotonic())
-            result["natives"].append({"wall_s": wall, "legs": legs})
+            cpu = processes.cpu_spent(plane_cpu, processes.cpu_by_program())
+            cpu["kubectl"] = _children_cpu() - kubectl_cpu
+            result["natives"].append({"wall_s": wall, "legs": legs, "plane_cpu": cpu})
             # every turn changes the config, so that share restarts every node again
             replicas = 4 if turn % 2 == 0 else 2
+            plane_cpu = processes.cpu_by_program()
             shared = share(plane, max_unavailable, replicas, profile if turn == 0 else None, nice)
             shared["legs"] = timeline.legs(plugin, shared.pop("began"), time.monotonic())
+            shared["plane_cpu"] = processes.cpu_spent(plane_cpu, processes.cpu_by_program())
+            shared["plane_cpu"]["kubectl-gpu"] = shared["cpu_s"]
             timeline.stop()
             result["shares"].append(shared)
     finally:
@@ -275,6 +281,12 @@ def report(r: dict[str, Any]) -> None:
         for phase, legs in (("native", native["legs"]), ("share", shared["legs"])):
             print(f"    round {turn}, {phase}: {legs['restarts']} restarts; "
                   + "; ".join(f"{k}: {v}" for k, v in legs.items() if k != "restarts"))  # fmt: skip
+    print("  CPU seconds each program used, by phase (the plane's programs, and the command):")
+    for turn, (native, shared) in enumerate(zip(natives, shares, strict=True), 1):
+        for phase, cpu in (("native", native["plane_cpu"]), ("share", shared["plane_cpu"])):
+            busy = {k: v for k, v in cpu.items() if v >= 0.05}
+            print(f"    round {turn}, {phase}: {sum(busy.values()):.1f} s: "
+                  + ", ".join(f"{k} {v:.1f}" for k, v in busy.items()))  # fmt: skip
     print(f"  where the rollout stands: {len(batches)} lines of batches; the first and last:")
     for t, line in batches[:4] + [(0.0, "...")] + batches[-3:]:
         print(f"    {t:6.1f}  {line}")

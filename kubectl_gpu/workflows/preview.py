@@ -22,6 +22,7 @@ from kubectl_gpu.gpumap import join, report
 from kubectl_gpu.mig.verdicts import ConfigVerdict, Status
 from kubectl_gpu.sharing import names
 from kubectl_gpu.sharing.rollout import Plan
+from kubectl_gpu.workflows import agentreports
 
 log = logging.getLogger(__name__)
 Json = dict[str, Any]
@@ -48,22 +49,24 @@ class Facts:
         return found
 
 
-def read(api: cluster.Api) -> Facts:
+def read(
+    api: cluster.Api,
+    nodes: Sequence[Json] | None = None,
+    reports: Mapping[str, report.NodeReport] | None = None,
+) -> Facts:
+    """Every pod, and the nodes and agents' reports unless the caller has just read them
+    (`share` has: at 5,000 nodes a second LIST of them costs seconds and the memory of both)."""
     pods = _optional(api, "pods")
     parsed = tuple(facts.pod_from_dict(p) for p in pods)
     used = facts.gpu_usage(parsed)
-    nodes = tuple(
+    listed = _optional(api, "nodes") if nodes is None else nodes
+    found = tuple(
         facts.node_from_dict(n, used.get(str((n.get("metadata") or {}).get("name"))))
-        for n in _optional(api, "nodes")
+        for n in listed
     )
-    reports = {}
-    for obj in _optional(api, "gpunodereports"):
-        try:
-            found = report.from_dict(obj)
-        except report.ReportError:
-            continue
-        reports[found.node] = found
-    return Facts(nodes, parsed, reports, frozenset(_unmanaged(pods)))
+    if reports is None:
+        reports = agentreports.read_all(api)
+    return Facts(found, parsed, reports, frozenset(_unmanaged(pods)))
 
 
 def _unmanaged(pods: Sequence[Json]) -> list[str]:

@@ -80,12 +80,15 @@ def test_each_batch_says_its_number_the_nodes_done_and_what_it_waits_for(
     ]  # fmt: skip
 
 
-def test_a_batch_looks_at_its_nodes_without_a_request_per_look(
+def test_a_rollout_reads_each_collection_once_and_makes_no_request_per_look(
     run_cli: Run, cluster: SimCluster
 ) -> None:
-    """Five nodes in one batch: the plugin's pods are read with one LIST and one watch of its
-    namespace before the first delete; after it, no LIST at all, however many nodes wait and
-    however long (before: one LIST per look; earlier still, one per node and look)."""
+    """Five nodes in one batch. Before the first delete: the nodes and the agents' reports are
+    read once (the plan and the preview of pods hit share them), every pod once for the
+    preview, and the plugin's namespace once for the rollout, which also tells which pod each
+    node had (at 5,000 nodes each LIST read twice cost seconds, docs/performance.md). After
+    it: one watch of that namespace and no LIST at all, however many nodes wait and however
+    long (before: one LIST per look; earlier still, one per node and look)."""
     start = clirequests.mark(cluster)
     result = run_cli(
         "--kubeconfig", str(cluster.kubeconfig), "share", "--replicas", "2",
@@ -99,8 +102,15 @@ def test_a_batch_looks_at_its_nodes_without_a_request_per_look(
     gfd = [r for r in deletes if "gpu-feature-discovery" in r]
     assert (len(deletes) - len(gfd), len(gfd)) == (5, 5)  # each plugin and its GFD companion
     first_delete = sent.index(deletes[0])
+    lists = [r.split("?")[0] for r in sent[:first_delete] if r.startswith("list ")]
+    assert lists.count("list /api/v1/nodes") == 1, lists
+    assert len([r for r in lists if "gpunodereports" in r]) <= 1, lists
+    assert lists.count("list /api/v1/pods") == 1, lists  # the preview: pods hit
+    namespaced = [r for r in lists if r.startswith("list /api/v1/namespaces/") and "/pods" in r]
+    assert len(namespaced) == 1, lists  # the rollout's, before its watch
     after = sent[first_delete:]
     assert [r for r in after if r.startswith("list ") and "/pods?" in r] == []
     watches = [r for r in sent if r.startswith("watch ") and "/pods?" in r]
     assert 1 <= len(watches) <= 2, watches  # a second only if the server ended the first
     assert all("/namespaces/" in w for w in watches)  # the plugin's namespace, not the cluster
+

@@ -34,6 +34,7 @@ from kubectl_gpu.workflows.share import (
 )
 from kubectl_gpu.workflows.share import state as sharestate
 from kubectl_gpu.workflows.share.options import Options
+from kubectl_gpu.workflows.share.pluginpods import PluginPods
 from kubectl_gpu.workflows.share.results import ShareResult
 from kubectl_gpu.workflows.share.state import Json, Snapshot
 from kubectl_gpu.workflows.waiting import Timing
@@ -119,7 +120,8 @@ def _checked_write(
         body = writes.configmap_body(snapshot, plan, rendered, action == "rollback")
         if number == 1:
             _tell(snapshot, plan)
-            known = preview.read(api)  # one read of nodes and pods for the warning and preview
+            # one read of pods for the warning and preview; the nodes and reports just read
+            known = preview.read(api, snapshot.listed, snapshot.reports)
             _warn_overcommit(plan, {n.name: n.used for n in known.nodes})
             seen = preview.make(preview.share_changes(plan), known)
             drain.refuse_hits(seen, options)
@@ -173,11 +175,12 @@ def _roll(
     overall = timing.deadline(options.timeout)  # --timeout bounds restarts and --wait together
     restarted: dict[str, restarts.Restart] = {}
     if options.restart and plan.restarts:
-        pods.update(_plugin_uids(api, draft))
         batch = (options.max_unavailable, options.timeout)
         nodes = {n.node: (n.key, n.product) for n in plan.restarts}
-        for restart in restarts.roll(api, plan.deployment, nodes, batch, timing):
-            done.append(restart)
+        with PluginPods(api, plan.deployment, timing) as watched:  # one LIST, then a watch
+            pods.update(watched.uids(nodes))
+            for restart in restarts.roll(api, watched, nodes, batch, timing):
+                done.append(restart)
         restarted = {r.node: r for r in done}
     readings: dict[str, capacity.Reading] = {}
     replaced = ""

@@ -25,6 +25,7 @@ _KEPT = {
     "spec": ("nodeName",),
     "status": (),
 }
+_ROLE, _PLUGIN, _COMPANION = "role", "plugin", "companion"  # a kept pod's, beside its fields
 
 
 class PluginPods:
@@ -50,6 +51,11 @@ class PluginPods:
         kept.setdefault("spec", {})["containers"] = [
             {"name": c.get("name")} for c in containers if isinstance(c, dict)
         ]
+        # told apart once per change of the pod (in the watch's thread), not at every look
+        if selected and deployments.is_plugin_pod(self.deployment, pod):
+            kept[_ROLE] = _PLUGIN
+        elif owners & set(self.deployment.companions):
+            kept[_ROLE] = _COMPANION
         return kept
 
     def start(self) -> PluginPods:
@@ -59,31 +65,33 @@ class PluginPods:
     def close(self) -> None:
         self.watched.close()
 
+    def __enter__(self) -> PluginPods:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def uids(self, nodes: Collection[str]) -> dict[str, str]:
+        """The uid of the live plugin pod on each of `nodes`, as known now."""
+        return {
+            node: str((pod.get("metadata") or {}).get("uid", ""))
+            for node, pod in self.plugins(nodes, look=False).items()
+        }
+
     def plugins(self, nodes: Collection[str], *, look: bool = True) -> dict[str, Json]:
         """The live plugin pod on each of `nodes` (`look`: a fresh look, one LIST when
         polling; else what is known)."""
         if look:
             self.watched.refresh()
-        found: dict[str, Json] = {}
-        for pod in self.watched.items_at(nodes):
-            node = _node(pod)
-            if (pod.get("metadata") or {}).get("deletionTimestamp"):
-                continue
-            labels = (pod.get("metadata") or {}).get("labels") or {}
-            selected = all(labels.get(k) == v for k, v in self.deployment.pod_selector)
-            if selected and deployments.is_plugin_pod(self.deployment, pod):
-                found[node] = pod
-        return found
+        return {
+            _node(pod): pod
+            for pod in self.watched.items_at(nodes)
+            if pod.get(_ROLE) == _PLUGIN and not pod["metadata"].get("deletionTimestamp")
+        }
 
     def companions(self, nodes: Collection[str]) -> list[Json]:
         """GFD / MPS-daemon pods on `nodes` that read the plugin's config (known now)."""
-        wanted = set(self.deployment.companions)
-        found = []
-        for pod in self.watched.items_at(nodes):
-            owners = (pod.get("metadata") or {}).get("ownerReferences") or []
-            if any(o.get("name") in wanted for o in owners):
-                found.append(pod)
-        return found
+        return [pod for pod in self.watched.items_at(nodes) if pod.get(_ROLE) == _COMPANION]
 
     def pause(self, seconds: float) -> None:
         self.watched.pause(seconds)

@@ -21,8 +21,10 @@ asks for, on that model's first node), not on a whole batch; a later failure (on
 stops the rollout with at most `max_unavailable` more nodes restarted beside it. Deletes
 run side by side (at most `PARALLEL` at a time; the cluster port sends a request turned away
 with 429 again after its Retry-After). The pods are looked at through one LIST and one watch
-of the plugin's namespace (`pluginpods`): no request per look, none per node, and no pause
-longer than the next thing due. Must not decide which nodes to restart (the plan does).
+of the plugin's namespace (`pluginpods`, which the caller starts and reads the pods before from):
+no request per look, none per node, and no pause longer than the next thing due; a look goes
+through the nodes still restarting, not all those started. Must not decide which nodes to
+restart (the plan does).
 """
 
 from __future__ import annotations
@@ -36,7 +38,6 @@ from typing import Any
 
 from kubectl_gpu import cluster, errors
 from kubectl_gpu.sharing import rollout
-from kubectl_gpu.sharing.deployment import Deployment
 from kubectl_gpu.workflows.progress import Batches
 from kubectl_gpu.workflows.share.pluginpods import PluginPods
 from kubectl_gpu.workflows.waiting import Deadline, Timing
@@ -89,7 +90,7 @@ Proof = tuple[str, str]  # (config key read afterwards, GPU product): proven on 
 
 def roll(
     api: cluster.Api,
-    deployment: Deployment,
+    pods: PluginPods,
     nodes: Mapping[str, Proof],
     batch: tuple[int, float],
     timing: Timing,
@@ -99,13 +100,13 @@ def roll(
     seconds for all batches).
 
     Yields each node's restart as it ends, so that a caller interrupted mid-way (Ctrl-C, an
-    API failure) can say which nodes were restarted.
+    API failure) can say which nodes were restarted. `pods` is started and closed by the
+    caller, who reads from it which pods were there before.
     """
     size = max(1, batch[0])
     proofs = {pair: name for name, pair in reversed(list(nodes.items()))}  # first of each
     first = [n for n in nodes if proofs[nodes[n]] == n]
     order = first + [n for n in nodes if proofs[nodes[n]] != n]
-    pods = PluginPods(api, deployment, timing).start()
     run = _Rollout(api, pods, timing, order, (size, batch[1]))
 
     def startable(name: str) -> bool:  # its pair's proof, or a node of a proven pair
@@ -113,22 +114,19 @@ def roll(
         return proofs[nodes[name]] == name or (proof is not None and _ok(proof))
 
     at = 0  # the next node to start
-    try:
-        while at < len(order) and not run.failed and not run.overall.passed:
-            if not startable(order[at]):  # its pair's proof must pass the steady check first
-                run.until_proven(run.nodes[proofs[nodes[order[at]]]])
-            elif run.unavailable() < size:  # a free place: start as many as fit
-                free = size - run.unavailable()
-                ready = list(itertools.takewhile(startable, order[at : at + free]))
-                run.start(ready, at)
-                at += len(ready)
-            else:  # woken as soon as one of those restarting is Ready again
-                run.until(run.has_room, WAITED_FOR)
-            yield from run.take()
-        run.until(run.all_final, STAYING)
+    while at < len(order) and not run.failed and not run.overall.passed:
+        if not startable(order[at]):  # its pair's proof must pass the steady check first
+            run.until_proven(run.nodes[proofs[nodes[order[at]]]])
+        elif run.unavailable() < size:  # a free place: start as many as fit
+            free = size - run.unavailable()
+            ready = list(itertools.takewhile(startable, order[at : at + free]))
+            run.start(ready, at)
+            at += len(ready)
+        else:  # woken as soon as one of those restarting is Ready again
+            run.until(run.has_room, WAITED_FOR)
         yield from run.take()
-    finally:
-        pods.close()
+    run.until(run.all_final, STAYING)
+    yield from run.take()
     failed = ", ".join(n.name for n in run.nodes.values() if n.result and not _ok(n))
     why = f"stopped after {failed} failed" if failed else f"--timeout ({batch[1]:g}s) passed"
     for name in order[at:]:  # never started: the rollout stopped first
@@ -148,19 +146,23 @@ class _Rollout:
         self.progress, self.overall = progress, overall
         self.container = pods.deployment.container
         self.nodes: dict[str, _Node] = {}
+        # the nodes started whose restart has not ended: what a look goes through, so that its
+        # cost follows `--max-unavailable`, not how many nodes have already been restarted
+        self._open: dict[str, _Node] = {}
+        self._failures = 0
         self._told: list[Restart] = []
         self._ended = 0  # batches said to have ended, in order
 
     @property
     def failed(self) -> bool:
-        return any(n.result is not None and not n.result.ok for n in self.nodes.values())
+        return self._failures > 0
 
     def all_final(self) -> bool:
-        return all(n.result is not None for n in self.nodes.values())
+        return not self._open
 
     def unavailable(self) -> int:
         """Nodes restarting whose new plugin pod is not Ready (yet)."""
-        return sum(n.result is None and n.ready is None for n in self.nodes.values())
+        return sum(n.ready is None for n in self._open.values())
 
     def all_ready(self) -> bool:
         """Every restarting node's new pod is Ready (or one failed)."""
@@ -195,10 +197,11 @@ class _Rollout:
                 # The DaemonSet may be replacing it (the GPU Operator re-renders it after a
                 # ClusterPolicy change): any plugin pod that comes up now has the new config.
                 log.info("no device plugin pod on %s right now; waiting for one", node)
-                self.nodes[node] = _Node(node, "", number, deadline)
+                self._open[node] = self.nodes[node] = _Node(node, "", number, deadline)
                 continue
             meta = pod.get("metadata") or {}
-            self.nodes[node] = _Node(node, str(meta.get("uid", "")), number, deadline)
+            uid = str(meta.get("uid", ""))
+            self._open[node] = self.nodes[node] = _Node(node, uid, number, deadline)
             log.info("restarting the device plugin on %s (pod %s)", node, meta.get("name"))
             doomed.append(pod)
         _delete_all(self.api, doomed)
@@ -220,11 +223,7 @@ class _Rollout:
             if self.overall.passed:
                 self._expire()
                 return
-            waiting = [
-                n.name
-                for n in self.nodes.values()
-                if n.result is None and (what == STAYING or n.ready is None)
-            ]
+            waiting = [n.name for n in self._open.values() if what == STAYING or n.ready is None]
             self.progress.waiting(what, waiting)
             left = max(0.0, self.overall.end - self.timing.clock())
             if self.timing.live:  # woken by the watch; else the next steady check due
@@ -236,15 +235,11 @@ class _Rollout:
 
     def _due(self) -> float:
         now = self.timing.clock()
-        due = [
-            max(0.0, n.ready[0] + STEADY_S - now)
-            for n in self.nodes.values()
-            if n.result is None and n.ready
-        ]
+        due = [max(0.0, n.ready[0] + STEADY_S - now) for n in self._open.values() if n.ready]
         return min(due, default=HEARTBEAT_S)
 
     def _look(self) -> None:
-        open_ = {n.name: n for n in self.nodes.values() if n.result is None}
+        open_ = dict(self._open)  # settling a node takes it out
         if not open_:
             return
         found = self.pods.plugins(open_)
@@ -261,11 +256,11 @@ class _Rollout:
         if result is not None:
             node.result = result
             self._told.append(result)
+            del self._open[node.name]
+            self._failures += not result.ok
 
     def _expire(self) -> None:
-        for node in self.nodes.values():
-            if node.result is not None:
-                continue
+        for node in list(self._open.values()):
             seen = node.seen
             if seen is not None and node.ready is not None:  # Ready until the end: back
                 self._settle(node, Restart(node.name, seen.name, "restarted",

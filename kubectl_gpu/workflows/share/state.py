@@ -18,6 +18,7 @@ from typing import Any
 from kubectl_gpu import cluster, documents, errors, findings, keys, validation
 from kubectl_gpu.doctor import facts
 from kubectl_gpu.gpumap import report
+from kubectl_gpu.gpumap.report import NodeReport
 from kubectl_gpu.sharing import deployment as deployments
 from kubectl_gpu.sharing import rollout
 from kubectl_gpu.sharing.deployment import Deployment, Overrides
@@ -37,6 +38,8 @@ class Snapshot:
     configmap: Json | None  # as read; None when it does not exist
     cluster_policy: Json | None
     nodes: Mapping[str, Json]  # every GPU node, raw, by name
+    listed: Sequence[Json] = ()  # every node as read (GPU or not), for the preview
+    reports: Mapping[str, NodeReport] = dataclasses.field(default_factory=dict)  # by node
 
 
 def read(api: cluster.Api, overrides: Overrides, *, reading: bool = False) -> Snapshot:
@@ -50,12 +53,14 @@ def read(api: cluster.Api, overrides: Overrides, *, reading: bool = False) -> Sn
         raw_configmap = _get_or_none(
             api, cluster.path("configmaps", deployment.configmap, deployment.namespace)
         )
+    listed = list(api.list(cluster.path("nodes")))
     nodes = {
         str(n["metadata"]["name"]): n
-        for n in api.list(cluster.path("nodes"))
+        for n in listed
         if rollout.is_gpu_node(n) and not _plugin_off(n)
     }
-    counted = reported_gpus(api)
+    reports = agentreports.read_all(api)
+    counted = _whole_gpus(reports)
     state = rollout.ClusterState(
         deployment=deployment,
         configmap=configmap_state(deployment, raw_configmap),
@@ -64,7 +69,7 @@ def read(api: cluster.Api, overrides: Overrides, *, reading: bool = False) -> Sn
         ),
     )
     policy = next((p for p in policies if _name(p) == deployment.cluster_policy), None)
-    return Snapshot(state, raw_configmap, policy, nodes)
+    return Snapshot(state, raw_configmap, policy, nodes, listed, reports)
 
 
 def _plugin_off(node: Json) -> bool:
@@ -74,14 +79,14 @@ def _plugin_off(node: Json) -> bool:
     return labels.get(keys.DEPLOY_DEVICE_PLUGIN_LABEL) == "false"
 
 
-def reported_gpus(api: cluster.Api) -> dict[str, int]:
+def _whole_gpus(reports: Mapping[str, NodeReport]) -> dict[str, int]:
     """Per node, the whole (non-MIG) GPUs its agent's GPUNodeReport lists: the physical count
     where GFD labels none (the bundle runs no GFD), so that a node still running an older
-    config is told by its capacity. None read when no agent is installed (404) or the user
-    may not read reports (403)."""
+    config is told by its capacity. None when no agent is installed (404) or the user may
+    not read reports (403)."""
     return {
         node: sum(g.mig_mode != report.MIG_ENABLED for g in node_report.gpus)
-        for node, node_report in agentreports.read_all(api).items()
+        for node, node_report in reports.items()
     }
 
 
