@@ -19,6 +19,8 @@ from kubectl_gpu.cluster.failures import redacted, url_secrets
 from kubectl_gpu.cluster.transport import READ_TIMEOUT, watch_pools
 from kubectl_gpu.errors import ClusterError
 
+CONNECTIONS = 32  # kept open to the API server, at most (see `connect`)
+
 
 def connect(
     kubeconfig: str | None = None,
@@ -47,6 +49,11 @@ def connect(
             hint="check it with `kubectl config view`; pass another with --kubeconfig",
         ) from None
     configuration.retries = 0  # urllib3 retries nothing: `Api._send` holds the one policy
+    # Keep a connection for each request a command sends at once (share's deletes and top's
+    # agents, 16 each, beside a watch). The client keeps 5 per CPU: 10 on two CPUs, where
+    # each connection beyond them was closed after one request and the next one opened anew,
+    # a TLS handshake on both sides, the API server's included, for every request.
+    configuration.connection_pool_maxsize = CONNECTIONS
     api_client = client.ApiClient(configuration)
     watch_pools(api_client.rest_client.pool_manager)
     if user_agent:

@@ -113,4 +113,3 @@ def test_a_rollout_reads_each_collection_once_and_makes_no_request_per_look(
     watches = [r for r in sent if r.startswith("watch ") and "/pods?" in r]
     assert 1 <= len(watches) <= 2, watches  # a second only if the server ended the first
     assert all("/namespaces/" in w for w in watches)  # the plugin's namespace, not the cluster
-

@@ -36,6 +36,7 @@ class Fault:
 
     method: str
     path: str  # a request matches when its path (without the query) contains this
+    query: str = ""  # ... and its query contains this ("watch=true": only watches)
     status: int = 0  # answer with this status instead of forwarding
     retry_after: int | None = None
     hang: float = 0.0  # wait this long before doing anything
@@ -45,7 +46,10 @@ class Fault:
     times: int = 1
 
     def matches(self, method: str, path: str) -> bool:
-        return self.times > 0 and method == self.method and self.path in path.split("?")[0]
+        where, _, query = path.partition("?")
+        return (
+            self.times > 0 and method == self.method and self.path in where and self.query in query
+        )
 
 
 @dataclasses.dataclass
@@ -54,6 +58,7 @@ class Seen:
     path: str
     faulted: bool
     status: int = 0  # what the client was answered; 0 until then (or when it never was)
+    client: int = 0  # the client's port: one per connection it opened
 
 
 class _QuietServer(http.server.ThreadingHTTPServer):
@@ -133,7 +138,8 @@ class FaultProxy:
         length = int(request.headers.get("Content-Length") or 0)
         body = request.rfile.read(length) if length else b""
         fault = self._take(request.command, request.path)
-        seen = Seen(request.command, request.path, fault is not None)
+        port = request.client_address[1]
+        seen = Seen(request.command, request.path, fault is not None, client=port)
         with self._lock:
             self.seen.append(seen)
         if fault and fault.before:
