@@ -267,13 +267,40 @@ def _emit_data(document: Any, output: str) -> None:
         click.echo(yaml.safe_dump(document, sort_keys=False), nl=False)
 
 
-def preview_lines(preview: Any) -> list[str]:
-    """A capacity change's preview (kubectl_gpu.doctor.preview.Preview) as lines for stderr."""
+GROUPED = 3  # more nodes than this that say the same are said once, with a few of their names
+
+
+def by_node(said: Iterable[tuple[str, str]]) -> list[str]:
+    """`node a: TEXT` per (node, TEXT), or `5 nodes (a, b, c and 2 more): TEXT` where more
+    than `GROUPED` nodes say the same: a fleet's preview is a few lines, not one per node."""
+    from kubectl_gpu.workflows.progress import named
+
+    nodes_saying: dict[str, list[str]] = {}
+    for node, text in said:
+        nodes_saying.setdefault(text, []).append(node)
     lines = []
+    for text, nodes in nodes_saying.items():
+        if len(nodes) > GROUPED:
+            lines.append(f"{named(nodes)}: {text}")
+        else:
+            lines += [f"node {node}: {text}" for node in nodes]
+    return lines
+
+
+def preview_lines(preview: Any) -> list[str]:
+    """A capacity change's preview (kubectl_gpu.doctor.preview.Preview) as lines for stderr:
+    each node whose pods it hits, with them; the others grouped by what changes."""
+    lines = []
+    untouched = []
     for node in preview.nodes:
         change = ", ".join(f"{r} {before} → {after}" for r, before, after in node.capacity)
-        lines.append(f"node {node.node}: {change or 'capacity unchanged'}")
+        change = change or "capacity unchanged"
+        if not node.hit:
+            untouched.append((node.node, change))
+            continue
+        lines.append(f"node {node.node}: {change}")
         lines += [f"  hits pod {hit.ref}: {hit.why}" for hit in node.hit]
+    lines += by_node(untouched)
     lines += [f"Pending pod {pod} would fit on {node}" for pod, node in preview.would_fit]
     return lines
 

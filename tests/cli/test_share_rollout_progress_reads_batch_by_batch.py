@@ -113,3 +113,22 @@ def test_a_rollout_reads_each_collection_once_and_makes_no_request_per_look(
     watches = [r for r in sent if r.startswith("watch ") and "/pods?" in r]
     assert 1 <= len(watches) <= 2, watches  # a second only if the server ended the first
     assert all("/namespaces/" in w for w in watches)  # the plugin's namespace, not the cluster
+
+
+def test_a_preview_says_once_what_many_nodes_have_in_common(
+    run_cli: Run, cluster: SimCluster
+) -> None:
+    """Five nodes that change alike are one line of the preview, and one of what each pod is
+    left (a 5,000-node change was 10,000 lines before its first restart)."""
+    result = run_cli(
+        "--kubeconfig", str(cluster.kubeconfig), "share", "--replicas", "2", "--dry-run=client"
+    )  # fmt: skip
+
+    assert result.exit_code == 0, result.stderr
+    said = [line for line in result.stderr.splitlines() if "gpu-" in line]
+    nodes = "5 nodes (gpu-0, gpu-1, gpu-2 and 2 more)"
+    assert said == [
+        f"{nodes}: nvidia.com/gpu 1 → 2",
+        f"{nodes}: per pod: time-slicing: no isolation; up to 2 pods share each GPU's memory, "
+        "and any of them can take all of it (kubectl gpu top shows who holds what)",
+    ]

@@ -78,10 +78,13 @@ def _note_rights(result: Any) -> None:
 
 
 def _isolation_lines(nodes: Any) -> list[str]:
-    """Per node, what the config leaves each pod: a whole GPU, an MPS cap, or no isolation."""
+    """What the config leaves each pod: a whole GPU, an MPS cap, or no isolation (per node,
+    nodes that are left the same grouped)."""
     from kubectl_gpu.usage import isolation
 
-    return [f"node {n.node}: per pod: {isolation.statement(n.strategy, n.replicas)}" for n in nodes]
+    return render.by_node(
+        (n.node, f"per pod: {isolation.statement(n.strategy, n.replicas)}") for n in nodes
+    )
 
 
 def _summary(result: Any) -> str:
