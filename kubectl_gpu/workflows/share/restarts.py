@@ -21,10 +21,10 @@ asks for, on that model's first node), not on a whole batch; a later failure (on
 stops the rollout with at most `max_unavailable` more nodes restarted beside it. Deletes
 run side by side (at most `PARALLEL` at a time; the cluster port sends a request turned away
 with 429 again after its Retry-After). The pods are looked at through one LIST and one watch
-of the plugin's namespace (`pluginpods`, which the caller starts and reads the pods before from):
-no request per look, none per node, and no pause longer than the next thing due; a look goes
-through the nodes still restarting, not all those started. Must not decide which nodes to
-restart (the plan does).
+of the plugin's namespace (`pluginpods`; the caller starts it, and reads from it which pod
+each node had): no request per look, none per node, and no pause longer than the next thing
+due; a look goes through the nodes still restarting, not all those started. Must not decide
+which nodes to restart (the plan does).
 """
 
 from __future__ import annotations
