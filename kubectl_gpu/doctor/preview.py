@@ -97,11 +97,16 @@ def make(
     """The preview of `changes`; `held` is by node, absent for nodes without an agent report;
     `unmanaged`: the namespace/name of pods no controller recreates."""
     by_name = {n.name: n for n in nodes}
+    running: dict[str, list[Pod]] = {}  # by node: one pass, not one per change (a fleet's
+    # 5,000 changes over 40,000 pods were 200 million looks)
+    for pod in pods:
+        if pod.node and pod.phase not in ENDED:
+            running.setdefault(pod.node, []).append(pod)
     previews = []
     for change in changes:
         node = by_name.get(change.node)
         before = dict(node.allocatable) if node else {}
-        on_node = [p for p in pods if p.node == change.node and p.phase not in ENDED]
+        on_node = running.get(change.node, [])
         hit = _hit(change, before, on_node, (held or {}).get(change.node))
         hit = tuple(dataclasses.replace(h, unmanaged=h.ref in unmanaged) for h in hit)
         previews.append(NodePreview(change.node, _capacity(change, before), hit))
