@@ -27,6 +27,7 @@ from kubectl_gpu.workflows import comeback, preview
 from kubectl_gpu.workflows.share import (
     capacity,
     drain,
+    pluginpods,
     restarts,
     results,
     stop,
@@ -34,7 +35,6 @@ from kubectl_gpu.workflows.share import (
 )
 from kubectl_gpu.workflows.share import state as sharestate
 from kubectl_gpu.workflows.share.options import Options
-from kubectl_gpu.workflows.share.pluginpods import PluginPods
 from kubectl_gpu.workflows.share.results import ShareResult
 from kubectl_gpu.workflows.share.state import Json, Snapshot
 from kubectl_gpu.workflows.waiting import Timing
@@ -177,7 +177,8 @@ def _roll(
     if options.restart and plan.restarts:
         batch = (options.max_unavailable, options.timeout)
         nodes = {n.node: (n.key, n.product) for n in plan.restarts}
-        with PluginPods(api, plan.deployment, timing) as watched:  # one LIST, then a watch
+        # the plugin's pods: one LIST (which pod each node has now), then a watch
+        with pluginpods.PluginPods(api, plan.deployment, timing) as watched:
             pods.update(watched.uids(nodes))
             for restart in restarts.roll(api, watched, nodes, batch, timing):
                 done.append(restart)
@@ -286,12 +287,7 @@ def _refuse_no_comeback(
 def _plugin_uids(api: cluster.Api, draft: ShareResult) -> dict[str, str]:
     """The uid of each restarting node's plugin pod now (one list of the plugin's pods)."""
     wanted = {n.node for n in draft.plan.restarts}
-    found = sharestate.plugin_pods(api, draft.plan.deployment)
-    return {
-        node: str((pod.get("metadata") or {}).get("uid", ""))
-        for node, pod in found.items()
-        if node in wanted
-    }
+    return pluginpods.uids(sharestate.plugin_pods(api, draft.plan.deployment), wanted)
 
 
 def _restarted(

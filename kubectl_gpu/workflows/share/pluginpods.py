@@ -10,7 +10,7 @@ anything (restarts does) nor judge a pod's state (sharing.rollout.status does).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from kubectl_gpu import cluster
@@ -73,10 +73,7 @@ class PluginPods:
 
     def uids(self, nodes: Collection[str]) -> dict[str, str]:
         """The uid of the live plugin pod on each of `nodes`, as known now."""
-        return {
-            node: str((pod.get("metadata") or {}).get("uid", ""))
-            for node, pod in self.plugins(nodes, look=False).items()
-        }
+        return uids(self.plugins(nodes, look=False), nodes)
 
     def plugins(self, nodes: Collection[str], *, look: bool = True) -> dict[str, Json]:
         """The live plugin pod on each of `nodes` (`look`: a fresh look, one LIST when
@@ -95,6 +92,15 @@ class PluginPods:
 
     def pause(self, seconds: float) -> None:
         self.watched.pause(seconds)
+
+
+def uids(plugins: Mapping[str, Json], nodes: Collection[str]) -> dict[str, str]:
+    """The uid of the plugin pod (of `plugins`, by node) on each of `nodes` that has one."""
+    return {
+        node: str((pod.get("metadata") or {}).get("uid", ""))
+        for node, pod in plugins.items()
+        if node in nodes
+    }
 
 
 def _node(pod: Json) -> str:
