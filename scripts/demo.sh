@@ -83,7 +83,10 @@ done
 step "ps -o pid=,args= -p <NVIDIA's DRA kubelet plugin on dra-a>"
 ps -o pid=,args= -p "$dra_pid" | sed 's/ --kubeconfig=[^ ]*//'
 grep -m1 -o '/[^ ]*libnvidia-ml[^ ]*' "/proc/$dra_pid/maps" || fail "NVIDIA's DRA plugin has no libnvidia-ml loaded"
-"$(readlink "/proc/$dra_pid/exe")" --version | grep -q 'v0.4.1' || fail "the DRA plugin is not v0.4.1"
+# its binary as started (argv[0], a host path): /proc/PID/exe reads through the sandbox's root on
+# some kernels (6.18 here: /tmp/sim…/dra-a/root/root/.cache/…), a path that does not exist
+"$(tr '\0' '\n' <"/proc/$dra_pid/cmdline" | head -1)" --version | grep -q 'v0.4.1' \
+  || fail "the DRA plugin is not v0.4.1"
 step "kubectl get resourceslices -o custom-columns=…   # published by NVIDIA's plugin itself"
 kubectl get resourceslices -o custom-columns='NAME:.metadata.name,NODE:.spec.nodeName,DRIVER:.spec.driver,DEVICES:.spec.devices[*].name,UUIDS:.spec.devices[*].attributes.uuid.string'
 kubectl get resourceslices -o json | json "sorted(d['name'] for s in d['items'] for d in s['spec'].get('devices', []) if s['spec']['nodeName'] == 'dra-a' and d['attributes']['type']['string'] == 'gpu' and d['attributes'].get('driverVersion'))" | grep -q "'gpu-0', 'gpu-1'" \
